@@ -1,0 +1,169 @@
+// Package api serves tally's JSON API under /api/v1: runs, run trees, costs,
+// tools, cache health, alerts and replay fixtures. Every handler reads the
+// caller's project from the request context (set by authentication), never
+// from a parameter, so project isolation is enforced in one place.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// Runs is what the API needs to read runs; *query.Reader implements it.
+type Runs interface {
+	Runs(ctx context.Context, f query.RunFilter) (query.RunPage, error)
+	Run(ctx context.Context, project, traceID string) (*query.RunDetail, error)
+}
+
+// Handler serves the JSON API.
+type Handler struct {
+	runs Runs
+	now  func() time.Time
+}
+
+// New returns the API over a reader.
+func New(runs Runs) *Handler { return &Handler{runs: runs, now: time.Now} }
+
+// ProjectKey is the gin context key under which authentication stores the
+// caller's project.
+const ProjectKey = "tally.project"
+
+// Project returns the caller's project, set by authentication middleware.
+func Project(c *gin.Context) string {
+	if p := c.GetString(ProjectKey); p != "" {
+		return p
+	}
+	return "default"
+}
+
+// Register mounts the API routes on r (a group at /api/v1).
+func (h *Handler) Register(r gin.IRoutes) {
+	r.GET("/runs", h.listRuns)
+	r.GET("/runs/:trace_id", h.getRun)
+}
+
+// Error is the body of every non-2xx API answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+func fail(c *gin.Context, code int, format string, args ...any) {
+	c.AbortWithStatusJSON(code, Error{Error: fmt.Sprintf(format, args...)})
+}
+
+var traceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+
+func (h *Handler) getRun(c *gin.Context) {
+	id := c.Param("trace_id")
+	if !traceIDRE.MatchString(id) {
+		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+		return
+	}
+	run, err := h.runs.Run(c.Request.Context(), Project(c), strings.ToLower(id))
+	if errors.Is(err, query.ErrNotFound) {
+		fail(c, http.StatusNotFound, "run %s not found", id)
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "load run: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, run)
+}
+
+func (h *Handler) listRuns(c *gin.Context) {
+	f := query.RunFilter{
+		Project:      Project(c),
+		Agent:        c.Query("agent"),
+		Model:        c.Query("model"),
+		Service:      c.Query("service"),
+		Task:         c.Query("task"),
+		Conversation: c.Query("conversation"),
+		Status:       c.Query("status"),
+		Search:       c.Query("q"),
+		Cursor:       c.Query("cursor"),
+	}
+	var err error
+	if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), h.now()); err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if s := c.Query("limit"); s != "" {
+		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
+			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
+			return
+		}
+	}
+	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
+		fail(c, http.StatusBadRequest, "status %q: want ok or error", f.Status)
+		return
+	}
+	page, err := h.runs.Runs(c.Request.Context(), f)
+	if err != nil {
+		if strings.Contains(err.Error(), "cursor") {
+			fail(c, http.StatusBadRequest, "%v", err)
+			return
+		}
+		fail(c, http.StatusInternalServerError, "list runs: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, page)
+}
+
+// TimeRange parses since/until query values: RFC 3339 times, or durations
+// relative to now ("24h", "30m", "7d"). Empty values leave the bound open.
+func TimeRange(since, until string, now time.Time) (time.Time, time.Time, error) {
+	s, err := ParseTime(since, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("since: %w", err)
+	}
+	u, err := ParseTime(until, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("until: %w", err)
+	}
+	if !s.IsZero() && !u.IsZero() && u.Before(s) {
+		return time.Time{}, time.Time{}, fmt.Errorf("until %s is before since %s", u.Format(time.RFC3339), s.Format(time.RFC3339))
+	}
+	return s, u, nil
+}
+
+// ParseTime parses an RFC 3339 time or a duration before now ("24h", "7d").
+func ParseTime(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration like 24h or 7d", v)
+	}
+	return now.Add(-d).UTC(), nil
+}
+
+// ParseDuration is time.ParseDuration plus a "d" (24h) unit.
+func ParseDuration(v string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || days < 0 {
+			return 0, fmt.Errorf("invalid duration %q", v)
+		}
+		return time.Duration(days * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q", v)
+	}
+	return d, nil
+}

@@ -1,0 +1,377 @@
+package demo
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk"
+)
+
+// planStream is the PCG stream of the conversation plan; run i uses stream i.
+const planStream = math.MaxUint64
+
+// Probabilities of the things that do not happen in every run.
+const (
+	failRunRate      = 0.07 // a run ends in error
+	repeatLoopRate   = 0.10 // an invocation loops on one tool with the same arguments
+	acmeRate         = 0.35 // a code_fix coder invocation first asks acme-llm-7b
+	secondaryRate    = 0.6  // a task's second or third sub-agent takes part
+	parallelToolRate = 0.2  // a chat asks for two tools at once
+	streamRate       = 0.5  // an Anthropic or Gemini call streams
+)
+
+// Generate builds cfg.Runs runs in memory, without network. The same Config
+// (Seed, Start, Spans) gives the same runs; Endpoint, Headers, Rate, Gzip and
+// JSON are ignored. Runs are grouped into conversations of 2–4 runs of one
+// user; conversations start 20–90 s apart and overlap in time.
+func Generate(cfg Config) []Run {
+	if cfg.Runs <= 0 {
+		return nil
+	}
+	if !cfg.Start.IsZero() {
+		return generate(cfg, cfg.Start.UTC())
+	}
+	// Build once to learn how long the traffic lasts, then again so that it
+	// ends a second ago. The runs do not depend on the base time.
+	probe := generate(cfg, time.Unix(0, 0).UTC())
+	var last time.Time
+	for _, r := range probe {
+		if r.Root.End.After(last) {
+			last = r.Root.End
+		}
+	}
+	length := last.Sub(time.Unix(0, 0))
+	return generate(cfg, time.Now().UTC().Add(-length-time.Second).Truncate(time.Microsecond))
+}
+
+func generate(cfg Config, base time.Time) []Run {
+	plan := rand.New(rand.NewPCG(uint64(cfg.Seed), planStream))
+	runs := make([]Run, 0, cfg.Runs)
+	convStart := base
+	for len(runs) < cfg.Runs {
+		a := &apps[plan.IntN(len(apps))]
+		tk := &a.tasks[plan.IntN(len(a.tasks))]
+		conv := conversation{
+			app:   a,
+			task:  tk,
+			id:    uuid(plan),
+			user:  "user-" + pad4(1+plan.IntN(a.users)),
+			topic: tk.topics[plan.IntN(len(tk.topics))],
+		}
+		size := 2 + plan.IntN(3)
+		at := convStart
+		for turn := 0; turn < size && len(runs) < cfg.Runs; turn++ {
+			rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(len(runs))))
+			r := buildRun(rng, conv, turn, at, cfg.Spans)
+			runs = append(runs, r)
+			at = r.Root.End.Add(thinkTime[0] + time.Duration(plan.Int64N(int64(thinkTime[1]-thinkTime[0]))))
+		}
+		convStart = convStart.Add(time.Duration(20+plan.IntN(71)) * time.Second)
+	}
+	return runs
+}
+
+// conversation is what the runs of one conversation share.
+type conversation struct {
+	app   *app
+	task  *task
+	id    string
+	user  string
+	topic string
+}
+
+// builder builds one run.
+type builder struct {
+	rng  *rand.Rand
+	conv conversation
+}
+
+// invocation is one sub-agent call the planner makes, with its span budget.
+type invocation struct {
+	agent  *agentProfile
+	budget int
+	fail   bool
+}
+
+// buildRun builds the run; spans > 0 makes it exactly that many spans.
+func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, spans int) Run {
+	b := &builder{rng: rng, conv: conv}
+	traceID := b.traceID()
+	invs, planChat, finalChat, extraChats := b.plan(spans)
+	failed := finalChat && len(invs) > 0 && rng.Float64() < failRunRate
+	if failed {
+		// The failing sub-agent is the last one; the planner stops there, so
+		// the span of its final answer goes to the sub-agent's last step.
+		finalChat = false
+		invs[len(invs)-1].budget++
+		invs[len(invs)-1].fail = true
+	}
+
+	root := SpanSpec{
+		SpanID: b.spanID(),
+		Name:   "invoke_agent planner",
+		Kind:   kindInternal,
+		Start:  start,
+	}
+	var total usage
+	t := start.Add(b.msBetween(5, 30))
+
+	planner := newSession(&plannerAgent, b.between(plannerAgent.prefix))
+	planner.add(b.between([2]int{50, 400}) + turn*b.between([2]int{400, 1500})) // the request and earlier turns
+	if planChat {
+		s, u := b.chat(t, &plannerAgent, plannerAgent.style, planner, chatShape{output: [2]int{100, 400}})
+		root.Children = append(root.Children, s)
+		total.add(u)
+		t = s.End.Add(b.msBetween(5, 40))
+	}
+	var failure string
+	for _, inv := range invs {
+		s, u, result := b.invoke(t, inv)
+		root.Children = append(root.Children, s)
+		total.add(u)
+		planner.add(result)
+		t = s.End.Add(b.msBetween(5, 40))
+		if inv.fail {
+			failure = errorTypeOf(s)
+		}
+	}
+	for i := 0; i < extraChats; i++ {
+		s, u := b.chat(t, &plannerAgent, plannerAgent.style, planner, chatShape{output: [2]int{80, 300}})
+		root.Children = append(root.Children, s)
+		total.add(u)
+		t = s.End.Add(b.msBetween(5, 40))
+	}
+	if finalChat {
+		s, u := b.chat(t, &plannerAgent, plannerAgent.style, planner, chatShape{output: [2]int{300, 1500}, final: true})
+		root.Children = append(root.Children, s)
+		total.add(u)
+		t = s.End
+	}
+	root.End = t.Add(b.msBetween(3, 20))
+	root.Attributes = append([]attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", plannerAgent.name),
+		attribute.String("gen_ai.agent.id", agentID(conv.app.service, plannerAgent.name)),
+		attribute.String("gen_ai.conversation.id", conv.id),
+		attribute.String("user.id", conv.user),
+		attribute.String("task.name", conv.task.name),
+	}, total.aggregated()...)
+	if failed {
+		root.Status, root.StatusMessage = codeError, "sub-agent "+invs[len(invs)-1].agent.name+" failed: "+failure
+		root.Attributes = append(root.Attributes, attribute.String("error.type", failure))
+	}
+	return Run{
+		TraceID:        traceID,
+		Service:        conv.app.service,
+		Resource:       resourceOf(conv.app),
+		Task:           conv.task.name,
+		ConversationID: conv.id,
+		UserID:         conv.user,
+		Failed:         failed,
+		Root:           root,
+	}
+}
+
+// plan decides which sub-agents the planner invokes and with how many spans
+// each, and whether the planner makes its planning and final chat calls and
+// how many extra ones. With spans > 0 the run has exactly that many spans.
+func (b *builder) plan(spans int) (invs []invocation, planChat, finalChat bool, extraChats int) {
+	agents := b.conv.task.agents
+	if spans <= 0 {
+		invs = append(invs, invocation{agent: agents[0], budget: b.between(agents[0].natural)})
+		for _, a := range agents[1:] {
+			if b.rng.Float64() < secondaryRate {
+				invs = append(invs, invocation{agent: a, budget: b.between(a.natural)})
+			}
+		}
+		return invs, true, true, 0
+	}
+	switch spans {
+	case 1:
+		return nil, false, false, 0
+	case 2:
+		return nil, true, false, 0
+	}
+	remaining := spans - 3 // root, planning chat, final chat
+	for remaining > 0 {
+		if remaining == 1 {
+			return invs, true, true, extraChats + 1
+		}
+		a := agents[0]
+		if b.rng.IntN(2) == 1 {
+			a = agents[1+b.rng.IntN(len(agents)-1)]
+		}
+		n := min(b.between(a.big), remaining)
+		if remaining-n < 2 {
+			n = remaining
+		}
+		invs = append(invs, invocation{agent: a, budget: n})
+		remaining -= n
+	}
+	return invs, true, true, extraChats
+}
+
+// invoke builds an "invoke_agent <name>" span using exactly inv.budget spans
+// (at least 2), and returns its usage and the size of its answer in tokens.
+func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int) {
+	a := inv.agent
+	span := SpanSpec{
+		SpanID: b.spanID(),
+		Name:   "invoke_agent " + a.name,
+		Kind:   kindInternal,
+		Start:  start,
+	}
+	var total usage
+	t := start.Add(b.msBetween(2, 15))
+	if a.bigPrompt[0] > 0 {
+		// One call per remaining span, each with a fresh large prompt.
+		for i := 1; i < inv.budget; i++ {
+			last := i == inv.budget-1
+			s, u := b.chat(t, a, a.style, nil, chatShape{output: [2]int{200, 700}, final: true, fail: last && inv.fail})
+			span.Children = append(span.Children, s)
+			total.add(u)
+			t = s.End.Add(b.msBetween(5, 30))
+		}
+	} else {
+		sess := newSession(a, b.between(a.prefix))
+		sess.add(b.between([2]int{100, 600})) // the planner's instructions
+		left := inv.budget - 2                // the invoke span and the final answer
+		repeat := b.rng.Float64() < repeatLoopRate
+		if a == &coder && b.conv.task.name == "code_fix" && left >= 1 && b.rng.Float64() < acmeRate {
+			s, u := b.chat(t, a, usageClientCost, newSession(a, b.between([2]int{400, 1200})), chatShape{model: &acmeLLM, output: [2]int{5, 40}, final: true})
+			span.Children = append(span.Children, s)
+			total.add(u)
+			t = s.End.Add(b.msBetween(5, 30))
+			left--
+		}
+		steps := 0
+		for left > 0 {
+			if repeat && steps > 0 {
+				if n := 3 + b.rng.IntN(2); left >= 2*n {
+					spans, u, end := b.repeatLoop(t, a, sess, n)
+					span.Children = append(span.Children, spans...)
+					total.add(u)
+					t = end
+					left -= 2 * n
+					repeat = false
+					continue
+				}
+			}
+			if left == 1 {
+				// No room for a chat and a tool: one last call of a tool.
+				name := b.pickTool(a, "")
+				calls, end, toks := b.toolCall(t, a, name, b.toolArgs(name), b.callID(a.model), 1, true)
+				span.Children = append(span.Children, calls...)
+				sess.add(toks)
+				t = end.Add(b.msBetween(5, 30))
+				left = 0
+				break
+			}
+			s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{30, 200}})
+			span.Children = append(span.Children, s)
+			total.add(u)
+			left--
+			t = s.End.Add(b.msBetween(2, 15))
+			k := 1
+			if left >= 2 && b.rng.Float64() < parallelToolRate {
+				k = 2
+			}
+			end := t
+			first := ""
+			for i := 0; i < k; i++ {
+				name := b.pickTool(a, first)
+				first = name
+				calls, e, toks := b.toolCall(t, a, name, b.toolArgs(name), b.callID(a.model), left-(k-1-i), false)
+				span.Children = append(span.Children, calls...)
+				left -= len(calls)
+				sess.add(toks)
+				if e.After(end) {
+					end = e
+				}
+			}
+			t = end.Add(b.msBetween(5, 30))
+			steps++
+		}
+		s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{200, 1200}, final: true, fail: inv.fail})
+		span.Children = append(span.Children, s)
+		total.add(u)
+		t = s.End
+	}
+	span.End = t.Add(b.msBetween(2, 10))
+	span.Attributes = append([]attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", a.name),
+		attribute.String("gen_ai.agent.id", agentID(b.conv.app.service, a.name)),
+		attribute.String("gen_ai.conversation.id", b.conv.id),
+	}, total.aggregated()...)
+	if inv.fail {
+		et := errorTypeOf(span.Children[len(span.Children)-1])
+		span.Status, span.StatusMessage = codeError, "model call failed: "+et
+		span.Attributes = append(span.Attributes, attribute.String("error.type", et))
+	}
+	return span, total, b.between([2]int{200, 800})
+}
+
+// repeatLoop builds n steps in which the agent calls the same tool with the
+// same arguments, every call succeeding: a loop, not a retry.
+func (b *builder) repeatLoop(start time.Time, a *agentProfile, sess *session, n int) ([]SpanSpec, usage, time.Time) {
+	name := b.pickTool(a, "fetch_url")
+	args := b.toolArgs(name)
+	var spans []SpanSpec
+	var total usage
+	t := start
+	for i := 0; i < n; i++ {
+		s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{30, 120}})
+		spans = append(spans, s)
+		total.add(u)
+		t = s.End.Add(b.msBetween(2, 15))
+		calls, end, toks := b.toolCall(t, a, name, args, b.callID(a.model), 1, true)
+		spans = append(spans, calls...)
+		sess.add(toks)
+		t = end.Add(b.msBetween(5, 30))
+	}
+	return spans, total, t
+}
+
+// styleOf is how the agent's chat spans report usage in this app.
+func (b *builder) styleOf(a *agentProfile) usageStyle {
+	if b.conv.app.additive && a.model.provider == "anthropic" {
+		return usageAdditive
+	}
+	return a.style
+}
+
+// pickTool draws one of the agent's tools by weight, never avoid.
+func (b *builder) pickTool(a *agentProfile, avoid string) string {
+	sum := 0
+	for _, t := range a.tools {
+		if t.name != avoid {
+			sum += t.weight
+		}
+	}
+	n := b.rng.IntN(sum)
+	for _, t := range a.tools {
+		if t.name == avoid {
+			continue
+		}
+		if n < t.weight {
+			return t.name
+		}
+		n -= t.weight
+	}
+	return a.tools[0].name
+}
+
+// resourceOf is the resource of the app's spans.
+func resourceOf(a *app) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("service.name", a.service),
+		attribute.String("service.version", "1.8.2"),
+		attribute.String("deployment.environment.name", "demo"),
+		attribute.String("telemetry.sdk.language", "go"),
+		attribute.String("telemetry.sdk.name", "opentelemetry"),
+		attribute.String("telemetry.sdk.version", sdk.Version()),
+	}
+}

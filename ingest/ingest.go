@@ -1,0 +1,55 @@
+// Package ingest turns OTLP trace data into tally's span and content rows:
+// it decodes (see package ingest/receiver), normalizes the gen_ai.* attributes
+// real SDKs send (Normalize), prices the spans, and hands the rows to the
+// durable log and the ClickHouse writer.
+package ingest
+
+import "github.com/tallyhq/tally/schema"
+
+// Batch is what one accepted OTLP request became: span rows and the large
+// content values split off them.
+type Batch struct {
+	Spans    []schema.Span
+	Contents []schema.Content
+}
+
+// Rejected counts the spans of a request that were dropped as invalid, with a
+// message naming the first problems, for OTLP's partial_success.
+type Rejected struct {
+	Spans   int
+	Message string
+}
+
+// Limits bounds what one request and one span may carry. Every limit is
+// explicit and configurable; a value past a per-span limit is truncated with a
+// marker or the span is rejected, as documented on each field.
+type Limits struct {
+	MaxBodyBytes       int64 // request body after decompression; over it: 413
+	MaxSpansPerRequest int   // over it: the whole request is refused with 413
+	MaxAttrValueBytes  int   // longer string attribute values are truncated with TruncationMarker
+	MaxContentBytes    int   // longer content values (tool args/results, messages) are truncated
+	MaxAttrsPerSpan    int   // attributes beyond this are dropped and counted in attr "tally.dropped_attributes"
+	MaxEventsPerSpan   int   // events beyond this are dropped
+}
+
+// DefaultLimits are the limits tally runs with unless configured otherwise.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBodyBytes:       20 << 20,
+		MaxSpansPerRequest: 10000,
+		MaxAttrValueBytes:  16 << 10,
+		MaxContentBytes:    1 << 20,
+		MaxAttrsPerSpan:    256,
+		MaxEventsPerSpan:   128,
+	}
+}
+
+// TruncationMarker is appended to a value cut at a limit, so a reader can tell.
+const TruncationMarker = "…[truncated by tally]"
+
+// Pricer fills a span's cost fields from its provider, model, start time and
+// usage buckets. It is called only for spans that carry usage and no
+// client-sent cost. package pricing implements it.
+type Pricer interface {
+	Apply(s *schema.Span)
+}

@@ -1,0 +1,315 @@
+// Package writer batches normalized rows into ClickHouse.
+//
+// Accept is synchronous: it returns nil only after the rows it was given are
+// inserted (group commit: many concurrent requests share one INSERT, flushed
+// by size or by time). The receiver answers 200 only then, so an
+// acknowledged span is already in ClickHouse. When the queue is full, or
+// ClickHouse has been failing for longer than the acknowledgement deadline,
+// Accept fails with an *Overloaded error and the receiver answers 503 with
+// Retry-After, so well-behaved exporters back off and retry; nothing that was
+// acknowledged is ever dropped.
+package writer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/schema"
+)
+
+// Store is where rows go; *schema.Store implements it.
+type Store interface {
+	InsertSpans(ctx context.Context, rows []schema.Span) error
+	InsertContents(ctx context.Context, rows []schema.Content) error
+}
+
+// Config tunes batching, queueing and retries.
+type Config struct {
+	MaxBatchSpans int           // flush once this many spans are pending
+	FlushInterval time.Duration // flush at most this long after the first pending span
+	QueueSpans    int           // spans accepted but not yet written; beyond it Accept refuses
+	AckTimeout    time.Duration // longest Accept waits for its rows to be written
+	InsertTimeout time.Duration // one INSERT attempt
+	RetryMin      time.Duration // first backoff after a failed INSERT
+	RetryMax      time.Duration // longest backoff
+	RetryAfter    time.Duration // the Retry-After hint given to refused callers
+}
+
+// DefaultConfig is the writer's configuration unless overridden.
+func DefaultConfig() Config {
+	return Config{
+		MaxBatchSpans: 20000,
+		FlushInterval: 100 * time.Millisecond,
+		QueueSpans:    200000,
+		AckTimeout:    15 * time.Second,
+		InsertTimeout: 30 * time.Second,
+		RetryMin:      100 * time.Millisecond,
+		RetryMax:      5 * time.Second,
+		RetryAfter:    5 * time.Second,
+	}
+}
+
+// Overloaded is returned by Accept when the rows were not taken: the caller
+// should answer Code with a Retry-After of After.
+type Overloaded struct {
+	Code   int
+	After  time.Duration
+	Reason string
+}
+
+func (e *Overloaded) Error() string { return "writer overloaded: " + e.Reason }
+
+// StatusCode is the HTTP status to answer (503).
+func (e *Overloaded) StatusCode() int { return e.Code }
+
+// RetryAfter is how long the client should wait before retrying.
+func (e *Overloaded) RetryAfter() time.Duration { return e.After }
+
+// Stats are the writer's counters, for metrics and readiness.
+type Stats struct {
+	QueuedSpans   int64 // accepted, not yet written
+	WrittenSpans  uint64
+	InsertErrors  uint64
+	Batches       uint64
+	LastInsertErr string
+	Healthy       bool // the last INSERT succeeded (or none was tried)
+}
+
+type request struct {
+	batch ingest.Batch
+	done  chan error
+}
+
+// Writer batches rows into the store. Run must be running for Accept to
+// make progress.
+type Writer struct {
+	store  Store
+	cfg    Config
+	log    *slog.Logger
+	reqs   chan *request
+	queued atomic.Int64
+
+	written atomic.Uint64
+	errs    atomic.Uint64
+	batches atomic.Uint64
+	healthy atomic.Bool
+
+	mu      sync.Mutex
+	lastErr string
+}
+
+// New makes a writer; zero fields of cfg take DefaultConfig's values.
+func New(store Store, cfg Config, log *slog.Logger) *Writer {
+	d := DefaultConfig()
+	if cfg.MaxBatchSpans <= 0 {
+		cfg.MaxBatchSpans = d.MaxBatchSpans
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = d.FlushInterval
+	}
+	if cfg.QueueSpans <= 0 {
+		cfg.QueueSpans = d.QueueSpans
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = d.AckTimeout
+	}
+	if cfg.InsertTimeout <= 0 {
+		cfg.InsertTimeout = d.InsertTimeout
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = d.RetryMin
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = d.RetryMax
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = d.RetryAfter
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{store: store, cfg: cfg, log: log, reqs: make(chan *request, 4096)}
+	w.healthy.Store(true)
+	return w
+}
+
+// Accept queues the batch and waits until it is written. It fails fast with
+// *Overloaded when the queue has no room, and with *Overloaded when the rows
+// could not be written within AckTimeout (the rows may still be written
+// later; a retry by the client is then deduplicated by span identity).
+func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
+	n := int64(len(b.Spans) + len(b.Contents))
+	if n == 0 {
+		return nil
+	}
+	if q := w.queued.Add(n); q > int64(w.cfg.QueueSpans) && q != n {
+		w.queued.Add(-n)
+		return &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter,
+			Reason: fmt.Sprintf("write queue full (%d rows queued, limit %d)", q-n, w.cfg.QueueSpans)}
+	}
+	r := &request{batch: b, done: make(chan error, 1)}
+	timer := time.NewTimer(w.cfg.AckTimeout)
+	defer timer.Stop()
+	select {
+	case w.reqs <- r:
+	case <-ctx.Done():
+		w.queued.Add(-n)
+		return fmt.Errorf("queue batch: %w", ctx.Err())
+	case <-timer.C:
+		w.queued.Add(-n)
+		return &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter, Reason: "write queue did not take the batch in time"}
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("wait for write: %w", ctx.Err())
+	case <-timer.C:
+		return &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter,
+			Reason: "clickhouse did not take the batch in time: " + w.Stats().LastInsertErr}
+	}
+}
+
+// Stats returns the current counters.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	last := w.lastErr
+	w.mu.Unlock()
+	return Stats{
+		QueuedSpans:   w.queued.Load(),
+		WrittenSpans:  w.written.Load(),
+		InsertErrors:  w.errs.Load(),
+		Batches:       w.batches.Load(),
+		LastInsertErr: last,
+		Healthy:       w.healthy.Load(),
+	}
+}
+
+// Run collects requests into batches and writes them until ctx is done; then
+// it writes what is pending (bounded by AckTimeout) and returns.
+func (w *Writer) Run(ctx context.Context) {
+	var pending []*request
+	spans := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func(ctx context.Context) {
+		if len(pending) == 0 {
+			return
+		}
+		w.flush(ctx, pending)
+		pending, spans = pending[:0:0], 0
+	}
+	for {
+		select {
+		case r := <-w.reqs:
+			if len(pending) == 0 {
+				timer.Reset(w.cfg.FlushInterval)
+			}
+			pending = append(pending, r)
+			spans += len(r.batch.Spans)
+			if spans >= w.cfg.MaxBatchSpans {
+				timer.Stop()
+				flush(ctx)
+			}
+		case <-timer.C:
+			flush(ctx)
+		case <-ctx.Done():
+			// Drain what is queued, with a deadline of its own.
+			dctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckTimeout)
+		drain:
+			for {
+				select {
+				case r := <-w.reqs:
+					pending = append(pending, r)
+				default:
+					break drain
+				}
+			}
+			flush(dctx)
+			cancel()
+			return
+		}
+	}
+}
+
+// flush writes the pending requests' rows in one INSERT per table, retrying
+// transient failures with exponential backoff and jitter until the write
+// succeeds or every waiting caller has given up (AckTimeout).
+func (w *Writer) flush(ctx context.Context, reqs []*request) {
+	var b ingest.Batch
+	var n int64
+	for _, r := range reqs {
+		b.Spans = append(b.Spans, r.batch.Spans...)
+		b.Contents = append(b.Contents, r.batch.Contents...)
+		n += int64(len(r.batch.Spans) + len(r.batch.Contents))
+	}
+	version := uint64(time.Now().UnixNano())
+	for i := range b.Spans {
+		if b.Spans[i].Version == 0 {
+			b.Spans[i].Version = version
+		}
+	}
+	for i := range b.Contents {
+		if b.Contents[i].Version == 0 {
+			b.Contents[i].Version = version
+		}
+	}
+	deadline := time.Now().Add(w.cfg.AckTimeout)
+	backoff := w.cfg.RetryMin
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = w.insert(ctx, b)
+		if err == nil {
+			break
+		}
+		w.errs.Add(1)
+		w.healthy.Store(false)
+		w.mu.Lock()
+		w.lastErr = err.Error()
+		w.mu.Unlock()
+		wait := backoff/2 + rand.N(backoff/2+1)
+		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			w.log.Error("insert failed, giving up on batch; callers were not acknowledged",
+				"spans", len(b.Spans), "attempts", attempt, "err", err)
+			break
+		}
+		w.log.Warn("insert failed, retrying", "spans", len(b.Spans), "attempt", attempt, "backoff", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		backoff = min(backoff*2, w.cfg.RetryMax)
+	}
+	w.queued.Add(-n)
+	if err == nil {
+		w.healthy.Store(true)
+		w.written.Add(uint64(len(b.Spans)))
+		w.batches.Add(1)
+	} else {
+		err = &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter, Reason: "clickhouse insert failed: " + err.Error()}
+	}
+	for _, r := range reqs {
+		r.done <- err
+	}
+}
+
+func (w *Writer) insert(ctx context.Context, b ingest.Batch) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.InsertTimeout)
+	defer cancel()
+	// Content first: a span row is what makes a run visible, and its content
+	// should be there when it is.
+	if err := w.store.InsertContents(ctx, b.Contents); err != nil {
+		return err
+	}
+	if err := w.store.InsertSpans(ctx, b.Spans); err != nil {
+		return err
+	}
+	return nil
+}

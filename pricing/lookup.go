@@ -1,0 +1,136 @@
+package pricing
+
+import (
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Lookup finds the entry that prices model, served by provider, at time at
+// (zero: the newest prices). It returns the entry version in force at that
+// time and its base prices (use Entry.PriceFor for a call's long-context
+// tier); ok is false when no entry matches.
+//
+// Both names are normalized first (see Normalize). Matching then tries, in
+// order: an entry whose name or alias equals the model exactly; then the
+// longest entry name that is a prefix of the model at a "-" boundary
+// (gpt-4o-mini-2024-07-18 → gpt-4o-mini, never gpt-4o), unless what follows
+// continues a version number (claude-opus-4-1 is not claude-opus-4). Among
+// entries matching equally well, one whose provider equals the span's wins,
+// else the first in catalog order. The name decides before the provider does,
+// so an exact name under another provider beats a prefix under the span's.
+func (c *Catalog) Lookup(provider, model string, at time.Time) (Entry, Price, bool) {
+	g := c.match(provider, model)
+	if g == nil {
+		return Entry{}, Price{}, false
+	}
+	e := g.at(at)
+	return e.clone(), e.Price, true
+}
+
+// MinCachePrefix returns the minimum cacheable prompt length, in tokens, of
+// the model's entry in force at time at. ok is false when no entry matches,
+// when the model has no prompt caching, or when the entry does not say.
+func (c *Catalog) MinCachePrefix(provider, model string, at time.Time) (int, bool) {
+	g := c.match(provider, model)
+	if g == nil {
+		return 0, false
+	}
+	e := g.at(at)
+	if e.NoPromptCache || e.MinCachePrefixTokens <= 0 {
+		return 0, false
+	}
+	return e.MinCachePrefixTokens, true
+}
+
+func (c *Catalog) match(provider, model string) *group {
+	n := Normalize(model)
+	if n == "" {
+		return nil
+	}
+	p := normalizeProvider(provider)
+	if idx := c.byName[n]; len(idx) > 0 {
+		return c.pick(idx, p)
+	}
+	for i := len(n) - 1; i > 0; i-- {
+		if n[i] != '-' || continuesVersion(n[i+1:]) {
+			continue
+		}
+		if idx := c.byName[n[:i]]; len(idx) > 0 {
+			return c.pick(idx, p)
+		}
+	}
+	return nil
+}
+
+// pick returns the first group of idx served by provider, else the first.
+func (c *Catalog) pick(idx []int, provider string) *group {
+	for _, i := range idx {
+		if c.groups[i].provider == provider {
+			return c.groups[i]
+		}
+	}
+	return c.groups[idx[0]]
+}
+
+// Apply fills the span's cost fields from the catalog. It implements
+// ingest.Pricer and may be called again on a stored span to reprice it.
+//
+// Spans whose cost the client sent (CostSource CostClient) and spans that
+// repeat their children's usage (UsageMode UsageAggregated) are left
+// untouched, as are spans without any usage. Otherwise the cost fields are
+// recomputed: with the matching entry (CostSource CostCatalog, PriceEntry and
+// PriceVersion set), or, when no entry matches, zero costs with CostSource
+// CostUnpriced. The model priced is Model, else the response or request
+// model; the time is the span's start.
+//
+// Input tokens are inclusive of cache reads and writes (schema.Span), so
+// uncached input is Input − CacheRead − CacheWrite, floored at zero when the
+// buckets do not reconcile (ingest flags those spans). Cache writes are priced
+// at the 5-minute rate.
+func (c *Catalog) Apply(s *schema.Span) {
+	if s == nil || s.CostSource == schema.CostClient || s.UsageMode == schema.UsageAggregated {
+		return
+	}
+	if s.UsageMode == schema.UsageNone && s.InputTokens == 0 && s.OutputTokens == 0 &&
+		s.CacheReadTokens == 0 && s.CacheWriteTokens == 0 {
+		return
+	}
+	s.CostInput, s.CostCacheRead, s.CostCacheWrite, s.CostOutput, s.CostTotal = 0, 0, 0, 0, 0
+	s.PriceEntry, s.PriceVersion = "", ""
+
+	at := s.Start
+	if at.IsZero() && s.StartNs > 0 {
+		at = time.Unix(0, int64(s.StartNs)).UTC()
+	}
+	var g *group
+	for _, model := range []string{s.Model, s.ResponseModel, s.RequestModel} {
+		if g = c.match(s.Provider, model); g != nil {
+			break
+		}
+	}
+	if g == nil {
+		s.CostSource = schema.CostUnpriced
+		return
+	}
+	e := g.at(at)
+
+	cached := s.CacheReadTokens + s.CacheWriteTokens
+	allInput := max(s.InputTokens, cached)
+	uncached := allInput - cached
+	p := e.PriceFor(allInput)
+
+	s.CostInput = tokenCost(uncached, p.Input)
+	s.CostCacheRead = tokenCost(s.CacheReadTokens, p.CacheRead)
+	s.CostCacheWrite = tokenCost(s.CacheWriteTokens, p.CacheWrite)
+	s.CostOutput = tokenCost(s.OutputTokens, p.Output)
+	s.CostTotal = s.CostInput + s.CostCacheRead + s.CostCacheWrite + s.CostOutput
+	s.CostSource = schema.CostCatalog
+	s.PriceEntry = e.ID
+	s.PriceVersion = e.Version
+}
+
+// tokenCost is the USD cost of tokens at perMillion USD per million tokens.
+func tokenCost(tokens uint64, perMillion float64) float64 {
+	return float64(tokens) * perMillion / 1e6
+}

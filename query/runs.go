@@ -1,0 +1,433 @@
+// Package query holds every read of tally's tables: run lists, run trees,
+// cost rollups, tool statistics and cache health. It is the one source of
+// truth for the figures the API, UI, CLI and alerts show.
+package query
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// ErrNotFound is returned for a run that does not exist in the caller's project.
+var ErrNotFound = errors.New("not found")
+
+// Reader runs queries for one ClickHouse database.
+type Reader struct {
+	store *schema.Store
+}
+
+// NewReader returns a Reader over the store.
+func NewReader(store *schema.Store) *Reader { return &Reader{store: store} }
+
+// RunSummary is one run (trace) with its totals.
+type RunSummary struct {
+	TraceID        string    `json:"trace_id"`
+	Name           string    `json:"name"` // the root span's name
+	Task           string    `json:"task"` // task.name if any span has it, else the root's name
+	Service        string    `json:"service"`
+	Agents         []string  `json:"agents"`
+	Models         []string  `json:"models"`
+	ConversationID string    `json:"conversation_id,omitempty"`
+	UserID         string    `json:"user_id,omitempty"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	DurationMs     float64   `json:"duration_ms"`
+	Status         string    `json:"status"` // "error" when any span ended in error, else "ok"
+	Spans          int       `json:"spans"`
+	LLMCalls       int       `json:"llm_calls"`
+	ToolCalls      int       `json:"tool_calls"`
+	Errors         int       `json:"errors"`
+	Usage          Usage     `json:"usage"`
+	// UsageFromAggregate is true when no inference span carried usage and the
+	// totals come from an agent span's aggregated usage instead.
+	UsageFromAggregate bool `json:"usage_from_aggregate,omitempty"`
+	Cost               Cost `json:"cost"`
+	UnpricedSpans      int  `json:"unpriced_spans"`
+	UnreconciledSpans  int  `json:"unreconciled_spans,omitempty"`
+}
+
+// RunFilter selects runs. Zero fields do not filter.
+type RunFilter struct {
+	Project      string
+	Since, Until time.Time // on the run's spans' start times
+	Agent        string
+	Model        string
+	Service      string
+	Task         string
+	Conversation string
+	Status       string // "error" or "ok"
+	Search       string // trace id prefix, conversation id or span name substring
+	Cursor       string // from a previous page's NextCursor
+	Limit        int    // default 50, at most 1000
+}
+
+// RunPage is one page of runs, newest first.
+type RunPage struct {
+	Runs       []RunSummary `json:"runs"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+type cursor struct {
+	StartNs uint64
+	TraceID string
+}
+
+func (c cursor) encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(c.StartNs, 10) + ":" + c.TraceID))
+}
+
+func decodeCursor(s string) (cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, fmt.Errorf("invalid cursor: %w", err)
+	}
+	ns, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseUint(ns, 10, 64)
+	if !ok || err != nil || len(id) != 32 {
+		return cursor{}, errors.New("invalid cursor")
+	}
+	return cursor{n, id}, nil
+}
+
+// runAggregates is the SELECT list that turns a run's deduplicated spans
+// into a RunSummary; Runs and the single-run summary share it.
+const runAggregates = `
+	trace_id,
+	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
+	argMin(name, start_ns) AS first_name,
+	anyIf(task_name, task_name != '') AS task,
+	argMin(service, start_ns) AS svc,
+	arraySort(groupUniqArrayIf(agent_name, agent_name != '')) AS agents,
+	arraySort(groupUniqArrayIf(model, model != '' AND span_type = 'inference')) AS models,
+	anyIf(conversation_id, conversation_id != '') AS conv,
+	anyIf(user_id, user_id != '') AS usr,
+	min(start_ns) AS s_ns,
+	max(end_ns) AS e_ns,
+	count() AS n_spans,
+	countIf(span_type = 'inference') AS n_llm,
+	countIf(span_type = 'tool') AS n_tool,
+	countIf(status = 'error') AS n_err,
+	countIf(usage_mode NOT IN ('', 'aggregated')) AS n_usage,
+	sumIf(input_tokens, usage_mode NOT IN ('', 'aggregated')) AS in_t,
+	sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')) AS cr_t,
+	sumIf(cache_write_tokens, usage_mode NOT IN ('', 'aggregated')) AS cw_t,
+	sumIf(output_tokens, usage_mode NOT IN ('', 'aggregated')) AS out_t,
+	sumIf(reasoning_tokens, usage_mode NOT IN ('', 'aggregated')) AS rs_t,
+	argMaxIf(input_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_in,
+	argMaxIf(cache_read_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_cr,
+	argMaxIf(cache_write_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_cw,
+	argMaxIf(output_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_out,
+	argMaxIf(reasoning_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_rs,
+	sum(cost_total) AS c_total,
+	sum(cost_input) AS c_in,
+	sum(cost_cache_read) AS c_cr,
+	sum(cost_cache_write) AS c_cw,
+	sum(cost_output) AS c_out,
+	countIf(cost_source = 'unpriced') AS n_unpriced,
+	countIf(usage_unreconciled = 1) AS n_unrec`
+
+type runRow struct {
+	TraceID   string
+	RootName  string
+	FirstName string
+	Task      string
+	Service   string
+	Agents    []string
+	Models    []string
+	Conv      string
+	User      string
+	StartNs   uint64
+	EndNs     uint64
+	Spans     uint64
+	LLM       uint64
+	Tool      uint64
+	Err       uint64
+	NUsage    uint64
+	In        uint64
+	CR        uint64
+	CW        uint64
+	Out       uint64
+	RS        uint64
+	Agg       Usage
+	CTotal    float64
+	CIn       float64
+	CCR       float64
+	CCW       float64
+	COut      float64
+	Unpriced  uint64
+	Unrec     uint64
+}
+
+func (r *runRow) dest() []any {
+	return []any{&r.TraceID, &r.RootName, &r.FirstName, &r.Task, &r.Service, &r.Agents, &r.Models,
+		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.NUsage,
+		&r.In, &r.CR, &r.CW, &r.Out, &r.RS,
+		&r.Agg.Input, &r.Agg.CacheRead, &r.Agg.CacheWrite, &r.Agg.Output, &r.Agg.Reasoning, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
+		&r.Unpriced, &r.Unrec}
+}
+
+func (r *runRow) summary() RunSummary {
+	s := RunSummary{
+		TraceID: r.TraceID, Name: r.RootName, Task: r.Task, Service: r.Service,
+		Agents: nonNil(r.Agents), Models: nonNil(r.Models), ConversationID: r.Conv, UserID: r.User,
+		Start: nsTime(r.StartNs), End: nsTime(r.EndNs), DurationMs: float64(r.EndNs-r.StartNs) / 1e6,
+		Spans: int(r.Spans), LLMCalls: int(r.LLM), ToolCalls: int(r.Tool), Errors: int(r.Err),
+		Usage: Usage{r.In, r.CR, r.CW, r.Out, r.RS},
+		Cost:  Cost{r.CTotal, r.CIn, r.CCR, r.CCW, r.COut}, UnpricedSpans: int(r.Unpriced),
+		UnreconciledSpans: int(r.Unrec), Status: "ok",
+	}
+	if s.Name == "" {
+		s.Name = r.FirstName
+	}
+	if s.Task == "" {
+		s.Task = s.Name
+	}
+	if s.Errors > 0 {
+		s.Status = "error"
+	}
+	if r.NUsage == 0 && !r.Agg.empty() {
+		s.Usage, s.UsageFromAggregate = r.Agg, true
+	}
+	return s
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Runs lists runs newest first, one page at a time.
+func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	f.Limit = min(f.Limit, 1000)
+	var where []string
+	args := []any{f.Project}
+	where = append(where, "project = ?")
+	if !f.Since.IsZero() {
+		where = append(where, "start >= ?")
+		args = append(args, f.Since.UTC().Truncate(time.Second))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "start <= ?")
+		args = append(args, f.Until.UTC())
+	}
+	var having []string
+	var hargs []any
+	if f.Agent != "" {
+		having = append(having, "has(agents, ?)")
+		hargs = append(hargs, f.Agent)
+	}
+	if f.Model != "" {
+		having = append(having, "has(models, ?)")
+		hargs = append(hargs, f.Model)
+	}
+	if f.Service != "" {
+		having = append(having, "svc = ?")
+		hargs = append(hargs, f.Service)
+	}
+	if f.Task != "" {
+		having = append(having, "if(task != '', task, if(root_name != '', root_name, first_name)) = ?")
+		hargs = append(hargs, f.Task)
+	}
+	if f.Conversation != "" {
+		having = append(having, "conv = ?")
+		hargs = append(hargs, f.Conversation)
+	}
+	switch f.Status {
+	case "":
+	case "error":
+		having = append(having, "n_err > 0")
+	case "ok":
+		having = append(having, "n_err = 0")
+	default:
+		return RunPage{}, fmt.Errorf("status %q: want error or ok", f.Status)
+	}
+	if f.Search != "" {
+		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")
+		hargs = append(hargs, strings.ToLower(f.Search), f.Search, f.Search)
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return RunPage{}, err
+		}
+		having = append(having, "(s_ns < ? OR (s_ns = ? AND trace_id < ?))")
+		hargs = append(hargs, c.StartNs, c.StartNs, c.TraceID)
+	}
+	q := "SELECT " + runAggregates + "\nFROM " + r.store.Table(schema.TableSpans) + " FINAL\nWHERE " +
+		strings.Join(where, " AND ") + "\nGROUP BY trace_id"
+	if len(having) > 0 {
+		q += "\nHAVING " + strings.Join(having, " AND ")
+	}
+	q += "\nORDER BY s_ns DESC, trace_id DESC\nLIMIT " + strconv.Itoa(f.Limit+1)
+	rows, err := r.store.Conn().Query(ctx, q, append(args, hargs...)...)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	page := RunPage{Runs: []RunSummary{}}
+	for rows.Next() {
+		var rr runRow
+		if err := rows.Scan(rr.dest()...); err != nil {
+			return RunPage{}, fmt.Errorf("scan run: %w", err)
+		}
+		page.Runs = append(page.Runs, rr.summary())
+	}
+	if err := rows.Err(); err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	if len(page.Runs) > f.Limit {
+		page.Runs = page.Runs[:f.Limit]
+		last := page.Runs[f.Limit-1]
+		page.NextCursor = cursor{uint64(last.Start.UnixNano()), last.TraceID}.encode()
+	}
+	return page, nil
+}
+
+// RunDetail is one run: its summary and its span tree.
+type RunDetail struct {
+	Summary RunSummary  `json:"summary"`
+	Roots   []*SpanNode `json:"roots"`
+}
+
+// Spans loads a run's spans, deduplicated, ordered by start time.
+func (r *Reader) Spans(ctx context.Context, project, traceID string) ([]schema.Span, error) {
+	var spans []schema.Span
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + r.store.Table(schema.TableSpans) +
+		" FINAL WHERE project = ? AND trace_id = ? ORDER BY start_ns, span_id"
+	if err := r.store.Conn().Select(ctx, &spans, q, project, strings.ToLower(traceID)); err != nil {
+		return nil, fmt.Errorf("load run %s: %w", traceID, err)
+	}
+	return spans, nil
+}
+
+// Run loads one run's summary and span tree.
+func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, error) {
+	spans, err := r.Spans(ctx, project, traceID)
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 {
+		return nil, ErrNotFound
+	}
+	roots := BuildTree(spans)
+	return &RunDetail{Summary: Summarize(spans), Roots: roots}, nil
+}
+
+// Summarize computes a run's summary from its spans with the same rules as
+// the run list: usage counts inference spans only, and falls back to the
+// largest aggregated (agent) usage when no inference span carried any.
+func Summarize(spans []schema.Span) RunSummary {
+	seen := make(map[string]bool, len(spans))
+	var rr runRow
+	rr.StartNs = ^uint64(0)
+	var rootStart, firstStart uint64 = ^uint64(0), ^uint64(0)
+	agents, models := map[string]bool{}, map[string]bool{}
+	var agg Usage
+	var aggSize uint64
+	for i := range spans {
+		s := &spans[i]
+		if seen[s.SpanID] {
+			continue
+		}
+		seen[s.SpanID] = true
+		if rr.TraceID == "" {
+			rr.TraceID = s.TraceID
+		}
+		if s.ParentSpanID == "" && s.StartNs < rootStart {
+			rootStart, rr.RootName = s.StartNs, s.Name
+		}
+		if s.StartNs < firstStart {
+			firstStart, rr.FirstName, rr.Service = s.StartNs, s.Name, s.Service
+		}
+		if rr.Task == "" && s.TaskName != "" {
+			rr.Task = s.TaskName
+		}
+		if s.AgentName != "" {
+			agents[s.AgentName] = true
+		}
+		if s.Model != "" && s.SpanType == schema.TypeInference {
+			models[s.Model] = true
+		}
+		if rr.Conv == "" {
+			rr.Conv = s.ConversationID
+		}
+		if rr.User == "" {
+			rr.User = s.UserID
+		}
+		rr.StartNs = min(rr.StartNs, s.StartNs)
+		rr.EndNs = max(rr.EndNs, s.EndNs)
+		rr.Spans++
+		switch s.SpanType {
+		case schema.TypeInference:
+			rr.LLM++
+		case schema.TypeTool:
+			rr.Tool++
+		}
+		if s.Status == "error" {
+			rr.Err++
+		}
+		switch s.UsageMode {
+		case schema.UsageNone:
+		case schema.UsageAggregated:
+			if size := s.InputTokens + s.OutputTokens; size > aggSize || aggSize == 0 {
+				aggSize = size
+				agg = Usage{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
+			}
+		default:
+			rr.NUsage++
+			rr.In += s.InputTokens
+			rr.CR += s.CacheReadTokens
+			rr.CW += s.CacheWriteTokens
+			rr.Out += s.OutputTokens
+			rr.RS += s.ReasoningTokens
+		}
+		rr.CTotal += s.CostTotal
+		rr.CIn += s.CostInput
+		rr.CCR += s.CostCacheRead
+		rr.CCW += s.CostCacheWrite
+		rr.COut += s.CostOutput
+		if s.CostSource == schema.CostUnpriced {
+			rr.Unpriced++
+		}
+		if s.UsageUnreconciled == 1 {
+			rr.Unrec++
+		}
+	}
+	rr.Agents, rr.Models = sortedKeys(agents), sortedKeys(models)
+	rr.Agg = agg
+	return rr.summary()
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func decodeObject(s string) map[string]any {
+	if s == "" {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(s), &m) != nil {
+		return map[string]any{"raw": s}
+	}
+	return m
+}

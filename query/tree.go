@@ -1,0 +1,223 @@
+package query
+
+import (
+	"sort"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Usage holds the token buckets of a span or a sum of spans. Buckets do not
+// overlap except as documented: Input includes CacheRead and CacheWrite,
+// Output includes Reasoning.
+type Usage struct {
+	Input      uint64 `json:"input_tokens"`
+	CacheRead  uint64 `json:"cache_read_tokens"`
+	CacheWrite uint64 `json:"cache_write_tokens"`
+	Output     uint64 `json:"output_tokens"`
+	Reasoning  uint64 `json:"reasoning_tokens"`
+}
+
+func (u *Usage) add(o Usage) {
+	u.Input += o.Input
+	u.CacheRead += o.CacheRead
+	u.CacheWrite += o.CacheWrite
+	u.Output += o.Output
+	u.Reasoning += o.Reasoning
+}
+
+func (u Usage) empty() bool { return u == Usage{} }
+
+// Cost is a cost in USD split by what was paid for.
+type Cost struct {
+	Total      float64 `json:"total_usd"`
+	Input      float64 `json:"input_usd"`
+	CacheRead  float64 `json:"cache_read_usd"`
+	CacheWrite float64 `json:"cache_write_usd"`
+	Output     float64 `json:"output_usd"`
+}
+
+func (c *Cost) add(o Cost) {
+	c.Total += o.Total
+	c.Input += o.Input
+	c.CacheRead += o.CacheRead
+	c.CacheWrite += o.CacheWrite
+	c.Output += o.Output
+}
+
+// Event is a span event.
+type Event struct {
+	Name       string         `json:"name"`
+	Time       time.Time      `json:"time"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+}
+
+// SpanNode is one span in a run tree, with its children ordered by start.
+type SpanNode struct {
+	SpanID         string            `json:"span_id"`
+	ParentSpanID   string            `json:"parent_span_id,omitempty"`
+	Name           string            `json:"name"`
+	Type           string            `json:"type"`
+	Operation      string            `json:"operation,omitempty"`
+	Kind           string            `json:"kind"`
+	Status         string            `json:"status"`
+	StatusMessage  string            `json:"status_message,omitempty"`
+	Service        string            `json:"service,omitempty"`
+	Start          time.Time         `json:"start"`
+	End            time.Time         `json:"end"`
+	DurationMs     float64           `json:"duration_ms"`
+	Depth          int               `json:"depth"`
+	Orphan         bool              `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
+	Provider       string            `json:"provider,omitempty"`
+	Model          string            `json:"model,omitempty"`
+	RequestModel   string            `json:"request_model,omitempty"`
+	AgentName      string            `json:"agent_name,omitempty"`
+	ToolName       string            `json:"tool_name,omitempty"`
+	ToolCallID     string            `json:"tool_call_id,omitempty"`
+	Attempt        uint32            `json:"attempt,omitempty"`
+	ErrorType      string            `json:"error_type,omitempty"`
+	FinishReasons  []string          `json:"finish_reasons,omitempty"`
+	TTFCMs         float64           `json:"time_to_first_chunk_ms,omitempty"`
+	Usage          *Usage            `json:"usage,omitempty"`
+	UsageMode      string            `json:"usage_mode,omitempty"`
+	Unreconciled   bool              `json:"usage_unreconciled,omitempty"`
+	Cost           *Cost             `json:"cost,omitempty"`
+	CostSource     string            `json:"cost_source,omitempty"`
+	PriceEntry     string            `json:"price_entry,omitempty"`
+	PriceVersion   string            `json:"price_version,omitempty"`
+	ArgsHash       string            `json:"args_hash,omitempty"`
+	Attributes     map[string]string `json:"attributes,omitempty"`
+	Resource       map[string]string `json:"resource,omitempty"`
+	Events         []Event           `json:"events,omitempty"`
+	Children       []*SpanNode       `json:"children"`
+	ConversationID string            `json:"-"`
+	UserID         string            `json:"-"`
+	TaskName       string            `json:"-"`
+}
+
+func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
+
+func newNode(s *schema.Span) *SpanNode {
+	n := &SpanNode{
+		SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name, Type: s.SpanType,
+		Operation: s.Operation, Kind: s.Kind, Status: s.Status, StatusMessage: s.StatusMessage,
+		Service: s.Service, Start: nsTime(s.StartNs), End: nsTime(s.EndNs),
+		DurationMs: float64(s.DurationNs) / 1e6, Provider: s.Provider, Model: s.Model,
+		RequestModel: s.RequestModel, AgentName: s.AgentName, ToolName: s.ToolName,
+		ToolCallID: s.ToolCallID, Attempt: s.Attempt, ErrorType: s.ErrorType,
+		FinishReasons: s.FinishReasons, TTFCMs: s.TTFCMs, UsageMode: s.UsageMode,
+		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource,
+		PriceEntry: s.PriceEntry, PriceVersion: s.PriceVersion, ArgsHash: s.ArgsHash,
+		Attributes: pairs(s.AttrKeys, s.AttrValues), Resource: pairs(s.ResourceKeys, s.ResourceValues),
+		Children: []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
+	}
+	u := Usage{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
+	if !u.empty() {
+		n.Usage = &u
+	}
+	if s.CostSource != schema.CostNone {
+		n.Cost = &Cost{s.CostTotal, s.CostInput, s.CostCacheRead, s.CostCacheWrite, s.CostOutput}
+	}
+	for i, name := range s.EventNames {
+		e := Event{Name: name}
+		if i < len(s.EventTimeNs) {
+			e.Time = nsTime(s.EventTimeNs[i])
+		}
+		if i < len(s.EventAttrs) {
+			e.Attributes = decodeObject(s.EventAttrs[i])
+		}
+		n.Events = append(n.Events, e)
+	}
+	return n
+}
+
+func pairs(keys, values []string) map[string]string {
+	if len(keys) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(keys))
+	for i, k := range keys {
+		if i < len(values) {
+			m[k] = values[i]
+		}
+	}
+	return m
+}
+
+// BuildTree nests a run's spans by parent. Children are ordered by start time
+// (then span id). A span whose parent never arrived becomes an extra root,
+// flagged Orphan; several roots are allowed. A duplicate span id keeps its
+// first occurrence. Spans caught in a parent cycle are broken out as orphan
+// roots, so every span appears exactly once.
+func BuildTree(spans []schema.Span) []*SpanNode {
+	nodes := make(map[string]*SpanNode, len(spans))
+	order := make([]*SpanNode, 0, len(spans))
+	for i := range spans {
+		if _, dup := nodes[spans[i].SpanID]; dup {
+			continue
+		}
+		n := newNode(&spans[i])
+		nodes[n.SpanID] = n
+		order = append(order, n)
+	}
+	byStart := func(list []*SpanNode) {
+		sort.SliceStable(list, func(i, j int) bool {
+			if !list[i].Start.Equal(list[j].Start) {
+				return list[i].Start.Before(list[j].Start)
+			}
+			return list[i].SpanID < list[j].SpanID
+		})
+	}
+	byStart(order)
+	var roots []*SpanNode
+	for _, n := range order {
+		p, ok := nodes[n.ParentSpanID]
+		switch {
+		case n.ParentSpanID == "":
+			roots = append(roots, n)
+		case !ok || p == n:
+			n.Orphan = true
+			roots = append(roots, n)
+		default:
+			p.Children = append(p.Children, n)
+		}
+	}
+	// Assign depths breadth-first from the roots; whatever is not reached
+	// sits in a cycle: cut it loose at its earliest span.
+	seen := make(map[*SpanNode]bool, len(order))
+	var walk func(rs []*SpanNode)
+	walk = func(rs []*SpanNode) {
+		queue := append([]*SpanNode(nil), rs...)
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			seen[n] = true
+			for _, c := range n.Children {
+				c.Depth = n.Depth + 1
+				queue = append(queue, c)
+			}
+		}
+	}
+	walk(roots)
+	for _, n := range order {
+		if seen[n] {
+			continue
+		}
+		// n is in (or below) a cycle: detach it from its parent and make it a root.
+		if p := nodes[n.ParentSpanID]; p != nil {
+			kept := p.Children[:0]
+			for _, c := range p.Children {
+				if c != n {
+					kept = append(kept, c)
+				}
+			}
+			p.Children = kept
+		}
+		n.Orphan = true
+		n.Depth = 0
+		roots = append(roots, n)
+		walk([]*SpanNode{n})
+	}
+	byStart(roots)
+	return roots
+}

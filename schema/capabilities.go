@@ -1,0 +1,54 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Capabilities says which optional ClickHouse features the connected server
+// has. It is the one place that decides between the portable DDL that runs on
+// 18.16 (what Debian ships, and what tests run against) and the modern extras
+// production servers (23.x–25.x) support.
+type Capabilities struct {
+	Version string // as reported by version()
+	Major   int
+	Minor   int
+
+	// LowCardinality(String) columns without an experimental setting (19.9+).
+	LowCardinality bool
+	// Column compression codecs (19.10+).
+	Codecs bool
+	// Table TTL expressions (19.6+), for retention.
+	TTL bool
+}
+
+// CapabilitiesFor derives the capabilities of a server from its version string
+// ("18.16.1", "24.8.4.13"). An unparseable version gets the portable subset.
+func CapabilitiesFor(version string) Capabilities {
+	c := Capabilities{Version: version}
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) >= 2 {
+		c.Major, _ = strconv.Atoi(parts[0])
+		c.Minor, _ = strconv.Atoi(parts[1])
+	}
+	atLeast := func(major, minor int) bool {
+		return c.Major > major || (c.Major == major && c.Minor >= minor)
+	}
+	c.LowCardinality = atLeast(19, 9)
+	c.Codecs = atLeast(19, 10)
+	c.TTL = atLeast(19, 6)
+	return c
+}
+
+// DetectCapabilities asks the server for its version.
+func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, error) {
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return Capabilities{}, fmt.Errorf("detect clickhouse version: %w", err)
+	}
+	return CapabilitiesFor(v), nil
+}

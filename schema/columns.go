@@ -1,0 +1,226 @@
+package schema
+
+import (
+	"strings"
+	"time"
+)
+
+// column is one column of a table: its name, its ClickHouse type on the
+// portable (18.16) subset, an optional modern type used when the server
+// supports it, and how to pull the column's values out of a slice of rows.
+// DDL and INSERT statements are both derived from these lists, so a table's
+// shape is written down exactly once.
+type column[R any] struct {
+	name    string
+	typ     string
+	modern  string // type on servers with LowCardinality and codecs; "" = same as typ
+	extract func(rows []R) any
+}
+
+func (c column[R]) typeFor(caps Capabilities) string {
+	if c.modern != "" && caps.LowCardinality {
+		return c.modern
+	}
+	return c.typ
+}
+
+func strCol[R any](name string, get func(*R) string) column[R] {
+	return column[R]{name: name, typ: "String", extract: func(rows []R) any {
+		out := make([]string, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+// lowCol is a String column with few distinct values (kind, provider, model…),
+// stored as LowCardinality(String) where the server supports it.
+func lowCol[R any](name string, get func(*R) string) column[R] {
+	c := strCol(name, get)
+	c.modern = "LowCardinality(String)"
+	return c
+}
+
+func u64Col[R any](name string, get func(*R) uint64) column[R] {
+	return column[R]{name: name, typ: "UInt64", extract: func(rows []R) any {
+		out := make([]uint64, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+func u32Col[R any](name string, get func(*R) uint32) column[R] {
+	return column[R]{name: name, typ: "UInt32", extract: func(rows []R) any {
+		out := make([]uint32, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+func u8Col[R any](name string, get func(*R) uint8) column[R] {
+	return column[R]{name: name, typ: "UInt8", extract: func(rows []R) any {
+		out := make([]uint8, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+func f64Col[R any](name string, get func(*R) float64) column[R] {
+	return column[R]{name: name, typ: "Float64", extract: func(rows []R) any {
+		out := make([]float64, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+func timeCol[R any](name string, get func(*R) time.Time) column[R] {
+	return column[R]{name: name, typ: "DateTime", extract: func(rows []R) any {
+		out := make([]time.Time, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
+func strsCol[R any](name string, get func(*R) []string) column[R] {
+	return column[R]{name: name, typ: "Array(String)", extract: func(rows []R) any {
+		out := make([][]string, len(rows))
+		for i := range rows {
+			v := get(&rows[i])
+			if v == nil {
+				v = []string{}
+			}
+			out[i] = v
+		}
+		return out
+	}}
+}
+
+func u64sCol[R any](name string, get func(*R) []uint64) column[R] {
+	return column[R]{name: name, typ: "Array(UInt64)", extract: func(rows []R) any {
+		out := make([][]uint64, len(rows))
+		for i := range rows {
+			v := get(&rows[i])
+			if v == nil {
+				v = []uint64{}
+			}
+			out[i] = v
+		}
+		return out
+	}}
+}
+
+// spanColumns is the spans table, in order.
+var spanColumns = []column[Span]{
+	strCol("project", func(s *Span) string { return s.Project }),
+	strCol("trace_id", func(s *Span) string { return s.TraceID }),
+	strCol("span_id", func(s *Span) string { return s.SpanID }),
+	strCol("parent_span_id", func(s *Span) string { return s.ParentSpanID }),
+	timeCol("start", func(s *Span) time.Time { return s.Start }),
+	u64Col("start_ns", func(s *Span) uint64 { return s.StartNs }),
+	u64Col("end_ns", func(s *Span) uint64 { return s.EndNs }),
+	u64Col("duration_ns", func(s *Span) uint64 { return s.DurationNs }),
+	strCol("name", func(s *Span) string { return s.Name }),
+	lowCol("kind", func(s *Span) string { return s.Kind }),
+	lowCol("status", func(s *Span) string { return s.Status }),
+	strCol("status_message", func(s *Span) string { return s.StatusMessage }),
+	lowCol("service", func(s *Span) string { return s.Service }),
+	lowCol("scope_name", func(s *Span) string { return s.ScopeName }),
+	lowCol("scope_version", func(s *Span) string { return s.ScopeVersion }),
+	lowCol("span_type", func(s *Span) string { return s.SpanType }),
+	lowCol("operation", func(s *Span) string { return s.Operation }),
+	lowCol("provider", func(s *Span) string { return s.Provider }),
+	lowCol("request_model", func(s *Span) string { return s.RequestModel }),
+	lowCol("response_model", func(s *Span) string { return s.ResponseModel }),
+	lowCol("model", func(s *Span) string { return s.Model }),
+	lowCol("agent_name", func(s *Span) string { return s.AgentName }),
+	strCol("agent_id", func(s *Span) string { return s.AgentID }),
+	strCol("conversation_id", func(s *Span) string { return s.ConversationID }),
+	strCol("user_id", func(s *Span) string { return s.UserID }),
+	lowCol("task_name", func(s *Span) string { return s.TaskName }),
+	lowCol("tool_name", func(s *Span) string { return s.ToolName }),
+	strCol("tool_call_id", func(s *Span) string { return s.ToolCallID }),
+	lowCol("tool_type", func(s *Span) string { return s.ToolType }),
+	u32Col("attempt", func(s *Span) uint32 { return s.Attempt }),
+	strCol("step_id", func(s *Span) string { return s.StepID }),
+	strCol("args_hash", func(s *Span) string { return s.ArgsHash }),
+	strsCol("finish_reasons", func(s *Span) []string { return s.FinishReasons }),
+	lowCol("error_type", func(s *Span) string { return s.ErrorType }),
+	f64Col("ttfc_ms", func(s *Span) float64 { return s.TTFCMs }),
+	u64Col("input_tokens", func(s *Span) uint64 { return s.InputTokens }),
+	u64Col("cache_read_tokens", func(s *Span) uint64 { return s.CacheReadTokens }),
+	u64Col("cache_write_tokens", func(s *Span) uint64 { return s.CacheWriteTokens }),
+	u64Col("output_tokens", func(s *Span) uint64 { return s.OutputTokens }),
+	u64Col("reasoning_tokens", func(s *Span) uint64 { return s.ReasoningTokens }),
+	lowCol("usage_mode", func(s *Span) string { return s.UsageMode }),
+	u8Col("usage_unreconciled", func(s *Span) uint8 { return s.UsageUnreconciled }),
+	f64Col("cost_input", func(s *Span) float64 { return s.CostInput }),
+	f64Col("cost_cache_read", func(s *Span) float64 { return s.CostCacheRead }),
+	f64Col("cost_cache_write", func(s *Span) float64 { return s.CostCacheWrite }),
+	f64Col("cost_output", func(s *Span) float64 { return s.CostOutput }),
+	f64Col("cost_total", func(s *Span) float64 { return s.CostTotal }),
+	lowCol("cost_source", func(s *Span) string { return s.CostSource }),
+	lowCol("price_entry", func(s *Span) string { return s.PriceEntry }),
+	lowCol("price_version", func(s *Span) string { return s.PriceVersion }),
+	strsCol("attr_keys", func(s *Span) []string { return s.AttrKeys }),
+	strsCol("attr_values", func(s *Span) []string { return s.AttrValues }),
+	strsCol("resource_keys", func(s *Span) []string { return s.ResourceKeys }),
+	strsCol("resource_values", func(s *Span) []string { return s.ResourceValues }),
+	strsCol("event_names", func(s *Span) []string { return s.EventNames }),
+	u64sCol("event_time_ns", func(s *Span) []uint64 { return s.EventTimeNs }),
+	strsCol("event_attrs", func(s *Span) []string { return s.EventAttrs }),
+	strCol("links_json", func(s *Span) string { return s.LinksJSON }),
+	timeCol("ingested_at", func(s *Span) time.Time { return s.IngestedAt }),
+	u64Col("version", func(s *Span) uint64 { return s.Version }),
+}
+
+// contentColumns is the content table, in order.
+var contentColumns = []column[Content]{
+	strCol("project", func(c *Content) string { return c.Project }),
+	strCol("trace_id", func(c *Content) string { return c.TraceID }),
+	strCol("span_id", func(c *Content) string { return c.SpanID }),
+	timeCol("start", func(c *Content) time.Time { return c.Start }),
+	lowCol("kind", func(c *Content) string { return c.Kind }),
+	lowCol("source_key", func(c *Content) string { return c.SourceKey }),
+	strCol("value", func(c *Content) string { return c.Value }),
+	u8Col("truncated", func(c *Content) uint8 { return c.Truncated }),
+	u64Col("version", func(c *Content) uint64 { return c.Version }),
+}
+
+func columnDDL[R any](cols []column[R], caps Capabilities) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(",\n  ")
+		}
+		b.WriteString(c.name)
+		b.WriteByte(' ')
+		b.WriteString(c.typeFor(caps))
+	}
+	return b.String()
+}
+
+func columnNames[R any](cols []column[R]) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// SpanColumnNames lists the spans table's columns in table order, for
+// readers that select whole rows into Span.
+func SpanColumnNames() string { return columnNames(spanColumns) }
+
+// ContentColumnNames lists the content table's columns in table order.
+func ContentColumnNames() string { return columnNames(contentColumns) }

@@ -1,0 +1,138 @@
+// Package schema owns tally's ClickHouse tables: their DDL, migrations,
+// server capability detection, and the row types written into them.
+//
+// Every other package reads or writes these tables only through the types and
+// functions declared here (writes) or in package query (reads), so that a
+// table's shape has exactly one owner.
+package schema
+
+import "time"
+
+// Span types, derived from gen_ai.operation.name and its aliases (never from
+// the OTLP span kind). See ../shared/SEMCONV.md.
+const (
+	TypeInference = "inference"
+	TypeTool      = "tool"
+	TypeAgent     = "agent"
+	TypeOther     = "other"
+)
+
+// Usage modes record how the reported token numbers were interpreted.
+const (
+	UsageNone       = ""           // the span carried no usage
+	UsageInclusive  = "inclusive"  // input already included cache read/write tokens
+	UsageAdditive   = "additive"   // input excluded cache tokens; they were added
+	UsageAggregated = "aggregated" // a parent span repeating its children's usage
+)
+
+// Cost sources record where a span's cost came from.
+const (
+	CostNone     = ""         // no usage and no client cost: nothing to price
+	CostCatalog  = "catalog"  // computed from the price catalog at ingest
+	CostClient   = "client"   // the span carried its own cost; it always wins
+	CostUnpriced = "unpriced" // usage present but no catalog entry matched the model
+)
+
+// Span is one row of the spans table: one OTLP span, normalized. Identity is
+// (Project, TraceID, SpanID); a row is immutable once written and a duplicate
+// delivery of the same identity is collapsed by the table engine and by reads.
+type Span struct {
+	Project      string `ch:"project"`
+	TraceID      string `ch:"trace_id"`       // 32 lowercase hex characters
+	SpanID       string `ch:"span_id"`        // 16 lowercase hex characters
+	ParentSpanID string `ch:"parent_span_id"` // empty for a root span
+
+	Start      time.Time `ch:"start"`       // UTC, second precision (partition and range key)
+	StartNs    uint64    `ch:"start_ns"`    // unix nanoseconds
+	EndNs      uint64    `ch:"end_ns"`      // unix nanoseconds
+	DurationNs uint64    `ch:"duration_ns"` // EndNs - StartNs
+
+	Name          string `ch:"name"`
+	Kind          string `ch:"kind"`   // internal, server, client, producer, consumer, unspecified
+	Status        string `ch:"status"` // unset, ok, error
+	StatusMessage string `ch:"status_message"`
+	Service       string `ch:"service"`
+	ScopeName     string `ch:"scope_name"`
+	ScopeVersion  string `ch:"scope_version"`
+
+	SpanType      string `ch:"span_type"` // TypeInference, TypeTool, TypeAgent, TypeOther
+	Operation     string `ch:"operation"` // normalized gen_ai.operation.name
+	Provider      string `ch:"provider"`
+	RequestModel  string `ch:"request_model"`
+	ResponseModel string `ch:"response_model"`
+	Model         string `ch:"model"` // response model, else request model, else aliases
+
+	AgentName      string `ch:"agent_name"`
+	AgentID        string `ch:"agent_id"`
+	ConversationID string `ch:"conversation_id"`
+	UserID         string `ch:"user_id"`
+	TaskName       string `ch:"task_name"` // task.name when the span carries it
+
+	ToolName   string `ch:"tool_name"`
+	ToolCallID string `ch:"tool_call_id"`
+	ToolType   string `ch:"tool_type"`
+	Attempt    uint32 `ch:"attempt"` // 0 when unknown; 1 first try; >=2 a retry
+	StepID     string `ch:"step_id"`
+	ArgsHash   string `ch:"args_hash"` // hex SHA-256 of canonical (sorted-key) tool arguments
+
+	FinishReasons []string `ch:"finish_reasons"`
+	ErrorType     string   `ch:"error_type"`
+	TTFCMs        float64  `ch:"ttfc_ms"` // time to first chunk, 0 when not streamed/unknown
+
+	InputTokens       uint64 `ch:"input_tokens"` // all input, cache read and write included
+	CacheReadTokens   uint64 `ch:"cache_read_tokens"`
+	CacheWriteTokens  uint64 `ch:"cache_write_tokens"`
+	OutputTokens      uint64 `ch:"output_tokens"` // reasoning included
+	ReasoningTokens   uint64 `ch:"reasoning_tokens"`
+	UsageMode         string `ch:"usage_mode"`         // UsageNone, UsageInclusive, UsageAdditive, UsageAggregated
+	UsageUnreconciled uint8  `ch:"usage_unreconciled"` // 1 when the reported numbers could not be reconciled
+
+	CostInput      float64 `ch:"cost_input"` // USD, uncached input only
+	CostCacheRead  float64 `ch:"cost_cache_read"`
+	CostCacheWrite float64 `ch:"cost_cache_write"`
+	CostOutput     float64 `ch:"cost_output"`
+	CostTotal      float64 `ch:"cost_total"`
+	CostSource     string  `ch:"cost_source"` // CostNone, CostCatalog, CostClient, CostUnpriced
+	PriceEntry     string  `ch:"price_entry"` // catalog entry id that priced the span
+	PriceVersion   string  `ch:"price_version"`
+
+	AttrKeys       []string `ch:"attr_keys"` // remaining span attributes, values as strings (JSON for non-scalars)
+	AttrValues     []string `ch:"attr_values"`
+	ResourceKeys   []string `ch:"resource_keys"`
+	ResourceValues []string `ch:"resource_values"`
+
+	EventNames  []string `ch:"event_names"`
+	EventTimeNs []uint64 `ch:"event_time_ns"`
+	EventAttrs  []string `ch:"event_attrs"` // one JSON object per event
+	LinksJSON   string   `ch:"links_json"`  // JSON array of {trace_id, span_id}, "" when none
+
+	IngestedAt time.Time `ch:"ingested_at"`
+	// Version orders rewrites of the same span (a later reprice wins); the
+	// writer sets it to the write time in nanoseconds when it is zero.
+	Version uint64 `ch:"version"`
+}
+
+// Content kinds stored in the content table.
+const (
+	ContentToolArguments      = "tool.arguments"
+	ContentToolResult         = "tool.result"
+	ContentInputMessages      = "input.messages"
+	ContentOutputMessages     = "output.messages"
+	ContentSystemInstructions = "system_instructions"
+	ContentToolDefinitions    = "tool.definitions"
+)
+
+// Content is one row of the content table: a large, sensitive value of a span
+// (tool arguments and results, messages), kept apart so the spans table stays
+// narrow. Keyed like the span it belongs to.
+type Content struct {
+	Project   string    `ch:"project"`
+	TraceID   string    `ch:"trace_id"`
+	SpanID    string    `ch:"span_id"`
+	Start     time.Time `ch:"start"`
+	Kind      string    `ch:"kind"` // one of the Content* constants
+	SourceKey string    `ch:"source_key"`
+	Value     string    `ch:"value"`
+	Truncated uint8     `ch:"truncated"`
+	Version   uint64    `ch:"version"` // set by the writer like Span.Version
+}
