@@ -66,8 +66,8 @@ type Overloaded struct {
 
 func (e *Overloaded) Error() string { return "writer overloaded: " + e.Reason }
 
-// StatusCode is the HTTP status to answer (503).
-func (e *Overloaded) StatusCode() int { return e.Code }
+// HTTPStatus is the HTTP status to answer (503).
+func (e *Overloaded) HTTPStatus() int { return e.Code }
 
 // RetryAfter is how long the client should wait before retrying.
 func (e *Overloaded) RetryAfter() time.Duration { return e.After }

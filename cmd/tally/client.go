@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// apiClient talks to a running tally's JSON API: the CLI shows exactly the
+// figures the API and UI show.
+type apiClient struct {
+	server string
+	key    string
+	http   *http.Client
+}
+
+// clientFlags adds --server and --key to a command; TALLY_SERVER and
+// TALLY_KEY (or tally.yaml) apply through the usual layering.
+func clientFlags(cmd *cobra.Command) (*apiClient, func() error) {
+	c := &apiClient{http: &http.Client{Timeout: 60 * time.Second}}
+	cmd.Flags().StringVar(&c.server, "server", "http://127.0.0.1:4318", "tally server URL")
+	cmd.Flags().StringVar(&c.key, "key", "", "API key with read scope (Authorization: Bearer)")
+	return c, configFlag(cmd)
+}
+
+// get fetches path (with query values) into out, or returns the API's error.
+func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any) error {
+	u := strings.TrimRight(c.server, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = body
+		return nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode %s: %w", u, err)
+	}
+	return nil
+}
+
+// setIf adds a query value when it is not empty.
+func setIf(q url.Values, key, value string) {
+	if value != "" {
+		q.Set(key, value)
+	}
+}
+
+// fmtDuration formats milliseconds for humans: 850 ms, 1.2 s, 3m 20s.
+func fmtDuration(ms float64) string {
+	switch {
+	case ms < 1:
+		return fmt.Sprintf("%.2f ms", ms)
+	case ms < 1000:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms < 60000:
+		return fmt.Sprintf("%.1f s", ms/1000)
+	default:
+		d := time.Duration(ms * float64(time.Millisecond)).Round(time.Second)
+		return d.String()
+	}
+}
+
+// fmtUSD formats a cost: $0.0031, $12.40.
+func fmtUSD(v float64) string {
+	switch {
+	case v == 0:
+		return "$0"
+	case v < 0.01:
+		return fmt.Sprintf("$%.4f", v)
+	case v < 100:
+		return fmt.Sprintf("$%.3f", v)
+	default:
+		return fmt.Sprintf("$%.2f", v)
+	}
+}
+
+// fmtTokens formats a token count: 950, 12.3k, 4.1M.
+func fmtTokens(n uint64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+}

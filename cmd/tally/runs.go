@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallyhq/tally/query"
+)
+
+func newRunsCmd() *cobra.Command {
+	var (
+		since, until, agent, model, service, task, status, search, cursor string
+		limit                                                             int
+		asJSON                                                            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List runs, newest first (from a running tally)",
+	}
+	c, apply := clientFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
+	fs.StringVar(&until, "until", "", "end of the range")
+	fs.StringVar(&agent, "agent", "", "only runs in which this agent ran")
+	fs.StringVar(&model, "model", "", "only runs that called this model")
+	fs.StringVar(&service, "service", "", "only runs of this service")
+	fs.StringVar(&task, "task", "", "only runs of this task")
+	fs.StringVar(&status, "status", "", "ok or error")
+	fs.StringVar(&search, "search", "", "trace id prefix, conversation id or span name")
+	fs.StringVar(&cursor, "cursor", "", "page cursor printed by a previous call")
+	fs.IntVar(&limit, "limit", 20, "runs per page")
+	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{"limit": {strconv.Itoa(limit)}}
+		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model,
+			"service": service, "task": task, "status": status, "q": search, "cursor": cursor} {
+			setIf(q, k, v)
+		}
+		if asJSON {
+			var raw json.RawMessage
+			if err := c.get(cmd.Context(), "/api/v1/runs", q, &raw); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
+			return err
+		}
+		var page query.RunPage
+		if err := c.get(cmd.Context(), "/api/v1/runs", q, &page); err != nil {
+			return err
+		}
+		printRuns(cmd.OutOrStdout(), page)
+		return nil
+	}
+	return cmd
+}
+
+func printRuns(w io.Writer, page query.RunPage) {
+	if len(page.Runs) == 0 {
+		fmt.Fprintln(w, "no runs in this range; point an OpenTelemetry SDK at this server's /v1/traces, or run `tally demo`")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRACE ID\tSTART\tTASK\tAGENTS\tDURATION\tLLM\tTOOLS\tIN\tCACHE RD\tOUT\tCOST\tSTATUS")
+	for _, r := range page.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.TraceID,
+			r.Start.Local().Format("01-02 15:04:05"), r.Task, strings.Join(r.Agents, ","),
+			fmtDuration(r.DurationMs), r.LLMCalls, r.ToolCalls, fmtTokens(r.Usage.Input),
+			fmtTokens(r.Usage.CacheRead), fmtTokens(r.Usage.Output), fmtUSD(r.Cost.Total), r.Status)
+	}
+	tw.Flush()
+	if page.NextCursor != "" {
+		fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+	}
+}
+
+func newRunCmd() *cobra.Command {
+	var asJSON, attrs bool
+	cmd := &cobra.Command{
+		Use:   "run <trace_id>",
+		Short: "Print one run's span tree with cost and tokens per step",
+		Args:  cobra.ExactArgs(1),
+	}
+	c, apply := clientFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.Flags().BoolVar(&attrs, "attributes", false, "print each span's attributes")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		path := "/api/v1/runs/" + url.PathEscape(args[0])
+		if asJSON {
+			var raw json.RawMessage
+			if err := c.get(cmd.Context(), path, nil, &raw); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
+			return err
+		}
+		var run query.RunDetail
+		if err := c.get(cmd.Context(), path, nil, &run); err != nil {
+			return err
+		}
+		printRun(cmd.OutOrStdout(), &run, attrs)
+		return nil
+	}
+	return cmd
+}
+
+// printRun prints a run's header and its tree with box-drawing branches.
+func printRun(w io.Writer, run *query.RunDetail, attrs bool) {
+	s := run.Summary
+	fmt.Fprintf(w, "run %s  %s  task %s  service %s\n", s.TraceID, s.Start.Local().Format(time.RFC3339), s.Task, s.Service)
+	fmt.Fprintf(w, "%s  %d spans (%d LLM, %d tool, %d errors)  tokens in %s (cache read %s, write %s) out %s  cost %s\n\n",
+		fmtDuration(s.DurationMs), s.Spans, s.LLMCalls, s.ToolCalls, s.Errors, fmtTokens(s.Usage.Input),
+		fmtTokens(s.Usage.CacheRead), fmtTokens(s.Usage.CacheWrite), fmtTokens(s.Usage.Output), fmtUSD(s.Cost.Total))
+	var walk func(nodes []*query.SpanNode, prefix string)
+	walk = func(nodes []*query.SpanNode, prefix string) {
+		for i, n := range nodes {
+			branch, next := "├─ ", "│  "
+			if i == len(nodes)-1 {
+				branch, next = "└─ ", "   "
+			}
+			fmt.Fprintf(w, "%s%s%s\n", prefix, branch, spanLine(n))
+			if attrs {
+				for k, v := range n.Attributes {
+					fmt.Fprintf(w, "%s%s    %s = %s\n", prefix, next, k, v)
+				}
+			}
+			walk(n.Children, prefix+next)
+		}
+	}
+	walk(run.Roots, "")
+}
+
+func spanLine(n *query.SpanNode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%s] %s", n.Name, n.Type, fmtDuration(n.DurationMs))
+	if n.Orphan {
+		b.WriteString(" (parent missing)")
+	}
+	if n.Usage != nil {
+		fmt.Fprintf(&b, "  in %s", fmtTokens(n.Usage.Input))
+		if n.Usage.CacheRead > 0 {
+			fmt.Fprintf(&b, " (cache %s)", fmtTokens(n.Usage.CacheRead))
+		}
+		fmt.Fprintf(&b, " out %s", fmtTokens(n.Usage.Output))
+		if n.UsageMode == "aggregated" {
+			b.WriteString(" (aggregate)")
+		}
+	}
+	if n.Cost != nil && n.Cost.Total > 0 {
+		fmt.Fprintf(&b, "  %s", fmtUSD(n.Cost.Total))
+	}
+	if n.Attempt > 1 {
+		fmt.Fprintf(&b, "  attempt %d", n.Attempt)
+	}
+	if n.Status == "error" {
+		b.WriteString("  ERROR")
+		if n.ErrorType != "" {
+			b.WriteString(" " + n.ErrorType)
+		}
+	}
+	return b.String()
+}

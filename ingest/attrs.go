@@ -1,0 +1,100 @@
+package ingest
+
+import (
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// hit is the first occurrence of a recognized key in one attribute map.
+type hit struct {
+	key string
+	v   pcommon.Value
+	act Action // privacy rule for key; a dropped key is a hit only for ArgsHash
+}
+
+// attrView indexes one attribute map (a span's or a resource's) by field, in
+// one pass, so the alias chains resolve with array lookups.
+type attrView struct {
+	pos        [fieldCount]uint8 // 1-based index into hits; 0 = absent
+	hits       []hit
+	aggregated bool // a gen_ai.aggregated_usage.* key is present
+}
+
+// attrMeta is what load learned about each attribute of a span, by position,
+// so that the second pass (building AttrKeys) neither classifies a key nor
+// looks up its privacy rule again.
+type attrMeta struct {
+	f   field
+	act Action
+}
+
+// load indexes m. When meta is non-nil it receives one entry per attribute,
+// in order.
+func (av *attrView) load(m pcommon.Map, priv *Privacy, meta *[]attrMeta) {
+	av.pos = [fieldCount]uint8{}
+	av.hits = av.hits[:0]
+	av.aggregated = false
+	if meta != nil {
+		*meta = (*meta)[:0]
+	}
+	for k, v := range m.All() {
+		f := fieldOf(k)
+		act := priv.action(k)
+		if meta != nil {
+			*meta = append(*meta, attrMeta{f: f, act: act})
+		}
+		if act != ActionDrop && strings.HasPrefix(k, aggregatedUsagePrefix) {
+			av.aggregated = true
+		}
+		if f == fNone || av.pos[f] != 0 {
+			continue
+		}
+		av.hits = append(av.hits, hit{key: k, v: v, act: act})
+		av.pos[f] = uint8(len(av.hits))
+	}
+}
+
+// get returns the hit for f, or nil.
+func (av *attrView) get(f field) *hit {
+	if f == fNone || av.pos[f] == 0 {
+		return nil
+	}
+	return &av.hits[av.pos[f]-1]
+}
+
+// present reports whether h carries a value worth taking: an empty value or
+// an empty string is treated as absent, so the next alias decides.
+func (h *hit) present() bool {
+	switch h.v.Type() {
+	case pcommon.ValueTypeEmpty:
+		return false
+	case pcommon.ValueTypeStr:
+		return h.v.Str() != ""
+	}
+	return true
+}
+
+// kv is one key/value pair bound for a Keys/Values column pair.
+type kv struct {
+	k, v string
+}
+
+// splitSorted sorts pairs by key (stable, so duplicate keys keep their
+// order) and returns them as two parallel slices, nil when empty.
+func splitSorted(pairs []kv) (keys, values []string) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(pairs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	// One allocation backs both slices; capacities are capped so an append
+	// to keys can never overwrite values.
+	n := len(pairs)
+	both := make([]string, 2*n)
+	keys, values = both[:n:n], both[n:]
+	for i, p := range pairs {
+		keys[i], values[i] = p.k, p.v
+	}
+	return keys, values
+}

@@ -1,0 +1,781 @@
+package ingest
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Options configure Normalize.
+type Options struct {
+	// Project is stamped on every row.
+	Project string
+	// Limits bound values, attributes and events per span; a zero field
+	// means no limit. MaxSpansPerRequest and MaxBodyBytes are the
+	// receiver's business and are ignored here.
+	Limits Limits
+	// Pricer prices spans that carry usage and no client-sent cost. When nil,
+	// such spans get CostSource schema.CostUnpriced.
+	Pricer Pricer
+	// Usage decides, per instrumentation scope and provider, whether input
+	// tokens exclude cache tokens when the numbers alone do not say.
+	Usage UsagePolicy
+	// Privacy drops, redacts or hashes values by attribute key, and can drop
+	// all content.
+	Privacy Privacy
+	// Now gives IngestedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// Attribute keys tally adds to a span's attributes.
+const (
+	// AttrDroppedAttributes counts attributes dropped past Limits.MaxAttrsPerSpan.
+	AttrDroppedAttributes = "tally.dropped_attributes"
+	// AttrDroppedEvents counts events dropped past Limits.MaxEventsPerSpan.
+	AttrDroppedEvents = "tally.dropped_events"
+)
+
+// maxRejectMessages bounds how many invalid spans Rejected.Message names.
+const maxRejectMessages = 3
+
+// Normalize turns one OTLP request into span and content rows (SEMCONV.md is
+// the reference for every alias it understands).
+//
+// Invalid spans (zero trace or span id, missing start or end time, end
+// before start) are left out and counted in Rejected, whose Message names the
+// first few with their index in the request (resource, scope and span order,
+// from 0) and name; the valid spans of the request are kept.
+//
+// Each attribute is looked up on the span first, then on the resource; an
+// alias chain is resolved on the span as a whole before the resource is
+// consulted, so any alias on the span beats the resource. Span attributes
+// that became a column verbatim (the winning alias of a chain) or content
+// are not repeated in AttrKeys; losing aliases, and values that were
+// transformed on the way (a provider spelling mapped to its canonical name,
+// http.request.resend_count), stay. Resource attributes are all kept.
+//
+// Spans of type agent and spans with gen_ai.aggregated_usage.* keys repeat
+// their children's usage: their tokens are stored with UsageMode
+// schema.UsageAggregated and they are never priced (cost columns stay empty;
+// a client-sent cost on them stays visible as an attribute), so nothing is
+// counted twice.
+func Normalize(td ptrace.Traces, opts Options) (Batch, Rejected) {
+	n := normalizer{opts: &opts, lim: opts.Limits}
+	if opts.Now != nil {
+		n.now = opts.Now().UTC()
+	} else {
+		n.now = time.Now().UTC()
+	}
+	batch := Batch{Spans: make([]schema.Span, 0, td.SpanCount())}
+	var rej Rejected
+	var msg strings.Builder
+	index := 0
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		var rc *resourceCtx // built on the first valid span of this resource
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				if problem := validate(sp); problem != "" {
+					rej.Spans++
+					if rej.Spans <= maxRejectMessages {
+						if msg.Len() > 0 {
+							msg.WriteString("; ")
+						}
+						fmt.Fprintf(&msg, "span %d (name %q): %s", index, clean(sp.Name(), 128), problem)
+					}
+					index++
+					continue
+				}
+				if rc == nil {
+					rc = n.resource(rs.Resource())
+				}
+				batch.Spans = append(batch.Spans, schema.Span{})
+				n.fill(&batch.Spans[len(batch.Spans)-1], sp, rc, ss.Scope(), &batch.Contents)
+				index++
+			}
+		}
+	}
+	if rej.Spans > maxRejectMessages {
+		fmt.Fprintf(&msg, "; and %d more", rej.Spans-maxRejectMessages)
+	}
+	rej.Message = msg.String()
+	return batch, rej
+}
+
+// validate names the problems of a span that cannot be stored, "" when none.
+func validate(sp ptrace.Span) string {
+	var problems []string
+	if sp.TraceID().IsEmpty() {
+		problems = append(problems, "trace id is missing or all zero (must be 16 non-zero bytes)")
+	}
+	if sp.SpanID().IsEmpty() {
+		problems = append(problems, "span id is missing or all zero (must be 8 non-zero bytes)")
+	}
+	start, end := sp.StartTimestamp(), sp.EndTimestamp()
+	switch {
+	case start == 0:
+		problems = append(problems, "start time missing")
+	case end == 0:
+		problems = append(problems, "end time missing")
+	case end < start:
+		problems = append(problems, "end time before start time")
+	}
+	return strings.Join(problems, ", ")
+}
+
+// resourceCtx is what every span of one ResourceSpans shares.
+type resourceCtx struct {
+	view    attrView
+	keys    []string // shared by the rows of this resource; never mutated
+	values  []string
+	service string
+}
+
+// normalizer holds per-call scratch space, reused span after span.
+type normalizer struct {
+	opts     *Options
+	lim      Limits
+	now      time.Time
+	res      *resourceCtx
+	span     attrView
+	meta     []attrMeta
+	consumed [fieldCount]bool
+	pairs    []kv
+	scratch  []byte
+	scratch2 []byte
+}
+
+// found is the winner of an alias chain.
+type found struct {
+	h      *hit
+	f      field
+	onSpan bool
+}
+
+// first resolves an alias chain: the first present field on the span, then
+// on the resource. fNone entries (conditional aliases that do not apply) are
+// skipped.
+func (n *normalizer) first(chain ...field) (found, bool) {
+	for _, f := range chain {
+		if h := n.span.get(f); h != nil && h.act != ActionDrop && h.present() {
+			return found{h: h, f: f, onSpan: true}, true
+		}
+	}
+	for _, f := range chain {
+		if h := n.res.view.get(f); h != nil && h.act != ActionDrop && h.present() {
+			return found{h: h, f: f}, true
+		}
+	}
+	return found{}, false
+}
+
+// firstNumber is first for numeric chains: a value under a privacy rule is
+// unreadable and counts as absent.
+func (n *normalizer) firstNumber(chain ...field) (found, bool) {
+	for _, f := range chain {
+		if h := n.span.get(f); h != nil && h.present() && h.act == "" {
+			return found{h: h, f: f, onSpan: true}, true
+		}
+	}
+	for _, f := range chain {
+		if h := n.res.view.get(f); h != nil && h.present() && h.act == "" {
+			return found{h: h, f: f}, true
+		}
+	}
+	return found{}, false
+}
+
+// consume marks a span attribute as stored in a column.
+func (n *normalizer) consume(fd found) {
+	if fd.onSpan {
+		n.consumed[fd.f] = true
+	}
+}
+
+// text is the value of h for a column or attribute, after its privacy rule,
+// UTF-8 repair and truncation at MaxAttrValueBytes.
+func (n *normalizer) text(h *hit) string {
+	return n.ruled(h.v, h.act, n.lim.MaxAttrValueBytes)
+}
+
+// ruled applies a privacy action to v, then repairs and truncates its text.
+func (n *normalizer) ruled(v pcommon.Value, act Action, max int) string {
+	switch act {
+	case ActionRedact:
+		return RedactedValue
+	case ActionHash:
+		return hashValue(valueText(v, &n.scratch))
+	}
+	return clean(valueText(v, &n.scratch), max)
+}
+
+// str resolves a string chain into a column value and consumes the winner.
+func (n *normalizer) str(chain ...field) string {
+	fd, ok := n.first(chain...)
+	if !ok {
+		return ""
+	}
+	n.consume(fd)
+	return n.text(fd.h)
+}
+
+func (n *normalizer) resource(r pcommon.Resource) *resourceCtx {
+	rc := &resourceCtx{}
+	attrs := r.Attributes()
+	priv := &n.opts.Privacy
+	rc.view.load(attrs, priv, nil)
+	if h := rc.view.get(fServiceName); h != nil && h.act != ActionDrop {
+		rc.service = n.text(h)
+	}
+	pairs := make([]kv, 0, attrs.Len())
+	for k, v := range attrs.All() {
+		act := priv.action(k)
+		if act == ActionDrop {
+			continue
+		}
+		pairs = append(pairs, kv{k: clean(k, n.lim.MaxAttrValueBytes), v: n.ruled(v, act, n.lim.MaxAttrValueBytes)})
+	}
+	rc.keys, rc.values = splitSorted(pairs)
+	return rc
+}
+
+// fill turns one valid span into out and appends its content rows.
+func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, scope pcommon.InstrumentationScope, contents *[]schema.Content) {
+	n.res = rc
+	n.consumed = [fieldCount]bool{}
+	attrs := sp.Attributes()
+	n.span.load(attrs, &n.opts.Privacy, &n.meta)
+	maxVal := n.lim.MaxAttrValueBytes
+
+	out.Project = n.opts.Project
+	out.TraceID, out.SpanID, out.ParentSpanID = idsHex(sp.TraceID(), sp.SpanID(), sp.ParentSpanID())
+	start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
+	out.Start = time.Unix(int64(start/1e9), 0).UTC()
+	out.StartNs, out.EndNs, out.DurationNs = start, end, end-start
+	out.Name = clean(sp.Name(), maxVal)
+	out.Kind = kindString(sp.Kind())
+	out.Status, out.StatusMessage = statusString(sp.Status().Code()), clean(sp.Status().Message(), maxVal)
+	out.Service = rc.service
+	out.ScopeName, out.ScopeVersion = clean(scope.Name(), maxVal), clean(scope.Version(), maxVal)
+	out.IngestedAt = n.now
+
+	// Kinds that condition other aliases.
+	var oiKind, tlKind string
+	if fd, ok := n.first(fOIKind); ok {
+		oiKind = strings.ToUpper(n.text(fd.h))
+	}
+	if fd, ok := n.first(fTLKind); ok {
+		tlKind = strings.ToLower(n.text(fd.h))
+	}
+	tlToolName, tlAgentName, tlToolIO := fNone, fNone, tlKind == "tool"
+	switch tlKind {
+	case "tool":
+		tlToolName = fTLEntityName
+	case "agent":
+		tlAgentName = fTLEntityName
+	}
+	oiTool := oiKind == "TOOL"
+
+	// Model and provider.
+	out.Model = n.str(fRespModel, fReqModel, fLLMModelName, fAIRespModel, fAIModelID)
+	out.ResponseModel = n.str(fRespModel, fAIRespModel)
+	out.RequestModel = n.str(fReqModel, fAIModelID)
+	out.Provider = n.provider(out.Model)
+
+	// Who and what.
+	out.AgentName = n.str(fAgentName, fAgentNameAlt, tlAgentName, fAIFunctionID)
+	out.AgentID = n.str(fAgentID, fAgentIDAlt)
+	out.ConversationID = n.str(fConvID, fSessionID, fLFSessionID, fTLSessionID, fAISessionID)
+	out.UserID = n.str(fUserID, fLFUserID, fTLUserID, fAIUserID)
+	out.TaskName = n.str(fTaskName)
+	out.ToolName = n.str(fToolName, fToolNameAlt, fAIToolName, tlToolName)
+	out.ToolCallID = n.str(fToolCallID, fToolCallIDAlt, fToolIDAlt, fAIToolCallID)
+	out.ToolType = n.str(fToolType)
+	out.StepID = n.str(fStepID, fStepIDDot, fStepIDUnder)
+	out.ErrorType = n.str(fErrorType)
+	out.SpanType, out.Operation = n.spanType(sp.Name(), oiKind, tlKind, out.ToolName != "", out.Model != "")
+	n.attempt(out)
+	n.finishReasons(out)
+	n.ttfc(out)
+
+	// Usage and cost.
+	aggregated := out.SpanType == schema.TypeAgent || n.span.aggregated
+	hasUsage := n.usage(out, scope.Name(), aggregated)
+	n.cost(out, hasUsage, aggregated)
+
+	// Content, then what remains of the attributes.
+	n.content(out, contents, oiTool, tlToolIO)
+	droppedEvents := n.events(out, sp.Events())
+	n.attributes(out, attrs, droppedEvents)
+	out.LinksJSON = n.links(sp.Links())
+}
+
+// spanType applies the span-type alias chain of SEMCONV.md.
+func (n *normalizer) spanType(name, oiKind, tlKind string, hasTool, hasModel bool) (spanType, op string) {
+	if fd, ok := n.first(fOpName); ok {
+		n.consume(fd)
+		op = strings.ToLower(strings.TrimSpace(n.text(fd.h)))
+		return spanTypeFromOperation(op), op
+	}
+	if t, op, ok := spanTypeFromOpenInference(oiKind); ok {
+		return t, op
+	}
+	if t, op, ok := spanTypeFromTraceloop(tlKind); ok {
+		return t, op
+	}
+	if t, op, ok := spanTypeFromVercel(name); ok {
+		return t, op
+	}
+	if fd, ok := n.first(fAIOperationID); ok {
+		if t, op, ok := spanTypeFromVercel(fd.h.v.Str()); ok {
+			return t, op
+		}
+	}
+	switch {
+	case hasTool:
+		return schema.TypeTool, "execute_tool"
+	case hasModel:
+		return schema.TypeInference, "chat"
+	}
+	return schema.TypeOther, ""
+}
+
+// provider resolves the provider chain, canonicalizes the value, and infers
+// the provider from the model name when the value is missing or not a known
+// provider (a framework name such as strands-agents). When nothing can be
+// inferred (llama, qwen, …) the value stays as given, lowercased.
+func (n *normalizer) provider(model string) string {
+	fd, ok := n.first(fProviderName, fSystem, fLLMProvider, fLLMSystem, fAIModelProvider)
+	var raw string
+	if ok {
+		raw = n.text(fd.h)
+		if fd.f == fAIModelProvider {
+			raw = vercelProviderPrefix(raw)
+		}
+	}
+	p, known := canonicalProvider(raw)
+	if known {
+		if fd.f != fAIModelProvider && p == raw {
+			n.consume(fd)
+		}
+		return p
+	}
+	if inferred, ok := providerFromModel(model); ok {
+		return inferred
+	}
+	return p
+}
+
+// attempt fills Attempt from the retry aliases; http.request.resend_count N
+// means attempt N+1.
+func (n *normalizer) attempt(out *schema.Span) {
+	fd, ok := n.firstNumber(fToolAttempt, fRetryAttempt, fAttempt, fResendCount)
+	if !ok {
+		return
+	}
+	a, ok := tokenValue(fd.h.v)
+	if !ok || a >= math.MaxUint32 {
+		return
+	}
+	if fd.f == fResendCount {
+		out.Attempt = uint32(a) + 1
+		return
+	}
+	out.Attempt = uint32(a)
+	n.consume(fd)
+}
+
+// finishReasons reads a string array, a single string, or a string holding
+// a JSON array of strings.
+func (n *normalizer) finishReasons(out *schema.Span) {
+	fd, ok := n.first(fFinishReasons, fAIFinishReason)
+	if !ok {
+		return
+	}
+	v := fd.h.v
+	if fd.h.act != "" || v.Type() != pcommon.ValueTypeSlice {
+		s := n.text(fd.h)
+		if fd.h.act == "" && v.Type() == pcommon.ValueTypeStr && strings.HasPrefix(s, "[") {
+			if list, ok := stringList(s); ok {
+				out.FinishReasons = list
+				n.consume(fd)
+				return
+			}
+		}
+		out.FinishReasons = []string{s}
+		n.consume(fd)
+		return
+	}
+	sl := v.Slice()
+	out.FinishReasons = make([]string, sl.Len())
+	for i := range out.FinishReasons {
+		out.FinishReasons[i] = clean(valueText(sl.At(i), &n.scratch), n.lim.MaxAttrValueBytes)
+	}
+	n.consume(fd)
+}
+
+// stringList parses a JSON array of strings, as some SDKs send
+// finish_reasons as one string.
+func stringList(s string) ([]string, bool) {
+	var out []string
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// ttfc fills TTFCMs from gen_ai.response.time_to_first_chunk (seconds) or
+// the Vercel AI SDK's ai.response.msToFirstChunk (milliseconds).
+func (n *normalizer) ttfc(out *schema.Span) {
+	fd, ok := n.firstNumber(fTTFC, fAIMsToFirst)
+	if !ok {
+		return
+	}
+	f, ok := numberValue(fd.h.v)
+	if !ok || f < 0 {
+		return
+	}
+	if fd.f == fTTFC {
+		f *= 1000
+	}
+	out.TTFCMs = f
+	n.consume(fd)
+}
+
+// usage reads and reconciles the usage buckets; it reports whether the span
+// carried any.
+func (n *normalizer) usage(out *schema.Span, scopeName string, aggregated bool) bool {
+	var c tokenCounts
+	read := func(chain []field) uint64 {
+		fd, ok := n.firstNumber(chain...)
+		if !ok {
+			return 0
+		}
+		c.any = true
+		v, ok := tokenValue(fd.h.v)
+		if !ok {
+			c.malformed = true
+			return 0
+		}
+		n.consume(fd)
+		return v
+	}
+	in, outc, cr, cw, rs := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain()
+	c.input = read(in[:])
+	c.hasInput = c.any
+	c.output = read(outc[:])
+	c.cacheRead = read(cr[:])
+	c.cacheWrite = read(cw[:])
+	c.reasoning = read(rs[:])
+	if !c.any {
+		return false
+	}
+	r := reconcile(c, n.opts.Usage.Additive(scopeName, out.Provider))
+	out.InputTokens = r.input
+	out.OutputTokens = c.output
+	out.CacheReadTokens = c.cacheRead
+	out.CacheWriteTokens = c.cacheWrite
+	out.ReasoningTokens = c.reasoning
+	out.UsageMode = r.mode
+	if aggregated {
+		out.UsageMode = schema.UsageAggregated
+	}
+	if r.unreconciled {
+		out.UsageUnreconciled = 1
+	}
+	return true
+}
+
+// cost applies a client-sent cost, else the pricer, else marks the span
+// unpriced; aggregated spans are never priced.
+func (n *normalizer) cost(out *schema.Span, hasUsage, aggregated bool) {
+	if aggregated {
+		return
+	}
+	cc := costChain()
+	if fd, ok := n.firstNumber(cc[:]...); ok {
+		if f, ok := numberValue(fd.h.v); ok && f >= 0 {
+			out.CostTotal = f
+			out.CostSource = schema.CostClient
+			n.consume(fd)
+			return
+		}
+	}
+	if !hasUsage {
+		return
+	}
+	if n.opts.Pricer != nil {
+		n.opts.Pricer.Apply(out)
+	}
+	if out.CostSource == schema.CostNone {
+		out.CostSource = schema.CostUnpriced
+	}
+}
+
+// contentKind maps a content field to its schema.Content kind.
+func contentKind(f field, oiTool, tlTool bool) string {
+	switch f {
+	case fToolArgs, fAIToolArgs:
+		return schema.ContentToolArguments
+	case fInputValue:
+		if oiTool {
+			return schema.ContentToolArguments
+		}
+		return schema.ContentInputMessages
+	case fTLEntityInput:
+		if tlTool {
+			return schema.ContentToolArguments
+		}
+		return schema.ContentInputMessages
+	case fToolResult, fAIToolResult:
+		return schema.ContentToolResult
+	case fOutputValue:
+		if oiTool {
+			return schema.ContentToolResult
+		}
+		return schema.ContentOutputMessages
+	case fTLEntityOutput:
+		if tlTool {
+			return schema.ContentToolResult
+		}
+		return schema.ContentOutputMessages
+	case fInputMessages, fPrompt, fAIPromptMsgs, fAIPrompt:
+		return schema.ContentInputMessages
+	case fOutputMessages, fCompletion, fAIResponseText, fAIResponseObj, fAIResponseCalls:
+		return schema.ContentOutputMessages
+	case fSystemInstr:
+		return schema.ContentSystemInstructions
+	case fToolDefs, fAIPromptTools:
+		return schema.ContentToolDefinitions
+	}
+	return ""
+}
+
+// content computes ArgsHash for tool spans and turns the span's content
+// attributes into content rows (in field order, so deterministically).
+func (n *normalizer) content(out *schema.Span, contents *[]schema.Content, oiTool, tlTool bool) {
+	if out.SpanType == schema.TypeTool {
+		argChain := [...]field{fToolArgs, fNone, fAIToolArgs, fNone}
+		if oiTool {
+			argChain[1] = fInputValue
+		}
+		if tlTool {
+			argChain[3] = fTLEntityInput
+		}
+		for _, f := range argChain {
+			// ArgsHash comes from the original arguments, before privacy
+			// rules (a dropped key still identifies the call).
+			if h := n.span.get(f); h != nil && h.present() {
+				out.ArgsHash = ArgsHash(n.rawText(h.v))
+				break
+			}
+		}
+	}
+	if n.opts.Privacy.NoContent {
+		return
+	}
+	for f := fToolArgs; f < fieldCount; f++ {
+		h := n.span.get(f)
+		if h == nil || h.act == ActionDrop || !h.present() {
+			continue
+		}
+		var value string
+		var truncated bool
+		switch h.act {
+		case ActionRedact:
+			value = RedactedValue
+		case ActionHash:
+			value = hashValue(n.rawText(h.v))
+		default:
+			value, truncated = truncate(validUTF8(n.rawText(h.v)), n.lim.MaxContentBytes)
+		}
+		c := schema.Content{
+			Project:   out.Project,
+			TraceID:   out.TraceID,
+			SpanID:    out.SpanID,
+			Start:     out.Start,
+			Kind:      contentKind(f, oiTool, tlTool),
+			SourceKey: validUTF8(h.key),
+			Value:     value,
+		}
+		if truncated {
+			c.Truncated = 1
+		}
+		*contents = append(*contents, c)
+	}
+}
+
+// rawText is a content value's full text: a string as sent, a structured
+// value as JSON.
+func (n *normalizer) rawText(v pcommon.Value) string {
+	if v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return valueText(v, &n.scratch)
+}
+
+// attributes fills AttrKeys/AttrValues with the span attributes that were not
+// consumed into columns or content, after privacy rules and limits, and the
+// resource columns.
+func (n *normalizer) attributes(out *schema.Span, attrs pcommon.Map, droppedEvents int) {
+	out.ResourceKeys, out.ResourceValues = n.res.keys, n.res.values
+	n.pairs = n.pairs[:0]
+	maxAttrs, dropped, i := n.lim.MaxAttrsPerSpan, 0, 0
+	noContent := n.opts.Privacy.NoContent
+	for k, v := range attrs.All() {
+		m := n.meta[i]
+		i++
+		if m.act == ActionDrop || (m.f != fNone && (n.consumed[m.f] || isContentField(m.f))) {
+			continue
+		}
+		if noContent && isFlattenedContentKey(k) {
+			continue
+		}
+		if maxAttrs > 0 && len(n.pairs) >= maxAttrs {
+			dropped++
+			continue
+		}
+		n.pairs = append(n.pairs, kv{k: clean(k, n.lim.MaxAttrValueBytes), v: n.ruled(v, m.act, n.lim.MaxAttrValueBytes)})
+	}
+	if dropped > 0 {
+		n.pairs = append(n.pairs, kv{k: AttrDroppedAttributes, v: strconv.Itoa(dropped)})
+	}
+	if droppedEvents > 0 {
+		n.pairs = append(n.pairs, kv{k: AttrDroppedEvents, v: strconv.Itoa(droppedEvents)})
+	}
+	out.AttrKeys, out.AttrValues = splitSorted(n.pairs)
+}
+
+// events fills the event columns, up to MaxEventsPerSpan, and returns how
+// many events were dropped past it.
+func (n *normalizer) events(out *schema.Span, evs ptrace.SpanEventSlice) int {
+	count := evs.Len()
+	if count == 0 {
+		return 0
+	}
+	dropped := 0
+	if max := n.lim.MaxEventsPerSpan; max > 0 && count > max {
+		dropped, count = count-max, max
+	}
+	out.EventNames = make([]string, count)
+	out.EventTimeNs = make([]uint64, count)
+	out.EventAttrs = make([]string, count)
+	priv := &n.opts.Privacy
+	maxVal := n.lim.MaxAttrValueBytes
+	for i := 0; i < count; i++ {
+		ev := evs.At(i)
+		name := ev.Name()
+		out.EventNames[i] = clean(name, maxVal)
+		out.EventTimeNs[i] = uint64(ev.Timestamp())
+		b := append(n.scratch[:0], '{')
+		if !(priv.NoContent && isContentEvent(name)) {
+			first := true
+			for k, v := range ev.Attributes().All() {
+				act := priv.action(k)
+				if act == ActionDrop {
+					continue
+				}
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = appendJSONString(b, k)
+				b = append(b, ':')
+				switch act {
+				case ActionRedact:
+					b = appendJSONString(b, RedactedValue)
+				case ActionHash:
+					b = appendJSONString(b, hashValue(valueText(v, &n.scratch2)))
+				default:
+					b = appendValueJSON(b, v, maxVal)
+				}
+			}
+		}
+		b = append(b, '}')
+		out.EventAttrs[i] = string(b)
+		n.scratch = b
+	}
+	return dropped
+}
+
+// links renders span links as a JSON array of {trace_id, span_id}, "" when
+// there are none.
+func (n *normalizer) links(ls ptrace.SpanLinkSlice) string {
+	if ls.Len() == 0 {
+		return ""
+	}
+	b := append(n.scratch[:0], '[')
+	for i := 0; i < ls.Len(); i++ {
+		l := ls.At(i)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		tid, sid := l.TraceID(), l.SpanID()
+		b = append(b, `{"trace_id":"`...)
+		b = hex.AppendEncode(b, tid[:])
+		b = append(b, `","span_id":"`...)
+		b = hex.AppendEncode(b, sid[:])
+		b = append(b, `"}`...)
+	}
+	b = append(b, ']')
+	n.scratch = b
+	return string(b)
+}
+
+// idsHex renders the three ids as lowercase hex in one allocation (the
+// strings share it); the parent is "" when empty.
+func idsHex(trace pcommon.TraceID, span, parent pcommon.SpanID) (traceHex, spanHex, parentHex string) {
+	var b [64]byte
+	hex.Encode(b[:32], trace[:])
+	hex.Encode(b[32:48], span[:])
+	n := 48
+	if !parent.IsEmpty() {
+		hex.Encode(b[48:], parent[:])
+		n = 64
+	}
+	s := string(b[:n])
+	if n == 64 {
+		parentHex = s[48:64]
+	}
+	return s[:32], s[32:48], parentHex
+}
+
+func kindString(k ptrace.SpanKind) string {
+	switch k {
+	case ptrace.SpanKindInternal:
+		return "internal"
+	case ptrace.SpanKindServer:
+		return "server"
+	case ptrace.SpanKindClient:
+		return "client"
+	case ptrace.SpanKindProducer:
+		return "producer"
+	case ptrace.SpanKindConsumer:
+		return "consumer"
+	}
+	return "unspecified"
+}
+
+func statusString(c ptrace.StatusCode) string {
+	switch c {
+	case ptrace.StatusCodeOk:
+		return "ok"
+	case ptrace.StatusCodeError:
+		return "error"
+	}
+	return "unset"
+}

@@ -1,0 +1,188 @@
+package ingest
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// validUTF8 repairs s: every invalid byte sequence becomes U+FFFD. It does
+// not allocate when s is already valid.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// truncate cuts a valid UTF-8 string to at most max bytes on a rune boundary
+// and appends TruncationMarker. A string of exactly max bytes is kept whole;
+// max <= 0 means no limit.
+func truncate(s string, max int) (string, bool) {
+	if max <= 0 || len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + TruncationMarker, true
+}
+
+// clean repairs and truncates a string bound for a column or attribute.
+func clean(s string, max int) string {
+	s, _ = truncate(validUTF8(s), max)
+	return s
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string: `"`, `\` and control
+// characters escaped, invalid UTF-8 replaced by \ufffd, nothing else escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendFloatText appends f in the form JavaScript (and pcommon) print it:
+// plain decimals between 1e-6 and 1e21, exponent form outside, and NaN,
+// Infinity, -Infinity spelled out.
+func appendFloatText(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(b, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Infinity"...)
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, f, format, -1, 64)
+}
+
+// appendValueJSON appends v as JSON. String leaves are repaired to valid UTF-8
+// and, when maxStr > 0, truncated to maxStr bytes with TruncationMarker.
+// Doubles that JSON cannot carry (NaN, ±Inf) become strings; bytes become a
+// base64 string.
+func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		s := v.Str()
+		if maxStr > 0 && len(s) > maxStr {
+			s = clean(s, maxStr)
+		}
+		return appendJSONString(b, s)
+	case pcommon.ValueTypeInt:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		f := v.Double()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b = append(b, '"')
+			b = appendFloatText(b, f)
+			return append(b, '"')
+		}
+		return appendFloatText(b, f)
+	case pcommon.ValueTypeBool:
+		return strconv.AppendBool(b, v.Bool())
+	case pcommon.ValueTypeBytes:
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v.Bytes().AsRaw())
+		return append(b, '"')
+	case pcommon.ValueTypeMap:
+		b = append(b, '{')
+		first := true
+		for k, e := range v.Map().All() {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendValueJSON(b, e, maxStr)
+		}
+		return append(b, '}')
+	case pcommon.ValueTypeSlice:
+		b = append(b, '[')
+		s := v.Slice()
+		for i := 0; i < s.Len(); i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendValueJSON(b, s.At(i), maxStr)
+		}
+		return append(b, ']')
+	}
+	return append(b, "null"...)
+}
+
+// valueText is the text form of an attribute value: strings as they are,
+// bool/int/double in their natural text form, bytes as base64, maps and
+// slices as JSON. scratch is reused for the non-string forms. The result may
+// still hold invalid UTF-8 (only for strings) and is not truncated.
+func valueText(v pcommon.Value, scratch *[]byte) string {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return v.Str()
+	case pcommon.ValueTypeEmpty:
+		return ""
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10)
+	case pcommon.ValueTypeBool:
+		return strconv.FormatBool(v.Bool())
+	case pcommon.ValueTypeDouble:
+		*scratch = appendFloatText((*scratch)[:0], v.Double())
+	case pcommon.ValueTypeBytes:
+		return base64.StdEncoding.EncodeToString(v.Bytes().AsRaw())
+	default:
+		*scratch = appendValueJSON((*scratch)[:0], v, 0)
+	}
+	return string(*scratch)
+}

@@ -1,0 +1,334 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/query"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// sendRun exports one hand-built agent run through the real OTel Go SDK
+// exporter to endpoint (protobuf, gzip when asked) and returns its trace id.
+//
+//	invoke_agent planner           (aggregated usage 3000 in / 300 out: must not be added)
+//	├── chat claude-sonnet-4-5     anthropic, additive report: input 200 + cache read 800, output 100
+//	├── execute_tool web_search    args {"q":"otel","limit":3}
+//	└── invoke_agent researcher
+//	    ├── chat gpt-4o            openai, inclusive: input 2000 incl. 1500 cache read, output 200
+//	    └── execute_tool fetch_url error (timeout)
+func sendRun(t *testing.T, endpoint string, gzip bool, base time.Time) string {
+	t.Helper()
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}
+	if gzip {
+		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	} else {
+		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
+	}
+	exp, err := otlptracehttp.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp), // one request for the whole run at Shutdown
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "support-bot"))),
+	)
+	tr := tp.Tracer("e2e")
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	span := func(ctx context.Context, name string, start int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+		return tr.Start(ctx, name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
+	}
+	ctx, root := span(context.Background(), "invoke_agent planner", 0,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", "planner"),
+		attribute.String("task.name", "triage_ticket"),
+		attribute.String("gen_ai.conversation.id", "conv-1"),
+		attribute.Int("gen_ai.usage.input_tokens", 3000),
+		attribute.Int("gen_ai.usage.output_tokens", 300))
+	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "anthropic"),
+		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
+		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
+		attribute.Int("gen_ai.usage.input_tokens", 200),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
+		attribute.Int("gen_ai.usage.output_tokens", 100))
+	chat.End(trace.WithTimestamp(at(1210)))
+	_, tool := span(ctx, "execute_tool web_search", 1220,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "web_search"),
+		attribute.String("gen_ai.tool.call.id", "call_1"),
+		attribute.String("gen_ai.tool.call.arguments", `{"q":"otel","limit":3}`),
+		attribute.String("gen_ai.tool.call.result", `{"hits":2}`))
+	tool.End(trace.WithTimestamp(at(1720)))
+	sctx, sub := span(ctx, "invoke_agent researcher", 1730,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", "researcher"))
+	_, chat2 := span(sctx, "chat gpt-4o", 1740,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("gen_ai.request.model", "gpt-4o"),
+		attribute.Int("gen_ai.usage.input_tokens", 2000),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
+		attribute.Int("gen_ai.usage.output_tokens", 200))
+	chat2.End(trace.WithTimestamp(at(2740)))
+	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "fetch_url"),
+		attribute.String("error.type", "timeout"))
+	fetch.SetStatus(codes.Error, "timed out")
+	fetch.End(trace.WithTimestamp(at(3750)))
+	sub.End(trace.WithTimestamp(at(3760)))
+	root.End(trace.WithTimestamp(at(4000)))
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return root.SpanContext().TraceID().String()
+}
+
+func getJSON(t *testing.T, url string, into any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if into != nil && resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, into); err != nil {
+			t.Fatalf("decode %s: %v\n%s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+// shape renders a tree as indented "name [type]" lines for comparison.
+func shape(nodes []*query.SpanNode, depth int, b *strings.Builder) {
+	for _, n := range nodes {
+		fmt.Fprintf(b, "%s%s [%s]%s\n", strings.Repeat("  ", depth), n.Name, n.Type, map[bool]string{true: " orphan"}[n.Orphan])
+		shape(n.Children, depth+1, b)
+	}
+}
+
+const wantShape = `invoke_agent planner [agent]
+  chat claude-sonnet-4-5 [inference]
+  execute_tool web_search [tool]
+  invoke_agent researcher [agent]
+    chat gpt-4o [inference]
+    execute_tool fetch_url [tool]
+`
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
+
+func checkRun(t *testing.T, run query.RunDetail) {
+	t.Helper()
+	var b strings.Builder
+	shape(run.Roots, 0, &b)
+	if b.String() != wantShape {
+		t.Errorf("tree:\n%s\nwant:\n%s", b.String(), wantShape)
+	}
+	s := run.Summary
+	// Usage counts inference spans only; the planner's aggregated 3000/300 is not added.
+	// input: claude 200 + 800 cache read (additive report made inclusive) = 1000; gpt-4o 2000 → 3000
+	// cache read: 800 + 1500 = 2300; output: 100 + 200 = 300.
+	wantUsage := query.Usage{Input: 3000, CacheRead: 2300, Output: 300}
+	if s.Usage != wantUsage || s.UsageFromAggregate {
+		t.Errorf("usage %+v (from aggregate %v), want %+v", s.Usage, s.UsageFromAggregate, wantUsage)
+	}
+	// claude-sonnet-4-5 ($3 in, $0.30 cache read, $15 out per M):
+	//   200 × 3e-6 + 800 × 0.3e-6 + 100 × 15e-6 = 0.0006 + 0.00024 + 0.0015 = 0.00234
+	// gpt-4o ($2.50 in, $1.25 cache read, $10 out per M):
+	//   500 × 2.5e-6 + 1500 × 1.25e-6 + 200 × 10e-6 = 0.00125 + 0.001875 + 0.002 = 0.005125
+	// total 0.007465
+	if !near(s.Cost.Total, 0.007465) {
+		t.Errorf("cost %.9f, want 0.007465", s.Cost.Total)
+	}
+	if s.Spans != 6 || s.LLMCalls != 2 || s.ToolCalls != 2 || s.Errors != 1 || s.Status != "error" {
+		t.Errorf("counts %+v", s)
+	}
+	if s.Task != "triage_ticket" || s.Service != "support-bot" || s.ConversationID != "conv-1" ||
+		strings.Join(s.Agents, ",") != "planner,researcher" || strings.Join(s.Models, ",") != "claude-sonnet-4-5-20250929,gpt-4o" {
+		t.Errorf("labels %+v", s)
+	}
+	if !near(s.DurationMs, 4000) {
+		t.Errorf("duration %v ms, want 4000", s.DurationMs)
+	}
+}
+
+func TestOTLPProtobufAndGzipToRunTree(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+			tally := tallytest.Start(t)
+			base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+			id := sendRun(t, tally.URL, gz, base)
+			var run query.RunDetail
+			if code := getJSON(t, tally.URL+"/api/v1/runs/"+id, &run); code != http.StatusOK {
+				t.Fatalf("GET run: %d", code)
+			}
+			checkRun(t, run)
+			var page query.RunPage
+			if code := getJSON(t, tally.URL+"/api/v1/runs", &page); code != http.StatusOK {
+				t.Fatalf("GET runs: %d", code)
+			}
+			if len(page.Runs) != 1 || page.Runs[0].TraceID != id {
+				t.Fatalf("runs %+v", page.Runs)
+			}
+			// The list computes its summary in SQL; it must agree with the tree's.
+			if l, d := page.Runs[0], run.Summary; l.Usage != d.Usage || !near(l.Cost.Total, d.Cost.Total) ||
+				l.Spans != d.Spans || l.Task != d.Task || l.Errors != d.Errors || !near(l.DurationMs, d.DurationMs) {
+				t.Errorf("list summary %+v\ndetail summary %+v", l, d)
+			}
+		})
+	}
+}
+
+// TestOTLPJSONGivesIdenticalTree captures the SDK's protobuf request, turns
+// it into OTLP/JSON and sends that to a second tally: same tree, same figures.
+func TestOTLPJSONGivesIdenticalTree(t *testing.T) {
+	var captured []byte
+	capture := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		captured, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer capture.Close()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	id := sendRun(t, capture.URL, false, base)
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(captured); err != nil {
+		t.Fatal(err)
+	}
+	js, err := req.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t)
+	resp, err := http.Post(tally.URL+"/v1/traces", "application/json", bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("POST json: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var run query.RunDetail
+	if code := getJSON(t, tally.URL+"/api/v1/runs/"+id, &run); code != http.StatusOK {
+		t.Fatalf("GET run: %d", code)
+	}
+	checkRun(t, run)
+}
+
+func TestDuplicateSpanAppearsOnce(t *testing.T) {
+	var captured []byte
+	capture := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		captured, _ = io.ReadAll(r.Body)
+	}))
+	defer capture.Close()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	id := sendRun(t, capture.URL, false, base)
+	tally := tallytest.Start(t)
+	for range 2 { // an exporter retry delivers the same request twice
+		resp, err := http.Post(tally.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(captured))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST: %d", resp.StatusCode)
+		}
+	}
+	var run query.RunDetail
+	if code := getJSON(t, tally.URL+"/api/v1/runs/"+id, &run); code != http.StatusOK {
+		t.Fatalf("GET run: %d", code)
+	}
+	checkRun(t, run) // same 6 spans, same tokens and cost as a single delivery
+	var page query.RunPage
+	getJSON(t, tally.URL+"/api/v1/runs", &page)
+	if len(page.Runs) != 1 || page.Runs[0].Spans != 6 || page.Runs[0].Usage.Input != 3000 {
+		t.Fatalf("list after duplicate delivery: %+v", page.Runs)
+	}
+}
+
+func TestMixedValidAndInvalidSpans(t *testing.T) {
+	tally := tallytest.Start(t)
+	now := time.Now().Add(-time.Minute).UnixNano()
+	// Three spans: one valid, one with a 15-byte-looking trace id (bad length
+	// in hex), one ending before it starts.
+	body := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},
+	"scopeSpans":[{"spans":[
+	 {"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"ok","kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d"},
+	 {"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000000","name":"zero span id","startTimeUnixNano":"%d","endTimeUnixNano":"%d"},
+	 {"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"c7ad6b7169203331","name":"backwards","startTimeUnixNano":"%d","endTimeUnixNano":"%d"}
+	]}]}]}`, now, now+1000, now, now+1000, now+1000, now)
+	resp, err := http.Post(tally.URL+"/v1/traces", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	out := ptraceotlp.NewExportResponse()
+	if err := out.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("response %s: %v", raw, err)
+	}
+	if got := out.PartialSuccess().RejectedSpans(); got != 2 {
+		t.Errorf("rejected %d, want 2 (%s)", got, out.PartialSuccess().ErrorMessage())
+	}
+	if out.PartialSuccess().ErrorMessage() == "" {
+		t.Error("partial success without a message")
+	}
+	var run query.RunDetail
+	if code := getJSON(t, tally.URL+"/api/v1/runs/0af7651916cd43dd8448eb211c80319c", &run); code != http.StatusOK {
+		t.Fatalf("GET run: %d", code)
+	}
+	if run.Summary.Spans != 1 || run.Roots[0].Name != "ok" {
+		t.Fatalf("kept spans: %+v", run.Summary)
+	}
+}
+
+func TestAPIErrors(t *testing.T) {
+	tally := tallytest.Start(t)
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/api/v1/runs/0af7651916cd43dd8448eb211c80319c", http.StatusNotFound},
+		{"/api/v1/runs/not-hex", http.StatusBadRequest},
+		{"/api/v1/runs?since=yesterday", http.StatusBadRequest},
+		{"/api/v1/runs?limit=0", http.StatusBadRequest},
+		{"/api/v1/runs?status=maybe", http.StatusBadRequest},
+		{"/api/v1/runs?cursor=!!", http.StatusBadRequest},
+		{"/api/v1/runs?since=24h", http.StatusOK},
+		{"/healthz", http.StatusOK},
+		{"/readyz", http.StatusOK},
+	} {
+		var e struct{ Error string }
+		code := getJSON(t, tally.URL+c.path, nil)
+		if code != c.want {
+			t.Errorf("%s: %d, want %d", c.path, code, c.want)
+		}
+		_ = e
+	}
+}

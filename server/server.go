@@ -1,0 +1,236 @@
+// Package server assembles tally's HTTP surface on one listener: the OTLP
+// receiver at /v1/traces, the JSON API under /api/v1, the UI at /,
+// /metrics, /healthz and /readyz, and runs the background work (writer,
+// rollups, alert evaluation) for as long as the server runs.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// ReadinessCheck reports why a component is not ready (nil when it is).
+type ReadinessCheck func(ctx context.Context) error
+
+// Options configure a Server. Store is required; zero fields take defaults.
+type Options struct {
+	Store     *schema.Store
+	Receiver  receiver.Config
+	Writer    writer.Config
+	Normalize ingest.Options // Project is ignored: it comes from authentication
+	Logger    *slog.Logger
+	// Registry receives tally's metrics and is served at /metrics; nil makes
+	// a fresh one with the Go and process collectors.
+	Registry *prometheus.Registry
+	// UI serves everything not otherwise routed (the web UI); nil serves a
+	// placeholder page.
+	UI http.Handler
+}
+
+// Server is a running tally: HTTP routes and background jobs.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	engine   *gin.Engine
+	writer   *writer.Writer
+	reader   *query.Reader
+	registry *prometheus.Registry
+
+	mu     sync.Mutex
+	jobs   []func(ctx context.Context)
+	checks map[string]ReadinessCheck
+	api    *api.Handler
+	sink   receiver.Sink
+}
+
+// New builds a server over an open, migrated store.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("server: a store is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		engine:   gin.New(),
+		reader:   query.NewReader(opts.Store),
+		registry: opts.Registry,
+		checks:   map[string]ReadinessCheck{},
+	}
+	s.writer = writer.New(opts.Store, opts.Writer, opts.Logger)
+	s.sink = s.writer
+	s.AddJob(s.writer.Run)
+	s.AddCheck("clickhouse", func(ctx context.Context) error { return opts.Store.Ping(ctx) })
+	s.AddCheck("schema", func(ctx context.Context) error {
+		v, err := opts.Store.SchemaVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if v < schema.LatestVersion() {
+			return fmt.Errorf("schema version %d, want %d: run tally migrate", v, schema.LatestVersion())
+		}
+		return nil
+	})
+	s.api = api.New(s.reader)
+	return s, nil
+}
+
+// Reader is the server's query reader, for components mounted beside it.
+func (s *Server) Reader() *query.Reader { return s.reader }
+
+// Writer is the ClickHouse writer (the sink's downstream).
+func (s *Server) Writer() *writer.Writer { return s.writer }
+
+// Registry is where metrics are registered.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// API is the JSON API handler, for registering more routes before Handler.
+func (s *Server) API() *api.Handler { return s.api }
+
+// SetSink replaces the receiver's sink (e.g. with the durable log in front
+// of the writer). Call before Handler.
+func (s *Server) SetSink(sink receiver.Sink) { s.sink = sink }
+
+// AddJob adds background work run by Run until its context ends.
+func (s *Server) AddJob(job func(ctx context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = append(s.jobs, job)
+}
+
+// AddCheck adds a readiness check reported by /readyz.
+func (s *Server) AddCheck(name string, check ReadinessCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = check
+}
+
+// Handler builds the HTTP routes. Call once, after SetSink/AddCheck.
+func (s *Server) Handler() (http.Handler, error) {
+	metrics, err := receiver.NewMetrics(s.registry)
+	if err != nil {
+		return nil, fmt.Errorf("register receiver metrics: %w", err)
+	}
+	nopts := s.opts.Normalize
+	normalize := func(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected) {
+		o := nopts
+		o.Project = project
+		return ingest.Normalize(td, o)
+	}
+	recv := receiver.New(s.opts.Receiver, normalize, s.sink, nil, s.log, metrics)
+
+	e := s.engine
+	e.Use(gin.CustomRecovery(func(c *gin.Context, err any) {
+		s.log.Error("handler panic", "path", c.Request.URL.Path, "panic", err)
+		c.AbortWithStatusJSON(http.StatusInternalServerError, api.Error{Error: "internal error"})
+	}))
+	e.Any("/v1/traces", gin.WrapH(recv))
+	s.api.Register(e.Group("/api/v1"))
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", s.readyz)
+	if s.opts.UI != nil {
+		e.NoRoute(gin.WrapH(s.opts.UI))
+	} else {
+		e.GET("/", func(c *gin.Context) {
+			c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(placeholder))
+		})
+	}
+	return e, nil
+}
+
+const placeholder = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>tally</title></head>
+<body><h1>tally</h1><p>Runs: <a href="/api/v1/runs">/api/v1/runs</a>. Send OTLP/HTTP traces to <code>/v1/traces</code>.</p></body></html>`
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	checks := make(map[string]ReadinessCheck, len(s.checks))
+	for k, v := range s.checks {
+		checks[k] = v
+	}
+	s.mu.Unlock()
+	status := map[string]string{}
+	ok := true
+	for name, check := range checks {
+		if err := check(ctx); err != nil {
+			status[name] = err.Error()
+			ok = false
+		} else {
+			status[name] = "ok"
+		}
+	}
+	code := http.StatusOK
+	if !ok {
+		code = http.StatusServiceUnavailable
+	}
+	c.JSON(code, gin.H{"ready": ok, "checks": status})
+}
+
+// Serve runs the background jobs and serves HTTP on ln until ctx ends, then
+// shuts down gracefully: in-flight requests finish, then the jobs (the
+// writer drains what it acknowledged).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	h, err := s.Handler()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	jobCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	s.mu.Lock()
+	for _, job := range s.jobs {
+		wg.Add(1)
+		go func() { defer wg.Done(); job(jobCtx) }()
+	}
+	s.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	stopJobs()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
