@@ -38,12 +38,15 @@ func New(runs Runs) *Handler { return &Handler{runs: runs, now: time.Now} }
 // caller's project.
 const ProjectKey = "tally.project"
 
-// Project returns the caller's project, set by authentication middleware.
+// Project returns the caller's project, set by the server's authentication
+// middleware. A request that reached a handler without it is a wiring bug:
+// it panics rather than read another project's data.
 func Project(c *gin.Context) string {
-	if p := c.GetString(ProjectKey); p != "" {
-		return p
+	p := c.GetString(ProjectKey)
+	if p == "" {
+		panic("api: request without an authenticated project")
 	}
-	return "default"
+	return p
 }
 
 // Register mounts the API routes on r (a group at /api/v1).

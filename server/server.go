@@ -31,6 +31,16 @@ import (
 // ReadinessCheck reports why a component is not ready (nil when it is).
 type ReadinessCheck func(ctx context.Context) error
 
+// Authenticator resolves a request's credentials (Authorization: Bearer, or
+// a UI session cookie) to the caller's project. Errors wrapping
+// receiver.ErrUnauthenticated are answered 401, receiver.ErrForbidden 403.
+// Ingest is asked for /v1/traces (a key with the ingest scope); Read for the
+// API, UI and CLI (a key with the read scope). package auth implements it.
+type Authenticator interface {
+	AuthenticateIngest(r *http.Request) (project string, err error)
+	AuthenticateRead(r *http.Request) (project string, err error)
+}
+
 // Options configure a Server. Store is required; zero fields take defaults.
 type Options struct {
 	Store     *schema.Store
@@ -44,6 +54,12 @@ type Options struct {
 	// UI serves everything not otherwise routed (the web UI); nil serves a
 	// placeholder page.
 	UI http.Handler
+	// Auth authenticates every request; nil serves one project, "default",
+	// without authentication (tally serve allows that only on loopback).
+	Auth Authenticator
+	// Public routes are served without authentication (e.g. the UI's sign-in
+	// page and static assets), keyed by path; they are registered first.
+	Public map[string]http.Handler
 }
 
 // Server is a running tally: HTTP routes and background jobs.
@@ -143,7 +159,11 @@ func (s *Server) Handler() (http.Handler, error) {
 		o.Project = project
 		return ingest.Normalize(td, o)
 	}
-	recv := receiver.New(s.opts.Receiver, normalize, s.sink, nil, s.log, metrics)
+	var ingestAuth receiver.Authenticator
+	if s.opts.Auth != nil {
+		ingestAuth = ingestAuthFunc(s.opts.Auth.AuthenticateIngest)
+	}
+	recv := receiver.New(s.opts.Receiver, normalize, s.sink, ingestAuth, s.log, metrics)
 
 	e := s.engine
 	e.Use(gin.CustomRecovery(func(c *gin.Context, err any) {
@@ -151,12 +171,18 @@ func (s *Server) Handler() (http.Handler, error) {
 		c.AbortWithStatusJSON(http.StatusInternalServerError, api.Error{Error: "internal error"})
 	}))
 	e.Any("/v1/traces", gin.WrapH(recv))
-	s.api.Register(e.Group("/api/v1"))
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.readyz)
+	for path, h := range s.opts.Public {
+		e.Any(path, gin.WrapH(h))
+	}
+	// Everything below reads data: the caller's project comes from here, and
+	// only from here (api.Project reads it).
+	read := s.readAuth()
+	s.api.Register(e.Group("/api/v1", read))
 	if s.opts.UI != nil {
-		e.NoRoute(gin.WrapH(s.opts.UI))
+		e.NoRoute(read, gin.WrapH(s.opts.UI))
 	} else {
 		e.GET("/", func(c *gin.Context) {
 			c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(placeholder))
@@ -167,6 +193,33 @@ func (s *Server) Handler() (http.Handler, error) {
 
 const placeholder = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>tally</title></head>
 <body><h1>tally</h1><p>Runs: <a href="/api/v1/runs">/api/v1/runs</a>. Send OTLP/HTTP traces to <code>/v1/traces</code>.</p></body></html>`
+
+// ingestAuthFunc adapts a function to receiver.Authenticator.
+type ingestAuthFunc func(r *http.Request) (string, error)
+
+func (f ingestAuthFunc) Authenticate(r *http.Request) (string, error) { return f(r) }
+
+// readAuth is the middleware that sets the caller's project for every read.
+func (s *Server) readAuth() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.opts.Auth == nil {
+			c.Set(api.ProjectKey, "default")
+			return
+		}
+		project, err := s.opts.Auth.AuthenticateRead(c.Request)
+		switch {
+		case err == nil:
+			c.Set(api.ProjectKey, project)
+		case errors.Is(err, receiver.ErrForbidden):
+			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
+		case errors.Is(err, receiver.ErrUnauthenticated):
+			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
+			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
+		default:
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: "authentication unavailable: " + err.Error()})
+		}
+	}
+}
 
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
