@@ -8,7 +8,9 @@ type usageStyle int
 const (
 	// usageInclusive follows the current spec: input includes cache reads and writes.
 	usageInclusive usageStyle = iota
-	// usageAdditive reports input without the cached tokens, as Anthropic's API does.
+	// usageAdditive reports input without the cached tokens (cache reads and
+	// writes as their own attributes), as Anthropic's API does and as
+	// instrumentations that pass its numbers through report them.
 	usageAdditive
 	// usageDeprecated uses gen_ai.system and gen_ai.usage.prompt_tokens/completion_tokens.
 	usageDeprecated
@@ -108,7 +110,7 @@ type weightedTool struct {
 var (
 	plannerAgent = agentProfile{name: "planner", model: &gemini25Flash, style: usageInclusive, prefix: [2]int{1400, 1800}}
 	researcher   = agentProfile{
-		name: "researcher", model: &claudeSonnet, style: usageInclusive, prefix: [2]int{2200, 2600},
+		name: "researcher", model: &claudeSonnet, style: usageAdditive, prefix: [2]int{2200, 2600},
 		tools:   []weightedTool{{"web_search", 4}, {"fetch_url", 4}, {"vector_search", 2}},
 		natural: [2]int{8, 22}, big: [2]int{20, 80},
 	}
@@ -139,10 +141,7 @@ type task struct {
 type app struct {
 	service string
 	tasks   []task
-	// additive: its Anthropic instrumentation reports usage the way the API
-	// does, input excluding cached tokens.
-	additive bool
-	users    int
+	users   int
 }
 
 var apps = []app{
@@ -160,7 +159,7 @@ var apps = []app{
 		},
 	},
 	{
-		service: "code-assistant", users: 25, additive: true,
+		service: "code-assistant", users: 25,
 		tasks: []task{
 			{name: "code_fix", agents: []*agentProfile{&coder, &researcher, &summarizer}, topics: codeTopics},
 		},

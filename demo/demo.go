@@ -24,8 +24,14 @@
 //     (same gen_ai.tool.call.id, gen_ai.tool.call.attempt 2 or 3); web_search
 //     is rate limited on about 5% of attempts; some runs end in error;
 //   - a sub-agent (triager) instrumented with deprecated names (gen_ai.system,
-//     gen_ai.usage.prompt_tokens/completion_tokens), and Anthropic calls in
-//     code-assistant reported additively (input excluding cache);
+//     gen_ai.usage.prompt_tokens/completion_tokens), and Anthropic calls
+//     (researcher) reported additively, as Anthropic's API and pass-through
+//     instrumentations do: gen_ai.usage.input_tokens excludes the cache reads
+//     and writes, which come as their own attributes; every other call reports
+//     input inclusive of cache, as the spec says;
+//   - invoke_agent spans repeat the inclusive usage (input including cache)
+//     of the chat calls below them, so the root's usage equals the run's
+//     total counted on inference spans;
 //   - now and then a repeat loop: the same tool called with the same arguments
 //     three or four times after it succeeded.
 package demo

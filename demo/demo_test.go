@@ -371,24 +371,68 @@ func TestTraffic(t *testing.T) {
 		}
 	})
 
+	t.Run("anthropic usage is additive", func(t *testing.T) {
+		// Anthropic calls report input the way the API does: the uncached
+		// tail only (5–40 tokens), far less than the cache reads and writes
+		// of a prompt of at least 2300 tokens (researcher prefix 2200 + the
+		// planner's instructions ≥ 100), so the numbers alone say "additive".
+		calls := 0
+		for _, s := range rc.spans {
+			if s.str("gen_ai.provider.name") != "anthropic" || s.Status == "Error" {
+				continue
+			}
+			calls++
+			in, cached := s.num("gen_ai.usage.input_tokens"), s.num("gen_ai.usage.cache_read.input_tokens")+s.num("gen_ai.usage.cache_creation.input_tokens")
+			if in < 5 || in > 40 || cached < 2300-in {
+				t.Errorf("anthropic call %s: input %d, cache read+write %d; want 5–40 uncached and the rest of ≥ 2300 cached", s.Span, in, cached)
+			}
+		}
+		if calls < 20 {
+			t.Errorf("%d anthropic calls in 40 runs, want ≥ 20", calls)
+		}
+	})
+
 	t.Run("aggregated usage", func(t *testing.T) {
-		// The root repeats the inclusive usage of every chat below it.
+		// Every invoke_agent span repeats the inclusive usage of the chat
+		// calls below it: an Anthropic call reporting input 20, cache read
+		// 2300 and cache write 150 counts 20 + 2300 + 150 = 2470 input
+		// tokens; a deprecated one counts its prompt_tokens; the others
+		// report input inclusive of cache already.
 		for id, spans := range traces {
-			var input, output int64
+			bySpan := map[string]gotSpan{}
+			for _, s := range spans {
+				bySpan[s.Span] = s
+			}
+			type sums struct{ input, output, read, write int64 }
+			agg := map[string]*sums{}
+			for _, s := range spans {
+				if s.str("gen_ai.operation.name") == "invoke_agent" {
+					agg[s.Span] = &sums{}
+				}
+			}
 			for _, s := range spans {
 				if s.str("gen_ai.operation.name") != "chat" {
 					continue
 				}
+				read, write := s.num("gen_ai.usage.cache_read.input_tokens"), s.num("gen_ai.usage.cache_creation.input_tokens")
 				in := s.num("gen_ai.usage.input_tokens") + s.num("gen_ai.usage.prompt_tokens")
-				if s.num("gen_ai.usage.cache_read.input_tokens")+s.num("gen_ai.usage.cache_creation.input_tokens") > in {
-					in += s.num("gen_ai.usage.cache_read.input_tokens") + s.num("gen_ai.usage.cache_creation.input_tokens")
+				if s.str("gen_ai.provider.name") == "anthropic" {
+					in += read + write
 				}
-				input += in
-				output += s.num("gen_ai.usage.output_tokens") + s.num("gen_ai.usage.completion_tokens")
+				out := s.num("gen_ai.usage.output_tokens") + s.num("gen_ai.usage.completion_tokens")
+				for p := bySpan[s.Parent]; p.Span != ""; p = bySpan[p.Parent] {
+					if a := agg[p.Span]; a != nil {
+						a.input, a.output, a.read, a.write = a.input+in, a.output+out, a.read+read, a.write+write
+					}
+				}
 			}
-			root := rootOf(spans)
-			if root.num("gen_ai.usage.input_tokens") != input || root.num("gen_ai.usage.output_tokens") != output {
-				t.Errorf("trace %s: root usage %d/%d, children sum %d/%d", id, root.num("gen_ai.usage.input_tokens"), root.num("gen_ai.usage.output_tokens"), input, output)
+			for span, want := range agg {
+				a := bySpan[span]
+				got := sums{a.num("gen_ai.usage.input_tokens"), a.num("gen_ai.usage.output_tokens"),
+					a.num("gen_ai.usage.cache_read.input_tokens"), a.num("gen_ai.usage.cache_creation.input_tokens")}
+				if got != *want {
+					t.Errorf("trace %s: %s usage (input, output, cache read, cache write) %v, chat calls below it sum to %v", id, a.Name, got, *want)
+				}
 			}
 		}
 	})

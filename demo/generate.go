@@ -269,7 +269,7 @@ func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int)
 				left = 0
 				break
 			}
-			s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{30, 200}})
+			s, u := b.chat(t, a, a.style, sess, chatShape{output: [2]int{30, 200}})
 			span.Children = append(span.Children, s)
 			total.add(u)
 			left--
@@ -294,7 +294,7 @@ func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int)
 			t = end.Add(b.msBetween(5, 30))
 			steps++
 		}
-		s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{200, 1200}, final: true, fail: inv.fail})
+		s, u := b.chat(t, a, a.style, sess, chatShape{output: [2]int{200, 1200}, final: true, fail: inv.fail})
 		span.Children = append(span.Children, s)
 		total.add(u)
 		t = s.End
@@ -323,7 +323,7 @@ func (b *builder) repeatLoop(start time.Time, a *agentProfile, sess *session, n 
 	var total usage
 	t := start
 	for i := 0; i < n; i++ {
-		s, u := b.chat(t, a, b.styleOf(a), sess, chatShape{output: [2]int{30, 120}})
+		s, u := b.chat(t, a, a.style, sess, chatShape{output: [2]int{30, 120}})
 		spans = append(spans, s)
 		total.add(u)
 		t = s.End.Add(b.msBetween(2, 15))
@@ -333,14 +333,6 @@ func (b *builder) repeatLoop(start time.Time, a *agentProfile, sess *session, n 
 		t = end.Add(b.msBetween(5, 30))
 	}
 	return spans, total, t
-}
-
-// styleOf is how the agent's chat spans report usage in this app.
-func (b *builder) styleOf(a *agentProfile) usageStyle {
-	if b.conv.app.additive && a.model.provider == "anthropic" {
-		return usageAdditive
-	}
-	return a.style
 }
 
 // pickTool draws one of the agent's tools by weight, never avoid.

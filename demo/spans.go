@@ -35,7 +35,8 @@ func (u *usage) add(o usage) {
 }
 
 // aggregated is the usage an agent span repeats from its descendants, the
-// way Strands records it.
+// way Strands records it: the sum of their inclusive usage (input including
+// cache reads and writes), whatever form each chat span reported it in.
 func (u usage) aggregated() []attribute.KeyValue {
 	if u == (usage{}) {
 		return nil
@@ -96,8 +97,9 @@ type chatShape struct {
 	fail   bool   // the call fails
 }
 
-// chat builds a "chat <model>" span starting at start. sess nil means a fresh
-// large prompt (the agent's bigPrompt) that never hits the cache.
+// chat builds a "chat <model>" span starting at start, and returns it with
+// its usage in the inclusive form whatever style the span reports. sess nil
+// means a fresh large prompt (the agent's bigPrompt) that never hits the cache.
 func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess *session, shape chatShape) (SpanSpec, usage) {
 	m := a.model
 	if shape.model != nil {
@@ -173,6 +175,8 @@ func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess 
 			attribute.Int("gen_ai.usage.prompt_tokens", input),
 			attribute.Int("gen_ai.usage.completion_tokens", output))
 	case usageAdditive:
+		// Anthropic's API counts input_tokens after the cache breakpoints:
+		// only the uncached tail.
 		attrs = append(attrs,
 			attribute.Int("gen_ai.usage.input_tokens", input-read-write),
 			attribute.Int("gen_ai.usage.output_tokens", output),

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tallyhq/tally/canonical"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -580,7 +581,7 @@ func (n *normalizer) content(out *schema.Span, contents *[]schema.Content, oiToo
 			// ArgsHash comes from the original arguments, before privacy
 			// rules (a dropped key still identifies the call).
 			if h := n.span.get(f); h != nil && h.present() {
-				out.ArgsHash = ArgsHash(n.rawText(h.v))
+				out.ArgsHash = canonical.Hash(n.rawText(h.v))
 				break
 			}
 		}
@@ -693,13 +694,13 @@ func (n *normalizer) events(out *schema.Span, evs ptrace.SpanEventSlice) int {
 					b = append(b, ',')
 				}
 				first = false
-				b = appendJSONString(b, k)
+				b = canonical.AppendString(b, k)
 				b = append(b, ':')
 				switch act {
 				case ActionRedact:
-					b = appendJSONString(b, RedactedValue)
+					b = canonical.AppendString(b, RedactedValue)
 				case ActionHash:
-					b = appendJSONString(b, hashValue(valueText(v, &n.scratch2)))
+					b = canonical.AppendString(b, hashValue(valueText(v, &n.scratch2)))
 				default:
 					b = appendValueJSON(b, v, maxVal)
 				}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/tallyhq/tally/canonical"
 )
 
 // validUTF8 repairs s: every invalid byte sequence becomes U+FFFD. It does
@@ -37,55 +39,6 @@ func truncate(s string, max int) (string, bool) {
 func clean(s string, max int) string {
 	s, _ = truncate(validUTF8(s), max)
 	return s
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string: `"`, `\` and control
-// characters escaped, invalid UTF-8 replaced by \ufffd, nothing else escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // appendFloatText appends f in the form JavaScript (and pcommon) print it:
@@ -119,7 +72,7 @@ func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
 		if maxStr > 0 && len(s) > maxStr {
 			s = clean(s, maxStr)
 		}
-		return appendJSONString(b, s)
+		return canonical.AppendString(b, s)
 	case pcommon.ValueTypeInt:
 		return strconv.AppendInt(b, v.Int(), 10)
 	case pcommon.ValueTypeDouble:
@@ -144,7 +97,7 @@ func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendJSONString(b, k)
+			b = canonical.AppendString(b, k)
 			b = append(b, ':')
 			b = appendValueJSON(b, e, maxStr)
 		}
