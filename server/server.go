@@ -102,6 +102,9 @@ func New(opts Options) (*Server, error) {
 	s.writer = writer.New(opts.Store, opts.Writer, opts.Logger)
 	s.sink = s.writer
 	s.AddJob(s.writer.Run)
+	if err := registerWriterMetrics(opts.Registry, s.writer); err != nil {
+		return nil, err
+	}
 	s.AddCheck("clickhouse", func(ctx context.Context) error { return opts.Store.Ping(ctx) })
 	s.AddCheck("schema", func(ctx context.Context) error {
 		v, err := opts.Store.SchemaVersion(ctx)
@@ -132,6 +135,27 @@ func (s *Server) API() *api.Handler { return s.api }
 // SetSink replaces the receiver's sink (e.g. with the durable log in front
 // of the writer). Call before Handler.
 func (s *Server) SetSink(sink receiver.Sink) { s.sink = sink }
+
+// SetAuth sets the authenticator (see Options.Auth). Call before Handler.
+func (s *Server) SetAuth(a Authenticator) { s.opts.Auth = a }
+
+// SetPublic serves h at path without authentication (see Options.Public).
+// Call before Handler.
+func (s *Server) SetPublic(path string, h http.Handler) {
+	public := make(map[string]http.Handler, len(s.opts.Public)+1)
+	for p, ph := range s.opts.Public {
+		public[p] = ph
+	}
+	public[path] = h
+	s.opts.Public = public
+}
+
+// LoginRedirector is implemented by an Authenticator that signs browsers in
+// on a page of its own: for an unauthenticated request it returns where to
+// redirect it (e.g. "/login?next=/runs"), or "" to answer 401.
+type LoginRedirector interface {
+	LoginURL(r *http.Request) string
+}
 
 // AddJob adds background work run by Run until its context ends.
 func (s *Server) AddJob(job func(ctx context.Context)) {
@@ -182,7 +206,10 @@ func (s *Server) Handler() (http.Handler, error) {
 	read := s.readAuth()
 	s.api.Register(e.Group("/api/v1", read))
 	if s.opts.UI != nil {
-		e.NoRoute(read, gin.WrapH(s.opts.UI))
+		e.NoRoute(read, func(c *gin.Context) {
+			ctx := context.WithValue(c.Request.Context(), projectKey{}, api.Project(c))
+			s.opts.UI.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
+		})
 	} else {
 		e.GET("/", func(c *gin.Context) {
 			c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(placeholder))
@@ -193,6 +220,18 @@ func (s *Server) Handler() (http.Handler, error) {
 
 const placeholder = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>tally</title></head>
 <body><h1>tally</h1><p>Runs: <a href="/api/v1/runs">/api/v1/runs</a>. Send OTLP/HTTP traces to <code>/v1/traces</code>.</p></body></html>`
+
+// projectKey is the request-context key under which the UI's requests carry
+// the caller's project.
+type projectKey struct{}
+
+// RequestProject returns the authenticated project of a request the server
+// passed to Options.UI ("" for any other request). The UI uses it to scope
+// its own lookups, e.g. ui.WithRuns(reader, server.RequestProject).
+func RequestProject(r *http.Request) string {
+	p, _ := r.Context().Value(projectKey{}).(string)
+	return p
+}
 
 // ingestAuthFunc adapts a function to receiver.Authenticator.
 type ingestAuthFunc func(r *http.Request) (string, error)
@@ -213,6 +252,13 @@ func (s *Server) readAuth() gin.HandlerFunc {
 		case errors.Is(err, receiver.ErrForbidden):
 			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
 		case errors.Is(err, receiver.ErrUnauthenticated):
+			if lr, ok := s.opts.Auth.(LoginRedirector); ok {
+				if u := lr.LoginURL(c.Request); u != "" {
+					c.Redirect(http.StatusFound, u)
+					c.Abort()
+					return
+				}
+			}
 			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
 			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
 		default:
@@ -286,4 +332,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// registerWriterMetrics exports the ClickHouse writer's counters.
+func registerWriterMetrics(reg prometheus.Registerer, w *writer.Writer) error {
+	stat := func(f func(writer.Stats) float64) func() float64 { return func() float64 { return f(w.Stats()) } }
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_writer_queued_rows", Help: "Rows accepted by the writer and not yet inserted into ClickHouse."},
+			stat(func(s writer.Stats) float64 { return float64(s.QueuedSpans) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tally_writer_written_spans_total", Help: "Span rows inserted into ClickHouse."},
+			stat(func(s writer.Stats) float64 { return float64(s.WrittenSpans) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tally_writer_insert_errors_total", Help: "Failed ClickHouse INSERT attempts (each is retried)."},
+			stat(func(s writer.Stats) float64 { return float64(s.InsertErrors) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tally_writer_batches_total", Help: "ClickHouse INSERT batches written."},
+			stat(func(s writer.Stats) float64 { return float64(s.Batches) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_writer_healthy", Help: "1 when the last ClickHouse INSERT succeeded."},
+			stat(func(s writer.Stats) float64 {
+				if s.Healthy {
+					return 1
+				}
+				return 0
+			})),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register writer metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,406 @@
+// Package durable makes "acknowledged" mean "on disk": it sits between the
+// OTLP receiver and the ClickHouse writer.
+//
+// Sink.Accept encodes a batch (package ingest/rowcodec) and appends it to the
+// write-ahead log (package ingest/wal), returning nil only once the record
+// is fsynced; concurrent requests share fsyncs (group commit). The receiver
+// answers 200 only then, so an acknowledged span survives a crash of tally
+// and an outage of ClickHouse.
+//
+// Sink.Run drains the log, in order, into the downstream writer: it
+// coalesces consecutive records into batches of up to Config.MaxBatchSpans
+// spans, retries a failed write with exponential backoff (at least the
+// Retry-After a refusing downstream asks for) until it succeeds or Run's
+// context ends, and never drops a record. After each successful write it
+// truncates the log up to the last record written (a durable checkpoint).
+//
+// # Delivery
+//
+// Delivery is at least once. On start Run first replays every record that
+// was acknowledged but not checkpointed. Rows that reached ClickHouse just
+// before a crash, or whose INSERT succeeded after the writer had already
+// given up waiting for it, are therefore inserted again. That is safe because
+// a span row's identity is (project, trace_id, span_id): the spans and
+// content tables are ReplacingMergeTree on that identity and every read
+// collapses duplicates (FINAL, or an equivalent argMax/any by identity), so a
+// replayed row counts once in every figure. The same mechanism absorbs
+// exporters resending a request after a 503. Accept stamps a zero Version
+// with the acknowledgement time before logging, so a replayed row is
+// byte-identical to its first copy. Records are replayed in their original
+// order.
+//
+// # Backpressure
+//
+// The log is capped (wal.Options.MaxBytes, 1 GiB by default). When ClickHouse
+// is slow or down the log grows; once the next batch would pass the cap,
+// Accept refuses it with a *Refused error (503 and Retry-After) and Ready
+// reports not ready, until the drain frees space. A corrupt log detected at
+// Open is an error: tally does not start rather than skip acknowledged data.
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/rowcodec"
+	"github.com/tallyhq/tally/ingest/wal"
+)
+
+// Downstream takes batches out of the log; *writer.Writer implements it.
+// Accept returns nil only when the rows are stored.
+type Downstream interface {
+	Accept(ctx context.Context, b ingest.Batch) error
+}
+
+// Config tunes the sink. Zero fields take DefaultConfig's values.
+type Config struct {
+	// WAL configures the log (segment size, size cap, NoSync).
+	WAL wal.Options
+	// MaxBatchSpans bounds the spans of one downstream write assembled from
+	// consecutive records (a single larger record is written alone).
+	MaxBatchSpans int
+	// RetryMin and RetryMax bound the backoff between failed downstream writes.
+	RetryMin time.Duration
+	RetryMax time.Duration
+	// RetryAfter is the Retry-After given with a 503 when the log is full.
+	RetryAfter time.Duration
+}
+
+// DefaultConfig is the sink's configuration unless overridden.
+func DefaultConfig() Config {
+	return Config{
+		MaxBatchSpans: 20000,
+		RetryMin:      100 * time.Millisecond,
+		RetryMax:      10 * time.Second,
+		RetryAfter:    5 * time.Second,
+	}
+}
+
+// Refused is returned by Accept when the batch was not stored; the receiver
+// answers Code, with a Retry-After of After when it is non-zero.
+type Refused struct {
+	Code   int
+	After  time.Duration
+	Reason string
+	Err    error
+}
+
+func (e *Refused) Error() string { return "durable log refused the batch: " + e.Reason }
+
+// Unwrap returns the cause (wal.ErrFull, wal.ErrTooLarge, ...).
+func (e *Refused) Unwrap() error { return e.Err }
+
+// StatusCode is the HTTP status to answer.
+func (e *Refused) StatusCode() int { return e.Code }
+
+// HTTPStatus is StatusCode under the name package receiver looks for.
+func (e *Refused) HTTPStatus() int { return e.Code }
+
+// RetryAfter is how long the client should wait before retrying.
+func (e *Refused) RetryAfter() time.Duration { return e.After }
+
+// Stats are the sink's figures, for /metrics and /readyz.
+type Stats struct {
+	WALBytes        int64  // framed bytes of records not yet written downstream
+	WALMaxBytes     int64  // the cap on WALBytes
+	PendingRecords  uint64 // records acknowledged, not yet written downstream
+	AppendedRecords uint64 // since Open
+	AppendedSpans   uint64
+	DeliveredSpans  uint64 // written downstream since Open (replays included)
+	Deliveries      uint64 // successful downstream writes
+	Retries         uint64 // failed downstream writes (each retried)
+	RefusedFull     uint64 // Accept calls refused because the log was full
+	Replaying       bool   // records from before Open are still being written
+	LastError       string // the last downstream or log error, "" when none
+}
+
+// Sink is the receiver's durable sink. Accept may be called concurrently;
+// Run must be running for the log to drain.
+type Sink struct {
+	wal  *wal.Log
+	down Downstream
+	cfg  Config
+	log  *slog.Logger
+	bufs sync.Pool // *[]byte encode buffers
+
+	replayUntil atomic.Uint64 // last record acknowledged before Open
+	replaying   atomic.Bool
+	full        atomic.Bool // an Accept was refused for space since the last drain
+
+	appended    atomic.Uint64
+	appendSpans atomic.Uint64
+	delivered   atomic.Uint64
+	deliveries  atomic.Uint64
+	retries     atomic.Uint64
+	refused     atomic.Uint64
+
+	mu      sync.Mutex
+	lastErr string
+}
+
+// Open opens (recovering) the log in dir and returns a sink that drains it
+// into down once Run is called.
+func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, error) {
+	d := DefaultConfig()
+	if cfg.MaxBatchSpans <= 0 {
+		cfg.MaxBatchSpans = d.MaxBatchSpans
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = d.RetryMin
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = d.RetryMax
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = d.RetryAfter
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.WAL.Logger == nil {
+		cfg.WAL.Logger = log
+	}
+	w, err := wal.Open(dir, cfg.WAL)
+	if err != nil {
+		return nil, fmt.Errorf("open durable log: %w", err)
+	}
+	s := &Sink{wal: w, down: down, cfg: cfg, log: log}
+	s.bufs.New = func() any { return new([]byte) }
+	s.replayUntil.Store(w.LastSeq())
+	if w.LastSeq() >= w.FirstSeq() {
+		s.replaying.Store(true)
+		log.Info("durable log: acknowledged records will be replayed",
+			"records", w.LastSeq()-w.FirstSeq()+1, "bytes", w.Size())
+	}
+	return s, nil
+}
+
+// Accept stores b durably: it returns nil once b is fsynced in the log. A
+// full log gives a *Refused with 503 and Retry-After; a batch too large for
+// the log ever, 413. Rows of b whose Version is zero get the current time
+// in nanoseconds (in place), so every later copy of a row is identical.
+func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
+	if len(b.Spans) == 0 && len(b.Contents) == 0 {
+		return nil
+	}
+	version := uint64(time.Now().UnixNano())
+	for i := range b.Spans {
+		if b.Spans[i].Version == 0 {
+			b.Spans[i].Version = version
+		}
+	}
+	for i := range b.Contents {
+		if b.Contents[i].Version == 0 {
+			b.Contents[i].Version = version
+		}
+	}
+	bp := s.bufs.Get().(*[]byte)
+	*bp = rowcodec.Encode((*bp)[:0], b)
+	_, err := s.wal.Append(ctx, *bp)
+	if cap(*bp) <= 8<<20 { // do not pin rare huge buffers
+		s.bufs.Put(bp)
+	}
+	switch {
+	case err == nil:
+		s.appended.Add(1)
+		s.appendSpans.Add(uint64(len(b.Spans)))
+		return nil
+	case errors.Is(err, wal.ErrFull):
+		s.full.Store(true)
+		s.refused.Add(1)
+		return &Refused{Code: http.StatusServiceUnavailable, After: s.cfg.RetryAfter, Err: err,
+			Reason: fmt.Sprintf("log full (%d of %d bytes unwritten to ClickHouse)", s.wal.Size(), s.wal.MaxBytes())}
+	case errors.Is(err, wal.ErrTooLarge):
+		return &Refused{Code: http.StatusRequestEntityTooLarge, Err: err, Reason: err.Error()}
+	case ctx.Err() != nil:
+		return fmt.Errorf("durable log append: %w", err)
+	default:
+		s.setErr(err)
+		return &Refused{Code: http.StatusServiceUnavailable, After: s.cfg.RetryAfter, Err: err,
+			Reason: "log unavailable: " + err.Error()}
+	}
+}
+
+// Ready is nil when the sink takes batches and is caught up with what was
+// acknowledged before it opened; otherwise it says why not.
+func (s *Sink) Ready() error {
+	if err := s.wal.Err(); err != nil {
+		return fmt.Errorf("durable log failed: %w", err)
+	}
+	if s.full.Load() {
+		return fmt.Errorf("durable log full: %d of %d bytes not yet written to ClickHouse", s.wal.Size(), s.wal.MaxBytes())
+	}
+	if s.replaying.Load() {
+		until, ckpt := s.replayUntil.Load(), s.wal.Checkpoint()
+		if ckpt < until {
+			return fmt.Errorf("durable log replaying: %d records acknowledged before start not yet written", until-ckpt)
+		}
+	}
+	return nil
+}
+
+// Stats returns the current figures.
+func (s *Sink) Stats() Stats {
+	s.mu.Lock()
+	last := s.lastErr
+	s.mu.Unlock()
+	ckpt := s.wal.Checkpoint() // before LastSeq: the checkpoint never passes it
+	return Stats{
+		WALBytes:        s.wal.Size(),
+		WALMaxBytes:     s.wal.MaxBytes(),
+		PendingRecords:  s.wal.LastSeq() - ckpt,
+		AppendedRecords: s.appended.Load(),
+		AppendedSpans:   s.appendSpans.Load(),
+		DeliveredSpans:  s.delivered.Load(),
+		Deliveries:      s.deliveries.Load(),
+		Retries:         s.retries.Load(),
+		RefusedFull:     s.refused.Load(),
+		Replaying:       s.replaying.Load(),
+		LastError:       last,
+	}
+}
+
+func (s *Sink) setErr(err error) {
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+}
+
+// Run drains the log into the downstream until ctx ends, then returns nil.
+// It returns an error only when the log cannot be read (damage found while
+// reading, or a record this build cannot decode): the records from there on
+// stay in the log, and Run must not be restarted over them blindly.
+func (s *Sink) Run(ctx context.Context) error {
+	r, err := s.wal.NewReader(s.wal.FirstSeq())
+	if err != nil {
+		return fmt.Errorf("durable log: %w", err)
+	}
+	defer r.Close()
+	var (
+		batch   ingest.Batch
+		upto    uint64 // last record in batch
+		carry   ingest.Batch
+		carried uint64 // record held in carry, 0 when none
+	)
+	for {
+		batch, upto = ingest.Batch{}, 0
+		if carried != 0 {
+			batch, upto, carried = carry, carried, 0
+		}
+		// Gather consecutive committed records up to MaxBatchSpans.
+		for {
+			seq, rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				s.setErr(err)
+				return fmt.Errorf("durable log: read: %w", err)
+			}
+			b, err := rowcodec.Decode(rec)
+			if err != nil {
+				err = fmt.Errorf("durable log: record %d cannot be decoded: %w", seq, err)
+				s.setErr(err)
+				return err
+			}
+			if upto != 0 && len(batch.Spans)+len(b.Spans) > s.cfg.MaxBatchSpans {
+				carry, carried = b, seq
+				break
+			}
+			if upto == 0 {
+				batch = b
+			} else {
+				batch.Spans = append(batch.Spans, b.Spans...)
+				batch.Contents = append(batch.Contents, b.Contents...)
+			}
+			upto = seq
+			if len(batch.Spans) >= s.cfg.MaxBatchSpans {
+				break
+			}
+		}
+		if upto == 0 {
+			s.caughtUp()
+			if err := s.wal.WaitFor(ctx, r.NextSeq()); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("durable log: %w", err)
+			}
+			continue
+		}
+		if !s.deliver(ctx, batch) {
+			return nil
+		}
+		if err := s.wal.Truncate(upto); err != nil {
+			// The rows are stored; only progress was not recorded, so they
+			// would be replayed after a restart. Keep going.
+			s.setErr(err)
+			s.log.Error("durable log: checkpoint failed", "record", upto, "err", err)
+		} else {
+			s.full.Store(false)
+		}
+		if upto >= s.replayUntil.Load() {
+			s.caughtUp()
+		}
+	}
+}
+
+// caughtUp ends the replay phase once every record from before Open is
+// written.
+func (s *Sink) caughtUp() {
+	if s.replaying.Load() && s.wal.Checkpoint() >= s.replayUntil.Load() {
+		s.replaying.Store(false)
+		s.log.Info("durable log: replay finished")
+	}
+}
+
+// deliver writes b downstream, retrying until it succeeds (true) or ctx ends
+// (false).
+func (s *Sink) deliver(ctx context.Context, b ingest.Batch) bool {
+	backoff := s.cfg.RetryMin
+	for attempt := 1; ; attempt++ {
+		err := s.down.Accept(ctx, b)
+		if err == nil {
+			s.delivered.Add(uint64(len(b.Spans)))
+			s.deliveries.Add(1)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.retries.Add(1)
+		s.setErr(err)
+		wait := backoff/2 + rand.N(backoff/2+1)
+		var ra interface{ RetryAfter() time.Duration }
+		if errors.As(err, &ra) && ra.RetryAfter() > wait {
+			wait = min(ra.RetryAfter(), s.cfg.RetryMax)
+		}
+		s.log.Warn("durable log: downstream write failed, retrying",
+			"spans", len(b.Spans), "attempt", attempt, "backoff", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		backoff = min(backoff*2, s.cfg.RetryMax)
+	}
+}
+
+// Close closes the log. Call it after Run has returned.
+func (s *Sink) Close() error {
+	if err := s.wal.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
+		return fmt.Errorf("close durable log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package rowcodec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/schema"
+)
+
+// fill sets every field of the struct v points to a distinct non-zero value
+// derived from *n. A field of a kind it does not know fails the test, so a
+// new field type cannot slip past the round trip.
+func fill(t *testing.T, v reflect.Value, n *int) {
+	t.Helper()
+	v = v.Elem()
+	typ := v.Type()
+	for i := range v.NumField() {
+		f, name := v.Field(i), typ.Field(i).Name
+		*n++
+		k := *n
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Unix(1_700_000_000+int64(k), int64(k)).UTC()))
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprintf("%s-%d-é", name, k))
+		case f.Kind() == reflect.Uint8, f.Kind() == reflect.Uint32, f.Kind() == reflect.Uint64:
+			f.SetUint(uint64(k))
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(float64(k) + 0.25)
+		case f.Type() == reflect.TypeFor[[]string]():
+			f.Set(reflect.ValueOf([]string{fmt.Sprintf("%s-%d-a", name, k), "", fmt.Sprintf("%s-%d-b", name, k)}))
+		case f.Type() == reflect.TypeFor[[]uint64]():
+			f.Set(reflect.ValueOf([]uint64{uint64(k), 1 << 63, uint64(k) + 1}))
+		default:
+			t.Fatalf("field %s.%s has type %s: teach fill (and rowcodec) about it", typ.Name(), name, f.Type())
+		}
+		if f.IsZero() {
+			t.Fatalf("field %s.%s left zero", typ.Name(), name)
+		}
+	}
+}
+
+func filledBatch(t *testing.T, spans, contents int) ingest.Batch {
+	t.Helper()
+	n := 0
+	b := ingest.Batch{Spans: make([]schema.Span, spans), Contents: make([]schema.Content, contents)}
+	for i := range b.Spans {
+		fill(t, reflect.ValueOf(&b.Spans[i]), &n)
+	}
+	for i := range b.Contents {
+		fill(t, reflect.ValueOf(&b.Contents[i]), &n)
+	}
+	return b
+}
+
+func TestRoundTripEveryField(t *testing.T) {
+	want := filledBatch(t, 3, 2)
+	enc := Encode(nil, want)
+	got, err := Decode(enc)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range want.Spans {
+			gv, wv := reflect.ValueOf(got.Spans[i]), reflect.ValueOf(want.Spans[i])
+			for j := range wv.NumField() {
+				if !reflect.DeepEqual(gv.Field(j).Interface(), wv.Field(j).Interface()) {
+					t.Errorf("span %d field %s: got %v, want %v", i, wv.Type().Field(j).Name, gv.Field(j), wv.Field(j))
+				}
+			}
+		}
+		t.Fatalf("round trip differs:\n got %+v\nwant %+v", got.Contents, want.Contents)
+	}
+	// Encode appends: a prefix in dst is kept.
+	if withPrefix := Encode([]byte("xy"), want); !bytes.Equal(withPrefix[2:], enc) || string(withPrefix[:2]) != "xy" {
+		t.Fatal("Encode did not append to dst")
+	}
+}
+
+func TestSpecialValuesRoundTrip(t *testing.T) {
+	want := ingest.Batch{Spans: []schema.Span{{
+		Start:       time.Unix(-1, 999_999_999).UTC(), // before 1970
+		IngestedAt:  time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC),
+		TTFCMs:      -0.5,
+		CostTotal:   1e-12,
+		StartNs:     1<<64 - 1,
+		Name:        string([]byte{0, 0xff, 0xfe}), // not UTF-8: bytes kept as they are
+		EventTimeNs: []uint64{0},
+	}}}
+	got, err := Decode(Encode(nil, want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got.Spans[0], want.Spans[0])
+	}
+}
+
+func TestMinimumRowSizes(t *testing.T) {
+	// version + span count + one zero span + content count = 1+1+190+1.
+	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 193 {
+		t.Fatalf("batch of one zero span encodes to %d bytes, want 193", n)
+	}
+	// version + span count + content count + one zero content = 1+1+1+27.
+	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 30 {
+		t.Fatalf("batch of one zero content encodes to %d bytes, want 30", n)
+	}
+}
+
+func TestContentLayout(t *testing.T) {
+	b := ingest.Batch{Contents: []schema.Content{{
+		Project: "p", TraceID: "t", SpanID: "s",
+		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 1, Version: 258,
+	}}}
+	want := []byte{
+		1,                      // version
+		0,                      // no spans
+		1,                      // one content
+		1, 'p', 1, 't', 1, 's', // project, trace_id, span_id
+		3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, // start: seconds 3 (int64), nanoseconds 4 (uint32)
+		1, 'k', 0, 2, 'v', 'v', // kind, source_key "", value
+		1,                      // truncated
+		2, 1, 0, 0, 0, 0, 0, 0, // version 258 = 0x0102, little-endian
+	}
+	if got := Encode(nil, b); !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestEmptyBatch(t *testing.T) {
+	enc := Encode(nil, ingest.Batch{Spans: []schema.Span{}})
+	if !bytes.Equal(enc, []byte{1, 0, 0}) {
+		t.Fatalf("empty batch encodes to %v, want [1 0 0]", enc)
+	}
+	got, err := Decode(enc)
+	if err != nil || got.Spans != nil || got.Contents != nil {
+		t.Fatalf("Decode: %+v, %v", got, err)
+	}
+}
+
+func TestDecodeRejectsBadInput(t *testing.T) {
+	valid := Encode(nil, filledBatch(t, 2, 1))
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		{"empty", nil},
+		{"unknown version", append([]byte{2}, valid[1:]...)},
+		{"trailing byte", append(bytes.Clone(valid), 0)},
+		{"span count too large for input", []byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0}}, // 1<<32 spans in 1 byte
+		{"overlong uvarint", []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{"string longer than input", append([]byte{1, 0, 1, 0x7f}, "short"...)},
+		{"nanoseconds out of range", slices.Concat(
+			[]byte{1, 0, 1},                // version, no spans, one content
+			[]byte{0, 0, 0},                // empty project, trace_id, span_id
+			make([]byte, 8),                // start seconds 0
+			[]byte{0x00, 0xca, 0x9a, 0x3b}, // start nanoseconds 1e9 = 0x3b9aca00
+			[]byte{0, 0, 0, 0},             // kind, source_key, value, truncated
+			make([]byte, 8))},              // version
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Decode(tt.in); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode: %v, want ErrMalformed", err)
+			}
+		})
+	}
+	// Every proper prefix of a valid encoding is truncated input.
+	for n := range len(valid) {
+		if _, err := Decode(valid[:n]); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("Decode of %d-byte prefix (of %d): %v, want ErrMalformed", n, len(valid), err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	n := 0
+	b := ingest.Batch{Spans: make([]schema.Span, 2), Contents: make([]schema.Content, 1)}
+	for i := range b.Spans {
+		fillNoTest(reflect.ValueOf(&b.Spans[i]), &n)
+	}
+	fillNoTest(reflect.ValueOf(&b.Contents[0]), &n)
+	f.Add(Encode(nil, b))
+	f.Add(Encode(nil, ingest.Batch{}))
+	f.Add(Encode(nil, sampleBatch(3)))
+	f.Add([]byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not match ErrMalformed: %v", err)
+			}
+			return
+		}
+		// What decodes re-encodes to something that decodes to the same
+		// encoding again (the input may use overlong varints).
+		e1 := Encode(nil, got)
+		again, err := Decode(e1)
+		if err != nil {
+			t.Fatalf("re-encoding does not decode: %v", err)
+		}
+		if e2 := Encode(nil, again); !bytes.Equal(e1, e2) {
+			t.Fatal("encoding is not stable across a round trip")
+		}
+	})
+}
+
+// fillNoTest is fill for the fuzz seed, where every field kind is known.
+func fillNoTest(v reflect.Value, n *int) {
+	v = v.Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		*n++
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Unix(int64(*n), 0).UTC()))
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprint("s", *n))
+		case f.Kind() == reflect.Uint8, f.Kind() == reflect.Uint32, f.Kind() == reflect.Uint64:
+			f.SetUint(uint64(*n))
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(float64(*n))
+		case f.Type() == reflect.TypeFor[[]string]():
+			f.Set(reflect.ValueOf([]string{fmt.Sprint("e", *n)}))
+		case f.Type() == reflect.TypeFor[[]uint64]():
+			f.Set(reflect.ValueOf([]uint64{uint64(*n)}))
+		}
+	}
+}
+
+// sampleBatch is a batch shaped like real GenAI traffic: one trace per 8
+// spans, a dozen attributes, two events, usage and cost on inference spans,
+// and tool arguments/results as content.
+func sampleBatch(spans int) ingest.Batch {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var b ingest.Batch
+	for i := range spans {
+		trace := fmt.Sprintf("%032x", i/8+1)
+		span := fmt.Sprintf("%016x", i+1)
+		ns := uint64(start.UnixNano()) + uint64(i)*1_000_000
+		s := schema.Span{
+			Project: "default", TraceID: trace, SpanID: span, ParentSpanID: fmt.Sprintf("%016x", i/8*8+1),
+			Start: start, StartNs: ns, EndNs: ns + 850_000_000, DurationNs: 850_000_000,
+			Name: "chat gpt-4o", Kind: "client", Status: "ok", Service: "travel-agent",
+			ScopeName: "opentelemetry.instrumentation.openai", ScopeVersion: "0.48.0",
+			SpanType: schema.TypeInference, Operation: "chat", Provider: "openai",
+			RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06", Model: "gpt-4o-2024-08-06",
+			AgentName: "planner", AgentID: "agent-7", ConversationID: "conv-" + trace[:8], UserID: "user-42",
+			TaskName: "plan_trip", FinishReasons: []string{"stop"},
+			InputTokens: 1200, CacheReadTokens: 1024, OutputTokens: 310, ReasoningTokens: 0,
+			UsageMode: schema.UsageInclusive, CostInput: 0.00044, CostCacheRead: 0.00128, CostOutput: 0.0031,
+			CostTotal: 0.00482, CostSource: schema.CostCatalog, PriceEntry: "openai/gpt-4o", PriceVersion: "2026-02-01",
+			AttrKeys: []string{"gen_ai.request.temperature", "gen_ai.request.max_tokens", "gen_ai.response.id",
+				"http.status_code", "server.address", "llm.is_streaming", "gen_ai.openai.api_base", "retry.count",
+				"session.id", "deployment.id", "gen_ai.request.top_p", "gen_ai.system"},
+			AttrValues: []string{"0.2", "1024", "chatcmpl-" + span, "200", "api.openai.com", "false",
+				"https://api.openai.com/v1", "0", "sess-" + trace[:6], "dep-3", "1", "openai"},
+			ResourceKeys:   []string{"service.name", "service.version", "telemetry.sdk.language", "host.name"},
+			ResourceValues: []string{"travel-agent", "1.4.2", "python", "worker-3"},
+			EventNames:     []string{"gen_ai.content.prompt", "gen_ai.content.completion"},
+			EventTimeNs:    []uint64{ns + 1000, ns + 849_000_000},
+			EventAttrs:     []string{`{"n":"1"}`, `{"n":"2"}`},
+			IngestedAt:     start.Add(time.Second),
+		}
+		if i%4 == 3 {
+			s.SpanType, s.Operation, s.Name = schema.TypeTool, "execute_tool", "execute_tool search_flights"
+			s.ToolName, s.ToolCallID, s.ToolType, s.Attempt = "search_flights", "call_"+span, "function", 1
+			s.ArgsHash = fmt.Sprintf("%064x", i)
+			b.Contents = append(b.Contents, schema.Content{Project: "default", TraceID: trace, SpanID: span, Start: start,
+				Kind: schema.ContentToolArguments, SourceKey: "gen_ai.tool.call.arguments",
+				Value: `{"from":"SFO","to":"NRT","date":"2026-04-02","passengers":2}`})
+		}
+		b.Spans = append(b.Spans, s)
+	}
+	return b
+}
+
+func BenchmarkEncode(b *testing.B) {
+	batch := sampleBatch(512)
+	buf := Encode(nil, batch)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = Encode(buf[:0], batch)
+	}
+	b.ReportMetric(float64(512*b.N)/b.Elapsed().Seconds(), "spans/s")
+	b.ReportMetric(float64(len(buf)), "bytes/batch")
+}
+
+func BenchmarkDecode(b *testing.B) {
+	buf := Encode(nil, sampleBatch(512))
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(512*b.N)/b.Elapsed().Seconds(), "spans/s")
+}
