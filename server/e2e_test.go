@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +40,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 //	    └── execute_tool fetch_url error (timeout)
 func sendRun(t *testing.T, endpoint string, gzip bool, base time.Time) string {
 	t.Helper()
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}
+	return sendRunWith(t, endpoint, gzip, base)
+}
+
+func sendRunWith(t *testing.T, endpoint string, gzip bool, base time.Time, extra ...otlptracehttp.Option) string {
+	t.Helper()
+	opts := append([]otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}, extra...)
 	if gzip {
 		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
 	} else {
@@ -330,5 +336,57 @@ func TestAPIErrors(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.path, code, c.want)
 		}
 		_ = e
+	}
+}
+
+// TestExporterRetryAfter503CountsOnce: a proxy hands the SDK's first request
+// to tally (which stores it) but answers the exporter 503, as happens when an
+// acknowledgement is lost; the real OTel exporter resends, and the figures
+// still count every span once.
+func TestExporterRetryAfter503CountsOnce(t *testing.T) {
+	tally := tallytest.Start(t)
+	var mu sync.Mutex
+	forwarded := 0
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequest(http.MethodPost, tally.URL+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		mu.Lock()
+		forwarded++
+		first := forwarded == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer proxy.Close()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	id := sendRunWith(t, proxy.URL, false, base, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
+		Enabled: true, InitialInterval: 50 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: 20 * time.Second,
+	}))
+	mu.Lock()
+	n := forwarded
+	mu.Unlock()
+	if n != 2 {
+		t.Fatalf("tally received the request %d times, want 2 (original + the exporter's retry)", n)
+	}
+	var run query.RunDetail
+	if code := getJSON(t, tally.URL+"/api/v1/runs/"+id, &run); code != http.StatusOK {
+		t.Fatalf("GET run: %d", code)
+	}
+	checkRun(t, run)
+	var page query.RunPage
+	getJSON(t, tally.URL+"/api/v1/runs", &page)
+	if len(page.Runs) != 1 || page.Runs[0].Spans != 6 || page.Runs[0].Usage.Input != 3000 || !near(page.Runs[0].Cost.Total, 0.007465) {
+		t.Fatalf("list after the exporter's retry: %+v", page.Runs)
 	}
 }
