@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -53,6 +54,8 @@ func Project(c *gin.Context) string {
 func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs", h.listRuns)
 	r.GET("/runs/:trace_id", h.getRun)
+	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
+	r.GET("/runs/:trace_id/fixture", h.getFixture)
 }
 
 // Error is the body of every non-2xx API answer.
@@ -104,6 +107,12 @@ func (h *Handler) listRuns(c *gin.Context) {
 	if s := c.Query("limit"); s != "" {
 		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
 			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
+			return
+		}
+	}
+	if s := c.Query("min_cost"); s != "" {
+		if f.MinCost, err = strconv.ParseFloat(s, 64); err != nil || f.MinCost < 0 || math.IsNaN(f.MinCost) || math.IsInf(f.MinCost, 0) {
+			fail(c, http.StatusBadRequest, "min_cost %q: want a non-negative number of USD", s)
 			return
 		}
 	}

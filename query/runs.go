@@ -64,10 +64,11 @@ type RunFilter struct {
 	Service      string
 	Task         string
 	Conversation string
-	Status       string // "error" or "ok"
-	Search       string // trace id prefix, conversation id or span name substring
-	Cursor       string // from a previous page's NextCursor
-	Limit        int    // default 50, at most 1000
+	Status       string  // "error" or "ok"
+	Search       string  // trace id prefix, conversation id or span name substring
+	MinCost      float64 // runs costing at least this many USD; 0 does not filter
+	Cursor       string  // from a previous page's NextCursor
+	Limit        int     // default 50, at most 1000
 }
 
 // RunPage is one page of runs, newest first.
@@ -254,6 +255,10 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		having = append(having, "n_err = 0")
 	default:
 		return RunPage{}, fmt.Errorf("status %q: want error or ok", f.Status)
+	}
+	if f.MinCost > 0 {
+		having = append(having, "c_total >= ?")
+		hargs = append(hargs, f.MinCost)
 	}
 	if f.Search != "" {
 		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")

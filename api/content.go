@@ -1,0 +1,64 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// ContentReader is what the span-content endpoint needs; *query.Reader
+// implements it.
+type ContentReader interface {
+	SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error)
+}
+
+// SpanContent is the answer of GET /api/v1/runs/{trace_id}/spans/{span_id}:
+// the content captured for one span (tool arguments and results, messages).
+type SpanContent struct {
+	TraceID string        `json:"trace_id"`
+	SpanID  string        `json:"span_id"`
+	Content []ContentItem `json:"content"`
+}
+
+// ContentItem is one captured value of a span.
+type ContentItem struct {
+	Kind      string `json:"kind"`       // schema.Content* constants, e.g. tool.arguments
+	SourceKey string `json:"source_key"` // the attribute or event it came from
+	Value     string `json:"value"`
+	Truncated bool   `json:"truncated,omitempty"` // cut at the configured maximum size
+}
+
+var spanIDRE = regexp.MustCompile(`^[0-9a-fA-F]{16}$`)
+
+func (h *Handler) getSpanContent(c *gin.Context) {
+	traceID, spanID := c.Param("trace_id"), c.Param("span_id")
+	if !traceIDRE.MatchString(traceID) {
+		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", traceID)
+		return
+	}
+	if !spanIDRE.MatchString(spanID) {
+		fail(c, http.StatusBadRequest, "span id %q: want 16 hex characters", spanID)
+		return
+	}
+	cr, ok := h.runs.(ContentReader)
+	if !ok {
+		fail(c, http.StatusNotFound, "span content is not available in this build")
+		return
+	}
+	traceID, spanID = strings.ToLower(traceID), strings.ToLower(spanID)
+	rows, err := cr.SpanContent(c.Request.Context(), Project(c), traceID, spanID)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "load span content: %v", err)
+		return
+	}
+	out := SpanContent{TraceID: traceID, SpanID: spanID, Content: make([]ContentItem, 0, len(rows))}
+	for _, r := range rows {
+		out.Content = append(out.Content, ContentItem{Kind: r.Kind, SourceKey: r.SourceKey, Value: r.Value, Truncated: r.Truncated == 1})
+	}
+	c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,64 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/replay"
+)
+
+// Fixtures is what the fixture endpoint needs; *query.Reader implements it.
+type Fixtures interface {
+	Fixture(ctx context.Context, project, traceID string, opts ...replay.BuildOption) (*replay.Fixture, error)
+}
+
+// getFixture answers GET /runs/:trace_id/fixture with the run's replay
+// fixture (replay/FORMAT.md) as a download: the deterministic bytes of
+// replay.Fixture.MarshalDeterministic, so the same run always downloads as
+// the same file. ?inferences=true adds the run's model calls.
+func (h *Handler) getFixture(c *gin.Context) {
+	id := c.Param("trace_id")
+	if !traceIDRE.MatchString(id) {
+		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+		return
+	}
+	id = strings.ToLower(id)
+	fixtures, ok := h.runs.(Fixtures)
+	if !ok {
+		fail(c, http.StatusNotImplemented, "this server cannot export fixtures")
+		return
+	}
+	var opts []replay.BuildOption
+	if s := c.Query("inferences"); s != "" {
+		with, err := strconv.ParseBool(s)
+		if err != nil {
+			fail(c, http.StatusBadRequest, "inferences %q: want true or false", s)
+			return
+		}
+		if with {
+			opts = append(opts, replay.WithInferences())
+		}
+	}
+	f, err := fixtures.Fixture(c.Request.Context(), Project(c), id, opts...)
+	if errors.Is(err, query.ErrNotFound) {
+		fail(c, http.StatusNotFound, "run %s not found", id)
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "export fixture: %v", err)
+		return
+	}
+	body, err := f.MarshalDeterministic()
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "export fixture: %v", err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+id+`.fixture.json"`)
+	c.Data(http.StatusOK, "application/json", body)
+}

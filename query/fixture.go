@@ -1,0 +1,122 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/replay"
+	"github.com/tallyhq/tally/schema"
+)
+
+// Contents loads every content row of a run (tool arguments and results,
+// messages, system instructions), deduplicated, ordered by span id, kind and
+// source key. A run without content, or not in the project, has none.
+func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schema.Content, error) {
+	var rows []schema.Content
+	q := "SELECT " + schema.ContentColumnNames() + " FROM " + r.store.Table(schema.TableContent) +
+		" FINAL WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
+	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID)); err != nil {
+		return nil, fmt.Errorf("load content of run %s: %w", traceID, err)
+	}
+	return rows, nil
+}
+
+// Fixture builds the replay fixture of one run from its stored spans and
+// content: every tool call in execution order with its recorded arguments and
+// result or error, and the calls whose content was not captured (see
+// replay/FORMAT.md). It returns ErrNotFound when the project holds no span of
+// the run. The fixture's source_version is this build's version.
+func (r *Reader) Fixture(ctx context.Context, project, traceID string, opts ...replay.BuildOption) (*replay.Fixture, error) {
+	traceID = strings.ToLower(traceID)
+	spans, err := r.Spans(ctx, project, traceID)
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 {
+		return nil, ErrNotFound
+	}
+	contents, err := r.Contents(ctx, project, traceID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := replay.Build(replay.RunInfo{TraceID: traceID, SourceVersion: BuildVersion()}, spans, contents, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("fixture of run %s: %w", traceID, err)
+	}
+	return f, nil
+}
+
+// BuildVersion is the version of the running tally as the Go toolchain
+// recorded it (the module version, or a VCS pseudo-version for a build from
+// a checkout), "dev" when none was recorded (go run, go test).
+func BuildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
+		return "dev"
+	}
+	return info.Main.Version
+}
+
+// FixtureFilter selects the runs of a bulk fixture export. Zero fields do
+// not filter, except Project, which is required.
+type FixtureFilter struct {
+	Project      string
+	Conversation string
+	Since, Until time.Time // on the run's spans' start times
+	Agent        string    // runs in which this agent ran
+	Task         string
+	Limit        int // at most this many runs, the newest; default 1000, at most 10000
+}
+
+// Fixture export limits.
+const (
+	defaultFixtureRuns = 1000
+	maxFixtureRuns     = 10000
+)
+
+// FixtureTraceIDs lists the trace ids of the runs that match f, oldest first
+// (start time, then trace id), so that a conversation's runs come in the
+// order they happened. When more runs match than f.Limit, the newest are
+// kept. It selects exactly the runs the run list (Runs) shows for the same
+// filters.
+func (r *Reader) FixtureTraceIDs(ctx context.Context, f FixtureFilter) ([]string, error) {
+	if f.Project == "" {
+		return nil, errors.New("fixture trace ids: a project is required")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultFixtureRuns
+	}
+	limit = min(limit, maxFixtureRuns)
+	filter := RunFilter{
+		Project:      f.Project,
+		Since:        f.Since,
+		Until:        f.Until,
+		Agent:        f.Agent,
+		Task:         f.Task,
+		Conversation: f.Conversation,
+	}
+	var ids []string
+	for len(ids) < limit {
+		filter.Limit = min(limit-len(ids), 1000)
+		page, err := r.Runs(ctx, filter)
+		if err != nil {
+			return nil, fmt.Errorf("fixture trace ids: %w", err)
+		}
+		for _, run := range page.Runs {
+			ids = append(ids, run.TraceID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		filter.Cursor = page.NextCursor
+	}
+	// Runs come newest first (start, then trace id, both descending).
+	slices.Reverse(ids)
+	return ids, nil
+}
