@@ -17,25 +17,29 @@ import (
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/ui"
 )
 
 // storeFlags are the ClickHouse connection flags shared by every command
 // that talks to ClickHouse directly.
 type storeFlags struct {
-	addr, database, username, password string
+	addr, database, username, password, cluster string
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port)")
+	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&f.password, "clickhouse-password", "", "ClickHouse password")
+	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
 }
 
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
-	return schema.Open(ctx, schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password})
+	return schema.Open(ctx, schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password,
+		Cluster: f.cluster})
 }
 
 // configFlag adds --config and returns a function that layers the config
@@ -155,12 +159,8 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		}
 		log := newLogger(logLevel)
 		ctx := cmd.Context()
-		if !isLoopback(listen) && !insecure {
-			return fmt.Errorf("refusing to serve on non-loopback %s without API keys; configure keys or pass --insecure", listen)
-		}
-		if !isLoopback(listen) {
-			log.Warn("SERVING WITHOUT AUTHENTICATION ON A NON-LOOPBACK ADDRESS (--insecure): anyone who can reach it can read and write all data", "listen", listen)
-		}
+		// Whether a non-loopback --listen is allowed depends on whether API
+		// keys exist (also in ClickHouse): the auth hook (keys.go) decides.
 		privacy := ingest.Privacy{NoContent: noContent, Rules: map[string]ingest.Action{}}
 		for _, r := range privacyRules {
 			k, a, ok := strings.Cut(r, "=")
@@ -197,6 +197,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 				Limits: limits, Pricer: catalog, Usage: ingest.DefaultUsagePolicy(), Privacy: privacy,
 			},
 			Logger: log,
+			UI:     ui.Handler(ui.WithRuns(query.NewReader(store), server.RequestProject), ui.WithLogger(log)),
 		}
 		srv, err := server.New(opts)
 		if err != nil {

@@ -1,0 +1,437 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tallyhq/tally/demo"
+	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/ui"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// startTally runs a whole tally on the test ClickHouse with the UI mounted
+// exactly as tally serve mounts it.
+func startTally(t testing.TB) *tallytest.Instance {
+	t.Helper()
+	return tallytest.Start(t, func(o *server.Options) {
+		o.UI = ui.Handler(ui.WithRuns(query.NewReader(o.Store), server.RequestProject))
+	})
+}
+
+// newBrowser starts headless Chromium for the test (a fresh profile, no
+// network besides tally) at a 1280 × 900 window. When the test fails, a
+// full-page screenshot goes to artifacts/ui/<test>.png.
+func newBrowser(t testing.TB) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(testenv.ChromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.Headless,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			screenshot(t, ctx, "")
+		}
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// screenshot writes a full-page PNG to artifacts/ui/<test><suffix>.png.
+func screenshot(t testing.TB, ctx context.Context, suffix string) {
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot: %v", err)
+		return
+	}
+	dir, err := artifactsDir()
+	if err != nil {
+		t.Logf("screenshot: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + suffix + ".png"
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Logf("screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// artifactsDir is <module root>/artifacts/ui, created when missing.
+func artifactsDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+	out := filepath.Join(dir, "artifacts", "ui")
+	return out, os.MkdirAll(out, 0o755)
+}
+
+// run runs one browser action with a bound, failing the test on error.
+func run[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	actx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(actx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// open navigates to url and waits until the page script finished (data-ready).
+func open(t testing.TB, ctx context.Context, url string) {
+	t.Helper()
+	run(t, ctx, "navigate "+url, chromedp.Steps(
+		chromedp.Navigate(url),
+		chromedp.WaitReady(chromedp.CSS("body[data-ready]")),
+	))
+}
+
+// waitFor evaluates a JavaScript condition until it holds, across navigations.
+func waitFor(t testing.TB, ctx context.Context, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := chromedp.Run(ectx, chromedp.Evaluate[bool](cond))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: last error %v", cond, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runShape is one sent run: its agents' names.
+type runShape struct {
+	rootAgent, subAgent string
+	conversation        string
+}
+
+// sendRun exports one hand-built agent run through the real OTel Go SDK
+// exporter (the shape of server/e2e_test.go's run) and returns its trace id.
+//
+//	invoke_agent <root>            (aggregated usage 3000 in / 300 out: must not be added)
+//	├── chat claude-sonnet-4-5     anthropic, additive report: input 200 + cache read 800, output 100
+//	├── execute_tool web_search    args {"q":"otel","limit":3}
+//	└── invoke_agent <sub>
+//	    ├── chat gpt-4o            openai, inclusive: input 2000 incl. 1500 cache read, output 200
+//	    └── execute_tool fetch_url error (timeout)
+func sendRun(t testing.TB, endpoint string, shape runShape, base time.Time) string {
+	t.Helper()
+	exp, err := otlptracehttp.New(context.Background(),
+		otlptracehttp.WithEndpointURL(endpoint+"/v1/traces"),
+		otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "support-bot"))),
+	)
+	tr := tp.Tracer("ui-test")
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	span := func(ctx context.Context, name string, start int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+		return tr.Start(ctx, name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
+	}
+	ctx, root := span(context.Background(), "invoke_agent "+shape.rootAgent, 0,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", shape.rootAgent),
+		attribute.String("task.name", "triage_ticket"),
+		attribute.String("gen_ai.conversation.id", shape.conversation),
+		attribute.Int("gen_ai.usage.input_tokens", 3000),
+		attribute.Int("gen_ai.usage.output_tokens", 300))
+	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "anthropic"),
+		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
+		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
+		attribute.Int("gen_ai.usage.input_tokens", 200),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
+		attribute.Int("gen_ai.usage.output_tokens", 100))
+	chat.End(trace.WithTimestamp(at(1210)))
+	_, tool := span(ctx, "execute_tool web_search", 1220,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "web_search"),
+		attribute.String("gen_ai.tool.call.id", "call_1"),
+		attribute.String("gen_ai.tool.call.arguments", `{"q":"otel","limit":3}`),
+		attribute.String("gen_ai.tool.call.result", `{"hits":2}`))
+	tool.End(trace.WithTimestamp(at(1720)))
+	sctx, sub := span(ctx, "invoke_agent "+shape.subAgent, 1730,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", shape.subAgent))
+	_, chat2 := span(sctx, "chat gpt-4o", 1740,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("gen_ai.request.model", "gpt-4o"),
+		attribute.Int("gen_ai.usage.input_tokens", 2000),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
+		attribute.Int("gen_ai.usage.output_tokens", 200))
+	chat2.End(trace.WithTimestamp(at(2740)))
+	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "fetch_url"),
+		attribute.String("error.type", "timeout"))
+	fetch.SetStatus(codes.Error, "timed out")
+	fetch.End(trace.WithTimestamp(at(3750)))
+	sub.End(trace.WithTimestamp(at(3760)))
+	root.End(trace.WithTimestamp(at(4000)))
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return root.SpanContext().TraceID().String()
+}
+
+// The hand-computed cost of one sent run:
+//
+//	claude-sonnet-4-5 ($3 in, $0.30 cache read, $15 out per M):
+//	  200 × 3e-6 + 800 × 0.3e-6 + 100 × 15e-6 = 0.0006 + 0.00024 + 0.0015 = 0.00234
+//	gpt-4o ($2.50 in, $1.25 cache read, $10 out per M):
+//	  500 × 2.5e-6 + 1500 × 1.25e-6 + 200 × 10e-6 = 0.00125 + 0.001875 + 0.002 = 0.005125
+//	total 0.00234 + 0.005125 = 0.007465
+const runCostUSD = 0.007465
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// wfRow is one drawn waterfall row.
+type wfRow struct {
+	Name  string `json:"name"`
+	Depth int    `json:"depth"`
+	Type  string `json:"type"`
+}
+
+const readRows = `[...document.querySelectorAll('#wf-rows .wf-row')].map(r => ({
+	name: r.querySelector('.name').textContent, depth: +r.dataset.depth, type: r.dataset.type}))`
+
+func TestRunPageWaterfall(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	id := sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-1"}, base)
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/runs/"+id)
+	run(t, ctx, "waterfall drawn", chromedp.WaitReady(chromedp.CSS("body[data-rendered]")))
+
+	all := []wfRow{
+		{"invoke_agent planner", 0, "agent"},
+		{"chat claude-sonnet-4-5", 1, "inference"},
+		{"execute_tool web_search", 1, "tool"},
+		{"invoke_agent researcher", 1, "agent"},
+		{"chat gpt-4o", 2, "inference"},
+		{"execute_tool fetch_url", 2, "tool"},
+	}
+	if got := run(t, ctx, "read rows", chromedp.Evaluate[[]wfRow](readRows)); !reflect.DeepEqual(got, all) {
+		t.Fatalf("waterfall rows\n got %+v\nwant %+v", got, all)
+	}
+	// The failed tool call is marked as an error.
+	if n := run(t, ctx, "error marks", chromedp.Evaluate[int](`document.querySelectorAll('#wf-rows .wf-row.is-err .mark.err').length`)); n != 1 {
+		t.Errorf("%d rows marked as errors, want 1 (fetch_url)", n)
+	}
+	if got := run(t, ctx, "run cost", chromedp.Evaluate[string](`document.getElementById('run-cost').dataset.usd`)); !nearString(got, runCostUSD) {
+		t.Errorf("run cost %s, want %v", got, runCostUSD)
+	}
+
+	// Collapse the researcher with the mouse: its two children disappear.
+	run(t, ctx, "collapse researcher", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-type="agent"][data-depth="1"] .tg`)))
+	if got := run(t, ctx, "read rows", chromedp.Evaluate[[]wfRow](readRows)); !reflect.DeepEqual(got, all[:4]) {
+		t.Fatalf("after collapsing the researcher\n got %+v\nwant %+v", got, all[:4])
+	}
+	// Expand it with the keyboard (the tree has focus on the researcher).
+	run(t, ctx, "expand with →", chromedp.KeyEvent(kb.ArrowRight))
+	if got := run(t, ctx, "read rows", chromedp.Evaluate[[]wfRow](readRows)); !reflect.DeepEqual(got, all) {
+		t.Fatalf("after expanding with ArrowRight\n got %+v\nwant %+v", got, all)
+	}
+	// ← collapses again, ↑ moves to web_search, Enter selects it.
+	run(t, ctx, "keys", chromedp.Steps(chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.Enter)))
+	if got := run(t, ctx, "read rows", chromedp.Evaluate[[]wfRow](readRows)); !reflect.DeepEqual(got, all[:4]) {
+		t.Fatalf("after ArrowLeft\n got %+v\nwant %+v", got, all[:4])
+	}
+	name := run(t, ctx, "selected span", chromedp.Text(chromedp.CSS("#detail-name")))
+	if name != "execute_tool web_search" {
+		t.Errorf("keyboard selected %q, want execute_tool web_search", name)
+	}
+
+	// Selecting the tool span with the mouse shows its recorded arguments.
+	run(t, ctx, "select planner", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-depth="0"] .name`)))
+	run(t, ctx, "select web_search", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-type="tool"] .name`)))
+	args := run(t, ctx, "tool arguments", chromedp.Text(chromedp.CSS(`#detail pre[data-kind="tool.arguments"]`)))
+	var got map[string]any
+	if err := json.Unmarshal([]byte(args), &got); err != nil {
+		t.Fatalf("tool arguments %q: %v", args, err)
+	}
+	if want := map[string]any{"q": "otel", "limit": 3.0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tool arguments %v, want %v", got, want)
+	}
+	if strings.Count(args, "\n") < 3 {
+		t.Errorf("tool arguments not pretty-printed: %q", args)
+	}
+}
+
+func nearString(s string, want float64) bool {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return false
+	}
+	return near(v, want)
+}
+
+func TestRunsListFilterByAgent(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	research := sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-a"}, base)
+	code := sendRun(t, tally.URL, runShape{"planner", "coder", "conv-b"}, base.Add(10*time.Second))
+	ctx := newBrowser(t)
+	listed := func() []string {
+		return run(t, ctx, "listed runs", chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll('#runs-table tbody tr')].map(r => r.dataset.traceId)`))
+	}
+	open(t, ctx, tally.URL+"/runs")
+	if got, want := listed(), []string{code, research}; !reflect.DeepEqual(got, want) { // newest first
+		t.Fatalf("unfiltered runs %v, want %v", got, want)
+	}
+	// Filter through the form, as a user would.
+	run(t, ctx, "filter", chromedp.Steps(
+		chromedp.SetValue(chromedp.CSS(`#filters input[name="agent"]`), "coder"),
+		chromedp.Click(chromedp.CSS(`#filters button[type="submit"]`)),
+	))
+	waitFor(t, ctx, `location.search === '?agent=coder' && document.body.dataset.ready === '1'`)
+	if got := listed(); !reflect.DeepEqual(got, []string{code}) {
+		t.Errorf("runs with agent coder %v, want [%s]", got, code)
+	}
+	// The URL is shareable: loading it directly gives the same rows.
+	open(t, ctx, tally.URL+"/runs?agent=researcher")
+	if got := listed(); !reflect.DeepEqual(got, []string{research}) {
+		t.Errorf("runs with agent researcher %v, want [%s]", got, research)
+	}
+	if v := run(t, ctx, "agent field", chromedp.Value(chromedp.CSS(`#filters input[name="agent"]`))); v != "researcher" {
+		t.Errorf("agent field %q, want researcher", v)
+	}
+	// min_cost filters on each run's total (0.007465 each, see runCostUSD).
+	open(t, ctx, tally.URL+"/runs?min_cost=0.007")
+	if got := listed(); len(got) != 2 {
+		t.Errorf("runs costing at least $0.007: %v, want both", got)
+	}
+	open(t, ctx, tally.URL+"/runs?min_cost=0.008")
+	if got := listed(); len(got) != 0 {
+		t.Errorf("runs costing at least $0.008: %v, want none", got)
+	}
+	// The conversation page lists its one run.
+	open(t, ctx, tally.URL+"/conversations/conv-b")
+	if got := run(t, ctx, "conversation runs", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#conv-runs tbody tr')].map(r => r.dataset.traceId)`)); !reflect.DeepEqual(got, []string{code}) {
+		t.Errorf("conversation conv-b runs %v, want [%s]", got, code)
+	}
+}
+
+func TestCostPageTotal(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-1"}, base)
+	sendRun(t, tally.URL, runShape{"planner", "coder", "conv-2"}, base.Add(time.Minute))
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/costs?since=3h")
+	resp, err := http.Get(tally.URL + "/api/v1/costs?by=agent&since=3h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		// This build has no cost reports: the page says so instead of failing.
+		n := run(t, ctx, "unavailable notice", chromedp.Evaluate[int](`document.querySelectorAll('[data-unavailable]').length`))
+		if n != 1 {
+			t.Errorf("costs page without /api/v1/costs shows %d 'not available' notices, want 1", n)
+		}
+		return
+	}
+	// Two identical runs: 2 × 0.007465 = 0.01493.
+	got := run(t, ctx, "total", chromedp.Evaluate[string](`document.getElementById('cost-total')?.dataset.usd ?? document.getElementById('costs').innerText`))
+	if !nearString(got, 2*runCostUSD) {
+		t.Errorf("cost page total %q, want %v", got, 2*runCostUSD)
+	}
+	if txt := run(t, ctx, "total text", chromedp.Text(chromedp.CSS("#cost-total"))); txt != "$0.0149" {
+		t.Errorf("cost page total shown as %q, want $0.0149", txt)
+	}
+}
+
+// Every page renders the demo's realistic traffic without an error; with
+// UI_SCREENSHOTS=1 each page's screenshot is written to artifacts/ui.
+func TestPagesRenderDemoData(t *testing.T) {
+	tally := startTally(t)
+	sum, err := demo.Send(context.Background(), demo.Config{Endpoint: tally.URL, Runs: 40, Seed: 7})
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	ctx := newBrowser(t)
+	pages := []string{"/runs", "/runs/" + sum.TraceIDs[len(sum.TraceIDs)-1], "/costs", "/tools", "/cache", "/alerts", "/runs?status=error"}
+	for i, p := range pages {
+		open(t, ctx, tally.URL+p)
+		if p == pages[1] {
+			run(t, ctx, "select a span", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-type="tool"] .name`)))
+			waitFor(t, ctx, `!document.querySelector('#detail-content .loading')`)
+		}
+		alerts := run(t, ctx, "error notices", chromedp.Evaluate[[]string](`[...document.querySelectorAll('[role=alert]')].map(e => e.innerText)`))
+		if len(alerts) > 0 {
+			t.Errorf("%s shows errors: %q", p, alerts)
+		}
+		if os.Getenv("UI_SCREENSHOTS") != "" {
+			screenshot(t, ctx, fmt.Sprintf("_%d", i))
+		}
+	}
+}

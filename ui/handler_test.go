@@ -1,0 +1,138 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// fakeRuns knows one run of project "p1".
+type fakeRuns struct{ fail bool }
+
+const knownRun = "0123456789abcdef0123456789abcdef"
+
+func (f fakeRuns) RunExists(_ context.Context, project, traceID string) (bool, error) {
+	if f.fail {
+		return false, errors.New("clickhouse down")
+	}
+	return project == "p1" && traceID == knownRun, nil
+}
+
+func projectP1(*http.Request) string { return "p1" }
+
+func TestPageStatusCodes(t *testing.T) {
+	h := Handler(WithRuns(fakeRuns{}, projectP1))
+	cases := []struct {
+		method, path string
+		want         int
+		contains     string // in the body
+	}{
+		{"GET", "/", 200, `data-page="runs"`},
+		{"GET", "/runs", 200, `data-page="runs"`},
+		{"GET", "/runs?since=24h&agent=planner&status=error&min_cost=0.5&q=x&sort=cost&dir=asc", 200, `value="planner"`},
+		{"GET", "/runs?since=2025-01-01T00:00:00Z&until=2025-01-02T00:00:00Z", 200, `data-page="runs"`},
+		{"GET", "/runs?since=yesterday", 400, "since"},
+		{"GET", "/runs?since=2025-01-02T00:00:00Z&until=2025-01-01T00:00:00Z", 400, "before"},
+		{"GET", "/runs?status=broken", 400, "status"},
+		{"GET", "/runs?min_cost=-1", 400, "min_cost"},
+		{"GET", "/runs?min_cost=abc", 400, "min_cost"},
+		{"GET", "/runs?limit=0", 400, "limit"},
+		{"GET", "/runs?sort=nope", 400, "sort"},
+		{"GET", "/runs?dir=up", 400, "dir"},
+		{"GET", "/runs/" + knownRun, 200, `data-id="` + knownRun + `"`},
+		{"GET", "/runs/" + strings.ToUpper(knownRun), 200, `data-page="run"`},
+		{"GET", "/runs/ffffffffffffffffffffffffffffffff", 404, "No run with trace id"},
+		{"GET", "/runs/not-a-trace", 400, "not a trace id"},
+		{"GET", "/conversations/conv-1", 200, `data-page="conversation"`},
+		{"GET", "/conversations/conv%201", 200, "conv 1"},
+		{"GET", "/costs", 200, `data-page="costs"`},
+		{"GET", "/costs?since=7d&bucket=day", 200, `data-page="costs"`},
+		{"GET", "/costs?bucket=week", 400, "bucket"},
+		{"GET", "/costs?until=soon", 400, "until"},
+		{"GET", "/tools", 200, `data-page="tools"`},
+		{"GET", "/tools?since=1h", 200, `data-page="tools"`},
+		{"GET", "/tools?since=x", 400, "since"},
+		{"GET", "/cache", 200, `data-page="cache"`},
+		{"GET", "/cache?since=-3h", 400, "since"},
+		{"GET", "/alerts", 200, `data-page="alerts"`},
+		{"GET", "/alerts?state=firing", 200, `data-page="alerts"`},
+		{"GET", "/alerts?state=sleeping", 400, "state"},
+		{"GET", "/nowhere", 404, "There is no page"},
+		{"GET", "/runs/" + knownRun + "/extra", 404, "There is no page"},
+		{"POST", "/runs", 405, "only answers GET"},
+		{"HEAD", "/runs", 200, ""},
+		{"GET", "/api/v1/costs", 404, `"error":"not available in this build`},
+		{"GET", "/static/app.js", 200, "pageRun"},
+		{"GET", "/static/style.css", 200, ".wf-row"},
+		{"GET", "/static/missing.js", 404, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+			body, _ := io.ReadAll(rec.Body)
+			if rec.Code != c.want {
+				t.Fatalf("status %d, want %d; body:\n%.400s", rec.Code, c.want, body)
+			}
+			if !strings.Contains(string(body), c.contains) {
+				t.Errorf("body does not contain %q:\n%.600s", c.contains, body)
+			}
+		})
+	}
+}
+
+func TestRunLookupFailureIs503(t *testing.T) {
+	h := Handler(WithRuns(fakeRuns{fail: true}, projectP1))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/runs/"+knownRun, nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", rec.Code)
+	}
+}
+
+func TestRunPageWithoutLookupServesAnyWellFormedID(t *testing.T) {
+	h := Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/runs/ffffffffffffffffffffffffffffffff", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, want 200", rec.Code)
+	}
+}
+
+// The pages are usable offline: nothing refers to another host.
+func TestNoExternalReferences(t *testing.T) {
+	h := Handler(WithRuns(fakeRuns{}, projectP1))
+	for _, path := range []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/alerts", "/static/app.js", "/static/style.css"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		body := rec.Body.String()
+		for _, bad := range []string{"https://", "http://cdn", "//fonts.", "@import"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s refers to %q", path, bad)
+			}
+		}
+	}
+}
+
+// Static assets referenced with the current version are cached for good;
+// the HTML shells are never cached.
+func TestCacheHeaders(t *testing.T) {
+	h := Handler().(*handler)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/static/app.js?v="+h.version, nil))
+	if got := rec.Header().Get("Cache-Control"); !strings.Contains(got, "immutable") {
+		t.Errorf("versioned asset Cache-Control %q", got)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.Contains(ct, "javascript") {
+		t.Errorf("app.js Content-Type %q", ct)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/runs", nil))
+	if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+		t.Errorf("page Cache-Control %q", got)
+	}
+}

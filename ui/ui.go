@@ -1,0 +1,311 @@
+// Package ui serves tally's web UI: server-rendered HTML shells per page
+// (so every page answers with the right status code) and one small ES module
+// that reads the same /api/v1 JSON the CLI uses and draws tables, the run
+// waterfall and SVG charts. Everything is embedded; nothing is loaded from
+// the network besides tally's own API.
+package ui
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/api"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// RunChecker tells whether a run exists in a project; *query.Reader
+// implements it.
+type RunChecker interface {
+	RunExists(ctx context.Context, project, traceID string) (bool, error)
+}
+
+// Option configures Handler.
+type Option func(*config)
+
+type config struct {
+	runs    RunChecker
+	project func(*http.Request) string
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// WithRuns makes run pages answer 404 for runs that do not exist in the
+// caller's project; project reads the caller's project from a request (for
+// example server.RequestProject). Without it every well-formed run id is
+// served and the page itself reports a missing run.
+func WithRuns(runs RunChecker, project func(*http.Request) string) Option {
+	return func(c *config) { c.runs, c.project = runs, project }
+}
+
+// WithLogger logs lookups that fail (nil discards).
+func WithLogger(log *slog.Logger) Option {
+	return func(c *config) {
+		if log != nil {
+			c.log = log
+		}
+	}
+}
+
+// handler serves the UI.
+type handler struct {
+	cfg     config
+	pages   map[string]*template.Template
+	static  http.Handler
+	version string
+}
+
+// page names, each with templates/<name>.html.
+var pageNames = []string{"runs", "run", "conversation", "costs", "tools", "cache", "alerts", "error"}
+
+// Handler returns the UI. It serves GET and HEAD for:
+//
+//	/, /runs              the run list (filters in the query string)
+//	/runs/{trace_id}      one run: totals, waterfall, span details
+//	/conversations/{id}   a conversation's runs in order
+//	/costs, /tools, /cache, /alerts
+//	/static/...           the embedded script and stylesheet
+//
+// Unknown paths answer a 404 page (JSON under /api/), bad query parameters
+// a 400 page.
+func Handler(opts ...Option) http.Handler {
+	cfg := config{log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		panic(fmt.Sprintf("ui: embedded static files: %v", err))
+	}
+	h := &handler{cfg: cfg, pages: map[string]*template.Template{}, version: assetVersion(sub)}
+	funcs := template.FuncMap{"selected": selected}
+	for _, name := range pageNames {
+		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
+			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	fileServer := http.FileServer(http.FS(sub))
+	h.static = http.StripPrefix("/static", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("v") == h.version {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		fileServer.ServeHTTP(w, r)
+	}))
+	return h
+}
+
+// assetVersion hashes the static files, for cache-busting asset URLs.
+func assetVersion(files fs.FS) string {
+	sum := sha256.New()
+	_ = fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(files, path)
+		if err != nil {
+			return err
+		}
+		sum.Write([]byte(path))
+		sum.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(sum.Sum(nil))[:12]
+}
+
+// view is what a page template renders.
+type view struct {
+	Title   string
+	Nav     string // the active navigation entry
+	Page    string // data-page: which renderer the script runs
+	ID      string // the trace or conversation id of the page
+	Query   url.Values
+	Status  int
+	Message string
+	Version string
+}
+
+// Q returns a query parameter of the page.
+func (v view) Q(key string) string { return v.Query.Get(key) }
+
+// selected renders the selected attribute when a equals b.
+func selected(a, b string) template.HTMLAttr {
+	if a == b {
+		return "selected"
+	}
+	return ""
+}
+
+var traceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if strings.HasPrefix(path, "/static/") {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.static.ServeHTTP(w, r)
+		return
+	}
+	if path == "/api" || strings.HasPrefix(path, "/api/") {
+		// An API route this build does not have: the script shows
+		// "not available in this build" for it.
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"error":%s}`, strconv.Quote("not available in this build: "+path))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		h.fail(w, r, http.StatusMethodNotAllowed, "This page only answers GET.")
+		return
+	}
+	q := r.URL.Query()
+	v := view{Query: q, Version: h.version}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case path == "/" || path == "/runs" || path == "/runs/":
+		v.Title, v.Nav, v.Page = "Runs", "runs", "runs"
+		if err := h.checkRunFilters(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case len(parts) == 2 && parts[0] == "runs":
+		id := parts[1]
+		if !traceIDRE.MatchString(id) {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a trace id: want 32 hex characters.", id))
+			return
+		}
+		id = strings.ToLower(id)
+		if h.cfg.runs != nil {
+			ok, err := h.cfg.runs.RunExists(r.Context(), h.cfg.project(r), id)
+			if err != nil {
+				h.cfg.log.Error("ui: look up run", "trace_id", id, "err", err)
+				h.fail(w, r, http.StatusServiceUnavailable, "Could not look the run up: "+err.Error())
+				return
+			}
+			if !ok {
+				h.fail(w, r, http.StatusNotFound, "No run with trace id "+id+" in this project. It may not have been sent yet, or belong to another project.")
+				return
+			}
+		}
+		v.Title, v.Nav, v.Page, v.ID = "Run "+id[:8], "runs", "run", id
+	case len(parts) == 2 && parts[0] == "conversations" && parts[1] != "":
+		id, err := url.PathUnescape(parts[1])
+		if err != nil {
+			h.fail(w, r, http.StatusBadRequest, "Bad conversation id.")
+			return
+		}
+		v.Title, v.Nav, v.Page, v.ID = "Conversation "+id, "runs", "conversation", id
+	case path == "/costs":
+		v.Title, v.Nav, v.Page = "Costs", "costs", "costs"
+		if err := h.checkCostFilters(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case path == "/tools" || path == "/cache":
+		v.Title, v.Nav, v.Page = strings.ToUpper(path[1:2])+path[2:], path[1:], path[1:]
+		if err := h.checkTimes(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case path == "/alerts":
+		v.Title, v.Nav, v.Page = "Alerts", "alerts", "alerts"
+		if s := q.Get("state"); s != "" && s != "firing" && s != "pending" && s != "resolved" {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q: want firing, pending or resolved.", s))
+			return
+		}
+	default:
+		h.fail(w, r, http.StatusNotFound, "There is no page at "+path+".")
+		return
+	}
+	h.render(w, v.Page, http.StatusOK, v)
+}
+
+// checkTimes validates since and until like the API does.
+func (h *handler) checkTimes(q url.Values) error {
+	_, _, err := api.TimeRange(q.Get("since"), q.Get("until"), h.cfg.now())
+	return err
+}
+
+// runSortKeys are the columns the run list sorts by.
+var runSortKeys = map[string]bool{"start": true, "task": true, "duration": true, "llm": true, "tools": true,
+	"input": true, "cache_read": true, "output": true, "cost": true, "errors": true}
+
+func (h *handler) checkRunFilters(q url.Values) error {
+	if err := h.checkTimes(q); err != nil {
+		return err
+	}
+	if s := q.Get("status"); s != "" && s != "ok" && s != "error" {
+		return fmt.Errorf("status %q: want ok or error", s)
+	}
+	if s := q.Get("min_cost"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("min_cost %q: want a non-negative number of USD", s)
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		if n, err := strconv.Atoi(s); err != nil || n < 1 || n > 1000 {
+			return fmt.Errorf("limit %q: want an integer from 1 to 1000", s)
+		}
+	}
+	if s := q.Get("sort"); s != "" && !runSortKeys[s] {
+		return fmt.Errorf("sort %q: not a column of the run list", s)
+	}
+	if s := q.Get("dir"); s != "" && s != "asc" && s != "desc" {
+		return fmt.Errorf("dir %q: want asc or desc", s)
+	}
+	return nil
+}
+
+func (h *handler) checkCostFilters(q url.Values) error {
+	if err := h.checkTimes(q); err != nil {
+		return err
+	}
+	switch b := q.Get("bucket"); b {
+	case "", "minute", "hour", "day":
+	default:
+		return fmt.Errorf("bucket %q: want minute, hour or day", b)
+	}
+	return nil
+}
+
+// fail renders the error page with its status code.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	v := view{Title: http.StatusText(status), Page: "error", Status: status, Message: msg, Query: r.URL.Query(), Version: h.version}
+	h.render(w, "error", status, v)
+}
+
+func (h *handler) render(w http.ResponseWriter, name string, status int, v view) {
+	var b strings.Builder
+	if err := h.pages[name].Execute(&b, v); err != nil {
+		h.cfg.log.Error("ui: render page", "page", name, "err", err)
+		http.Error(w, "render page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
