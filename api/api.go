@@ -28,8 +28,9 @@ type Runs interface {
 
 // Handler serves the JSON API.
 type Handler struct {
-	runs Runs
-	now  func() time.Time
+	runs   Runs
+	alerts AlertLister // nil: GET /alerts answers 501
+	now    func() time.Time
 }
 
 // New returns the API over a reader.
@@ -56,7 +57,14 @@ func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs/:trace_id", h.getRun)
 	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
 	r.GET("/runs/:trace_id/fixture", h.getFixture)
+	h.registerCosts(r)
+	h.registerTools(r)
+	h.RegisterAlerts(r, h.alerts)
 }
+
+// SetAlerts turns on GET /api/v1/alerts; *alerts.Evaluator implements
+// AlertLister. Call before Register; without it the endpoint answers 501.
+func (h *Handler) SetAlerts(a AlertLister) { h.alerts = a }
 
 // Error is the body of every non-2xx API answer.
 type Error struct {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 )
 
 // Capabilities says which optional ClickHouse features the connected server
@@ -24,6 +25,13 @@ type Capabilities struct {
 	Codecs bool
 	// Table TTL expressions (19.6+), for retention.
 	TTL bool
+	// StringSettings: the server takes query settings serialized as
+	// strings (protocol revision above 54429, 19.11+), so clickhouse-go can
+	// send settings of any type. Older servers take only numeric and boolean
+	// ones from it; string-valued settings (distributed_product_mode,
+	// load_balancing) must then come from the user's profile. Known only
+	// from a connection (DetectCapabilities).
+	StringSettings bool
 }
 
 // CapabilitiesFor derives the capabilities of a server from its version string
@@ -50,5 +58,11 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
 		return Capabilities{}, fmt.Errorf("detect clickhouse version: %w", err)
 	}
-	return CapabilitiesFor(v), nil
+	c := CapabilitiesFor(v)
+	sv, err := conn.ServerVersion()
+	if err != nil {
+		return Capabilities{}, fmt.Errorf("detect clickhouse protocol revision: %w", err)
+	}
+	c.StringSettings = sv.Revision > proto.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
+	return c, nil
 }

@@ -10,23 +10,50 @@ import (
 // be safe to run again (IF NOT EXISTS, ADD COLUMN IF NOT EXISTS …): ClickHouse
 // has no transactions or locks, so two tally processes starting at once may
 // both apply the same migration, and idempotence is what makes that safe.
+//
+// Tables are created from tableDefs (Store.createTable), never from
+// hand-written CREATE statements, so that cluster mode creates their local
+// Replicated and Distributed tables too; changes to existing tables use
+// Store.alterTable for the same reason. stmts run after the tables.
 type migration struct {
 	version int
 	name    string
+	tables  func(s *Store) []tableDef
 	stmts   func(s *Store) []string
 }
 
 // migrations is the ordered list of schema versions. Append only.
 var migrations = []migration{
-	{1, "spans and content tables", func(s *Store) []string {
-		return []string{spansDDL(s), contentDDL(s)}
+	{version: 1, name: "spans and content tables", tables: func(s *Store) []tableDef {
+		return []tableDef{spansTable(s), contentTable(s)}
 	}},
+	{version: 2, name: "cost rollup tables", tables: func(s *Store) []tableDef {
+		return []tableDef{costRollupTable(s), rollupHoursTable(s)}
+	}},
+	{version: 3, name: "api keys table", tables: func(s *Store) []tableDef {
+		return []tableDef{apiKeysTable(s)}
+	}},
+	{version: 4, name: "leases table", tables: func(s *Store) []tableDef {
+		return []tableDef{leasesTable(s)}
+	}},
+}
+
+// statements are the migration's statements for this store, in order.
+func (m migration) statements(s *Store) []string {
+	var out []string
+	if m.tables != nil {
+		out = s.createTables(m.tables(s)...)
+	}
+	if m.stmts != nil {
+		out = append(out, m.stmts(s)...)
+	}
+	return out
 }
 
 // LatestVersion is the schema version this binary expects.
 func LatestVersion() int { return migrations[len(migrations)-1].version }
 
-// spansDDL creates the spans table.
+// spansTable is the spans table.
 //
 // Sort key (project, trace_id, span_id): loading one run is a primary-key
 // range lookup that reads only that run's granules in each partition, and it
@@ -38,30 +65,56 @@ func LatestVersion() int { return migrations[len(migrations)-1].version }
 // lands in the same partition as the original (same start), so the engine's
 // per-partition deduplication sees both. Reads still deduplicate (FINAL or
 // LIMIT 1 BY) because merges are eventual.
-func spansDDL(s *Store) string {
-	return "CREATE TABLE IF NOT EXISTS " + s.Table(TableSpans) + " (\n  " +
-		columnDDL(spanColumns, s.caps) + "\n) ENGINE = ReplacingMergeTree(version)\n" +
-		"PARTITION BY toYYYYMMDD(start)\nORDER BY (project, trace_id, span_id)"
+//
+// In cluster mode, sharded by trace_id: a run on one shard, and a duplicate
+// on the shard of its original (see cluster.go).
+func spansTable(s *Store) tableDef {
+	return tableDef{Name: TableSpans, Columns: columnDDL(spanColumns, s.caps),
+		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMMDD(start)",
+		OrderBy: "(project, trace_id, span_id)", ShardBy: "cityHash64(trace_id)"}
 }
 
-// contentDDL creates the content table: keyed like spans, so a run's content
-// is also one range lookup per partition.
-func contentDDL(s *Store) string {
-	return "CREATE TABLE IF NOT EXISTS " + s.Table(TableContent) + " (\n  " +
-		columnDDL(contentColumns, s.caps) + "\n) ENGINE = ReplacingMergeTree(version)\n" +
-		"PARTITION BY toYYYYMMDD(start)\nORDER BY (project, trace_id, span_id, kind, source_key)"
+// contentTable is the content table: keyed and sharded like spans, so a
+// run's content is also one range lookup per partition, on the run's shard.
+func contentTable(s *Store) tableDef {
+	return tableDef{Name: TableContent, Columns: columnDDL(contentColumns, s.caps),
+		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMMDD(start)",
+		OrderBy: "(project, trace_id, span_id, kind, source_key)", ShardBy: "cityHash64(trace_id)"}
+}
+
+// migrationsTable records applied migrations. Sharded by version in cluster
+// mode: every row of one version on one shard.
+func migrationsTable() tableDef {
+	return tableDef{Name: TableMigrations, Columns: "version UInt32, name String, applied_at DateTime",
+		Engine: engineSpec{"ReplacingMergeTree", "applied_at"}, OrderBy: "version", ShardBy: "version"}
 }
 
 // Migrate creates the database and applies every migration not yet recorded,
 // in order. Running it twice, or from two processes at once, is safe.
 func (s *Store) Migrate(ctx context.Context) error {
-	if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+s.db+"`"); err != nil {
-		return fmt.Errorf("create database %s: %w", s.db, err)
+	// In cluster mode the database and the migrations table are created ON
+	// CLUSTER only when this node lacks them: distributed DDL waits for every
+	// node, so issuing it at every start would stall a restart while a node
+	// is down (see cluster.go).
+	exists, err := s.exists(ctx, "SELECT count() FROM system.databases WHERE name = ?", s.db)
+	if err != nil {
+		return err
 	}
-	if err := s.conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.Table(TableMigrations)+
-		" (version UInt32, name String, applied_at DateTime)"+
-		" ENGINE = ReplacingMergeTree(applied_at) ORDER BY version"); err != nil {
-		return fmt.Errorf("create migrations table: %w", err)
+	if !exists || s.cluster == "" {
+		if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+s.db+"`"+s.onCluster()); err != nil {
+			return fmt.Errorf("create database %s: %w", s.db, err)
+		}
+	}
+	exists, err = s.exists(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", s.db, TableMigrations)
+	if err != nil {
+		return err
+	}
+	if !exists || s.cluster == "" {
+		for _, stmt := range s.createTable(migrationsTable()) {
+			if err := s.conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("create migrations table: %w", err)
+			}
+		}
 	}
 	applied, err := s.appliedVersions(ctx)
 	if err != nil {
@@ -71,7 +124,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
-		for _, stmt := range m.stmts(s) {
+		for _, stmt := range m.statements(s) {
 			if err := s.conn.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 			}
@@ -81,6 +134,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// exists runs a count query and reports whether it counted anything.
+func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var n uint64
+	if err := s.conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		return false, fmt.Errorf("check schema: %w", err)
+	}
+	return n > 0, nil
 }
 
 // recordMigration inserts the migration's row through a batch: on 18.16 an

@@ -99,7 +99,7 @@ func TestInsertAndReadBack(t *testing.T) {
 
 func TestCapabilitiesFor(t *testing.T) {
 	for _, c := range []struct {
-		version          string
+		version         string
 		lowCard, codecs bool
 	}{
 		{"18.16.1", false, false},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -20,8 +21,14 @@ const (
 
 // Config locates the ClickHouse server and database tally uses.
 type Config struct {
-	Addr        string // host:port of the native protocol
-	Database    string
+	// Addr is host:port of the native protocol, or several comma-separated
+	// (nodes of a cluster): connections go to the first that answers.
+	Addr     string
+	Database string
+	// Cluster names the cluster (in the servers' remote_servers) whose nodes
+	// hold the tables: Replicated tables on every node, Distributed tables
+	// over them (see cluster.go). "" is one server, the default.
+	Cluster     string
 	Username    string
 	Password    string
 	DialTimeout time.Duration
@@ -32,9 +39,10 @@ type Config struct {
 // qualified table names to package query, the only other package that
 // issues SQL against these tables (reads).
 type Store struct {
-	conn driver.Conn
-	db   string
-	caps Capabilities
+	conn    driver.Conn
+	db      string
+	cluster string
+	caps    Capabilities
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -45,6 +53,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if !identRE.MatchString(cfg.Database) {
 		return nil, fmt.Errorf("clickhouse database name %q: must match %s", cfg.Database, identRE)
 	}
+	if cfg.Cluster != "" && !identRE.MatchString(cfg.Cluster) {
+		return nil, fmt.Errorf("clickhouse cluster name %q: must match %s", cfg.Cluster, identRE)
+	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
@@ -52,24 +63,49 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if user == "" {
 		user = "default"
 	}
-	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:         []string{cfg.Addr},
-		Auth:         clickhouse.Auth{Database: "default", Username: user, Password: cfg.Password},
-		DialTimeout:  cfg.DialTimeout,
-		MaxOpenConns: 16,
-		MaxIdleConns: 8,
-		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open clickhouse %s: %w", cfg.Addr, err)
+	var addrs []string
+	for _, a := range strings.Split(cfg.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
 	}
-	s := &Store{conn: conn, db: cfg.Database}
+	open := func(settings clickhouse.Settings) (driver.Conn, error) {
+		conn, err := clickhouse.Open(&clickhouse.Options{
+			Addr:         addrs,
+			Settings:     settings,
+			Auth:         clickhouse.Auth{Database: "default", Username: user, Password: cfg.Password},
+			DialTimeout:  cfg.DialTimeout,
+			MaxOpenConns: 16,
+			MaxIdleConns: 8,
+			Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open clickhouse %s: %w", cfg.Addr, err)
+		}
+		return conn, nil
+	}
+	var settings clickhouse.Settings
+	if cfg.Cluster != "" {
+		// An INSERT into a Distributed table returns once the rows are on
+		// their shards, not when they are queued on this node: that is what
+		// acknowledging a write means.
+		settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	}
+	conn, err := open(settings)
+	if err != nil {
+		return nil, err
+	}
 	caps, err := DetectCapabilities(ctx, conn)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("clickhouse %s: %w", cfg.Addr, err)
 	}
-	s.caps = caps
+	if cfg.Cluster != "" {
+		if conn, err = clusterSettings(ctx, conn, caps, settings, open); err != nil {
+			return nil, fmt.Errorf("clickhouse %s, cluster %s: %w", cfg.Addr, cfg.Cluster, err)
+		}
+	}
+	s := &Store{conn: conn, db: cfg.Database, cluster: cfg.Cluster, caps: caps}
 	return s, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
@@ -116,7 +117,15 @@ func New(opts Options) (*Server, error) {
 		}
 		return nil
 	})
-	s.api = api.New(s.reader)
+	// With a price catalog, the API also serves costs and cache health; the
+	// cost reader embeds the plain reader, so runs, content and fixtures
+	// are served the same either way.
+	var runs api.Runs = s.reader
+	if cat, ok := opts.Normalize.Pricer.(*pricing.Catalog); ok {
+		runs = query.NewCostReader(s.reader, cat)
+		s.AddJob(query.NewRollup(opts.Store, query.RollupConfig{Logger: opts.Logger}).Run)
+	}
+	s.api = api.New(runs)
 	return s, nil
 }
 

@@ -26,18 +26,20 @@ import (
 // storeFlags are the ClickHouse connection flags shared by every command
 // that talks to ClickHouse directly.
 type storeFlags struct {
-	addr, database, username, password string
+	addr, database, username, password, cluster string
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port)")
+	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&f.password, "clickhouse-password", "", "ClickHouse password")
+	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
 }
 
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
-	return schema.Open(ctx, schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password})
+	return schema.Open(ctx, schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password,
+		Cluster: f.cluster})
 }
 
 // configFlag adds --config and returns a function that layers the config

@@ -1,0 +1,44 @@
+package alerts
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// CacheReporter produces cache health reports; *query.CostReader implements
+// it.
+type CacheReporter interface {
+	Cache(ctx context.Context, f query.CacheFilter) (query.CacheReport, error)
+}
+
+// CacheFromReports adapts a cache report source to CacheHealth: one verdict
+// per (agent, model) group, with the group's never_hit runs as examples.
+func CacheFromReports(r CacheReporter) CacheHealth { return cacheReports{r} }
+
+type cacheReports struct{ r CacheReporter }
+
+// CacheVerdicts runs one cache report over the window.
+func (c cacheReports) CacheVerdicts(ctx context.Context, project string, since, until time.Time) ([]CacheVerdict, error) {
+	rep, err := c.r.Cache(ctx, query.CacheFilter{Project: project, Since: since, Until: until})
+	if err != nil {
+		return nil, fmt.Errorf("cache health: %w", err)
+	}
+	out := make([]CacheVerdict, 0, len(rep.Groups))
+	for _, g := range rep.Groups {
+		v := CacheVerdict{Agent: g.Agent, Model: g.Model, Verdict: g.Verdict, EligibleCalls: int(g.EligibleCalls),
+			CacheReadTokens: g.CacheReadTokens, ExampleTraceIDs: []string{}}
+		for _, run := range rep.NeverHitRuns {
+			if len(v.ExampleTraceIDs) == 5 {
+				break
+			}
+			if contains(run.Models, g.Model) && (g.Agent == "" || contains(run.Agents, g.Agent)) {
+				v.ExampleTraceIDs = append(v.ExampleTraceIDs, run.TraceID)
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

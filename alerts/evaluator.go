@@ -1,0 +1,865 @@
+package alerts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// Source is what the evaluator reads; *query.Reader implements it.
+type Source interface {
+	Projects(ctx context.Context, since time.Time) ([]string, error)
+	Tools(ctx context.Context, f query.ToolFilter) ([]query.ToolStats, error)
+	Models(ctx context.Context, w query.Window) ([]query.ModelStats, error)
+	RunsOverBudget(ctx context.Context, w query.Window, budgetUSD float64, limit int) ([]query.RunCost, error)
+	RepeatLoops(ctx context.Context, w query.Window, minCalls, limit int) ([]query.RepeatLoop, error)
+	UsageByMinute(ctx context.Context, w query.Window) ([]query.UsageMinute, error)
+}
+
+// CacheVerdict is the cache check's judgement of one (agent, model) over a
+// window (see DESIGN.md, cache health).
+type CacheVerdict struct {
+	Agent string
+	Model string
+	// Verdict is healthy, never_hit, below_min_prefix or insufficient_data.
+	Verdict string
+	// EligibleCalls are the calls large enough to be cacheable.
+	EligibleCalls   int
+	CacheReadTokens uint64
+	ExampleTraceIDs []string
+}
+
+// VerdictNeverHit is the cache verdict cache_read_zero alerts on.
+const VerdictNeverHit = "never_hit"
+
+// CacheHealth judges prompt caching per (agent, model); the cache-health
+// query satisfies it.
+type CacheHealth interface {
+	CacheVerdicts(ctx context.Context, project string, since, until time.Time) ([]CacheVerdict, error)
+}
+
+// Config configures an Evaluator. Zero fields take the defaults named.
+type Config struct {
+	Rules  []Rule
+	Source Source
+	// Cache serves cache_read_zero rules; without it those rules are skipped
+	// (with a warning at start).
+	Cache CacheHealth
+	// Projects to evaluate; default: every project with spans in the
+	// longest rule window (and every project with alert state).
+	Projects []string
+	// Targets receive notifications (Alertmanager, webhooks).
+	Targets []Target
+	// StatePath is the JSON file alert state survives restarts in (e.g.
+	// <data dir>/alerts-state.json); "" keeps state in memory only.
+	StatePath string
+	// ExternalURL is tally's UI address, for generatorURL links
+	// (default http://localhost:4318).
+	ExternalURL string
+	// Interval between evaluations (default 1m).
+	Interval time.Duration
+	// ResendInterval between re-sends of a firing alert (default 1m, as
+	// Prometheus).
+	ResendInterval time.Duration
+	// ResolvedRetention is how long resolved alerts stay listed (default 24h).
+	ResolvedRetention time.Duration
+	// MetricsWindow is the window of the exported gauges and how far back
+	// counters pick up late spans (default 15m).
+	MetricsWindow time.Duration
+	// MaxLabelValues caps distinct tool, model and agent label values in
+	// metrics (default 200).
+	MaxLabelValues int
+	// QueueSize bounds each target's queue of batches (default 64).
+	QueueSize int
+	// RetryBackoff is the first delay before re-trying a failed delivery;
+	// it doubles up to 30 s, for at most MaxAttempts attempts (default
+	// 500ms and 8).
+	RetryBackoff time.Duration
+	MaxAttempts  int
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Evaluator evaluates rules every interval, keeps alert state and delivers
+// notifications.
+type Evaluator struct {
+	cfg         Config
+	log         *slog.Logger
+	metrics     *metrics
+	dispatchers []*dispatcher
+
+	mu        sync.Mutex // guards instances and the metrics' running totals
+	instances map[string]*instance
+}
+
+// NewEvaluator validates the configuration, loads saved alert state and
+// registers metrics. Call Run to start evaluating and delivering.
+func NewEvaluator(cfg Config) (*Evaluator, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("alerts: no source to evaluate rules against")
+	}
+	if cfg.ExternalURL == "" {
+		cfg.ExternalURL = "http://localhost:4318"
+	}
+	cfg.ExternalURL = strings.TrimRight(cfg.ExternalURL, "/")
+	setDefault(&cfg.Interval, time.Minute)
+	setDefault(&cfg.ResendInterval, time.Minute)
+	setDefault(&cfg.ResolvedRetention, 24*time.Hour)
+	setDefault(&cfg.MetricsWindow, 15*time.Minute)
+	setDefault(&cfg.RetryBackoff, 500*time.Millisecond)
+	if cfg.MaxLabelValues <= 0 {
+		cfg.MaxLabelValues = 200
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 64
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 8
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.MaxLabelValues)
+	if err != nil {
+		return nil, err
+	}
+	instances, err := loadState(cfg.StatePath)
+	if err != nil {
+		return nil, err
+	}
+	e := &Evaluator{cfg: cfg, log: log, metrics: m, instances: instances}
+	for _, t := range cfg.Targets {
+		e.dispatchers = append(e.dispatchers, &dispatcher{target: t, queue: make(chan []Notification, cfg.QueueSize),
+			backoff: cfg.RetryBackoff, maxBackoff: 30 * time.Second, maxAttempts: cfg.MaxAttempts, metrics: m, log: log})
+	}
+	if cfg.Cache == nil {
+		for _, r := range cfg.Rules {
+			if r.Kind == KindCacheReadZero {
+				log.Warn("no cache-health source: cache_read_zero rule skipped", "rule", r.Name)
+			}
+		}
+	}
+	return e, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Run delivers notifications and evaluates the rules every interval (the
+// first time at once) until ctx ends. Evaluation errors are logged and
+// counted, never fatal.
+func (e *Evaluator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, d := range e.dispatchers {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.run(ctx) }()
+	}
+	ticker := time.NewTicker(e.cfg.Interval)
+	defer ticker.Stop()
+	for {
+		if err := e.Evaluate(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("alert evaluation", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// RunDelivery only delivers queued notifications until ctx ends, for callers
+// that drive Evaluate themselves.
+func (e *Evaluator) RunDelivery(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, d := range e.dispatchers {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.run(ctx) }()
+	}
+	wg.Wait()
+}
+
+// sample is one subject's measurement by one rule in one project.
+type sample struct {
+	subject   map[string]string // tool / model / agent labels
+	value     float64
+	samples   int
+	examples  []string
+	detail    string     // the summary's text after "value vs threshold"
+	runsQuery url.Values // filters of the runs page the alert links to
+	cond      func(value, threshold float64, samples, minSamples int) bool
+}
+
+func above(value, threshold float64, samples, minSamples int) bool {
+	return samples >= minSamples && samples > 0 && value > threshold
+}
+
+func atLeast(value, threshold float64, samples, minSamples int) bool {
+	return samples >= minSamples && samples > 0 && value >= threshold
+}
+
+// cycle memoizes the queries of one evaluation: rules sharing a window share
+// their tool and model statistics.
+type cycle struct {
+	src    Source
+	now    time.Time
+	tools  map[string][]query.ToolStats
+	models map[string][]query.ModelStats
+}
+
+func (c *cycle) window(project string, d time.Duration) query.Window {
+	return query.Window{Project: project, Since: c.now.Add(-d), Until: c.now}
+}
+
+func (c *cycle) toolStats(ctx context.Context, project string, d time.Duration) ([]query.ToolStats, error) {
+	key := project + "\x00" + d.String()
+	if s, ok := c.tools[key]; ok {
+		return s, nil
+	}
+	s, err := c.src.Tools(ctx, query.ToolFilter{Window: c.window(project, d), PerMinute: true})
+	if err != nil {
+		return nil, err
+	}
+	c.tools[key] = s
+	return s, nil
+}
+
+func (c *cycle) modelStats(ctx context.Context, project string, d time.Duration) ([]query.ModelStats, error) {
+	key := project + "\x00" + d.String()
+	if s, ok := c.models[key]; ok {
+		return s, nil
+	}
+	s, err := c.src.Models(ctx, c.window(project, d))
+	if err != nil {
+		return nil, err
+	}
+	c.models[key] = s
+	return s, nil
+}
+
+// measure evaluates one rule in one project.
+func (e *Evaluator) measure(ctx context.Context, c *cycle, r *Rule, project string, window time.Duration) ([]sample, error) {
+	win := formatWindow(window)
+	since := c.now.Add(-window).UTC().Format(time.RFC3339)
+	switch r.Kind {
+	case KindToolRetryRate, KindToolErrorRate, KindToolLatencyP95:
+		stats, err := c.toolStats(ctx, project, window)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sample, 0, len(stats))
+		for _, s := range stats {
+			sm := sample{subject: map[string]string{"tool": s.Tool}, samples: s.Calls, cond: above,
+				runsQuery: url.Values{"tool": {s.Tool}, "since": {since}}}
+			switch r.Kind {
+			case KindToolRetryRate:
+				sm.value, sm.examples = s.RetryRate, s.RetriedRuns
+				sm.detail = fmt.Sprintf("%d of %d calls retried in %s", s.Retries, s.Calls, win)
+			case KindToolErrorRate:
+				sm.value, sm.examples = s.ErrorRate, s.FailedRuns
+				sm.detail = fmt.Sprintf("%d of %d calls failed in %s", s.Errors, s.Calls, win)
+			default:
+				sm.value, sm.examples = s.P95Ms, s.SlowestRuns
+				sm.detail = fmt.Sprintf("%d calls in %s", s.Calls, win)
+			}
+			out = append(out, sm)
+		}
+		return out, nil
+	case KindModelLatencyP95:
+		stats, err := c.modelStats(ctx, project, window)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sample, 0, len(stats))
+		for _, s := range stats {
+			sm := sample{subject: map[string]string{"model": s.Model}, examples: s.SlowestRuns, cond: above,
+				runsQuery: url.Values{"model": {s.Model}, "since": {since}}}
+			if r.Measure == MeasureTTFC {
+				sm.value, sm.samples = s.TTFCP95Ms, s.TTFCCalls
+				sm.detail = fmt.Sprintf("%d streamed calls in %s", s.TTFCCalls, win)
+			} else {
+				sm.value, sm.samples = s.P95Ms, s.Calls
+				sm.detail = fmt.Sprintf("%d calls in %s", s.Calls, win)
+			}
+			out = append(out, sm)
+		}
+		return out, nil
+	case KindCacheReadZero:
+		if e.cfg.Cache == nil {
+			return nil, nil
+		}
+		verdicts, err := e.cfg.Cache.CacheVerdicts(ctx, project, c.now.Add(-window), c.now)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sample, 0, len(verdicts))
+		for _, v := range verdicts {
+			never := v.Verdict == VerdictNeverHit
+			out = append(out, sample{
+				subject: map[string]string{"agent": v.Agent, "model": v.Model},
+				value:   float64(v.CacheReadTokens), samples: v.EligibleCalls, examples: v.ExampleTraceIDs,
+				detail: fmt.Sprintf("%d cacheable calls in %s, verdict %s", v.EligibleCalls, win, v.Verdict),
+				cond: func(_, _ float64, samples, minSamples int) bool {
+					return never && samples >= minSamples
+				},
+				runsQuery: url.Values{"agent": {v.Agent}, "model": {v.Model}, "since": {since}},
+			})
+		}
+		return out, nil
+	case KindRunCost:
+		runs, err := c.src.RunsOverBudget(ctx, c.window(project, window), r.Threshold, 20)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) == 0 {
+			return nil, nil
+		}
+		ids := make([]string, 0, len(runs))
+		for _, run := range runs {
+			ids = append(ids, run.TraceID)
+		}
+		n := strconv.Itoa(len(runs))
+		if len(runs) == 20 {
+			n = "20 or more"
+		}
+		return []sample{{subject: map[string]string{}, value: runs[0].CostUSD, samples: len(runs), examples: firstN(ids, 5),
+			detail: fmt.Sprintf("%s runs over budget in %s", n, win), cond: above,
+			runsQuery: url.Values{"since": {since}, "min_cost": {strconv.FormatFloat(r.Threshold, 'f', -1, 64)}}}}, nil
+	case KindRepeatLoop:
+		loops, err := c.src.RepeatLoops(ctx, c.window(project, window), int(r.Threshold), 1000)
+		if err != nil {
+			return nil, err
+		}
+		byTool := map[string]*sample{}
+		var order []string
+		for _, l := range loops {
+			s := byTool[l.Tool]
+			if s == nil {
+				s = &sample{subject: map[string]string{"tool": l.Tool}, cond: atLeast,
+					runsQuery: url.Values{"tool": {l.Tool}, "since": {since}}}
+				byTool[l.Tool] = s
+				order = append(order, l.Tool)
+			}
+			s.value = max(s.value, float64(l.Calls))
+			if !contains(s.examples, l.TraceID) {
+				s.samples++
+				s.examples = append(s.examples, l.TraceID)
+			}
+		}
+		out := make([]sample, 0, len(order))
+		for _, tool := range order {
+			s := byTool[tool]
+			s.detail = fmt.Sprintf("same arguments repeated in %d runs in %s", s.samples, win)
+			s.examples = firstN(s.examples, 5)
+			out = append(out, *s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("rule %s: unknown kind %q", r.Name, r.Kind)
+}
+
+// formatWindow renders a window briefly: 15m, 1h, 1h30m, 45s.
+func formatWindow(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// projects lists the projects to evaluate.
+func (e *Evaluator) projects(ctx context.Context, now time.Time, rules []Rule) ([]string, error) {
+	if len(e.cfg.Projects) > 0 {
+		return e.cfg.Projects, nil
+	}
+	longest := e.cfg.MetricsWindow
+	for _, r := range rules {
+		longest = max(longest, time.Duration(r.Window))
+	}
+	ps, err := e.cfg.Source.Projects(ctx, now.Add(-longest))
+	if err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// Evaluate runs every rule once at the current time: it moves alert
+// instances through their states, updates metrics, saves state and queues
+// the notifications due. A rule whose query fails leaves its alerts as they
+// were; the error is returned after the other rules were evaluated.
+func (e *Evaluator) Evaluate(ctx context.Context) error {
+	began := time.Now()
+	now := e.cfg.Now().UTC()
+	defer func() { e.metrics.evalDuration.Observe(time.Since(began).Seconds()) }()
+	projects, err := e.projects(ctx, now, e.cfg.Rules)
+	if err != nil {
+		e.metrics.evalFailures.Inc()
+		return fmt.Errorf("evaluate alerts: %w", err)
+	}
+	c := &cycle{src: e.cfg.Source, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
+	type measured struct {
+		rule    *Rule
+		project string
+		samples []sample
+	}
+	var results []measured
+	failed := map[string]bool{} // rule + project
+	var errs []error
+	for _, p := range projects {
+		for i := range e.cfg.Rules {
+			r := &e.cfg.Rules[i]
+			samples, err := e.measure(ctx, c, r, p, time.Duration(r.Window))
+			if err != nil {
+				e.metrics.evalFailures.Inc()
+				failed[r.Name+"\x00"+p] = true
+				errs = append(errs, fmt.Errorf("rule %s, project %s: %w", r.Name, p, err))
+				continue
+			}
+			results = append(results, measured{r, p, samples})
+		}
+	}
+	metricsErr := e.updateMetrics(ctx, c, projects)
+
+	e.mu.Lock()
+	seen := map[string]bool{}
+	for _, m := range results {
+		for _, s := range m.samples {
+			threshold, minSamples, enabled := m.rule.settingsFor(s.subject)
+			if !enabled {
+				continue
+			}
+			cond := s.cond(s.value, threshold, s.samples, minSamples)
+			key := instanceKey(m.rule.Name, m.project, s.subject)
+			in := e.instances[key]
+			if in == nil {
+				if !cond {
+					continue
+				}
+				in = &instance{subject: s.subject}
+				e.instances[key] = in
+			}
+			seen[key] = true
+			e.describe(in, m.rule, m.project, s, threshold, now)
+			e.step(in, cond, time.Duration(m.rule.For), now)
+		}
+	}
+	for key, in := range e.instances {
+		if !seen[key] && !failed[in.Rule+"\x00"+in.Project] {
+			e.step(in, false, 0, now)
+		}
+	}
+	e.prune(now)
+	e.countStates()
+	batch := e.due(now)
+	saveErr := saveState(e.cfg.StatePath, e.instances)
+	e.mu.Unlock()
+
+	if len(batch) > 0 {
+		for _, d := range e.dispatchers {
+			d.enqueue(batch)
+		}
+	}
+	if saveErr != nil {
+		errs = append(errs, saveErr)
+	}
+	if metricsErr != nil {
+		errs = append(errs, metricsErr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evaluate alerts: %w", err)
+	}
+	return nil
+}
+
+// describe refreshes an instance's labels, annotations and latest value.
+// A resolved or firing instance whose condition no longer holds keeps the
+// annotations it fired with, but shows the current value.
+func (e *Evaluator) describe(in *instance, r *Rule, project string, s sample, threshold float64, now time.Time) {
+	in.Rule, in.Kind, in.Project = r.Name, r.Kind, project
+	in.Value, in.Threshold, in.Samples = s.value, threshold, s.samples
+	if in.State == StateFiring && !s.cond(s.value, threshold, s.samples, 0) {
+		return
+	}
+	labels := map[string]string{}
+	for k, v := range r.Labels {
+		labels[k] = v
+	}
+	for k, v := range s.subject {
+		labels[k] = v
+	}
+	labels["alertname"], labels["project"], labels["severity"] = r.Name, project, r.Severity
+	in.Labels = labels
+	in.ExampleRunIDs = append([]string{}, s.examples...)
+	in.GeneratorURL = e.cfg.ExternalURL + "/runs?" + s.runsQuery.Encode()
+	desc := r.Description
+	if desc == "" {
+		desc = defaultDescription(r.Kind)
+	}
+	ann := map[string]string{
+		"summary":     summary(r, s, threshold),
+		"description": desc,
+		"value":       formatValue(r, s.value),
+		"threshold":   formatValue(r, threshold),
+	}
+	if len(s.examples) > 0 {
+		ann["example_runs"] = strings.Join(s.examples, ",")
+	}
+	if r.RunbookURL != "" {
+		ann["runbook_url"] = r.RunbookURL
+	}
+	in.Annotations = ann
+}
+
+// step moves an instance through its states.
+func (e *Evaluator) step(in *instance, cond bool, hold time.Duration, now time.Time) {
+	switch {
+	case cond && (in.State == "" || in.State == StateInactive || in.State == StateResolved):
+		in.State, in.ActiveAt = StatePending, now
+		in.FiredAt, in.ResolvedAt, in.LastSentAt, in.ResolvedSent = time.Time{}, time.Time{}, time.Time{}, false
+		if hold <= 0 {
+			in.State, in.FiredAt = StateFiring, now
+		}
+	case cond && in.State == StatePending && now.Sub(in.ActiveAt) >= hold:
+		in.State, in.FiredAt = StateFiring, now
+	case !cond && in.State == StatePending:
+		in.State = StateInactive
+	case !cond && in.State == StateFiring:
+		in.State, in.ResolvedAt = StateResolved, now
+	}
+}
+
+// prune forgets inactive instances and resolved ones past retention.
+func (e *Evaluator) prune(now time.Time) {
+	for key, in := range e.instances {
+		if in.State == StateInactive || (in.State == StateResolved && in.ResolvedSent &&
+			now.Sub(in.ResolvedAt) > e.cfg.ResolvedRetention) {
+			delete(e.instances, key)
+		}
+	}
+}
+
+func (e *Evaluator) countStates() {
+	e.metrics.alerts.Reset()
+	for _, in := range e.instances {
+		if in.State == StatePending || in.State == StateFiring {
+			e.metrics.alerts.WithLabelValues(in.Rule, string(in.State)).Inc()
+		}
+	}
+}
+
+// due collects the notifications to send now: alerts that fired and were
+// not sent within the resend interval, and resolutions not yet sent. Like
+// Prometheus, a firing alert's endsAt lies 4 intervals ahead, so that
+// Alertmanager resolves it by itself if tally stops re-sending.
+func (e *Evaluator) due(now time.Time) []Notification {
+	validFor := 4 * max(e.cfg.ResendInterval, e.cfg.Interval)
+	var out []Notification
+	keys := make([]string, 0, len(e.instances))
+	for k := range e.instances {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		in := e.instances[k]
+		n := Notification{Labels: in.Labels, Annotations: in.Annotations, StartsAt: in.FiredAt,
+			GeneratorURL: in.GeneratorURL, Value: in.Value, Threshold: in.Threshold, Samples: in.Samples,
+			ExampleRunIDs: in.ExampleRunIDs}
+		switch {
+		case in.State == StateFiring && (in.LastSentAt.IsZero() || now.Sub(in.LastSentAt) >= e.cfg.ResendInterval):
+			n.Status, n.EndsAt = StateFiring, now.Add(validFor)
+			in.LastSentAt = now
+		case in.State == StateResolved && !in.ResolvedSent && !in.FiredAt.IsZero():
+			n.Status, n.EndsAt = StateResolved, in.ResolvedAt
+			in.ResolvedSent = true
+		default:
+			continue
+		}
+		if len(e.dispatchers) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Alerts lists a project's pending, firing and recently resolved alerts:
+// firing first, then pending, then resolved, newest first within each.
+func (e *Evaluator) Alerts(project string) []Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []Status{}
+	for _, in := range e.instances {
+		if in.Project != project || in.State == StateInactive {
+			continue
+		}
+		s := in.Status
+		s.ExampleRunIDs = append([]string{}, in.ExampleRunIDs...)
+		out = append(out, s)
+	}
+	rank := map[State]int{StateFiring: 0, StatePending: 1, StateResolved: 2}
+	sort.Slice(out, func(a, b int) bool {
+		if rank[out[a].State] != rank[out[b].State] {
+			return rank[out[a].State] < rank[out[b].State]
+		}
+		ta, tb := out[a].ActiveAt, out[b].ActiveAt
+		if !ta.Equal(tb) {
+			return ta.After(tb)
+		}
+		return instanceKey(out[a].Rule, out[a].Project, out[a].Labels) < instanceKey(out[b].Rule, out[b].Project, out[b].Labels)
+	})
+	return out
+}
+
+// CheckResult is one subject's measurement in a one-off check.
+type CheckResult struct {
+	Rule       string            `json:"rule"`
+	Kind       Kind              `json:"kind"`
+	Project    string            `json:"project"`
+	Subject    map[string]string `json:"subject"`
+	Value      float64           `json:"value"`
+	Threshold  float64           `json:"threshold"`
+	Samples    int               `json:"samples"`
+	MinSamples int               `json:"min_samples"`
+	// Firing: the condition holds now (`for` is not waited for).
+	Firing        bool     `json:"firing"`
+	Summary       string   `json:"summary"`
+	ExampleRunIDs []string `json:"example_run_ids"`
+}
+
+// Check evaluates every rule once, without state, `for` or delivery. A
+// non-zero window replaces every rule's window. Results are sorted: firing
+// first, then by rule, project and subject.
+func (e *Evaluator) Check(ctx context.Context, window time.Duration) ([]CheckResult, error) {
+	now := e.cfg.Now().UTC()
+	rules := e.cfg.Rules
+	if window > 0 {
+		rules = make([]Rule, len(e.cfg.Rules))
+		copy(rules, e.cfg.Rules)
+		for i := range rules {
+			rules[i].Window = Duration(window)
+		}
+	}
+	projects, err := e.projects(ctx, now, rules)
+	if err != nil {
+		return nil, fmt.Errorf("check alerts: %w", err)
+	}
+	c := &cycle{src: e.cfg.Source, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
+	out := []CheckResult{}
+	for _, p := range projects {
+		for i := range rules {
+			r := &rules[i]
+			samples, err := e.measure(ctx, c, r, p, time.Duration(r.Window))
+			if err != nil {
+				return nil, fmt.Errorf("check rule %s, project %s: %w", r.Name, p, err)
+			}
+			for _, s := range samples {
+				threshold, minSamples, enabled := r.settingsFor(s.subject)
+				if !enabled {
+					continue
+				}
+				out = append(out, CheckResult{Rule: r.Name, Kind: r.Kind, Project: p, Subject: s.subject,
+					Value: s.value, Threshold: threshold, Samples: s.samples, MinSamples: minSamples,
+					Firing: s.cond(s.value, threshold, s.samples, minSamples), Summary: summary(r, s, threshold),
+					ExampleRunIDs: s.examples})
+			}
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Firing != out[b].Firing {
+			return out[a].Firing
+		}
+		if out[a].Rule != out[b].Rule {
+			return out[a].Rule < out[b].Rule
+		}
+		if out[a].Project != out[b].Project {
+			return out[a].Project < out[b].Project
+		}
+		return SubjectString(out[a].Subject) < SubjectString(out[b].Subject)
+	})
+	return out, nil
+}
+
+// SubjectString renders subject labels as "agent=a model=m", sorted.
+func SubjectString(subject map[string]string) string {
+	keys := make([]string, 0, len(subject))
+	for k := range subject {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + subject[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+// summary is the one-line annotation: subject, measured value, threshold.
+func summary(r *Rule, s sample, threshold float64) string {
+	subject := SubjectString(s.subject)
+	v, t := formatValue(r, s.value), formatValue(r, threshold)
+	switch r.Kind {
+	case KindToolRetryRate:
+		return fmt.Sprintf("tool %s retry rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+	case KindToolErrorRate:
+		return fmt.Sprintf("tool %s error rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+	case KindToolLatencyP95:
+		return fmt.Sprintf("tool %s p95 latency %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+	case KindModelLatencyP95:
+		what := "p95 latency"
+		if r.Measure == MeasureTTFC {
+			what = "p95 time to first chunk"
+		}
+		return fmt.Sprintf("model %s %s %s > %s (%s)", s.subject["model"], what, v, t, s.detail)
+	case KindCacheReadZero:
+		return fmt.Sprintf("agent %s on model %s read %s tokens from the prompt cache (%s)",
+			s.subject["agent"], s.subject["model"], v, s.detail)
+	case KindRunCost:
+		return fmt.Sprintf("a run cost %s > budget %s (%s)", v, t, s.detail)
+	case KindRepeatLoop:
+		return fmt.Sprintf("tool %s called %s times with the same arguments in one run ≥ %s (%s)",
+			s.subject["tool"], v, t, s.detail)
+	}
+	return fmt.Sprintf("%s %s: %s vs %s", r.Name, subject, v, t)
+}
+
+// formatValue renders a value in the unit of the rule's kind.
+func formatValue(r *Rule, v float64) string {
+	switch r.Kind {
+	case KindToolRetryRate, KindToolErrorRate:
+		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+	case KindToolLatencyP95, KindModelLatencyP95:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+	case KindRunCost:
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func defaultDescription(k Kind) string {
+	switch k {
+	case KindToolRetryRate:
+		return "The tool's calls are being retried more often than the threshold: the tool or what it calls is failing or timing out. A call counts as a retry per tally's retry definition (attempt ≥ 2, repeated call id or step id, or a call after a failed sibling call)."
+	case KindToolErrorRate:
+		return "The tool's calls end in error more often than the threshold."
+	case KindToolLatencyP95:
+		return "The tool's 95th percentile call duration is above the threshold."
+	case KindModelLatencyP95:
+		return "The model's 95th percentile inference latency is above the threshold."
+	case KindCacheReadZero:
+		return "Calls large enough to be cached read nothing from the prompt cache: something at the start of the prompt (a timestamp, a random id, reordered tools) changes on every call and silently invalidates the cache."
+	case KindRunCost:
+		return "Runs cost more than the budget."
+	case KindRepeatLoop:
+		return "A run called the same tool with the same arguments again and again after it succeeded: the agent is looping without progress."
+	}
+	return ""
+}
+
+// updateMetrics refreshes the exported figures from the metrics window.
+func (e *Evaluator) updateMetrics(ctx context.Context, c *cycle, projects []string) error {
+	type perProject struct {
+		tools  []query.ToolStats
+		models []query.ModelStats
+		usage  []query.UsageMinute
+	}
+	data := map[string]perProject{}
+	var errs []error
+	for _, p := range projects {
+		var d perProject
+		var err error
+		if d.tools, err = c.toolStats(ctx, p, e.cfg.MetricsWindow); err != nil {
+			errs = append(errs, fmt.Errorf("tool metrics, project %s: %w", p, err))
+		}
+		if d.models, err = c.modelStats(ctx, p, e.cfg.MetricsWindow); err != nil {
+			errs = append(errs, fmt.Errorf("model metrics, project %s: %w", p, err))
+		}
+		if d.usage, err = c.src.UsageByMinute(ctx, c.window(p, e.cfg.MetricsWindow)); err != nil {
+			errs = append(errs, fmt.Errorf("usage metrics, project %s: %w", p, err))
+		}
+		data[p] = d
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.metrics
+	m.toolRetryRatio.Reset()
+	m.toolLatency.Reset()
+	m.modelLatency.Reset()
+	m.modelTTFC.Reset()
+	tool, agent := []string{"tool"}, []string{"agent", "model"}
+	for _, p := range projects {
+		d := data[p]
+		for _, s := range d.tools {
+			for _, mi := range s.PerMinute {
+				m.addMinute(m.toolCalls, tool, p, mi.Minute, float64(mi.Calls), s.Tool)
+				m.addMinute(m.toolErrors, tool, p, mi.Minute, float64(mi.Errors), s.Tool)
+				m.addMinute(m.toolRetries, tool, p, mi.Minute, float64(mi.Retries), s.Tool)
+			}
+			name, ok := m.caps.capped("tool", s.Tool, m.overflow)
+			if !ok {
+				continue
+			}
+			m.toolRetryRatio.WithLabelValues(p, name).Set(s.RetryRate)
+			for _, q := range quantiles {
+				m.toolLatency.WithLabelValues(p, name, q.label).Set(q.pick(s.P50Ms, s.P95Ms, s.P99Ms) / 1000)
+			}
+		}
+		for _, s := range d.models {
+			name, ok := m.caps.capped("model", s.Model, m.overflow)
+			if !ok {
+				continue
+			}
+			for _, q := range quantiles {
+				m.modelLatency.WithLabelValues(p, name, q.label).Set(q.pick(s.P50Ms, s.P95Ms, s.P99Ms) / 1000)
+				if s.TTFCCalls > 0 {
+					m.modelTTFC.WithLabelValues(p, name, q.label).Set(q.pick(s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms) / 1000)
+				}
+			}
+		}
+		for _, u := range d.usage {
+			m.addMinute(m.cacheRead, agent, p, u.Minute, float64(u.CacheReadTokens), u.Agent, u.Model)
+			m.addMinute(m.cost, agent, p, u.Minute, u.CostUSD, u.Agent, u.Model)
+		}
+	}
+	m.forgetBefore(c.now.Add(-e.cfg.MetricsWindow).Truncate(time.Minute))
+	return errors.Join(errs...)
+}

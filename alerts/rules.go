@@ -1,0 +1,336 @@
+// Package alerts evaluates tally's alert rules (tool retry rate, tool and
+// model latency, silent cache misses, tool errors, run cost, repeat loops)
+// over the stored spans, keeps each alert's state across restarts, delivers
+// alerts to Alertmanager and JSON webhooks, and exports the figures the rules
+// use as Prometheus metrics.
+package alerts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Kind is what a rule measures.
+type Kind string
+
+// Rule kinds. Thresholds are in the unit each kind names.
+const (
+	// KindToolRetryRate: retried calls / all calls per tool (a ratio, 0.10 = 10%).
+	KindToolRetryRate Kind = "tool_retry_rate"
+	// KindToolErrorRate: failed calls / all calls per tool (a ratio).
+	KindToolErrorRate Kind = "tool_error_rate"
+	// KindToolLatencyP95: p95 duration of a tool's calls, milliseconds.
+	KindToolLatencyP95 Kind = "tool_latency_p95"
+	// KindModelLatencyP95: p95 duration (or, with measure: ttfc, time to first
+	// chunk) of a model's inference calls, milliseconds.
+	KindModelLatencyP95 Kind = "model_latency_p95"
+	// KindCacheReadZero: the cache check says never_hit for an (agent, model):
+	// enough cacheable calls, zero cache-read tokens. No threshold.
+	KindCacheReadZero Kind = "cache_read_zero"
+	// KindRunCost: a run whose spans cost more than the threshold, USD.
+	KindRunCost Kind = "run_cost"
+	// KindRepeatLoop: one run calling a tool with the same arguments hash at
+	// least threshold times (successful calls).
+	KindRepeatLoop Kind = "repeat_loop"
+)
+
+// kindDefaults are the values a rule of each kind gets for fields it leaves
+// out. A zero threshold means the rule must set one.
+var kindDefaults = map[Kind]struct {
+	threshold  float64
+	window     time.Duration
+	minSamples int
+	subject    string // the label that names what is measured
+}{
+	KindToolRetryRate:   {0.10, 15 * time.Minute, 20, "tool"},
+	KindToolErrorRate:   {0.20, 15 * time.Minute, 20, "tool"},
+	KindToolLatencyP95:  {0, 15 * time.Minute, 20, "tool"},
+	KindModelLatencyP95: {0, 15 * time.Minute, 20, "model"},
+	KindCacheReadZero:   {0, time.Hour, 10, "agent"},
+	KindRunCost:         {0, 15 * time.Minute, 1, ""},
+	KindRepeatLoop:      {5, 15 * time.Minute, 1, "tool"},
+}
+
+// Duration is a time.Duration written in YAML as "15m", "1h30m" or "2d".
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration like 15m, got %q", n.Line, n.Value)
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+func parseDuration(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err == nil && days >= 0 {
+			return time.Duration(days * float64(24*time.Hour)), nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid duration %q: want a non-negative duration like 30s, 15m, 1h or 1d", s)
+	}
+	return v, nil
+}
+
+// Override changes a rule's threshold or sample minimum for one tool, model
+// or agent, or turns the rule off for it. Every subject field that is set
+// must match.
+type Override struct {
+	Tool       string   `yaml:"tool"`
+	Model      string   `yaml:"model"`
+	Agent      string   `yaml:"agent"`
+	Threshold  *float64 `yaml:"threshold"`
+	MinSamples *int     `yaml:"min_samples"`
+	Disabled   bool     `yaml:"disabled"`
+}
+
+func (o Override) matches(labels map[string]string) bool {
+	for k, v := range map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent} {
+		if v != "" && labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Rule is one alert rule. Each distinct subject (tool, model, agent+model)
+// it measures in a project is a separate alert instance.
+type Rule struct {
+	// Name becomes the alertname label; letters, digits and underscores.
+	Name string `yaml:"name"`
+	Kind Kind   `yaml:"kind"`
+	// Threshold: a ratio for rates, milliseconds for latency, USD for
+	// run_cost, a call count for repeat_loop; unused by cache_read_zero.
+	// The alert condition is value > threshold (value ≥ threshold for
+	// repeat_loop).
+	Threshold float64 `yaml:"threshold"`
+	// Window is how far back each evaluation looks.
+	Window Duration `yaml:"window"`
+	// For is how long the condition must hold before the alert fires.
+	For Duration `yaml:"for"`
+	// MinSamples is the fewest calls (eligible calls for cache_read_zero)
+	// in the window for the rule to judge a subject at all.
+	MinSamples int `yaml:"min_samples"`
+	// Measure selects what model_latency_p95 measures: duration (default)
+	// or ttfc (time to first chunk, over streamed calls only).
+	Measure     string            `yaml:"measure"`
+	Severity    string            `yaml:"severity"`
+	Labels      map[string]string `yaml:"labels"`
+	Description string            `yaml:"description"`
+	RunbookURL  string            `yaml:"runbook_url"`
+	Overrides   []Override        `yaml:"overrides"`
+}
+
+// ruleFile is the rules file's shape.
+type ruleFile struct {
+	Rules []yaml.Node `yaml:"rules"`
+}
+
+var (
+	nameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	labelRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// reservedLabels are set by the evaluator; rules may not set them.
+	reservedLabels = []string{"alertname", "project", "severity", "tool", "model", "agent"}
+)
+
+// LoadRules reads and validates a rules file.
+func LoadRules(path string) ([]Rule, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read alert rules: %w", err)
+	}
+	rules, err := ParseRules(b)
+	if err != nil {
+		return nil, fmt.Errorf("alert rules %s: %w", path, err)
+	}
+	return rules, nil
+}
+
+// ParseRules parses and validates rules YAML, filling defaults. Errors name
+// the line and the rule.
+func ParseRules(data []byte) ([]Rule, error) {
+	var typed struct {
+		Rules []Rule `yaml:"rules"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&typed); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("parse: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(typed.Rules) == 0 {
+		return nil, errors.New("no rules: want a top-level \"rules:\" list")
+	}
+	// The same document as nodes, for each rule's line number.
+	var nodes ruleFile
+	if err := yaml.Unmarshal(data, &nodes); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	seen := map[string]int{}
+	var errs []error
+	for i := range typed.Rules {
+		r := &typed.Rules[i]
+		line := 0
+		if i < len(nodes.Rules) {
+			line = nodes.Rules[i].Line
+		}
+		if err := r.normalize(); err != nil {
+			errs = append(errs, fmt.Errorf("rule %d %q (line %d): %w", i+1, r.Name, line, err))
+			continue
+		}
+		if prev, dup := seen[r.Name]; dup {
+			errs = append(errs, fmt.Errorf("rule %d %q (line %d): name already used by rule %d", i+1, r.Name, line, prev))
+			continue
+		}
+		seen[r.Name] = i + 1
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return typed.Rules, nil
+}
+
+// normalize validates the rule and fills defaults.
+func (r *Rule) normalize() error {
+	if r.Name == "" {
+		return errors.New("name: required")
+	}
+	if !nameRE.MatchString(r.Name) {
+		return fmt.Errorf("name %q: want letters, digits and underscores (it becomes the alertname label)", r.Name)
+	}
+	def, ok := kindDefaults[r.Kind]
+	if !ok {
+		return fmt.Errorf("kind %q: want one of %s", r.Kind, strings.Join(kindNames(), ", "))
+	}
+	if r.Threshold == 0 {
+		r.Threshold = def.threshold
+	}
+	switch {
+	case r.Kind == KindCacheReadZero:
+	case r.Threshold <= 0:
+		return fmt.Errorf("threshold: required and > 0 for kind %s (%s)", r.Kind, thresholdUnit(r.Kind))
+	case (r.Kind == KindToolRetryRate || r.Kind == KindToolErrorRate) && r.Threshold >= 1:
+		return fmt.Errorf("threshold %v: a ratio below 1 (0.10 = 10%%)", r.Threshold)
+	}
+	if r.Window == 0 {
+		r.Window = Duration(def.window)
+	}
+	if r.MinSamples == 0 {
+		r.MinSamples = def.minSamples
+	}
+	if r.MinSamples < 0 {
+		return fmt.Errorf("min_samples %d: want ≥ 0", r.MinSamples)
+	}
+	switch r.Measure {
+	case "":
+		if r.Kind == KindModelLatencyP95 {
+			r.Measure = MeasureDuration
+		}
+	case MeasureDuration, MeasureTTFC:
+		if r.Kind != KindModelLatencyP95 {
+			return fmt.Errorf("measure: only model_latency_p95 takes a measure")
+		}
+	default:
+		return fmt.Errorf("measure %q: want %s or %s", r.Measure, MeasureDuration, MeasureTTFC)
+	}
+	if r.Severity == "" {
+		r.Severity = "warning"
+	}
+	for k := range r.Labels {
+		if !labelRE.MatchString(k) {
+			return fmt.Errorf("labels: %q is not a valid label name", k)
+		}
+		for _, res := range reservedLabels {
+			if k == res {
+				return fmt.Errorf("labels: %q is set by tally and cannot be a rule label", k)
+			}
+		}
+	}
+	for i, o := range r.Overrides {
+		if o.Tool == "" && o.Model == "" && o.Agent == "" {
+			return fmt.Errorf("overrides[%d]: name a tool, model or agent", i)
+		}
+		allowed := map[string]bool{def.subject: true}
+		if r.Kind == KindCacheReadZero {
+			allowed["model"] = true
+		}
+		for k, v := range map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent} {
+			if v != "" && !allowed[k] {
+				return fmt.Errorf("overrides[%d]: kind %s has no %s to match", i, r.Kind, k)
+			}
+		}
+		if o.Threshold != nil && *o.Threshold <= 0 && r.Kind != KindCacheReadZero {
+			return fmt.Errorf("overrides[%d]: threshold must be > 0", i)
+		}
+		if o.MinSamples != nil && *o.MinSamples < 0 {
+			return fmt.Errorf("overrides[%d]: min_samples must be ≥ 0", i)
+		}
+	}
+	return nil
+}
+
+// Measures of model_latency_p95.
+const (
+	MeasureDuration = "duration"
+	MeasureTTFC     = "ttfc"
+)
+
+func kindNames() []string {
+	return []string{string(KindToolRetryRate), string(KindToolErrorRate), string(KindToolLatencyP95),
+		string(KindModelLatencyP95), string(KindCacheReadZero), string(KindRunCost), string(KindRepeatLoop)}
+}
+
+func thresholdUnit(k Kind) string {
+	switch k {
+	case KindToolRetryRate, KindToolErrorRate:
+		return "a ratio, 0.10 = 10%"
+	case KindToolLatencyP95, KindModelLatencyP95:
+		return "milliseconds"
+	case KindRunCost:
+		return "USD"
+	case KindRepeatLoop:
+		return "calls with the same arguments in one run"
+	}
+	return "unused"
+}
+
+// settingsFor returns the threshold and sample minimum for a subject, and
+// whether the rule applies to it at all, after overrides (the last matching
+// override wins).
+func (r *Rule) settingsFor(labels map[string]string) (threshold float64, minSamples int, enabled bool) {
+	threshold, minSamples, enabled = r.Threshold, r.MinSamples, true
+	for _, o := range r.Overrides {
+		if !o.matches(labels) {
+			continue
+		}
+		if o.Threshold != nil {
+			threshold = *o.Threshold
+		}
+		if o.MinSamples != nil {
+			minSamples = *o.MinSamples
+		}
+		enabled = !o.Disabled
+	}
+	return threshold, minSamples, enabled
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// ToolStatsReader is what GET /tools needs; *query.Reader implements it.
+type ToolStatsReader interface {
+	Tools(ctx context.Context, f query.ToolFilter) ([]query.ToolStats, error)
+	Models(ctx context.Context, w query.Window) ([]query.ModelStats, error)
+}
+
+// ToolsReport is the body of GET /api/v1/tools.
+type ToolsReport struct {
+	Since  time.Time          `json:"since"`
+	Until  time.Time          `json:"until"`
+	Tools  []query.ToolStats  `json:"tools"`
+	Models []query.ModelStats `json:"models"`
+	// Definitions explain the figures, for the UI.
+	Definitions map[string]string `json:"definitions"`
+}
+
+// toolDefinitions say how the figures are computed.
+func toolDefinitions() map[string]string {
+	return map[string]string{
+		"retry": "A tool call is a retry when (first match decides) its attempt attribute is 2 or more, " +
+			"an earlier tool call of the run has the same tool call id, or the same step id, " +
+			"or the previous call of the same tool under the same parent span failed. " +
+			"Only what the instrumentation makes visible can be counted: SDKs that record all attempts in one span show no retries.",
+		"repeat":     "A call with the same tool and arguments as an earlier successful call of the run: a loop signal, not a retry.",
+		"retry_rate": "Retried calls / all calls in the window.",
+		"percentiles": "Exact percentiles of the window's calls (ClickHouse quantilesExact): the value at sorted position ⌊q·n⌋, " +
+			"at most one rank above the nearest-rank percentile.",
+	}
+}
+
+// registerTools mounts GET /tools over the Runs value given to New when it
+// also reads tool statistics (*query.Reader and *query.CostReader do);
+// otherwise the endpoint answers 501.
+func (h *Handler) registerTools(r gin.IRoutes) {
+	tools, _ := h.runs.(ToolStatsReader)
+	h.RegisterTools(r, tools)
+}
+
+// RegisterTools mounts GET /tools on r (a group at /api/v1): per-tool calls,
+// errors, retries, retry rate, repeats and duration percentiles, and
+// per-model inference latency, over ?since= (default 1h) and ?until=, for
+// one ?tool= or all.
+func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader) {
+	r.GET("/tools", func(c *gin.Context) {
+		if tools == nil {
+			fail(c, http.StatusNotImplemented, "tool statistics are not configured")
+			return
+		}
+		now := h.now()
+		since, until, err := TimeRange(c.Query("since"), c.Query("until"), now)
+		if err != nil {
+			fail(c, http.StatusBadRequest, "%v", err)
+			return
+		}
+		if since.IsZero() {
+			since = now.Add(-time.Hour).UTC()
+		}
+		if until.IsZero() {
+			until = now.UTC()
+		}
+		w := query.Window{Project: Project(c), Since: since, Until: until}
+		stats, err := tools.Tools(c.Request.Context(), query.ToolFilter{Window: w, Tool: c.Query("tool")})
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "tool statistics: %v", err)
+			return
+		}
+		models, err := tools.Models(c.Request.Context(), w)
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "model latency: %v", err)
+			return
+		}
+		c.JSON(http.StatusOK, ToolsReport{Since: since, Until: until, Tools: stats, Models: models,
+			Definitions: toolDefinitions()})
+	})
+}

@@ -1,0 +1,223 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tallyhq/tally/ingest/receiver"
+)
+
+// DefaultRefresh is how often a Keyring reloads managed keys: a key created
+// or revoked with tally keys takes effect on every server within it.
+const DefaultRefresh = 10 * time.Second
+
+// SessionCookie is the name of the UI session cookie.
+const SessionCookie = "tally_session"
+
+// KeySource lists managed keys, revoked ones included; *Store implements it.
+type KeySource interface {
+	List(ctx context.Context) ([]Key, error)
+}
+
+// Config configures a Keyring. Zero fields take the defaults given on each.
+type Config struct {
+	// Static keys, from configuration.
+	Static []Key
+	// Source of managed keys; nil for static keys only.
+	Source KeySource
+	// Refresh is how often Run reloads Source (DefaultRefresh).
+	Refresh time.Duration
+	// Sessions signs UI session cookies; nil turns UI sign-in off (the
+	// /login page says so, and no cookie is accepted).
+	Sessions *Sessions
+	// Logger receives refresh failures (never a key).
+	Logger *slog.Logger
+}
+
+// Keyring authenticates requests against the configured keys; it implements
+// server.Authenticator and its optional login redirect. It caches managed
+// keys and reloads them every Config.Refresh (Run), so a revocation takes
+// effect within that interval; when a reload fails it keeps the last keys it
+// loaded and retries at the next tick.
+type Keyring struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.RWMutex
+	active  map[string]Key // by hash: keys that are not revoked
+	byID    map[string]Key // every key, revoked ones included
+	enabled bool
+}
+
+// NewKeyring loads the keys once and returns the keyring; it fails when the
+// managed keys cannot be read, so that a server never starts open by
+// mistake.
+func NewKeyring(ctx context.Context, cfg Config) (*Keyring, error) {
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	k := &Keyring{cfg: cfg, log: cfg.Logger}
+	if err := k.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Refresh reloads the managed keys now.
+func (k *Keyring) Refresh(ctx context.Context) error {
+	var managed []Key
+	if k.cfg.Source != nil {
+		var err error
+		if managed, err = k.cfg.Source.List(ctx); err != nil {
+			return fmt.Errorf("load api keys: %w", err)
+		}
+	}
+	active := map[string]Key{}
+	byID := map[string]Key{}
+	for _, key := range managed {
+		byID[key.ID] = key
+		if !key.Revoked() {
+			active[key.Hash] = key
+		}
+	}
+	for _, key := range k.cfg.Static { // a static key wins over a managed one
+		byID[key.ID] = key
+		active[key.Hash] = key
+	}
+	k.mu.Lock()
+	k.active, k.byID = active, byID
+	// A revoked key still counts: revoking the last key must not switch
+	// authentication off.
+	k.enabled = len(byID) > 0
+	k.mu.Unlock()
+	return nil
+}
+
+// Run reloads the managed keys every Config.Refresh until ctx ends. Run it
+// as a server job.
+func (k *Keyring) Run(ctx context.Context) {
+	if k.cfg.Source == nil {
+		return
+	}
+	t := time.NewTicker(k.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := k.Refresh(ctx); err != nil && ctx.Err() == nil {
+				k.log.Warn("api keys: refresh failed; keeping the keys loaded before", "err", err)
+			}
+		}
+	}
+}
+
+// Enabled reports whether authentication is on: some key (static or
+// managed, even revoked) exists.
+func (k *Keyring) Enabled() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.enabled
+}
+
+// AuthenticateIngest authenticates POST /v1/traces: a bearer key with the
+// ingest scope. It returns the key's project.
+func (k *Keyring) AuthenticateIngest(r *http.Request) (string, error) {
+	if !k.Enabled() {
+		return DefaultProject, nil
+	}
+	key, err := k.bearer(r)
+	if err != nil {
+		return "", err
+	}
+	if !key.Has(ScopeIngest) {
+		return "", fmt.Errorf("%w: API key %s has no ingest scope", receiver.ErrForbidden, key.ID)
+	}
+	return key.Project, nil
+}
+
+// AuthenticateRead authenticates the API, UI and CLI: a bearer key with the
+// read scope or, without an Authorization header, a valid UI session whose
+// key is still active. It returns the key's project.
+func (k *Keyring) AuthenticateRead(r *http.Request) (string, error) {
+	if !k.Enabled() {
+		return DefaultProject, nil
+	}
+	var key Key
+	if r.Header.Get("Authorization") != "" {
+		var err error
+		if key, err = k.bearer(r); err != nil {
+			return "", err
+		}
+	} else {
+		var err error
+		if key, err = k.session(r); err != nil {
+			return "", err
+		}
+	}
+	if !key.Has(ScopeRead) {
+		return "", fmt.Errorf("%w: API key %s has no read scope", receiver.ErrForbidden, key.ID)
+	}
+	return key.Project, nil
+}
+
+// bearer resolves the request's Authorization: Bearer key.
+//
+// The key is found by a map lookup on its SHA-256. That lookup is not
+// constant-time, but what its timing could reveal is how the hash of the
+// caller's own guess compares with stored hashes; learning bits of a hash
+// does not help find a key that produces it (a preimage of SHA-256), so it
+// leaks nothing usable. The final comparison is constant-time all the same.
+func (k *Keyring) bearer(r *http.Request) (Key, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>)", receiver.ErrUnauthenticated)
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Key{}, fmt.Errorf("%w: Authorization header is not \"Bearer <key>\"", receiver.ErrUnauthenticated)
+	}
+	return k.lookup(token)
+}
+
+func (k *Keyring) lookup(plaintext string) (Key, error) {
+	h := Hash(plaintext)
+	k.mu.RLock()
+	key, ok := k.active[h]
+	k.mu.RUnlock()
+	if !ok || subtle.ConstantTimeCompare([]byte(key.Hash), []byte(h)) != 1 {
+		return Key{}, fmt.Errorf("%w: unknown or revoked API key", receiver.ErrUnauthenticated)
+	}
+	return key, nil
+}
+
+// session resolves the request's UI session cookie to the key it was signed
+// in with, which must still be active.
+func (k *Keyring) session(r *http.Request) (Key, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || k.cfg.Sessions == nil {
+		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>, or sign in at /login)", receiver.ErrUnauthenticated)
+	}
+	id, err := k.cfg.Sessions.Verify(c.Value)
+	if err != nil {
+		return Key{}, fmt.Errorf("%w: %w: sign in again at /login", receiver.ErrUnauthenticated, err)
+	}
+	k.mu.RLock()
+	key, ok := k.byID[id]
+	k.mu.RUnlock()
+	if !ok || key.Revoked() {
+		return Key{}, fmt.Errorf("%w: the session's API key was revoked: sign in again at /login", receiver.ErrUnauthenticated)
+	}
+	return key, nil
+}

@@ -1,0 +1,318 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/ingest/receiver"
+)
+
+// fakeSource is a KeySource whose keys the test sets.
+type fakeSource struct {
+	keys []Key
+	err  error
+}
+
+func (f *fakeSource) List(context.Context) ([]Key, error) { return f.keys, f.err }
+
+func newTestKeyring(t *testing.T, src *fakeSource, static ...Key) *Keyring {
+	t.Helper()
+	sessions, err := NewSessions(testSecret, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKeyring(context.Background(), Config{Static: static, Source: src, Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func bearerRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/runs", nil)
+	if key != "" {
+		r.Header.Set("Authorization", "Bearer "+key)
+	}
+	return r
+}
+
+// outcome names what an authentication answered: a project, or the status
+// the server turns the error into.
+func outcome(project string, err error) string {
+	switch {
+	case err == nil:
+		return "project " + project
+	case errors.Is(err, receiver.ErrForbidden):
+		return "403"
+	case errors.Is(err, receiver.ErrUnauthenticated):
+		return "401"
+	}
+	return "error " + err.Error()
+}
+
+func TestKeyringScopes(t *testing.T) {
+	src := &fakeSource{keys: []Key{
+		{ID: "key_ingest", Project: "alpha", Scopes: []Scope{ScopeIngest}, Hash: Hash("tly_ingest")},
+		{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")},
+		{ID: "key_both", Project: "beta", Scopes: []Scope{ScopeIngest, ScopeRead}, Hash: Hash("tly_both")},
+		{ID: "key_gone", Project: "alpha", Scopes: []Scope{ScopeIngest, ScopeRead}, Hash: Hash("tly_gone"),
+			RevokedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}}
+	static, err := ParseStatic("gamma:read:" + Hash("tly_static"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newTestKeyring(t, src, static)
+	for _, c := range []struct {
+		name, header, ingest, read string
+	}{
+		{"no key", "", "401", "401"},
+		{"ingest key", "Bearer tly_ingest", "project alpha", "403"},
+		{"read key", "Bearer tly_read", "403", "project alpha"},
+		{"both scopes", "Bearer tly_both", "project beta", "project beta"},
+		{"lower-case scheme", "bearer tly_both", "project beta", "project beta"},
+		{"static read key", "Bearer tly_static", "403", "project gamma"},
+		{"revoked key", "Bearer tly_gone", "401", "401"},
+		{"unknown key", "Bearer tly_nope", "401", "401"},
+		{"basic auth", "Basic dXNlcjpwYXNz", "401", "401"},
+		{"empty bearer", "Bearer ", "401", "401"},
+	} {
+		r := bearerRequest("")
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		if got := outcome(k.AuthenticateIngest(r)); got != c.ingest {
+			t.Errorf("%s: ingest %s, want %s", c.name, got, c.ingest)
+		}
+		if got := outcome(k.AuthenticateRead(r)); got != c.read {
+			t.Errorf("%s: read %s, want %s", c.name, got, c.read)
+		}
+	}
+}
+
+func TestKeyringOffWithoutKeys(t *testing.T) {
+	src := &fakeSource{}
+	k := newTestKeyring(t, src)
+	if k.Enabled() {
+		t.Fatal("enabled with no key at all")
+	}
+	r := bearerRequest("")
+	if got := outcome(k.AuthenticateIngest(r)); got != "project default" {
+		t.Errorf("ingest without keys: %s, want project default", got)
+	}
+	if got := outcome(k.AuthenticateRead(r)); got != "project default" {
+		t.Errorf("read without keys: %s, want project default", got)
+	}
+
+	// The first key turns authentication on at the next refresh.
+	src.keys = []Key{{ID: "key_1", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_1")}}
+	if err := k.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcome(k.AuthenticateRead(r)); got != "401" {
+		t.Errorf("read without a key once a key exists: %s, want 401", got)
+	}
+
+	// Revoking the only key must not switch authentication off again.
+	src.keys[0].RevokedAt = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := k.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !k.Enabled() {
+		t.Error("revoking the only key switched authentication off")
+	}
+	if got := outcome(k.AuthenticateRead(bearerRequest("tly_1"))); got != "401" {
+		t.Errorf("revoked key: %s, want 401", got)
+	}
+}
+
+func TestKeyringRefreshFailureKeepsKeys(t *testing.T) {
+	src := &fakeSource{keys: []Key{{ID: "key_1", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_1")}}}
+	k := newTestKeyring(t, src)
+	src.keys, src.err = nil, errors.New("clickhouse down")
+	if err := k.Refresh(context.Background()); err == nil {
+		t.Fatal("Refresh hid the source's error")
+	}
+	if got := outcome(k.AuthenticateRead(bearerRequest("tly_1"))); got != "project alpha" {
+		t.Errorf("after a failed refresh: %s, want project alpha (last keys kept)", got)
+	}
+	if _, err := NewKeyring(context.Background(), Config{Source: src}); err == nil {
+		t.Error("NewKeyring started although the keys could not be read")
+	}
+}
+
+func TestKeyringSession(t *testing.T) {
+	src := &fakeSource{keys: []Key{
+		{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")},
+		{ID: "key_ingest", Project: "alpha", Scopes: []Scope{ScopeIngest}, Hash: Hash("tly_ingest")},
+	}}
+	k := newTestKeyring(t, src)
+	withCookie := func(token string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/runs", nil)
+		r.AddCookie(&http.Cookie{Name: SessionCookie, Value: token})
+		return r
+	}
+	readToken, _ := k.cfg.Sessions.Issue("key_read")
+	ingestToken, _ := k.cfg.Sessions.Issue("key_ingest")
+	unknownToken, _ := k.cfg.Sessions.Issue("key_unknown")
+	for _, c := range []struct{ name, token, want string }{
+		{"read key's session", readToken, "project alpha"},
+		{"ingest key's session", ingestToken, "403"},
+		{"session of an unknown key", unknownToken, "401"},
+		{"tampered session", readToken + "x", "401"},
+	} {
+		if got := outcome(k.AuthenticateRead(withCookie(c.token))); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	// A session never authenticates ingest.
+	if got := outcome(k.AuthenticateIngest(withCookie(readToken))); got != "401" {
+		t.Errorf("ingest with a session cookie: %s, want 401", got)
+	}
+	// A bad bearer key is not rescued by a good cookie.
+	r := withCookie(readToken)
+	r.Header.Set("Authorization", "Bearer tly_nope")
+	if got := outcome(k.AuthenticateRead(r)); got != "401" {
+		t.Errorf("bad bearer with a good cookie: %s, want 401", got)
+	}
+	// Revoking the key ends its sessions at the next refresh.
+	src.keys[0].RevokedAt = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := k.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcome(k.AuthenticateRead(withCookie(readToken))); got != "401" {
+		t.Errorf("session of a revoked key: %s, want 401", got)
+	}
+}
+
+func TestLoginURL(t *testing.T) {
+	k := newTestKeyring(t, &fakeSource{keys: []Key{{ID: "key_1", Project: "a", Scopes: []Scope{ScopeRead}, Hash: Hash("x")}}})
+	const html = "text/html,application/xhtml+xml,*/*;q=0.8"
+	for _, c := range []struct{ method, target, accept, want string }{
+		{"GET", "/", html, "/login?next=%2F"},
+		{"GET", "/runs/abc?since=1h", html, "/login?next=%2Fruns%2Fabc%3Fsince%3D1h"},
+		{"HEAD", "/costs", html, "/login?next=%2Fcosts"},
+		{"GET", "/", "application/json", ""},
+		{"GET", "/", "*/*", ""},
+		{"POST", "/", html, ""},
+		{"GET", "/api/v1/runs", html, ""},
+		{"GET", "/v1/traces", html, ""},
+		{"GET", "/metrics", html, ""},
+		{"GET", "/login", html, ""},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		r.Header.Set("Accept", c.accept)
+		if got := k.LoginURL(r); got != c.want {
+			t.Errorf("%s %s (Accept %s): %q, want %q", c.method, c.target, c.accept, got, c.want)
+		}
+	}
+	off := newTestKeyring(t, &fakeSource{})
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Accept", html)
+	if got := off.LoginURL(r); got != "" {
+		t.Errorf("with authentication off: %q, want no redirect", got)
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/runs/abc?x=1", "/runs/abc?x=1"},
+		{"", "/"},
+		{"//evil.example/x", "/"},
+		{"/\\evil.example", "/"},
+		{"https://evil.example/", "/"},
+		{"runs", "/"},
+		{"/login?next=/x", "/"},
+	} {
+		if got := safeNext(c.in); got != c.want {
+			t.Errorf("safeNext(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestLoginForm(t *testing.T) {
+	k := newTestKeyring(t, &fakeSource{keys: []Key{
+		{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")},
+		{ID: "key_ingest", Project: "alpha", Scopes: []Scope{ScopeIngest}, Hash: Hash("tly_ingest")},
+	}})
+	login := k.Public()[LoginPath]
+	post := func(key, next string, header map[string]string) *httptest.ResponseRecorder {
+		form := url.Values{"key": {key}, "next": {next}}
+		r := httptest.NewRequest(http.MethodPost, "http://tally.example/login", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for h, v := range header {
+			r.Header.Set(h, v)
+		}
+		w := httptest.NewRecorder()
+		login.ServeHTTP(w, r)
+		return w
+	}
+	for _, c := range []struct {
+		name, key, next string
+		header          map[string]string
+		status          int
+		location        string
+		cookie          bool
+		secure          bool
+	}{
+		{"read key", "tly_read", "/runs", nil, http.StatusSeeOther, "/runs", true, false},
+		{"read key behind TLS proxy", "tly_read", "", map[string]string{"X-Forwarded-Proto": "https"}, http.StatusSeeOther, "/", true, true},
+		{"same-origin form", "tly_read", "/", map[string]string{"Origin": "http://tally.example"}, http.StatusSeeOther, "/", true, false},
+		{"open redirect refused", "tly_read", "//evil.example", nil, http.StatusSeeOther, "/", true, false},
+		{"ingest key", "tly_ingest", "/", nil, http.StatusForbidden, "", false, false},
+		{"unknown key", "tly_nope", "/", nil, http.StatusUnauthorized, "", false, false},
+		{"cross-site form", "tly_read", "/", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden, "", false, false},
+	} {
+		w := post(c.key, c.next, c.header)
+		if w.Code != c.status || w.Header().Get("Location") != c.location {
+			t.Errorf("%s: %d Location %q, want %d %q", c.name, w.Code, w.Header().Get("Location"), c.status, c.location)
+		}
+		cookies := w.Result().Cookies()
+		if !c.cookie {
+			if len(cookies) != 0 {
+				t.Errorf("%s: set cookies %v, want none", c.name, cookies)
+			}
+			continue
+		}
+		if len(cookies) != 1 {
+			t.Fatalf("%s: %d cookies, want 1", c.name, len(cookies))
+		}
+		ck := cookies[0]
+		// TTL 1h = 3600 s.
+		if ck.Name != SessionCookie || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure != c.secure ||
+			ck.Path != "/" || ck.MaxAge != 3600 {
+			t.Errorf("%s: cookie %+v, want %s HttpOnly SameSite=Lax Secure=%v Path=/ Max-Age=3600", c.name, ck, SessionCookie, c.secure)
+		}
+		if id, err := k.cfg.Sessions.Verify(ck.Value); err != nil || id != "key_read" {
+			t.Errorf("%s: cookie verifies as %q, %v; want key_read", c.name, id, err)
+		}
+		if strings.Contains(ck.Value, "tly_read") {
+			t.Errorf("%s: cookie holds the key", c.name)
+		}
+	}
+
+	get := httptest.NewRecorder()
+	login.ServeHTTP(get, httptest.NewRequest(http.MethodGet, "/login?next=/costs", nil))
+	body := get.Body.String()
+	if get.Code != http.StatusOK || !strings.Contains(body, `<form method="post" action="/login">`) ||
+		!strings.Contains(body, `name="next" value="/costs"`) {
+		t.Errorf("GET /login: %d\n%s", get.Code, body)
+	}
+	if strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "<script") {
+		t.Error("login page loads something from elsewhere or runs script")
+	}
+
+	logout := httptest.NewRecorder()
+	k.Public()[LogoutPath].ServeHTTP(logout, httptest.NewRequest(http.MethodPost, "/logout", nil))
+	cookies := logout.Result().Cookies()
+	if logout.Code != http.StatusSeeOther || logout.Header().Get("Location") != LoginPath ||
+		len(cookies) != 1 || cookies[0].Name != SessionCookie || cookies[0].MaxAge >= 0 {
+		t.Errorf("POST /logout: %d %q cookies %+v; want 303 to /login clearing %s", logout.Code, logout.Header().Get("Location"), cookies, SessionCookie)
+	}
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/query"
+)
+
+func init() {
+	extraCommands = append(extraCommands, newCostCmd, newCacheCmd, newRepriceCmd)
+}
+
+// getOrPrint fetches path; with asJSON it prints the API's JSON and reports
+// done, else it decodes into out.
+func getOrPrint(cmd *cobra.Command, c *apiClient, path string, q url.Values, asJSON bool, out any) (bool, error) {
+	if asJSON {
+		var raw json.RawMessage
+		if err := c.get(cmd.Context(), path, q, &raw); err != nil {
+			return true, err
+		}
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
+		return true, err
+	}
+	return false, c.get(cmd.Context(), path, q, out)
+}
+
+func newCostCmd() *cobra.Command {
+	var (
+		by, since, until, bucket string
+		asJSON                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cost",
+		Short: "Spend and tokens per agent, model, task… (from a running tally)",
+		Long: "Spend and tokens per value of --by over a time range, with the retry tax (inference spent on\n" +
+			"failed or retried tool calls) and the models no price matched. --bucket adds a time series.",
+	}
+	c, apply := clientFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&by, "by", query.ByAgent, "group by: "+strings.Join(query.CostDimensions(), ", "))
+	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
+	fs.StringVar(&until, "until", "", "end of the range (default now)")
+	fs.StringVar(&bucket, "bucket", "", "time series bucket: minute (ranges up to 24h), hour or day")
+	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{"by": {by}}
+		setIf(q, "since", since)
+		setIf(q, "until", until)
+		setIf(q, "bucket", bucket)
+		var rep query.CostReport
+		if done, err := getOrPrint(cmd, c, "/api/v1/costs", q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		printCosts(cmd.OutOrStdout(), rep)
+		return nil
+	}
+	return cmd
+}
+
+// orNone shows an empty dimension value.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func printCosts(w io.Writer, rep query.CostReport) {
+	fmt.Fprintf(w, "cost by %s, %s – %s\n\n", rep.By, rep.Since.Local().Format(time.DateTime), rep.Until.Local().Format(time.DateTime))
+	if len(rep.Groups) == 0 {
+		fmt.Fprintln(w, "no spans in this range")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tCOST\tINPUT\tCACHE RD\tCACHE WR\tOUTPUT\tLLM\tTOOLS\tRETRIES\tRETRY TAX\tUNPRICED\t\n", strings.ToUpper(rep.By))
+	row := func(key string, t query.CostTotals) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", key, fmtUSD(t.Cost.Total),
+			fmtTokens(t.Usage.Input), fmtTokens(t.Usage.CacheRead), fmtTokens(t.Usage.CacheWrite),
+			fmtTokens(t.Usage.Output), t.LLMCalls, t.ToolCalls, t.ToolRetries, fmtUSD(t.RetryTaxUSD), t.UnpricedSpans)
+	}
+	for _, g := range rep.Groups {
+		row(orNone(g.Key), g.CostTotals)
+	}
+	row("TOTAL", rep.Total)
+	tw.Flush()
+	if rep.Bucket != "" {
+		fmt.Fprintf(w, "\nper %s:\n", rep.Bucket)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "TIME\t%s\tCOST\tINPUT\tOUTPUT\n", strings.ToUpper(rep.By))
+		for _, g := range rep.Groups {
+			for _, p := range g.Series {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Time.Local().Format(time.DateTime), orNone(g.Key),
+					fmtUSD(p.Cost.Total), fmtTokens(p.Usage.Input), fmtTokens(p.Usage.Output))
+			}
+		}
+		tw.Flush()
+	}
+	if len(rep.Unmatched) > 0 {
+		fmt.Fprintln(w, "\nmodels without a price (their spans are not in COST; add them with --prices):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROVIDER\tMODEL\tSPANS\tINPUT\tOUTPUT")
+		for _, m := range rep.Unmatched {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", orNone(m.Provider), m.Model, m.Spans, fmtTokens(m.InputTokens), fmtTokens(m.OutputTokens))
+		}
+		tw.Flush()
+	}
+}
+
+func newCacheCmd() *cobra.Command {
+	var (
+		since, until, agent, model           string
+		minCalls, minRunCalls, defaultPrefix int
+		asJSON                               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cache",
+		Short: "Prompt-cache health per agent and model, and runs that never hit the cache",
+	}
+	c, apply := clientFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
+	fs.StringVar(&until, "until", "", "end of the range (default now)")
+	fs.StringVar(&agent, "agent", "", "only this agent")
+	fs.StringVar(&model, "model", "", "only this model")
+	fs.IntVar(&minCalls, "min-eligible-calls", 0, "eligible calls without a cache read that make an agent/model never_hit (server default 5)")
+	fs.IntVar(&minRunCalls, "min-eligible-run-calls", 0, "the same for one run (server default 2)")
+	fs.IntVar(&defaultPrefix, "default-min-prefix", 0, "minimum cacheable prefix assumed for models not in the catalog (server default 1024)")
+	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{}
+		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model} {
+			setIf(q, k, v)
+		}
+		for k, v := range map[string]int{"min_eligible_calls": minCalls, "min_eligible_run_calls": minRunCalls,
+			"default_min_prefix_tokens": defaultPrefix} {
+			if v > 0 {
+				q.Set(k, strconv.Itoa(v))
+			}
+		}
+		var rep query.CacheReport
+		if done, err := getOrPrint(cmd, c, "/api/v1/cache", q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		printCache(cmd.OutOrStdout(), rep)
+		return nil
+	}
+	return cmd
+}
+
+func printCache(w io.Writer, rep query.CacheReport) {
+	th := rep.Thresholds
+	fmt.Fprintf(w, "prompt cache, %s – %s (never_hit: ≥ %d eligible calls per agent/model, ≥ %d per run, no cache read)\n\n",
+		rep.Since.Local().Format(time.DateTime), rep.Until.Local().Format(time.DateTime), th.MinEligibleCalls, th.MinEligibleRunCalls)
+	if len(rep.Groups) == 0 {
+		fmt.Fprintln(w, "no inference calls with usage in this range")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tMODEL\tCALLS\tELIGIBLE\tMIN PREFIX\tCACHE READ\tHIT RATIO\tVERDICT\tNEVER-HIT RUNS")
+	for _, g := range rep.Groups {
+		prefix := strconv.Itoa(g.MinPrefixTokens)
+		switch g.PrefixSource {
+		case query.PrefixDefault:
+			prefix += " (default)"
+		case query.PrefixNoCache:
+			prefix = "no cache"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.1f%%\t%s\t%d\n", orNone(g.Agent), orNone(g.Model), g.Calls,
+			g.EligibleCalls, prefix, fmtTokens(g.CacheReadTokens), 100*g.HitRatio, g.Verdict, g.NeverHitRuns)
+	}
+	tw.Flush()
+	if len(rep.NeverHitRuns) > 0 {
+		fmt.Fprintln(w, "\nruns that never hit the cache (open with `tally run <trace id>`):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TRACE ID\tSTART\tTASK\tAGENTS\tMODELS\tELIGIBLE\tINPUT")
+		for _, r := range rep.NeverHitRuns {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.TraceID, r.Start.Local().Format("01-02 15:04:05"), r.Task,
+				strings.Join(r.Agents, ","), strings.Join(r.Models, ","), r.EligibleCalls, fmtTokens(r.EligibleInputTokens))
+		}
+		tw.Flush()
+		if rep.RunsTruncated {
+			fmt.Fprintln(w, "(more runs not shown)")
+		}
+	}
+}
+
+func newRepriceCmd() *cobra.Command {
+	var (
+		st                                            storeFlags
+		since, until, model, project, prices, litellm string
+		asJSON                                        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reprice",
+		Short: "Recompute stored span costs over a time range with the current prices (idempotent)",
+		Long: "Recompute the cost of the spans that started in [--since, --until) with the built-in catalog plus\n" +
+			"--prices / --litellm-prices, and store the spans whose cost changed again with a newer version.\n" +
+			"Spans whose cost the client sent are never changed. Running it twice is the same as once.\n" +
+			"The affected hours of the cost rollup are recomputed afterwards. Talks to ClickHouse directly.",
+	}
+	apply := configFlag(cmd)
+	fs := cmd.Flags()
+	st.register(fs)
+	fs.StringVar(&since, "since", "", "start of the range (required): RFC 3339 or a duration before now (7d)")
+	fs.StringVar(&until, "until", "", "end of the range (default now)")
+	fs.StringVar(&model, "model", "", "only spans of this model (matched after normalization: gpt-4o matches gpt-4o-2024-08-06)")
+	fs.StringVar(&project, "project", "", "only this project (default all)")
+	fs.StringVar(&prices, "prices", "", "YAML price file adding to or overriding the built-in catalog")
+	fs.StringVar(&litellm, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		if since == "" {
+			return fmt.Errorf("--since is required")
+		}
+		now := time.Now()
+		from, to, err := api.TimeRange(since, until, now)
+		if err != nil {
+			return err
+		}
+		if to.IsZero() {
+			to = now.UTC()
+		}
+		catalog, err := loadCatalog(prices, litellm)
+		if err != nil {
+			return err
+		}
+		store, err := st.open(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		rollup := query.NewRollup(store, query.RollupConfig{})
+		res, err := query.Reprice(cmd.Context(), store, catalog,
+			query.RepriceFilter{Project: project, Since: from, Until: to, Model: model}, rollup)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "repriced %s – %s: %d spans scanned, %d changed, %d with a client cost left alone; %d rollup hours recomputed\n",
+			from.Format(time.RFC3339), to.Format(time.RFC3339), res.Scanned, res.Changed, res.ClientCost, res.Rollup.HoursRecomputed)
+		return nil
+	}
+	return cmd
+}

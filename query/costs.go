@@ -1,0 +1,559 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// ErrInvalidFilter wraps the errors of a filter the caller got wrong (an
+// unknown dimension or bucket, a range too long for its bucket): the API
+// answers them with 400.
+var ErrInvalidFilter = errors.New("invalid filter")
+
+// Cost report dimensions (CostFilter.By).
+const (
+	ByAgent        = "agent"
+	ByModel        = "model"
+	ByTask         = "task"
+	ByProvider     = "provider"
+	ByTool         = "tool"
+	ByConversation = "conversation"
+	ByUser         = "user"
+	ByService      = "service"
+)
+
+// Time series buckets (CostFilter.Bucket).
+const (
+	BucketNone   = ""
+	BucketMinute = "minute"
+	BucketHour   = "hour"
+	BucketDay    = "day"
+)
+
+// MaxMinuteRange is the longest range a minute-bucketed report may cover:
+// minute buckets are computed from raw spans.
+const MaxMinuteRange = 24 * time.Hour
+
+// DefaultCostRange is the range of a report whose Since is zero.
+const DefaultCostRange = 24 * time.Hour
+
+// byDimension maps each CostFilter.By to its rollup grain and column.
+var byDimension = map[string]struct {
+	grain  uint8
+	column string
+}{
+	ByAgent:        {schema.GrainAgent, "agent"},
+	ByModel:        {schema.GrainModel, "model"},
+	ByTask:         {schema.GrainTask, "task"},
+	ByProvider:     {schema.GrainProvider, "provider"},
+	ByTool:         {schema.GrainTool, "tool"},
+	ByService:      {schema.GrainService, "service"},
+	ByConversation: {schema.GrainConversation, "conversation_id"},
+	ByUser:         {schema.GrainUser, "user_id"},
+}
+
+// CostDimensions lists the valid values of CostFilter.By.
+func CostDimensions() []string {
+	return []string{ByAgent, ByModel, ByTask, ByProvider, ByTool, ByConversation, ByUser, ByService}
+}
+
+// CostFilter selects a cost report.
+type CostFilter struct {
+	Project string
+	// By is the dimension groups are keyed on: agent (the span's agent, else
+	// its nearest enclosing agent's), model, task (the run's), provider,
+	// tool (the enclosing tool call's; see retrytax.go for inference spans
+	// charged to a retried tool), conversation, user or service.
+	By string
+	// Since and Until bound the spans' start times, [Since, Until). A zero
+	// Until is now; a zero Since is Until − DefaultCostRange.
+	Since, Until time.Time
+	// Bucket adds a time series per group: "" (none), minute (ranges up to
+	// MaxMinuteRange), hour or day (UTC).
+	Bucket string
+}
+
+// withDefaults fills the zero bounds.
+func (f CostFilter) withDefaults(now time.Time) CostFilter {
+	if f.Until.IsZero() {
+		f.Until = now
+	}
+	if f.Since.IsZero() {
+		f.Since = f.Until.Add(-DefaultCostRange)
+	}
+	f.Since, f.Until = f.Since.UTC(), f.Until.UTC()
+	return f
+}
+
+// Validate checks the dimension, the bucket and the range, with zero bounds
+// defaulted as Costs does at time now. Its errors wrap ErrInvalidFilter.
+func (f CostFilter) Validate(now time.Time) error {
+	f = f.withDefaults(now)
+	if _, ok := byDimension[f.By]; !ok {
+		return fmt.Errorf("%w: by %q: want one of %s", ErrInvalidFilter, f.By, strings.Join(CostDimensions(), ", "))
+	}
+	switch f.Bucket {
+	case BucketNone, BucketHour, BucketDay:
+	case BucketMinute:
+		if f.Until.Sub(f.Since) > MaxMinuteRange {
+			return fmt.Errorf("%w: bucket minute covers at most %s; the range is %s", ErrInvalidFilter, MaxMinuteRange, f.Until.Sub(f.Since))
+		}
+	default:
+		return fmt.Errorf("%w: bucket %q: want minute, hour or day", ErrInvalidFilter, f.Bucket)
+	}
+	if f.Until.Before(f.Since) {
+		return fmt.Errorf("%w: until is before since", ErrInvalidFilter)
+	}
+	return nil
+}
+
+// CostTotals are the measures of a set of spans. Each span counts once
+// (duplicates deliveries are collapsed). Tokens count only spans that carry
+// non-aggregated usage, except in a run where none does: there the run's
+// largest aggregated (agent) span counts, as in Summarize. Costs add up over
+// all spans.
+type CostTotals struct {
+	Spans       uint64 `json:"spans"`
+	LLMCalls    uint64 `json:"llm_calls"`
+	ToolCalls   uint64 `json:"tool_calls"`
+	ToolRetries uint64 `json:"tool_retries"`
+	ToolErrors  uint64 `json:"tool_errors"`
+	Usage       Usage  `json:"usage"`
+	Cost        Cost   `json:"cost"`
+	// UnpricedSpans carried usage but matched no price entry: their cost is
+	// missing from Cost, not zero.
+	UnpricedSpans uint64 `json:"unpriced_spans"`
+	// ClientCostSpans carried a cost of their own (it wins over the catalog).
+	ClientCostSpans uint64 `json:"client_cost_spans"`
+	// RetryTaxUSD is the part of Cost.Total spent on inference inside failed
+	// or retried tool-call attempts (see retrytax.go); RetryTaxCalls counts
+	// those inference spans.
+	RetryTaxUSD   float64 `json:"retry_tax_usd"`
+	RetryTaxCalls uint64  `json:"retry_tax_calls"`
+
+	unpricedInput, unpricedOutput uint64
+}
+
+func (t *CostTotals) add(o *CostTotals) {
+	t.Spans += o.Spans
+	t.LLMCalls += o.LLMCalls
+	t.ToolCalls += o.ToolCalls
+	t.ToolRetries += o.ToolRetries
+	t.ToolErrors += o.ToolErrors
+	t.Usage.add(o.Usage)
+	t.Cost.add(o.Cost)
+	t.UnpricedSpans += o.UnpricedSpans
+	t.ClientCostSpans += o.ClientCostSpans
+	t.RetryTaxUSD += o.RetryTaxUSD
+	t.RetryTaxCalls += o.RetryTaxCalls
+	t.unpricedInput += o.unpricedInput
+	t.unpricedOutput += o.unpricedOutput
+}
+
+// addSpan adds one attributed span.
+func (t *CostTotals) addSpan(a *attributed) {
+	t.Spans++
+	switch a.SpanType {
+	case schema.TypeInference:
+		t.LLMCalls++
+	case schema.TypeTool:
+		t.ToolCalls++
+		if a.ToolRetry {
+			t.ToolRetries++
+		}
+		if a.ToolError {
+			t.ToolErrors++
+		}
+	}
+	if a.UsageCounted {
+		t.Usage.add(a.Usage)
+	}
+	t.Cost.add(a.spanFact.Cost)
+	switch a.CostSource {
+	case schema.CostUnpriced:
+		t.UnpricedSpans++
+		t.unpricedInput += a.Usage.Input
+		t.unpricedOutput += a.Usage.Output
+	case schema.CostClient:
+		t.ClientCostSpans++
+	}
+	if a.RetryTax {
+		t.RetryTaxUSD += a.spanFact.Cost.Total
+		t.RetryTaxCalls++
+	}
+}
+
+// CostGroup is the totals of one value of the report's dimension ("" for
+// spans without one: no agent, no model…), with its time series when the
+// report has a bucket.
+type CostGroup struct {
+	Key string `json:"key"`
+	CostTotals
+	Series []CostPoint `json:"series,omitempty"`
+}
+
+// CostPoint is one bucket of a group's time series. Buckets without spans
+// are left out.
+type CostPoint struct {
+	Time time.Time `json:"time"` // the bucket's start, UTC
+	CostTotals
+}
+
+// TimeRange is a half-open time range [Since, Until).
+type TimeRange struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+// Freshness says where a report's figures came from: closed hours read from
+// the hourly rollup, and the ranges read live from raw spans (the open hour,
+// the partial hours at the edges, hours not rolled up yet, minute buckets).
+type Freshness struct {
+	RolledUpHours int         `json:"rolled_up_hours"`
+	Live          []TimeRange `json:"live"`
+}
+
+// CostReport is the answer to a CostFilter: groups sorted by cost,
+// descending, then key.
+type CostReport struct {
+	By        string           `json:"by"`
+	Bucket    string           `json:"bucket,omitempty"`
+	Since     time.Time        `json:"since"`
+	Until     time.Time        `json:"until"`
+	Total     CostTotals       `json:"total"`
+	Groups    []CostGroup      `json:"groups"`
+	Unmatched []UnmatchedModel `json:"unmatched"`
+	Freshness Freshness        `json:"freshness"`
+}
+
+// UnmatchedModel is a model name no price entry matched, with the spans that
+// carried usage under it in the range.
+type UnmatchedModel struct {
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Spans        uint64 `json:"spans"`
+	InputTokens  uint64 `json:"input_tokens"`
+	OutputTokens uint64 `json:"output_tokens"`
+}
+
+// view is one grouping of an aggregation: a rollup grain and the columns
+// (see dimValue) groups are keyed on.
+type view struct {
+	grain uint8
+	dims  []string
+}
+
+type bucketKey struct {
+	bucket int64 // unix seconds of the bucket's start; 0 without buckets
+	key    string
+}
+
+type aggregation map[bucketKey]*CostTotals
+
+func (g aggregation) at(k bucketKey) *CostTotals {
+	t := g[k]
+	if t == nil {
+		t = &CostTotals{}
+		g[k] = t
+	}
+	return t
+}
+
+// dimValue is the value of rollup column dim for an attributed span.
+func dimValue(a *attributed, dim string) string {
+	switch dim {
+	case "agent":
+		return a.Agent
+	case "model":
+		return a.Model
+	case "provider":
+		return a.Provider
+	case "task":
+		return a.Task
+	case "service":
+		return a.Service
+	case "tool":
+		return a.Tool
+	case "conversation_id":
+		return a.Conversation
+	case "user_id":
+		return a.User
+	}
+	return ""
+}
+
+func bucketStart(t time.Time, bucket string) int64 {
+	switch bucket {
+	case BucketMinute:
+		return t.Truncate(time.Minute).Unix()
+	case BucketHour:
+		return t.Truncate(time.Hour).Unix()
+	case BucketDay:
+		return t.Truncate(24 * time.Hour).Unix()
+	}
+	return 0
+}
+
+func ceilHour(t time.Time) time.Time {
+	h := t.Truncate(time.Hour)
+	if h.Before(t) {
+		h = h.Add(time.Hour)
+	}
+	return h
+}
+
+// aggregate computes the views over [since, until) for one project, reading
+// rolled-up closed hours from the rollup and everything else live from raw
+// spans (see Freshness). Minute buckets are always live.
+func (r *Reader) aggregate(ctx context.Context, project string, since, until time.Time, bucket string, views []view) ([]aggregation, Freshness, error) {
+	out := make([]aggregation, len(views))
+	for i := range out {
+		out[i] = aggregation{}
+	}
+	var fresh Freshness
+	var rolled []time.Time
+	if bucket != BucketMinute {
+		var err error
+		if rolled, err = r.rolledHours(ctx, ceilHour(since), until.Truncate(time.Hour)); err != nil {
+			return nil, fresh, err
+		}
+	}
+	fresh.RolledUpHours = len(rolled)
+	fresh.Live = []TimeRange{}
+	cursor := since
+	for _, h := range rolled {
+		if h.After(cursor) {
+			fresh.Live = append(fresh.Live, TimeRange{cursor, h})
+		}
+		cursor = h.Add(time.Hour)
+	}
+	if until.After(cursor) {
+		fresh.Live = append(fresh.Live, TimeRange{cursor, until})
+	}
+	if len(rolled) > 0 {
+		for i, v := range views {
+			if err := r.readRollup(ctx, project, rolled, bucket, v, out[i]); err != nil {
+				return nil, fresh, err
+			}
+		}
+	}
+	for _, lr := range fresh.Live {
+		if err := r.aggregateLive(ctx, project, lr, bucket, views, out); err != nil {
+			return nil, fresh, err
+		}
+	}
+	return out, fresh, nil
+}
+
+// liveChunk bounds the range one live load covers, to bound the memory of
+// the deduplicating read on the server and of the attribution here.
+const liveChunk = 6 * time.Hour
+
+// aggregateLive adds the spans of lr, read from raw spans, to the views.
+func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange, bucket string, views []view, out []aggregation) error {
+	for from := lr.Since; from.Before(lr.Until); from = from.Add(liveChunk) {
+		to := from.Add(liveChunk)
+		if to.After(lr.Until) {
+			to = lr.Until
+		}
+		spans, err := r.loadSpans(ctx, project, from, to, DefaultTraceWindow)
+		if err != nil {
+			return err
+		}
+		for i := range spans {
+			a := &spans[i]
+			b := bucketStart(nsTime(a.StartNs), bucket)
+			for vi, v := range views {
+				vals := make([]string, len(v.dims))
+				for di, d := range v.dims {
+					vals[di] = dimValue(a, d)
+				}
+				out[vi].at(bucketKey{b, strings.Join(vals, "\x00")}).addSpan(a)
+			}
+		}
+	}
+	return nil
+}
+
+// rolledHours lists the hours in [from, to) the rollup has computed.
+func (r *Reader) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time, error) {
+	if !to.After(from) {
+		return nil, nil
+	}
+	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h FROM "+r.store.Table(schema.TableCostRollupHours)+
+		" WHERE hour >= ? AND hour < ? GROUP BY h ORDER BY h", from.UTC(), to.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("read rollup hours: %w", err)
+	}
+	defer rows.Close()
+	var hours []time.Time
+	for rows.Next() {
+		var h uint32
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("scan rollup hour: %w", err)
+		}
+		hours = append(hours, time.Unix(int64(h), 0).UTC())
+	}
+	return hours, rows.Err()
+}
+
+// rollupMeasures is the SELECT list of measures over the rollup, in
+// CostTotals scan order.
+const rollupMeasures = `sum(spans), sum(llm_calls), sum(tool_calls), sum(tool_retries), sum(tool_errors),
+	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), sum(reasoning_tokens),
+	sum(cost_total), sum(cost_input), sum(cost_cache_read), sum(cost_cache_write), sum(cost_output),
+	sum(unpriced_spans), sum(unpriced_input_tokens), sum(unpriced_output_tokens), sum(client_cost_spans),
+	sum(retry_tax_usd), sum(retry_tax_calls)`
+
+func (t *CostTotals) dest() []any {
+	return []any{&t.Spans, &t.LLMCalls, &t.ToolCalls, &t.ToolRetries, &t.ToolErrors,
+		&t.Usage.Input, &t.Usage.CacheRead, &t.Usage.CacheWrite, &t.Usage.Output, &t.Usage.Reasoning,
+		&t.Cost.Total, &t.Cost.Input, &t.Cost.CacheRead, &t.Cost.CacheWrite, &t.Cost.Output,
+		&t.UnpricedSpans, &t.unpricedInput, &t.unpricedOutput, &t.ClientCostSpans,
+		&t.RetryTaxUSD, &t.RetryTaxCalls}
+}
+
+// latestGeneration is the condition that selects, from the rollup table,
+// the rows of the latest computation of each hour (two ? for the first and
+// last hour). Every computation of an hour writes every key the hour has, and
+// a zero row (a tombstone) for every key it no longer has, all with one
+// version: the latest version's rows are the hour's complete, current image,
+// so no FINAL is needed. Reading without FINAL keeps a month of rollup rows
+// fast on servers where FINAL merges in one thread.
+func latestGeneration(table string) string {
+	return "(hour, version) IN (SELECT hour, max(version) FROM " + table + " WHERE hour >= ? AND hour <= ? GROUP BY hour)"
+}
+
+// readRollup adds the rollup's rows of the given hours to agg. The hour list
+// is the one read from the rollup's hour record before, so that hours read
+// here and hours read live never overlap.
+func (r *Reader) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
+	list := make([]string, len(hours))
+	for i, h := range hours {
+		list[i] = strconv.FormatInt(h.Unix(), 10)
+	}
+	table := r.store.Table(schema.TableCostRollup)
+	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + rollupMeasures +
+		"\nFROM " + table +
+		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (" + strings.Join(list, ",") + ")" +
+		"\n  AND " + latestGeneration(table) +
+		"\nGROUP BY h, " + strings.Join(v.dims, ", ")
+	first, last := hours[0], hours[len(hours)-1]
+	rows, err := r.store.Conn().Query(ctx, q, project, v.grain, first, last, first, last)
+	if err != nil {
+		return fmt.Errorf("read cost rollup: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h uint32
+		vals := make([]string, len(v.dims))
+		var t CostTotals
+		dest := []any{&h}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := rows.Scan(append(dest, t.dest()...)...); err != nil {
+			return fmt.Errorf("scan cost rollup: %w", err)
+		}
+		if t.Spans == 0 {
+			continue // a tombstone
+		}
+		b := bucketStart(time.Unix(int64(h), 0).UTC(), bucket)
+		agg.at(bucketKey{b, strings.Join(vals, "\x00")}).add(&t)
+	}
+	return rows.Err()
+}
+
+var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}}
+
+// Costs reports cost and tokens per value of f.By over [f.Since, f.Until),
+// as totals and, with a bucket, as time series. Closed hours come from the
+// hourly rollup once Rollup has computed them, everything else from raw
+// spans; either way every span counts once. The report also lists the
+// models no price matched.
+func (r *Reader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
+	f = f.withDefaults(time.Now())
+	if err := f.Validate(f.Until); err != nil {
+		return CostReport{}, err
+	}
+	dim := byDimension[f.By]
+	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket,
+		[]view{{dim.grain, []string{dim.column}}, unmatchedView})
+	if err != nil {
+		return CostReport{}, err
+	}
+	rep := CostReport{By: f.By, Bucket: f.Bucket, Since: f.Since, Until: f.Until, Groups: []CostGroup{},
+		Unmatched: unmatchedFrom(aggs[1]), Freshness: fresh}
+	groups := map[string]*CostGroup{}
+	for k, t := range aggs[0] {
+		g := groups[k.key]
+		if g == nil {
+			g = &CostGroup{Key: k.key}
+			groups[k.key] = g
+		}
+		g.add(t)
+		rep.Total.add(t)
+		if f.Bucket != BucketNone {
+			g.Series = append(g.Series, CostPoint{Time: time.Unix(k.bucket, 0).UTC(), CostTotals: *t})
+		}
+	}
+	for _, g := range groups {
+		sort.Slice(g.Series, func(i, j int) bool { return g.Series[i].Time.Before(g.Series[j].Time) })
+		rep.Groups = append(rep.Groups, *g)
+	}
+	sort.Slice(rep.Groups, func(i, j int) bool {
+		a, b := rep.Groups[i], rep.Groups[j]
+		if a.Cost.Total != b.Cost.Total {
+			return a.Cost.Total > b.Cost.Total
+		}
+		return a.Key < b.Key
+	})
+	return rep, nil
+}
+
+// Unmatched lists the models that carried usage in [since, until) but
+// matched no price entry, most spans first.
+func (r *Reader) Unmatched(ctx context.Context, project string, since, until time.Time) ([]UnmatchedModel, error) {
+	f := CostFilter{Since: since, Until: until}.withDefaults(time.Now())
+	aggs, _, err := r.aggregate(ctx, project, f.Since, f.Until, BucketNone, []view{unmatchedView})
+	if err != nil {
+		return nil, err
+	}
+	return unmatchedFrom(aggs[0]), nil
+}
+
+func unmatchedFrom(agg aggregation) []UnmatchedModel {
+	byModel := map[string]*UnmatchedModel{}
+	for k, t := range agg {
+		if t.UnpricedSpans == 0 {
+			continue
+		}
+		m := byModel[k.key]
+		if m == nil {
+			provider, model, _ := strings.Cut(k.key, "\x00")
+			m = &UnmatchedModel{Provider: provider, Model: model}
+			byModel[k.key] = m
+		}
+		m.Spans += t.UnpricedSpans
+		m.InputTokens += t.unpricedInput
+		m.OutputTokens += t.unpricedOutput
+	}
+	out := make([]UnmatchedModel, 0, len(byModel))
+	for _, m := range byModel {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Spans != out[j].Spans {
+			return out[i].Spans > out[j].Spans
+		}
+		return out[i].Provider+"/"+out[i].Model < out[j].Provider+"/"+out[j].Model
+	})
+	return out
+}

@@ -1,0 +1,388 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Rollup keeps the hourly cost rollup (schema.TableCostRollup) up to date.
+//
+// Why an idempotent recompute of closed hours rather than materialized views:
+// a span's figures depend on its whole run — its agent may be named only on
+// an enclosing agent span, its task on the root, its retry tax on a sibling
+// tool call — and on deduplication, which ClickHouse's ReplacingMergeTree
+// only does eventually. A materialized view sees one insert block at a time,
+// so it would count a duplicate delivery twice and could not attribute a
+// span whose parent arrives in another block. Recomputing an hour from the
+// deduplicated spans (FINAL) of the runs touching it, in Go, gives the same
+// answer as the live path (it is the same code), twice is the same as once,
+// and a late span, a duplicate or a reprice is absorbed by recomputing the
+// hours it touched.
+//
+// How staleness is noticed: for every closed hour, the rollup records the
+// fingerprint of the spans table's rows in that hour (row count, sum of row
+// versions: two numeric columns, no FINAL) read just before computing it. An
+// hour whose fingerprint has changed since — new spans, a duplicate, a
+// reprice (new versions), a background merge collapsing duplicates — is
+// recomputed, with its neighbours within DefaultTraceWindow, whose spans'
+// attribution a late span may also change. An insert of a duplicate that a
+// merge collapses before the next check leaves the fingerprint unchanged,
+// and indeed changes nothing.
+//
+// Freshness: Refresh checks the hours of the last Lookback (48 h by default)
+// and Run calls it every Interval (1 min): a closed hour reflects late data
+// within about one interval. Hours older than Lookback are checked every
+// FullEvery (1 h) over FullLookback (35 days). Reports never wait for a
+// rollup: the open hour, and every hour not rolled up yet, is read live from
+// raw spans, so a report is always complete; a rolled-up hour that received
+// late data shows it after the next refresh.
+//
+// Readers take, for each hour, only the rows of its latest computation (see
+// latestGeneration), each a complete image of the hour, so a refresh running
+// while a report reads, or two servers refreshing the same hour, never mix
+// two computations.
+type Rollup struct {
+	store *schema.Store
+	cfg   RollupConfig
+
+	mu          sync.Mutex // serializes refreshes of this Rollup
+	lastVersion uint64
+}
+
+// RollupConfig tunes Rollup. Zero fields take the defaults.
+type RollupConfig struct {
+	Lookback     time.Duration // hours checked by Refresh; default 48h
+	FullLookback time.Duration // hours checked by the periodic full check; default 35 days
+	Interval     time.Duration // Run: time between refreshes; default 1 min
+	FullEvery    time.Duration // Run: time between full checks; default 1 h
+	ChunkHours   int           // hours computed per load of raw spans; default 6
+	Logger       *slog.Logger  // Run: where failed refreshes are logged; default slog.Default()
+}
+
+func (c RollupConfig) withDefaults() RollupConfig {
+	if c.Lookback <= 0 {
+		c.Lookback = 48 * time.Hour
+	}
+	if c.FullLookback <= 0 {
+		c.FullLookback = 35 * 24 * time.Hour
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Minute
+	}
+	if c.FullEvery <= 0 {
+		c.FullEvery = time.Hour
+	}
+	if c.ChunkHours <= 0 {
+		c.ChunkHours = 6
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// NewRollup returns a Rollup over the store's spans and rollup tables.
+func NewRollup(store *schema.Store, cfg RollupConfig) *Rollup {
+	return &Rollup{store: store, cfg: cfg.withDefaults()}
+}
+
+// RefreshStats says what a refresh did.
+type RefreshStats struct {
+	HoursChecked    int `json:"hours_checked"`
+	HoursRecomputed int `json:"hours_recomputed"`
+	RowsWritten     int `json:"rows_written"`
+}
+
+// Run refreshes the rollup every Interval, and checks the whole FullLookback
+// every FullEvery (first at start), until ctx ends. Failures are logged and
+// retried at the next tick.
+func (r *Rollup) Run(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.Interval)
+	defer tick.Stop()
+	var lastFull time.Time
+	for {
+		now := time.Now()
+		var err error
+		if now.Sub(lastFull) >= r.cfg.FullEvery {
+			if _, err = r.RefreshRange(ctx, now.Add(-r.cfg.FullLookback), now); err == nil {
+				lastFull = now
+			}
+		} else {
+			_, err = r.Refresh(ctx, now)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("cost rollup refresh failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Refresh recomputes the closed hours of the last Lookback before now whose
+// spans changed since they were last computed (or that never were).
+func (r *Rollup) Refresh(ctx context.Context, now time.Time) (RefreshStats, error) {
+	return r.RefreshRange(ctx, now.Add(-r.cfg.Lookback), now)
+}
+
+// RefreshRange recomputes the closed hours (ending at or before until) that
+// start in [since, until) and whose spans changed since they were last
+// computed, or that never were.
+func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (RefreshStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var stats RefreshStats
+	from, to := since.UTC().Truncate(time.Hour), until.UTC().Truncate(time.Hour)
+	if !to.After(from) {
+		return stats, nil
+	}
+	// Neighbours whose runs may reach into a changed hour.
+	margin := DefaultTraceWindow.Truncate(time.Hour)
+	if margin < DefaultTraceWindow {
+		margin += time.Hour
+	}
+	// Fingerprints first, state second, computation last: a span arriving
+	// after the fingerprint was read changes it again, so it is never missed.
+	raw, err := r.rawFingerprints(ctx, from.Add(-margin), to)
+	if err != nil {
+		return stats, err
+	}
+	state, err := r.hourState(ctx, from.Add(-margin), to)
+	if err != nil {
+		return stats, err
+	}
+	stale := map[time.Time]bool{}
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		stats.HoursChecked++
+		st, ok := state[h]
+		if ok && st == raw[h] {
+			continue
+		}
+		for n := h.Add(-margin); !n.After(h.Add(margin)); n = n.Add(time.Hour) {
+			if n.Before(to) {
+				stale[n] = true
+			}
+		}
+	}
+	if len(stale) == 0 {
+		return stats, nil
+	}
+	hours := make([]time.Time, 0, len(stale))
+	for h := range stale {
+		hours = append(hours, h)
+	}
+	sort.Slice(hours, func(i, j int) bool { return hours[i].Before(hours[j]) })
+	for len(hours) > 0 {
+		n := 1
+		for n < len(hours) && n < r.cfg.ChunkHours && hours[n].Equal(hours[n-1].Add(time.Hour)) {
+			n++
+		}
+		chunk := hours[:n]
+		hours = hours[n:]
+		written, err := r.recompute(ctx, chunk[0], chunk[n-1].Add(time.Hour), raw)
+		if err != nil {
+			return stats, err
+		}
+		stats.HoursRecomputed += n
+		stats.RowsWritten += written
+	}
+	return stats, nil
+}
+
+// fingerprint identifies the state of an hour of the spans table.
+type fingerprint struct {
+	rows, versionSum uint64
+}
+
+func (r *Rollup) rawFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]fingerprint, error) {
+	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
+		r.store.Table(schema.TableSpans)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint spans: %w", err)
+	}
+	defer rows.Close()
+	out := map[time.Time]fingerprint{}
+	for rows.Next() {
+		var h uint64
+		var fp fingerprint
+		if err := rows.Scan(&h, &fp.rows, &fp.versionSum); err != nil {
+			return nil, fmt.Errorf("scan fingerprint: %w", err)
+		}
+		out[time.Unix(int64(h), 0).UTC()] = fp
+	}
+	return out, rows.Err()
+}
+
+func (r *Rollup) hourState(ctx context.Context, from, to time.Time) (map[time.Time]fingerprint, error) {
+	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM "+
+		r.store.Table(schema.TableCostRollupHours)+" WHERE hour >= ? AND hour < ? GROUP BY h", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read rollup state: %w", err)
+	}
+	defer rows.Close()
+	out := map[time.Time]fingerprint{}
+	for rows.Next() {
+		var h uint32
+		var fp fingerprint
+		if err := rows.Scan(&h, &fp.rows, &fp.versionSum); err != nil {
+			return nil, fmt.Errorf("scan rollup state: %w", err)
+		}
+		out[time.Unix(int64(h), 0).UTC()] = fp
+	}
+	return out, rows.Err()
+}
+
+// nextVersion returns a version newer than any this Rollup wrote before.
+func (r *Rollup) nextVersion() uint64 {
+	v := uint64(time.Now().UnixNano())
+	if v <= r.lastVersion {
+		v = r.lastVersion + 1
+	}
+	r.lastVersion = v
+	return v
+}
+
+// rollupKey is a rollup row's identity.
+type rollupKey struct {
+	project      string
+	grain        uint8
+	hour         int64
+	agent        string
+	model        string
+	provider     string
+	task         string
+	service      string
+	tool         string
+	conversation string
+	user         string
+}
+
+// recompute rewrites the rollup rows of the hours in [from, to), all
+// projects, and records the hours with the fingerprints read before.
+func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]fingerprint) (int, error) {
+	reader := NewReader(r.store)
+	spans, err := reader.loadSpans(ctx, "", from, to, DefaultTraceWindow)
+	if err != nil {
+		return 0, err
+	}
+	rows := map[rollupKey]*schema.CostRollupRow{}
+	row := func(k rollupKey) *schema.CostRollupRow {
+		if x := rows[k]; x != nil {
+			return x
+		}
+		x := &schema.CostRollupRow{Project: k.project, Grain: k.grain, Hour: time.Unix(k.hour, 0).UTC(),
+			Agent: k.agent, Model: k.model, Provider: k.provider, Task: k.task, Service: k.service,
+			Tool: k.tool, Conversation: k.conversation, User: k.user}
+		rows[k] = x
+		return x
+	}
+	for i := range spans {
+		a := &spans[i]
+		hour := nsTime(a.StartNs).Truncate(time.Hour).Unix()
+		var t CostTotals
+		t.addSpan(a)
+		for _, k := range []rollupKey{
+			{grain: schema.GrainAgent, agent: a.Agent},
+			{grain: schema.GrainModel, provider: a.Provider, model: a.Model},
+			{grain: schema.GrainProvider, provider: a.Provider},
+			{grain: schema.GrainTask, task: a.Task},
+			{grain: schema.GrainService, service: a.Service},
+			{grain: schema.GrainTool, tool: a.Tool},
+			{grain: schema.GrainConversation, conversation: a.Conversation},
+			{grain: schema.GrainUser, user: a.User},
+		} {
+			k.project, k.hour = a.Project, hour
+			addTotals(row(k), &t)
+		}
+	}
+	old, err := r.existingKeys(ctx, from, to)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range old {
+		if rows[k] == nil {
+			row(k) // a tombstone: zero measures replace the old row
+		}
+	}
+	version := r.nextVersion()
+	out := make([]schema.CostRollupRow, 0, len(rows))
+	for _, x := range rows {
+		x.Version = version
+		out = append(out, *x)
+	}
+	if err := r.store.InsertCostRollup(ctx, out); err != nil {
+		return 0, fmt.Errorf("write cost rollup %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+	}
+	computedAt := time.Now().UTC().Truncate(time.Second)
+	var hours []schema.RollupHourRow
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		fp := raw[h]
+		hours = append(hours, schema.RollupHourRow{Hour: h, Version: version, RawRows: fp.rows,
+			RawVersionSum: fp.versionSum, ComputedAt: computedAt})
+	}
+	if err := r.store.InsertRollupHours(ctx, hours); err != nil {
+		return 0, fmt.Errorf("record rollup hours: %w", err)
+	}
+	return len(out), nil
+}
+
+func addTotals(x *schema.CostRollupRow, t *CostTotals) {
+	x.Spans += t.Spans
+	x.LLMCalls += t.LLMCalls
+	x.ToolCalls += t.ToolCalls
+	x.ToolRetries += t.ToolRetries
+	x.ToolErrors += t.ToolErrors
+	x.InputTokens += t.Usage.Input
+	x.CacheReadTokens += t.Usage.CacheRead
+	x.CacheWriteTokens += t.Usage.CacheWrite
+	x.OutputTokens += t.Usage.Output
+	x.ReasoningTokens += t.Usage.Reasoning
+	x.CostTotal += t.Cost.Total
+	x.CostInput += t.Cost.Input
+	x.CostCacheRead += t.Cost.CacheRead
+	x.CostCacheWrite += t.Cost.CacheWrite
+	x.CostOutput += t.Cost.Output
+	x.UnpricedSpans += t.UnpricedSpans
+	x.UnpricedInputTokens += t.unpricedInput
+	x.UnpricedOutputTokens += t.unpricedOutput
+	x.ClientCostSpans += t.ClientCostSpans
+	x.RetryTaxUSD += t.RetryTaxUSD
+	x.RetryTaxCalls += t.RetryTaxCalls
+}
+
+// existingKeys lists the keys of the rollup rows in [from, to) that are not
+// tombstones.
+func (r *Rollup) existingKeys(ctx context.Context, from, to time.Time) ([]rollupKey, error) {
+	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
+		"service", "tool", "conversation_id", "user_id", "spans"}
+	table := r.store.Table(schema.TableCostRollup)
+	last := to.Add(-time.Hour)
+	rows, err := r.store.Conn().Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+table+
+		" WHERE hour >= ? AND hour <= ? AND "+latestGeneration(table), from, last, from, last)
+	if err != nil {
+		return nil, fmt.Errorf("read cost rollup keys: %w", err)
+	}
+	defer rows.Close()
+	var out []rollupKey
+	for rows.Next() {
+		var k rollupKey
+		var spans uint64
+		if err := rows.Scan(&k.project, &k.grain, &k.hour, &k.agent, &k.model, &k.provider, &k.task,
+			&k.service, &k.tool, &k.conversation, &k.user, &spans); err != nil {
+			return nil, fmt.Errorf("scan cost rollup key: %w", err)
+		}
+		if spans > 0 {
+			out = append(out, k)
+		}
+	}
+	return out, rows.Err()
+}

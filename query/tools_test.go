@@ -1,0 +1,326 @@
+package query_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// call builds a tool call of trace "t" that starts at second start and lasts
+// one second.
+func call(tool string, start uint64, opts ...func(*query.ToolCall)) query.ToolCall {
+	c := query.ToolCall{TraceID: "t", SpanID: fmt.Sprintf("s%02d", start), ParentSpanID: "p", Tool: tool,
+		StartNs: start * 1e9, DurationNs: 1e9}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func failed(c *query.ToolCall)                { c.Error = true }
+func attemptN(n uint32) func(*query.ToolCall) { return func(c *query.ToolCall) { c.Attempt = n } }
+func callID(id string) func(*query.ToolCall)  { return func(c *query.ToolCall) { c.CallID = id } }
+func step(id string) func(*query.ToolCall)    { return func(c *query.ToolCall) { c.StepID = id } }
+func args(h string) func(*query.ToolCall)     { return func(c *query.ToolCall) { c.ArgsHash = h } }
+func parent(p string) func(*query.ToolCall)   { return func(c *query.ToolCall) { c.ParentSpanID = p } }
+func trace(t string) func(*query.ToolCall)    { return func(c *query.ToolCall) { c.TraceID = t } }
+func lasts(sec uint64) func(*query.ToolCall) {
+	return func(c *query.ToolCall) { c.DurationNs = sec * 1e9 }
+}
+
+func TestClassifyRetries(t *testing.T) {
+	const (
+		orig    = query.ClassOriginal
+		attempt = query.ClassRetryAttempt
+		sameID  = query.ClassRetryCallID
+		sameStp = query.ClassRetryStep
+		afterEr = query.ClassRetryAfterError
+		repeat  = query.ClassRepeat
+	)
+	for _, c := range []struct {
+		name  string
+		calls []query.ToolCall
+		want  []query.Class
+	}{
+		{"attempt attribute 2 is a retry, 1 and unknown are not",
+			[]query.ToolCall{call("a", 1, attemptN(1)), call("b", 2), call("c", 3, attemptN(2), parent("q"))},
+			[]query.Class{orig, orig, attempt}},
+		{"attempt decides first even when the call id repeats too",
+			[]query.ToolCall{call("a", 1, callID("c1"), failed), call("a", 3, callID("c1"), attemptN(3))},
+			[]query.Class{orig, attempt}},
+		{"same call id later in the run, under another parent, after a success",
+			[]query.ToolCall{call("a", 1, callID("c1")), call("a", 3, callID("c1"), parent("q"))},
+			[]query.Class{orig, sameID}},
+		{"same call id in another run is not a retry",
+			[]query.ToolCall{call("a", 1, callID("c1"), failed), call("a", 3, callID("c1"), trace("u"))},
+			[]query.Class{orig, orig}},
+		{"same step id, even for another tool",
+			[]query.ToolCall{call("a", 1, step("s1")), call("b", 3, step("s1"), parent("q"))},
+			[]query.Class{orig, sameStp}},
+		{"previous sibling call of the same tool failed",
+			[]query.ToolCall{call("a", 1, failed), call("a", 3)},
+			[]query.Class{orig, afterEr}},
+		{"a failed call of another tool or under another parent is no retry",
+			[]query.ToolCall{call("a", 1, failed), call("b", 3), call("a", 5, parent("q"))},
+			[]query.Class{orig, orig, orig}},
+		{"only the latest sibling call counts: after a successful retry, a new call is fresh",
+			[]query.ToolCall{call("a", 1, failed), call("a", 3), call("a", 5)},
+			[]query.Class{orig, afterEr, orig}},
+		{"a parallel sibling that fails after this call started is no retry",
+			// a@1 lasts 10 s, ends at 11 in error; a@3 started before it ended.
+			[]query.ToolCall{call("a", 1, failed, lasts(10)), call("a", 3)},
+			[]query.Class{orig, orig}},
+		{"identical arguments after a success are a repeat, not a retry",
+			[]query.ToolCall{call("a", 1, args("h1")), call("a", 3, args("h1")), call("a", 5, args("h1"))},
+			[]query.Class{orig, repeat, repeat}},
+		{"identical arguments after a failure are a retry",
+			[]query.ToolCall{call("a", 1, args("h1"), failed), call("a", 3, args("h1"))},
+			[]query.Class{orig, afterEr}},
+		{"other arguments after a success are an original call",
+			[]query.ToolCall{call("a", 1, args("h1")), call("a", 3, args("h2"))},
+			[]query.Class{orig, orig}},
+		{"calls are taken in start order whatever the input order",
+			[]query.ToolCall{call("a", 3, callID("c1")), call("a", 1, callID("c1"))},
+			[]query.Class{sameID, orig}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := query.ClassifyRetries(c.calls)
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestClassRetry(t *testing.T) {
+	for c, want := range map[query.Class]bool{
+		query.ClassOriginal: false, query.ClassRepeat: false, query.ClassRetryAttempt: true,
+		query.ClassRetryCallID: true, query.ClassRetryStep: true, query.ClassRetryAfterError: true,
+	} {
+		if c.Retry() != want {
+			t.Errorf("%s.Retry() = %v, want %v", c, c.Retry(), want)
+		}
+	}
+}
+
+// openReader starts (or reuses) the test ClickHouse and returns a reader and
+// store over a fresh, migrated database.
+func openReader(t *testing.T) (*query.Reader, *schema.Store) {
+	t.Helper()
+	ch := testenv.ClickHouse(t)
+	db := ch.NewDatabase(t)
+	ctx := context.Background()
+	s, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return query.NewReader(s), s
+}
+
+var base = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+
+// span builds a span of project p starting at base+at and lasting dur.
+func span(trace, id, typ string, at, dur time.Duration) schema.Span {
+	start := base.Add(at)
+	return schema.Span{
+		Project: "p", TraceID: fmt.Sprintf("%032s", trace), SpanID: fmt.Sprintf("%016s", id),
+		ParentSpanID: fmt.Sprintf("%016s", "root"), Start: start.Truncate(time.Second),
+		StartNs: uint64(start.UnixNano()), EndNs: uint64(start.Add(dur).UnixNano()), DurationNs: uint64(dur),
+		SpanType: typ, Status: "ok", IngestedAt: start, Version: 1,
+	}
+}
+
+func TestToolsOverClickHouse(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	var rows []schema.Span
+	// vector_search: 100 calls lasting 10, 20, …, 1000 ms, one per run,
+	// inserted in shuffled order. Sorted, the value at 0-based position
+	// ⌊0.95·100⌋ = 95 is 960 ms (quantileExact); nearest-rank p95 is the
+	// 95th value, 950 ms. p50: position 50 → 510 ms (nearest rank 500 ms).
+	// p99: position 99 → 1000 ms (nearest rank 990 ms).
+	order := rand.New(rand.NewPCG(1, 2)).Perm(100)
+	for _, i := range order {
+		sp := span(fmt.Sprintf("v%d", i), "v", schema.TypeTool, time.Duration(i)*time.Second, time.Duration(i+1)*10*time.Millisecond)
+		sp.ToolName = "vector_search"
+		rows = append(rows, sp)
+	}
+	// fetch_url in run f1: call c1 fails, is retried with attempt 2 (retry),
+	// then the same arguments succeed again later (a repeat, not a retry).
+	f1 := span("f1", "a", schema.TypeTool, 0, 3*time.Second)
+	f1.ToolName, f1.ToolCallID, f1.Attempt, f1.Status, f1.ArgsHash = "fetch_url", "c1", 1, "error", "h"
+	f2 := span("f1", "b", schema.TypeTool, 4*time.Second, time.Second)
+	f2.ToolName, f2.ToolCallID, f2.Attempt, f2.ArgsHash = "fetch_url", "c1", 2, "h"
+	f3 := span("f1", "c", schema.TypeTool, 10*time.Second, time.Second)
+	f3.ToolName, f3.ToolCallID, f3.ArgsHash = "fetch_url", "c2", "h"
+	// A duplicate delivery of the retry counts once.
+	f2dup := f2
+	f2dup.Version = 2
+	// Outside the window: ignored.
+	late := span("f9", "z", schema.TypeTool, 2*time.Hour, time.Second)
+	late.ToolName = "fetch_url"
+	rows = append(rows, f1, f2, f3, f2dup, late)
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := r.Tools(ctx, query.ToolFilter{Window: query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}, PerMinute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Tool != "fetch_url" || got[1].Tool != "vector_search" {
+		t.Fatalf("tools: %+v", got)
+	}
+	fu, vs := got[0], got[1]
+	// fetch_url: 3 calls, 1 error, 1 retry (1/3), 1 repeat.
+	if fu.Calls != 3 || fu.Errors != 1 || fu.Retries != 1 || fu.Repeats != 1 ||
+		fu.RetryRate != 1.0/3 || fu.ErrorRate != 1.0/3 {
+		t.Errorf("fetch_url: %+v", fu)
+	}
+	wantTrace := fmt.Sprintf("%032s", "f1")
+	if !reflect.DeepEqual(fu.RetriedRuns, []string{wantTrace}) || !reflect.DeepEqual(fu.FailedRuns, []string{wantTrace}) {
+		t.Errorf("fetch_url examples: retried %v failed %v", fu.RetriedRuns, fu.FailedRuns)
+	}
+	// fetch_url durations 1000, 1000, 3000 ms: position ⌊0.5·3⌋ = 1 → 1000; ⌊0.95·3⌋ = 2 → 3000.
+	if fu.P50Ms != 1000 || fu.P95Ms != 3000 {
+		t.Errorf("fetch_url percentiles: p50 %v p95 %v", fu.P50Ms, fu.P95Ms)
+	}
+	// All three fetch_url calls started in minute 09:00.
+	if len(fu.PerMinute) != 1 || fu.PerMinute[0] != (query.ToolMinute{Minute: base, Calls: 3, Errors: 1, Retries: 1}) {
+		t.Errorf("fetch_url per minute: %+v", fu.PerMinute)
+	}
+	if vs.Calls != 100 || vs.Retries != 0 || vs.Errors != 0 {
+		t.Errorf("vector_search counts: %+v", vs)
+	}
+	// Documented tolerance: between the nearest-rank value and one rank above.
+	for _, q := range []struct {
+		name        string
+		got, lo, hi float64
+	}{{"p50", vs.P50Ms, 500, 510}, {"p95", vs.P95Ms, 950, 960}, {"p99", vs.P99Ms, 990, 1000}} {
+		if q.got < q.lo || q.got > q.hi {
+			t.Errorf("vector_search %s = %v ms, want within [%v, %v]", q.name, q.got, q.lo, q.hi)
+		}
+	}
+	// The slowest call (1000 ms) is the call of run v99.
+	if len(vs.SlowestRuns) != 5 || vs.SlowestRuns[0] != fmt.Sprintf("%032s", "v99") {
+		t.Errorf("vector_search slowest runs: %v", vs.SlowestRuns)
+	}
+	// 100 calls, one per second from 09:00:00: minutes 09:00 and 09:01 hold
+	// 60 and 40.
+	if len(vs.PerMinute) != 2 || vs.PerMinute[0].Calls != 60 || vs.PerMinute[1].Calls != 40 {
+		t.Errorf("vector_search per minute: %+v", vs.PerMinute)
+	}
+
+	// Another project sees nothing.
+	other, err := r.Tools(ctx, query.ToolFilter{Window: query.Window{Project: "q", Since: base, Until: base.Add(time.Hour)}})
+	if err != nil || len(other) != 0 {
+		t.Fatalf("project q: %v %v", other, err)
+	}
+}
+
+func TestModelsRunCostsAndLoops(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	var rows []schema.Span
+	// gpt-4o: 20 calls lasting 100, 200, …, 2000 ms; the even ones streamed
+	// with ttfc = duration/10 (20, 40, …, 200 ms, 10 values).
+	for i := range 20 {
+		sp := span(fmt.Sprintf("m%d", i), "m", schema.TypeInference, time.Duration(i)*time.Second, time.Duration(i+1)*100*time.Millisecond)
+		sp.Model, sp.CostTotal = "gpt-4o", 0.01
+		if i%2 == 1 {
+			sp.TTFCMs = float64(i+1) * 10
+		}
+		rows = append(rows, sp)
+	}
+	// Run x: an expensive run (0.5 + 0.75 = 1.25 USD) that also loops: the
+	// same search succeeds 4 times, plus one failed call with the same args.
+	a := span("x", "a", schema.TypeInference, 0, time.Second)
+	a.Model, a.CostTotal = "claude", 0.5
+	b := span("x", "b", schema.TypeInference, time.Second, time.Second)
+	b.Model, b.CostTotal = "claude", 0.75
+	rows = append(rows, a, b)
+	for i := range 5 {
+		sp := span("x", fmt.Sprintf("l%d", i), schema.TypeTool, time.Duration(2+i)*time.Second, time.Second)
+		sp.ToolName, sp.ArgsHash = "web_search", "same"
+		if i == 4 {
+			sp.Status = "error"
+		}
+		rows = append(rows, sp)
+	}
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	w := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
+
+	models, err := r.Models(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(models) != 2 || models[1].Model != "gpt-4o" {
+		t.Fatalf("models: %+v", models)
+	}
+	g := models[1]
+	// Durations: position ⌊0.95·20⌋ = 19 → 2000 ms. TTFC of 10 streamed calls
+	// 20…200 ms: position ⌊0.95·10⌋ = 9 → 200 ms; p50 position 5 → 120 ms.
+	if g.Calls != 20 || g.P95Ms != 2000 || g.TTFCCalls != 10 || g.TTFCP95Ms != 200 || g.TTFCP50Ms != 120 {
+		t.Errorf("gpt-4o: %+v", g)
+	}
+	if len(g.SlowestRuns) != 5 || g.SlowestRuns[0] != fmt.Sprintf("%032s", "m19") {
+		t.Errorf("gpt-4o slowest: %v", g.SlowestRuns)
+	}
+	// claude never streamed: TTFC percentiles stay 0.
+	if c := models[0]; c.Model != "claude" || c.TTFCCalls != 0 || c.TTFCP95Ms != 0 || c.P95Ms != 1000 {
+		t.Errorf("claude: %+v", c)
+	}
+
+	over, err := r.RunsOverBudget(ctx, w, 1.0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(over) != 1 || over[0].TraceID != fmt.Sprintf("%032s", "x") || over[0].CostUSD != 1.25 {
+		t.Errorf("runs over 1 USD: %+v", over)
+	}
+
+	loops, err := r.RepeatLoops(ctx, w, 4, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loops) != 1 || loops[0].Calls != 4 || loops[0].Tool != "web_search" {
+		t.Errorf("loops of ≥ 4: %+v", loops)
+	}
+	if loops, _ := r.RepeatLoops(ctx, w, 5, 10); len(loops) != 0 {
+		t.Errorf("loops of ≥ 5 (the failed call does not count): %+v", loops)
+	}
+
+	usage, err := r.UsageByMinute(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gpt-4o: 20 × 0.01 = 0.20 USD; claude 1.25 USD; all in minute 09:00.
+	var cost float64
+	for _, u := range usage {
+		cost += u.CostUSD
+		if !u.Minute.Equal(base) {
+			t.Errorf("usage minute %v, want %v", u.Minute, base)
+		}
+	}
+	if cost < 1.4499 || cost > 1.4501 {
+		t.Errorf("usage cost %v, want 1.45", cost)
+	}
+
+	projects, err := r.Projects(ctx, base)
+	if err != nil || !reflect.DeepEqual(projects, []string{"p"}) {
+		t.Errorf("projects: %v %v", projects, err)
+	}
+}
