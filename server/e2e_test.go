@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/server"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -388,5 +389,29 @@ func TestExporterRetryAfter503CountsOnce(t *testing.T) {
 	getJSON(t, tally.URL+"/api/v1/runs", &page)
 	if len(page.Runs) != 1 || page.Runs[0].Spans != 6 || page.Runs[0].Usage.Input != 3000 || !near(page.Runs[0].Cost.Total, 0.007465) {
 		t.Fatalf("list after the exporter's retry: %+v", page.Runs)
+	}
+}
+
+// TestHeaderLimit: headers within the configured limit are served; headers
+// beyond it (and Go's fixed 4 KiB of slack) get 431.
+func TestHeaderLimit(t *testing.T) {
+	tally := tallytest.Start(t, func(o *server.Options) { o.HTTP.MaxHeaderBytes = 8 << 10 })
+	for _, c := range []struct {
+		size int
+		want int
+	}{
+		{4 << 10, http.StatusOK}, // well within 8 KiB
+		{8<<10 + 4<<10 + 1024, http.StatusRequestHeaderFieldsTooLarge}, // past 8 KiB + 4 KiB slack
+	} {
+		req, _ := http.NewRequest(http.MethodGet, tally.URL+"/healthz", nil)
+		req.Header.Set("X-Padding", strings.Repeat("a", c.size))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%d-byte header: %d, want %d", c.size, resp.StatusCode, c.want)
+		}
 	}
 }

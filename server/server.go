@@ -42,6 +42,26 @@ type Authenticator interface {
 	AuthenticateRead(r *http.Request) (project string, err error)
 }
 
+// HTTPLimits bound every connection, whatever the route.
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration // to read a request's headers
+	ReadTimeout       time.Duration // to read a whole request, body included
+	WriteTimeout      time.Duration // to write the answer
+	IdleTimeout       time.Duration // keep-alive connections
+	MaxHeaderBytes    int           // request line and headers; over it: 431 (Go allows 4 KiB of slack)
+}
+
+// DefaultHTTPLimits are the connection limits unless configured otherwise.
+func DefaultHTTPLimits() HTTPLimits {
+	return HTTPLimits{
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
 // Options configure a Server. Store is required; zero fields take defaults.
 type Options struct {
 	Store     *schema.Store
@@ -55,6 +75,8 @@ type Options struct {
 	// UI serves everything not otherwise routed (the web UI); nil serves a
 	// placeholder page.
 	UI http.Handler
+	// HTTP bounds connections; zero fields take DefaultHTTPLimits.
+	HTTP HTTPLimits
 	// Auth authenticates every request; nil serves one project, "default",
 	// without authentication (tally serve allows that only on loopback).
 	Auth Authenticator
@@ -90,6 +112,22 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	def := DefaultHTTPLimits()
+	if opts.HTTP.ReadHeaderTimeout <= 0 {
+		opts.HTTP.ReadHeaderTimeout = def.ReadHeaderTimeout
+	}
+	if opts.HTTP.ReadTimeout <= 0 {
+		opts.HTTP.ReadTimeout = def.ReadTimeout
+	}
+	if opts.HTTP.WriteTimeout <= 0 {
+		opts.HTTP.WriteTimeout = def.WriteTimeout
+	}
+	if opts.HTTP.IdleTimeout <= 0 {
+		opts.HTTP.IdleTimeout = def.IdleTimeout
+	}
+	if opts.HTTP.MaxHeaderBytes <= 0 {
+		opts.HTTP.MaxHeaderBytes = def.MaxHeaderBytes
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{
@@ -312,11 +350,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: s.opts.HTTP.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.HTTP.ReadTimeout,
+		WriteTimeout:      s.opts.HTTP.WriteTimeout,
+		IdleTimeout:       s.opts.HTTP.IdleTimeout,
+		MaxHeaderBytes:    s.opts.HTTP.MaxHeaderBytes,
 	}
 	jobCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

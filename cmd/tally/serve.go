@@ -117,6 +117,7 @@ func newServeCmd() *cobra.Command {
 		limits       = ingest.DefaultLimits()
 		maxInFlight  int64
 		wcfg         = writer.DefaultConfig()
+		httpLimits   = server.DefaultHTTPLimits()
 		noMigrate    bool
 		externalURL  string
 	)
@@ -153,6 +154,10 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
 	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
+	fs.IntVar(&httpLimits.MaxHeaderBytes, "max-header-bytes", httpLimits.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
+	fs.DurationVar(&httpLimits.ReadHeaderTimeout, "read-header-timeout", httpLimits.ReadHeaderTimeout, "time to read a request's headers")
+	fs.DurationVar(&httpLimits.ReadTimeout, "read-timeout", httpLimits.ReadTimeout, "time to read a whole request")
+	fs.DurationVar(&httpLimits.WriteTimeout, "write-timeout", httpLimits.WriteTimeout, "time to write an answer")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
 			return err
@@ -193,6 +198,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 			Store:    store,
 			Receiver: receiver.Config{Limits: limits, MaxInFlightBytes: maxInFlight},
 			Writer:   wcfg,
+			HTTP:     httpLimits,
 			Normalize: ingest.Options{
 				Limits: limits, Pricer: catalog, Usage: ingest.DefaultUsagePolicy(), Privacy: privacy,
 			},
