@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: deps build test bench run fmt clean
+.PHONY: deps build test bench run fmt clean fuzz
 
 # Install clickhouse-server, clickhouse-client, prometheus-alertmanager and
 # chromium from Debian when missing; does nothing when all are present.
@@ -18,9 +18,16 @@ build:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 2 -timeout 40m ./...
+	$(MAKE) fuzz
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+# The benchmark suite (bench/cmd/tallybench): starts a private ClickHouse on
+# free ports, builds ./cmd/tally, prints every figure and writes
+# bench/results.json and bench/results.md. BENCH_SPANS sets the spans loaded
+# for the read benchmarks (default 10M): make bench BENCH_SPANS=1000000.
+# `make test` runs a tiny version of it (bench/smoke_test.go).
+BENCH_SPANS ?= 10000000
+bench: deps
+	BENCH_SPANS=$(BENCH_SPANS) $(GO) run ./bench/cmd/tallybench --out bench
 
 # Start ClickHouse and tally with the data in .tally/, load demo runs, and
 # wait; Ctrl-C stops both.
@@ -32,3 +39,12 @@ fmt:
 
 clean:
 	rm -rf bin/
+
+# Short fuzzing runs of the decoders and the normalizer (each target for
+# FUZZTIME); the seed corpora also run as plain tests in `go test`.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingest/receiver
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingest
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingest/rowcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./canonical
