@@ -107,9 +107,10 @@ func (e Entry) clone() Entry {
 // Catalog is a set of price entries with the name index lookups use. It is
 // immutable once built and safe for concurrent use.
 type Catalog struct {
-	asOf   string
-	groups []*group         // catalog order
-	byName map[string][]int // normalized model name or alias → indices into groups, catalog order
+	asOf    string
+	groups  []*group         // catalog order
+	byName  map[string][]int // normalized model name or alias → indices into groups, catalog order
+	matches *matchCache      // (provider, model) → matched group, memoized: ingest's hot path
 }
 
 // group is all versions of one entry ID, ascending by EffectiveFrom.
@@ -278,7 +279,7 @@ func groupEntries(entries []Entry) []*group {
 }
 
 func indexGroups(asOf string, groups []*group) *Catalog {
-	c := &Catalog{asOf: asOf, groups: groups, byName: make(map[string][]int)}
+	c := &Catalog{asOf: asOf, groups: groups, byName: make(map[string][]int), matches: &matchCache{}}
 	for i, g := range groups {
 		for _, v := range g.versions {
 			for _, name := range append([]string{v.Model}, v.Aliases...) {

@@ -1,6 +1,8 @@
 package pricing
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tallyhq/tally/schema"
@@ -43,7 +45,34 @@ func (c *Catalog) MinCachePrefix(provider, model string, at time.Time) (int, boo
 	return e.MinCachePrefixTokens, true
 }
 
+// matchCache memoizes match: model names are few in practice, while
+// normalizing one costs two regular expressions per span. It stops growing
+// at maxCachedMatches entries so hostile input cannot grow it without bound.
+type matchCache struct {
+	m sync.Map // provider + "\x00" + model → *group (nil: no match)
+	n atomic.Int64
+}
+
+const maxCachedMatches = 4096
+
 func (c *Catalog) match(provider, model string) *group {
+	if c.matches == nil {
+		return c.matchUncached(provider, model)
+	}
+	key := provider + "\x00" + model
+	if g, ok := c.matches.m.Load(key); ok {
+		return g.(*group)
+	}
+	g := c.matchUncached(provider, model)
+	if c.matches.n.Load() < maxCachedMatches {
+		if _, loaded := c.matches.m.LoadOrStore(key, g); !loaded {
+			c.matches.n.Add(1)
+		}
+	}
+	return g
+}
+
+func (c *Catalog) matchUncached(provider, model string) *group {
 	n := Normalize(model)
 	if n == "" {
 		return nil

@@ -309,11 +309,29 @@ type RunDetail struct {
 }
 
 // Spans loads a run's spans, deduplicated, ordered by start time.
+//
+// It reads in two steps. The sort key finds the run's granules in every daily
+// partition, but reading every column of those granules costs far more than
+// the run itself (wide rows, arrays). So first a PREWHERE on the key columns
+// finds the days the run's spans started on (two narrow columns), then the
+// rows are read from those partitions only, again filtered by PREWHERE
+// before the wide columns are touched.
 func (r *Reader) Spans(ctx context.Context, project, traceID string) ([]schema.Span, error) {
+	traceID = strings.ToLower(traceID)
+	table := r.store.Table(schema.TableSpans)
+	var lo, hi time.Time
+	var n uint64
+	if err := r.store.Conn().QueryRow(ctx, "SELECT min(start), max(start), count() FROM "+table+
+		" PREWHERE project = ? AND trace_id = ?", project, traceID).Scan(&lo, &hi, &n); err != nil {
+		return nil, fmt.Errorf("locate run %s: %w", traceID, err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
 	var spans []schema.Span
-	q := "SELECT " + schema.SpanColumnNames() + " FROM " + r.store.Table(schema.TableSpans) +
-		" FINAL WHERE project = ? AND trace_id = ? ORDER BY start_ns, span_id"
-	if err := r.store.Conn().Select(ctx, &spans, q, project, strings.ToLower(traceID)); err != nil {
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + table +
+		" FINAL PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
+	if err := r.store.Conn().Select(ctx, &spans, q, project, traceID, lo, hi); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	return spans, nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -118,6 +119,7 @@ func newServeCmd() *cobra.Command {
 		maxInFlight  int64
 		wcfg         = writer.DefaultConfig()
 		httpLimits   = server.DefaultHTTPLimits()
+		memoryLimit  int64
 		noMigrate    bool
 		externalURL  string
 	)
@@ -154,6 +156,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
 	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
+	fs.Int64Var(&memoryLimit, "memory-limit", 256<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
 	fs.IntVar(&httpLimits.MaxHeaderBytes, "max-header-bytes", httpLimits.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
 	fs.DurationVar(&httpLimits.ReadHeaderTimeout, "read-header-timeout", httpLimits.ReadHeaderTimeout, "time to read a request's headers")
 	fs.DurationVar(&httpLimits.ReadTimeout, "read-timeout", httpLimits.ReadTimeout, "time to read a whole request")
@@ -164,6 +167,9 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		}
 		log := newLogger(logLevel)
 		ctx := cmd.Context()
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && memoryLimit > 0 {
+			debug.SetMemoryLimit(memoryLimit)
+		}
 		// Whether a non-loopback --listen is allowed depends on whether API
 		// keys exist (also in ClickHouse): the auth hook (keys.go) decides.
 		privacy := ingest.Privacy{NoContent: noContent, Rules: map[string]ingest.Action{}}

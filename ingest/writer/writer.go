@@ -144,6 +144,8 @@ func New(store Store, cfg Config, log *slog.Logger) *Writer {
 // *Overloaded when the queue has no room, and with *Overloaded when the rows
 // could not be written within AckTimeout (the rows may still be written
 // later; a retry by the client is then deduplicated by span identity).
+// Rows whose Version is zero get the write time, in b's own slices when b
+// is written alone.
 func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
 	n := int64(len(b.Spans) + len(b.Contents))
 	if n == 0 {
@@ -214,7 +216,11 @@ func (w *Writer) Run(ctx context.Context) {
 			}
 			pending = append(pending, r)
 			spans += len(r.batch.Spans)
-			if spans >= w.cfg.MaxBatchSpans {
+			// A request that alone fills half a batch (the durable log
+			// hands over coalesced batches, one at a time) is written at
+			// once: waiting could at most double the INSERT and would cost
+			// its caller FlushInterval per batch.
+			if spans >= w.cfg.MaxBatchSpans || 2*len(r.batch.Spans) >= w.cfg.MaxBatchSpans {
 				timer.Stop()
 				flush(ctx)
 			}
@@ -243,12 +249,22 @@ func (w *Writer) Run(ctx context.Context) {
 // transient failures with exponential backoff and jitter until the write
 // succeeds or every waiting caller has given up (AckTimeout).
 func (w *Writer) flush(ctx context.Context, reqs []*request) {
-	var b ingest.Batch
-	var n int64
-	for _, r := range reqs {
-		b.Spans = append(b.Spans, r.batch.Spans...)
-		b.Contents = append(b.Contents, r.batch.Contents...)
-		n += int64(len(r.batch.Spans) + len(r.batch.Contents))
+	// One request's rows are written as they are; several are copied once
+	// into slices of the right size.
+	b := reqs[0].batch
+	n := int64(len(b.Spans) + len(b.Contents))
+	if len(reqs) > 1 {
+		nSpans, nContents := 0, 0
+		for _, r := range reqs {
+			nSpans += len(r.batch.Spans)
+			nContents += len(r.batch.Contents)
+		}
+		b = ingest.Batch{Spans: make([]schema.Span, 0, nSpans), Contents: make([]schema.Content, 0, nContents)}
+		for _, r := range reqs {
+			b.Spans = append(b.Spans, r.batch.Spans...)
+			b.Contents = append(b.Contents, r.batch.Contents...)
+		}
+		n = int64(nSpans + nContents)
 	}
 	version := uint64(time.Now().UnixNano())
 	for i := range b.Spans {

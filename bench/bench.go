@@ -1,0 +1,170 @@
+// Package bench is tally's benchmark suite: the figures of `make bench`,
+// each measured in one run against a baseline on the same machine.
+//
+//  1. ingest efficiency: acknowledged-and-queryable spans/s through
+//     /v1/traces of a `tally serve` subprocess ÷ the direct bulk-insert rate
+//     (schema.Store.InsertSpans) of the same rows; absolute spans/s and the
+//     acknowledgement latency per request;
+//  2. decode + normalize spans/s per core, against pdata unmarshal alone;
+//  3. run tree p50/p99 through GET /api/v1/runs/{id} with Spans stored;
+//  4. cost by agent and by model over 30 days, tool p95 over an hour;
+//  5. peak RSS of tally serve at maximum sustained ingest and under 2×
+//     overload;
+//  6. bytes per span on disk after OPTIMIZE … FINAL.
+//
+// Run takes a ClickHouse address and a tally binary; cmd/tallybench starts
+// a private ClickHouse and builds the binary.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Config says what to measure and at what scale.
+type Config struct {
+	CHAddr   string `json:"-"`
+	TallyBin string `json:"-"`
+	// WorkDir holds tally's data directories and logs.
+	WorkDir string `json:"-"`
+	// DBPrefix starts the names of the databases the suite creates.
+	DBPrefix string `json:"db_prefix"`
+	// Spans is the number of spans loaded for the read benchmarks.
+	Spans int `json:"spans"`
+	// LargeRuns are the run sizes the tree benchmark loads.
+	LargeRuns []int `json:"large_runs"`
+	// LoadContent also loads content rows for the read benchmarks.
+	LoadContent bool `json:"load_content"`
+	// RequestSpans and Concurrency shape the ingest load.
+	RequestSpans int `json:"request_spans"`
+	Concurrency  int `json:"concurrency"`
+	// IngestDuration is the sustained load; OverloadDuration the 2× load.
+	IngestDuration   time.Duration `json:"ingest_duration"`
+	OverloadDuration time.Duration `json:"overload_duration"`
+	// BaselineRows and BaselineBatch shape the direct bulk insert.
+	BaselineRows  int `json:"baseline_rows"`
+	BaselineBatch int `json:"baseline_batch"`
+	// DecodeDuration is how long each decode loop runs.
+	DecodeDuration time.Duration `json:"decode_duration"`
+	// TreeSamples (per run size; half for 5000+) and RollupSamples are the
+	// timed requests per figure.
+	TreeSamples   int   `json:"tree_samples"`
+	RollupSamples int   `json:"rollup_samples"`
+	Seed          int64 `json:"seed"`
+	// TallyEnv is added to tally serve's environment (e.g. GOMEMLIMIT=200MiB).
+	TallyEnv []string `json:"tally_env,omitempty"`
+	// IngestOnly measures figures 1, 2, 5 and the ingested storage only
+	// (no load, no reads): for comparing builds of the ingest path.
+	IngestOnly bool `json:"ingest_only"`
+	// ProfileDir, when set, receives cpu.pprof and heap.pprof of tally
+	// serve under the sustained ingest load, and heap-overload.pprof at the
+	// end of the overload.
+	ProfileDir string    `json:"-"`
+	Log        io.Writer `json:"-"`
+}
+
+// DefaultConfig is the suite as `make bench` runs it: 30 s of ingest and
+// 1M spans for the read benchmarks, which fits in 15 minutes on the 2-core
+// machine; the issue's 10M is Spans = 10_000_000 (BENCH_SPANS=10000000).
+func DefaultConfig() Config {
+	return Config{
+		DBPrefix:         "bench_",
+		Spans:            1_000_000,
+		LargeRuns:        []int{500, 500, 500, 500, 5000, 5000},
+		RequestSpans:     512,
+		Concurrency:      8,
+		IngestDuration:   30 * time.Second,
+		OverloadDuration: 15 * time.Second,
+		BaselineRows:     200_000,
+		BaselineBatch:    20_000,
+		DecodeDuration:   3 * time.Second,
+		TreeSamples:      40,
+		RollupSamples:    20,
+		Seed:             1,
+	}
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+func openStore(ctx context.Context, addr, db string) (*schema.Store, error) {
+	store, err := schema.Open(ctx, schema.Config{Addr: addr, Database: db})
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// startTally starts tally serve over database db, named for its logs.
+func (c Config) startTally(ctx context.Context, db, name string, debug bool) (*Tally, error) {
+	return StartTally(ctx, TallyOptions{
+		Bin: c.TallyBin, CHAddr: c.CHAddr, Database: db, Debug: debug, Env: c.TallyEnv,
+		DataDir: filepath.Join(c.WorkDir, "tally-"+name),
+		LogPath: filepath.Join(c.WorkDir, "tally-"+name+".log"),
+	})
+}
+
+// Run measures every figure and returns them. A figure that this build
+// cannot measure is recorded as not available; any other failure ends the
+// run with an error (and the figures so far).
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	began := time.Now()
+	res := &Results{Started: began.UTC(), Config: cfg}
+	probe, err := schema.Open(ctx, schema.Config{Addr: cfg.CHAddr, Database: "default"})
+	if err != nil {
+		return res, err
+	}
+	res.Machine = DescribeMachine(ctx, probe)
+	probe.Close()
+	finish := func(err error) (*Results, error) {
+		res.Duration = time.Since(began).Round(time.Second).String()
+		return res, err
+	}
+
+	cfg.logf("decode + normalize (%s per loop)", cfg.DecodeDuration)
+	if err := decodeFigures(ctx, cfg, res); err != nil {
+		return finish(fmt.Errorf("decode: %w", err))
+	}
+	if err := ingestFigures(ctx, cfg, res); err != nil {
+		return finish(fmt.Errorf("ingest: %w", err))
+	}
+	cfg.logf("storage: OPTIMIZE … FINAL")
+	if err := storageFigures(ctx, cfg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",
+		"storage per span on disk, ingested through /v1/traces (spans + content)"); err != nil {
+		return finish(fmt.Errorf("storage: %w", err))
+	}
+	if cfg.IngestOnly {
+		return finish(nil)
+	}
+	st, err := loadFigures(ctx, cfg, res)
+	if err != nil {
+		return finish(fmt.Errorf("load: %w", err))
+	}
+	if err := storageFigures(ctx, cfg, res, cfg.DBPrefix+"load", "storage.bytes_per_span_loaded",
+		"storage per span on disk, loaded data set"); err != nil {
+		return finish(fmt.Errorf("storage: %w", err))
+	}
+	if err := readFigures(ctx, cfg, res, st); err != nil {
+		return finish(fmt.Errorf("reads: %w", err))
+	}
+	res.Notes = append(res.Notes,
+		"Ingest: tally serve runs as a subprocess (built from ./cmd/tally) on the same 2 cores as ClickHouse and the load generator; "+
+			"end-to-end spans/s = acknowledged spans ÷ (load time + wait until count() FINAL matches).",
+		"Direct baseline: the same rows read back from the ingest database, inserted with schema.Store.InsertSpans/InsertContents "+
+			"(one stream, content first like the writer) into another database; median of 3 passes.",
+		"Reads run after OPTIMIZE … FINAL (the merged state of data older than a few minutes); one client, sequential requests, full answer read.",
+	)
+	return finish(nil)
+}

@@ -1,0 +1,299 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tallyhq/tally/loadgen"
+	"github.com/tallyhq/tally/schema"
+)
+
+// queryableTimeout bounds the wait for acknowledged spans to be counted.
+const queryableTimeout = 2 * time.Minute
+
+// ingestFigures measures figures 1 and 5: end-to-end ingest through
+// /v1/traces of a tally serve subprocess against the direct bulk-insert
+// rate of the same rows, the acknowledgement latency, and tally's peak RSS
+// at that load and under twice the concurrency and rate.
+func ingestFigures(ctx context.Context, cfg Config, res *Results) error {
+	db := cfg.DBPrefix + "ingest"
+	store, err := openStore(ctx, cfg.CHAddr, db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	// Sustained load.
+	t, err := cfg.startTally(ctx, db, "ingest", cfg.ProfileDir != "")
+	if err != nil {
+		return err
+	}
+	var profiles sync.WaitGroup
+	if cfg.ProfileDir != "" {
+		secs := max(1, int((cfg.IngestDuration - 2*time.Second).Seconds()))
+		profiles.Add(1)
+		go func() {
+			defer profiles.Done()
+			if err := fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.DebugURL, secs),
+				filepath.Join(cfg.ProfileDir, "cpu.pprof")); err != nil {
+				cfg.logf("cpu profile: %v", err)
+			}
+		}()
+	}
+	cfg.logf("ingest: %d-span requests, concurrency %d, %s", cfg.RequestSpans, cfg.Concurrency, cfg.IngestDuration)
+	sampler := sampleRSS(t, 100*time.Millisecond)
+	lg, err := loadgen.Run(ctx, loadgen.Config{Endpoint: t.URL, RequestSpans: cfg.RequestSpans,
+		Concurrency: cfg.Concurrency, Duration: cfg.IngestDuration, Seed: cfg.Seed})
+	sampledPeak := sampler()
+	profiles.Wait()
+	if err != nil {
+		t.Stop() //nolint:errcheck // already failing
+		return fmt.Errorf("loadgen: %w", err)
+	}
+	cfg.logf("%s", lg)
+	if cfg.ProfileDir != "" {
+		if err := fetch(ctx, t.DebugURL+"/debug/pprof/heap", filepath.Join(cfg.ProfileDir, "heap.pprof")); err != nil {
+			cfg.logf("heap profile: %v", err)
+		}
+	}
+	peak, err := t.PeakRSS()
+	if err != nil {
+		t.Stop() //nolint:errcheck // already failing
+		return err
+	}
+	stored, wait, err := waitQueryable(ctx, store, uint64(lg.SpansAcknowledged))
+	if err != nil {
+		t.Stop() //nolint:errcheck // already failing
+		return err
+	}
+	if err := t.Stop(); err != nil {
+		return err
+	}
+	if lg.SpansAcknowledged == 0 {
+		return fmt.Errorf("ingest: no span acknowledged: %s", lg.FirstError)
+	}
+	e2eElapsed := lg.Elapsed + wait
+	e2eRate := float64(lg.SpansAcknowledged) / e2eElapsed.Seconds()
+
+	// The same rows, inserted straight into ClickHouse.
+	cfg.logf("ingest: direct bulk insert of the same rows")
+	direct, err := directInsertRate(ctx, cfg, store)
+	if err != nil {
+		return err
+	}
+
+	inputs := map[string]any{"request_spans": cfg.RequestSpans, "request_bytes": lg.BodyBytes,
+		"concurrency": cfg.Concurrency, "duration_s": cfg.IngestDuration.Seconds(), "gzip": false}
+	ratio := e2eRate / direct.rate
+	res.add(Figure{ID: "ingest.efficiency", Name: "ingest efficiency (end-to-end ÷ direct bulk insert)",
+		Value: ratio, Unit: "×", Goal: "≥ 0.75", Met: atLeast(ratio, 0.75), Available: true, Inputs: inputs,
+		Detail: map[string]any{"end_to_end_spans_per_s": e2eRate, "direct_spans_per_s": direct.rate,
+			"direct_rows": direct.rows, "direct_content_rows": direct.contents, "direct_batch_rows": cfg.BaselineBatch,
+			"direct_passes_spans_per_s": fmt.Sprint(direct.passes), "direct_streams": 1}})
+	res.add(Figure{ID: "ingest.spans_per_s", Name: "ingest, acknowledged and queryable spans/s",
+		Value: e2eRate, Unit: "spans/s", Available: true, Inputs: inputs,
+		Detail: map[string]any{"spans_acknowledged": lg.SpansAcknowledged, "spans_stored_final": stored,
+			"requests": lg.Sent, "acknowledged": lg.Acknowledged, "rejected_4xx": lg.Rejected, "failed_5xx": lg.Failed,
+			"load_s": lg.Elapsed.Seconds(), "wait_until_queryable_s": wait.Seconds(),
+			"acknowledged_spans_per_s": lg.SpansPerSecond}})
+	res.add(Figure{ID: "ingest.ack_latency_p50", Name: "ack latency p50 per request",
+		Value: ms(lg.LatencyP50), Unit: "ms", Available: true, Inputs: inputs,
+		Detail: map[string]any{"p90_ms": ms(lg.LatencyP90), "max_ms": ms(lg.LatencyMax)}})
+	res.add(Figure{ID: "ingest.ack_latency_p99", Name: "ack latency p99 per request",
+		Value: ms(lg.LatencyP99), Unit: "ms", Available: true, Inputs: inputs})
+	res.add(Figure{ID: "memory.sustained_peak_rss", Name: "tally serve peak RSS at maximum sustained ingest",
+		Value: mib(peak), Unit: "MiB", Goal: "≤ 300", Met: atMost(mib(peak), 300), Available: true, Inputs: inputs,
+		Detail: map[string]any{"source": "VmHWM", "sampled_peak_vmrss_mib": mib(sampledPeak)}})
+
+	// Twice the concurrency and the rate.
+	rate := 2 * float64(lg.Acknowledged) / lg.Elapsed.Seconds()
+	over := map[string]any{"request_spans": cfg.RequestSpans, "concurrency": 2 * cfg.Concurrency,
+		"rate_requests_per_s": rate, "duration_s": cfg.OverloadDuration.Seconds()}
+	t, err = cfg.startTally(ctx, db, "overload", cfg.ProfileDir != "")
+	if err != nil {
+		return err
+	}
+	cfg.logf("overload: concurrency %d, %.1f requests/s, %s", 2*cfg.Concurrency, rate, cfg.OverloadDuration)
+	sampler = sampleRSS(t, 100*time.Millisecond)
+	ol, err := loadgen.Run(ctx, loadgen.Config{Endpoint: t.URL, RequestSpans: cfg.RequestSpans,
+		Concurrency: 2 * cfg.Concurrency, Rate: rate, Duration: cfg.OverloadDuration, Seed: cfg.Seed + 1})
+	sampledPeak = sampler()
+	if err != nil {
+		t.Stop() //nolint:errcheck // already failing
+		return fmt.Errorf("loadgen (overload): %w", err)
+	}
+	cfg.logf("%s", ol)
+	if t.DebugURL != "" {
+		if err := fetch(ctx, t.DebugURL+"/debug/pprof/heap", filepath.Join(cfg.ProfileDir, "heap-overload.pprof")); err != nil {
+			cfg.logf("heap profile: %v", err)
+		}
+	}
+	peak, err = t.PeakRSS()
+	if err != nil {
+		t.Stop() //nolint:errcheck // already failing
+		return err
+	}
+	total := uint64(lg.SpansAcknowledged + ol.SpansAcknowledged)
+	storedAll, _, qerr := waitQueryable(ctx, store, total)
+	if err := t.Stop(); err != nil {
+		return err
+	}
+	res.add(Figure{ID: "memory.overload_peak_rss", Name: "tally serve peak RSS under 2× overload",
+		Value: mib(peak), Unit: "MiB", Goal: "≤ 300", Met: atMost(mib(peak), 300), Available: true, Inputs: over,
+		Detail: map[string]any{"source": "VmHWM", "sampled_peak_vmrss_mib": mib(sampledPeak),
+			"requests": ol.Sent, "acknowledged": ol.Acknowledged, "refused_429_503": ol.Statuses[429] + ol.Statuses[503],
+			"failed_network": ol.Statuses[0], "acknowledged_spans_per_s": ol.SpansPerSecond,
+			"ack_p99_ms": ms(ol.LatencyP99), "acknowledged_all_stored": qerr == nil, "spans_stored_final": storedAll,
+			"spans_acknowledged_both_runs": total}})
+	return nil
+}
+
+// directResult is the direct bulk-insert baseline.
+type directResult struct {
+	rate     float64 // median spans/s over the passes
+	passes   []int   // spans/s of each pass
+	rows     int
+	contents int
+}
+
+// directInsertRate reads up to cfg.BaselineRows span rows (and the same
+// share of content rows) that ingest stored, and inserts them with
+// Store.InsertSpans / InsertContents into a database of their own, one
+// stream, in batches of cfg.BaselineBatch rows, content first like the
+// writer. Three passes; the median counts.
+func directInsertRate(ctx context.Context, cfg Config, from *schema.Store) (directResult, error) {
+	var spans []schema.Span
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + from.Table(schema.TableSpans) + " LIMIT ?"
+	if err := from.Conn().Select(ctx, &spans, q, cfg.BaselineRows); err != nil {
+		return directResult{}, fmt.Errorf("read spans for the direct insert: %w", err)
+	}
+	var nSpans, nContent uint64
+	if err := from.Conn().QueryRow(ctx, "SELECT (SELECT count() FROM "+from.Table(schema.TableSpans)+"), (SELECT count() FROM "+
+		from.Table(schema.TableContent)+")").Scan(&nSpans, &nContent); err != nil {
+		return directResult{}, fmt.Errorf("count rows: %w", err)
+	}
+	var contents []schema.Content
+	if nSpans > 0 && nContent > 0 {
+		want := int(float64(len(spans)) * float64(nContent) / float64(nSpans))
+		q := "SELECT " + schema.ContentColumnNames() + " FROM " + from.Table(schema.TableContent) + " LIMIT ?"
+		if err := from.Conn().Select(ctx, &contents, q, want); err != nil {
+			return directResult{}, fmt.Errorf("read content for the direct insert: %w", err)
+		}
+	}
+	if len(spans) == 0 {
+		return directResult{}, fmt.Errorf("no spans to insert directly")
+	}
+	to, err := openStore(ctx, cfg.CHAddr, cfg.DBPrefix+"direct")
+	if err != nil {
+		return directResult{}, err
+	}
+	defer to.Close()
+	out := directResult{rows: len(spans), contents: len(contents)}
+	var rates []float64
+	for pass := range 3 {
+		for i := range spans {
+			spans[i].Version = uint64(pass + 1)
+		}
+		began := time.Now()
+		cs := cfg.BaselineBatch * len(contents) / len(spans)
+		for i, c := 0, 0; i < len(spans); i, c = i+cfg.BaselineBatch, c+cs {
+			if c < len(contents) {
+				if err := to.InsertContents(ctx, contents[c:min(c+cs, len(contents))]); err != nil {
+					return directResult{}, err
+				}
+			}
+			if err := to.InsertSpans(ctx, spans[i:min(i+cfg.BaselineBatch, len(spans))]); err != nil {
+				return directResult{}, err
+			}
+		}
+		r := float64(len(spans)) / time.Since(began).Seconds()
+		rates = append(rates, r)
+		out.passes = append(out.passes, int(r))
+	}
+	sort.Float64s(rates)
+	out.rate = rates[len(rates)/2]
+	return out, nil
+}
+
+// waitQueryable polls count() FINAL of the project's spans until it reaches
+// want, and returns the count and how long that took.
+func waitQueryable(ctx context.Context, store *schema.Store, want uint64) (uint64, time.Duration, error) {
+	began := time.Now()
+	var n uint64
+	for {
+		err := store.Conn().QueryRow(ctx, "SELECT count() FROM "+store.Table(schema.TableSpans)+" FINAL WHERE project = 'default'").Scan(&n)
+		if err != nil {
+			return 0, 0, fmt.Errorf("count stored spans: %w", err)
+		}
+		if n >= want {
+			return n, time.Since(began), nil
+		}
+		if time.Since(began) > queryableTimeout {
+			return n, time.Since(began), fmt.Errorf("%d spans acknowledged but only %d stored after %s", want, n, queryableTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return n, time.Since(began), ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// sampleRSS polls the process's RSS until the returned function is called,
+// which reports the highest sample.
+func sampleRSS(t *Tally, every time.Duration) func() uint64 {
+	stop := make(chan struct{})
+	done := make(chan uint64, 1)
+	go func() {
+		var peak uint64
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			if v, err := t.RSS(); err == nil && v > peak {
+				peak = v
+			}
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(stop); return <-done }
+}
+
+// fetch GETs url into path.
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func mib(b uint64) float64       { return float64(b) / (1 << 20) }

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	Cores             int    `json:"cores"`
+	MemoryMiB         int    `json:"memory_mib"`
+	CPUModel          string `json:"cpu_model"`
+	OS                string `json:"os"`
+	GoVersion         string `json:"go_version"`
+	ClickHouseVersion string `json:"clickhouse_version"`
+	LoadAverage       string `json:"load_average_at_start"` // the machine is shared: others' load shows here
+}
+
+// DescribeMachine reads the machine's cores, memory and CPU model from
+// /proc, and the ClickHouse version from the store ("" without one).
+func DescribeMachine(ctx context.Context, store *schema.Store) Machine {
+	m := Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
+	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
+		if n, err := strconv.Atoi(strings.Fields(kb)[0]); err == nil {
+			m.MemoryMiB = n / 1024
+		}
+	}
+	m.CPUModel = procField("/proc/cpuinfo", "model name")
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.LoadAverage = strings.Join(f[:3], " ")
+		}
+	}
+	if store != nil {
+		m.ClickHouseVersion = store.Capabilities().Version
+	}
+	return m
+}
+
+// procField is the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// procStatusKiB is a "VmHWM:  1234 kB"-style field of /proc/PID/status in KiB.
+func procStatusKiB(pid int, key string) (uint64, bool) {
+	v := procField("/proc/"+strconv.Itoa(pid)+"/status", key)
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	return n, err == nil
+}

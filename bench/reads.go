@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/bench/loader"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// loadFigures fills the read benchmarks' database with cfg.Spans spans
+// through the loader and reports its rate.
+func loadFigures(ctx context.Context, cfg Config, res *Results) (loader.Stats, error) {
+	store, err := openStore(ctx, cfg.CHAddr, cfg.DBPrefix+"load")
+	if err != nil {
+		return loader.Stats{}, err
+	}
+	defer store.Close()
+	lc := loader.Config{Spans: cfg.Spans, Days: 30, RunSize: 20, LargeRuns: cfg.LargeRuns, Seed: cfg.Seed,
+		Content: cfg.LoadContent, Inserters: 2}
+	cfg.logf("load: %d spans over 30 days (runs of ~20 spans, large runs %v)", cfg.Spans, cfg.LargeRuns)
+	// The loader's garbage is short-lived batches; collecting less often
+	// leaves the CPU to ClickHouse.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	st, err := loader.Load(ctx, store, lc)
+	if err != nil {
+		return st, err
+	}
+	cfg.logf("load: %d spans, %d content rows, %d runs in %s (%.0f spans/s)", st.Spans, st.Contents, st.Runs,
+		st.Elapsed.Round(time.Millisecond), st.SpansPerSecond)
+	res.add(Figure{ID: "loader.spans_per_s", Name: "loader (direct, 2 INSERT streams), spans/s",
+		Value: st.SpansPerSecond, Unit: "spans/s", Available: true,
+		Inputs: map[string]any{"spans": st.Spans, "content_rows": st.Contents, "runs": st.Runs, "batch_rows": loader.DefaultBatchRows,
+			"inserters": 2, "days": 30},
+		Detail: map[string]any{"elapsed_s": st.Elapsed.Seconds(), "batches": st.Batches}})
+	return st, nil
+}
+
+// storageFigures merges the database's tables (OPTIMIZE … FINAL) and
+// reports figure 6: bytes on disk per span, spans and content tables.
+func storageFigures(ctx context.Context, cfg Config, res *Results, db, id, name string) error {
+	store, err := openStore(ctx, cfg.CHAddr, db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	began := time.Now()
+	for _, table := range []string{schema.TableSpans, schema.TableContent} {
+		if err := store.Conn().Exec(ctx, "OPTIMIZE TABLE "+store.Table(table)+" FINAL"); err != nil {
+			return fmt.Errorf("optimize %s: %w", table, err)
+		}
+	}
+	optimized := time.Since(began)
+	rows, bytes := map[string]uint64{}, map[string]uint64{}
+	for _, table := range []string{schema.TableSpans, schema.TableContent} {
+		var r, b uint64
+		if err := store.Conn().QueryRow(ctx, "SELECT sum(rows), sum(bytes_on_disk) FROM system.parts WHERE active AND database = ? AND table = ?",
+			db, table).Scan(&r, &b); err != nil {
+			return fmt.Errorf("size of %s: %w", table, err)
+		}
+		rows[table], bytes[table] = r, b
+	}
+	spans := rows[schema.TableSpans]
+	if spans == 0 {
+		return fmt.Errorf("storage: no spans in %s", db)
+	}
+	total := float64(bytes[schema.TableSpans]+bytes[schema.TableContent]) / float64(spans)
+	res.add(Figure{ID: id, Name: name, Value: total, Unit: "bytes/span", Available: true,
+		Inputs: map[string]any{"spans": spans, "content_rows": rows[schema.TableContent], "after": "OPTIMIZE TABLE … FINAL"},
+		Detail: map[string]any{"spans_table_bytes_per_span": float64(bytes[schema.TableSpans]) / float64(spans),
+			"content_table_bytes_per_span": float64(bytes[schema.TableContent]) / float64(spans),
+			"bytes_on_disk":                bytes[schema.TableSpans] + bytes[schema.TableContent], "optimize_s": optimized.Seconds()}})
+	return nil
+}
+
+// latencies GETs url n times after one warm-up request and returns the
+// sorted durations of reading each whole answer, and the body size.
+func latencies(ctx context.Context, client *http.Client, url string, n int) ([]time.Duration, int, error) {
+	var out []time.Duration
+	size := 0
+	for i := -1; i < n; i++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		began := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, 0, fmt.Errorf("GET %s: %w", url, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(began)
+		if err != nil {
+			return nil, 0, fmt.Errorf("GET %s: %w", url, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, 0, &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			return nil, 0, &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
+		}
+		if i >= 0 {
+			out = append(out, took)
+		}
+		size = len(body)
+	}
+	slices.Sort(out)
+	return out, size, nil
+}
+
+// httpError is a non-JSON or non-200 answer.
+type httpError struct {
+	url, contentType, body string
+	status                 int
+}
+
+func (e *httpError) Error() string {
+	return fmt.Sprintf("GET %s: %d (%s): %s", e.url, e.status, e.contentType, e.body)
+}
+
+// missing says whether the answer means the route does not exist in this
+// build (404, 501 "not configured", or a non-JSON page, e.g. the UI's
+// catch-all).
+func (e *httpError) missing() bool {
+	return e.status == http.StatusNotFound || e.status == http.StatusNotImplemented ||
+		!strings.HasPrefix(e.contentType, "application/json")
+}
+
+// percentile is the nearest-rank p-th percentile of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100
+	return sorted[max(rank, 1)-1]
+}
+
+// readFigures measures figures 3 and 4 against a tally serve over the
+// loaded database: run trees of the large runs, cost rollups over 30 days
+// and tool percentiles over the last hour.
+func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats) error {
+	db := cfg.DBPrefix + "load"
+	// Compute the cost rollup the way tally's background job does, before
+	// tally starts, so that cost reports read rolled-up hours (as they do
+	// on a server that has been running) rather than 30 days of raw spans.
+	store, err := openStore(ctx, cfg.CHAddr, db)
+	if err != nil {
+		return err
+	}
+	cfg.logf("rollup: computing the cost rollup of %d spans", st.Spans)
+	began := time.Now()
+	rs, err := query.NewRollup(store, query.RollupConfig{}).RefreshRange(ctx, st.Since.Add(-time.Hour), time.Now())
+	store.Close()
+	if err != nil {
+		return fmt.Errorf("cost rollup: %w", err)
+	}
+	rollupTook := time.Since(began)
+	cfg.logf("rollup: %d hours, %d rows in %s", rs.HoursRecomputed, rs.RowsWritten, rollupTook.Round(time.Millisecond))
+	t, err := cfg.startTally(ctx, db, "reads", false)
+	if err != nil {
+		return err
+	}
+	defer t.Stop() //nolint:errcheck // measured figures are kept either way
+	client := &http.Client{Timeout: 2 * time.Minute}
+
+	rollups := []struct{ id, name, path, window string }{
+		{"rollup.cost_by_agent.p99", "cost by agent over 30 days, p99", "/api/v1/costs?by=agent&since=30d", "30d"},
+		{"rollup.cost_by_model.p99", "cost by model over 30 days, p99", "/api/v1/costs?by=model&since=30d", "30d"},
+		{"rollup.tool_p95.p99", "tool p95 per tool over the last hour, p99", "/api/v1/tools?since=1h", "1h"},
+	}
+	for _, r := range rollups {
+		inputs := map[string]any{"spans_stored": st.Spans, "window": r.window, "endpoint": "GET " + r.path,
+			"requests": cfg.RollupSamples, "clients": 1}
+		d, size, err := latencies(ctx, client, t.URL+r.path, cfg.RollupSamples)
+		if he, ok := err.(*httpError); ok && he.missing() {
+			res.unavailable(r.id, r.name, "ms", "p99 ≤ 300", "not available in this build ("+strings.SplitN(r.path, "?", 2)[0]+" answers "+fmt.Sprint(he.status)+")", inputs)
+			cfg.logf("%s: not available in this build", r.name)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
+		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", r.name, p50, p99)
+		res.add(Figure{ID: r.id, Name: r.name, Value: p99, Unit: "ms", Goal: "p99 ≤ 300", Met: atMost(p99, 300),
+			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "response_bytes": size,
+				"rollup_hours_recomputed_before": rs.HoursRecomputed, "rollup_refresh_s": rollupTook.Seconds()}})
+	}
+	bySize := map[int][]string{}
+	for _, r := range st.Large {
+		bySize[r.Spans] = append(bySize[r.Spans], r.TraceID)
+	}
+	goals := map[int]float64{500: 50, 5000: 300}
+	sizes := make([]int, 0, len(bySize))
+	for n := range bySize {
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	for _, n := range sizes {
+		ids := bySize[n]
+		samples := cfg.TreeSamples
+		if n >= 5000 {
+			samples = max(1, samples/2)
+		}
+		var all []time.Duration
+		size := 0
+		for i, id := range ids {
+			k := samples / len(ids)
+			if i < samples%len(ids) {
+				k++
+			}
+			if k == 0 {
+				continue
+			}
+			d, b, err := latencies(ctx, client, t.URL+"/api/v1/runs/"+id, k)
+			if err != nil {
+				return fmt.Errorf("run tree of %d spans: %w", n, err)
+			}
+			all, size = append(all, d...), b
+		}
+		slices.Sort(all)
+		p50, p99 := ms(percentile(all, 50)), ms(percentile(all, 99))
+		cfg.logf("run tree %d spans: p50 %.1f ms, p99 %.1f ms (%d requests)", n, p50, p99, len(all))
+		inputs := map[string]any{"run_spans": n, "spans_stored": st.Spans, "requests": len(all), "distinct_runs": len(ids),
+			"endpoint": "GET /api/v1/runs/{trace_id}", "clients": 1}
+		goal, met := "", (*bool)(nil)
+		if g, ok := goals[n]; ok {
+			goal, met = fmt.Sprintf("p99 ≤ %g", g), atMost(p99, g)
+		}
+		res.add(Figure{ID: fmt.Sprintf("tree.%d.p99", n), Name: fmt.Sprintf("run tree of %d spans, p99", n),
+			Value: p99, Unit: "ms", Goal: goal, Met: met, Available: true, Inputs: inputs,
+			Detail: map[string]any{"p50_ms": p50, "max_ms": ms(all[len(all)-1]), "response_bytes": size}})
+		res.add(Figure{ID: fmt.Sprintf("tree.%d.p50", n), Name: fmt.Sprintf("run tree of %d spans, p50", n),
+			Value: p50, Unit: "ms", Available: true, Inputs: inputs})
+	}
+
+	return nil
+}

@@ -1,0 +1,122 @@
+package bench_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/bench"
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/schema"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestSmoke runs the whole suite at a tiny scale so that `make bench`
+// cannot rot: every figure must be produced, finite and positive, or be
+// explicitly not available in this build with a reason. No timing is
+// asserted.
+func TestSmoke(t *testing.T) {
+	ch := testenv.ClickHouse(t)
+	ctx := context.Background()
+	root, err := bench.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	bin, err := bench.BuildTally(ctx, root, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := make([]byte, 3)
+	rand.Read(suffix) //nolint:errcheck // crypto/rand.Read does not fail
+	prefix := "smoke_" + hex.EncodeToString(suffix) + "_"
+	t.Cleanup(func() {
+		store, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: "default"})
+		if err != nil {
+			return
+		}
+		defer store.Close()
+		for _, db := range []string{"ingest", "direct", "load"} {
+			store.Conn().Exec(ctx, "DROP DATABASE IF EXISTS "+prefix+db) //nolint:errcheck // best-effort cleanup
+		}
+	})
+
+	cfg := bench.DefaultConfig()
+	cfg.CHAddr, cfg.TallyBin, cfg.WorkDir, cfg.DBPrefix = ch.Addr, bin, work, prefix
+	cfg.Spans = 10_000
+	cfg.LargeRuns = []int{500, 5000}
+	cfg.IngestDuration = 2 * time.Second
+	cfg.OverloadDuration = time.Second
+	cfg.Concurrency = 2
+	cfg.BaselineRows, cfg.BaselineBatch = 5000, 1000
+	cfg.DecodeDuration = 200 * time.Millisecond
+	cfg.TreeSamples, cfg.RollupSamples = 4, 2
+	cfg.ProfileDir = filepath.Join(work, "profiles")
+	if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("bench.Run: %v", err)
+	}
+
+	want := []string{
+		"decode.normalize_spans_per_core", "decode.unmarshal_spans_per_core",
+		"ingest.efficiency", "ingest.spans_per_s", "ingest.ack_latency_p50", "ingest.ack_latency_p99",
+		"memory.sustained_peak_rss", "memory.overload_peak_rss",
+		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
+		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99",
+		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
+	}
+	for _, id := range want {
+		f := res.Figure(id)
+		switch {
+		case f == nil:
+			t.Errorf("figure %s missing", id)
+		case !f.Available && f.Reason == "":
+			t.Errorf("figure %s not available without a reason", id)
+		case f.Available && (f.Value <= 0 || math.IsInf(f.Value, 0) || math.IsNaN(f.Value)):
+			t.Errorf("figure %s = %v, want a finite positive value", id, f.Value)
+		case len(f.Inputs) == 0:
+			t.Errorf("figure %s has no inputs", id)
+		}
+	}
+	if f := res.Figure("ingest.spans_per_s"); f != nil && fmt.Sprint(f.Detail["spans_acknowledged"]) != fmt.Sprint(f.Detail["spans_stored_final"]) {
+		t.Errorf("acknowledged %v spans, stored %v", f.Detail["spans_acknowledged"], f.Detail["spans_stored_final"])
+	}
+	if res.Machine.Cores <= 0 || res.Machine.ClickHouseVersion == "" || res.Machine.GoVersion == "" {
+		t.Errorf("machine not described: %+v", res.Machine)
+	}
+	for _, p := range []string{"cpu.pprof", "heap.pprof"} {
+		if st, err := os.Stat(filepath.Join(cfg.ProfileDir, p)); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s not written: %v", p, err)
+		}
+	}
+
+	out := filepath.Join(work, "out")
+	if err := res.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bench.Results
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(back.Figures) != len(res.Figures) {
+		t.Errorf("results.json holds %d figures, want %d", len(back.Figures), len(res.Figures))
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "results.md")); err != nil || len(md) == 0 {
+		t.Errorf("results.md not written: %v", err)
+	}
+}
