@@ -15,10 +15,15 @@ type CacheReporter interface {
 }
 
 // CacheFromReports adapts a cache report source to CacheHealth: one verdict
-// per (agent, model) group, with the group's never_hit runs as examples.
+// per (agent, model) group, with the group's example runs (for a never_hit
+// group, its most recent runs with cacheable calls and no cache read).
 func CacheFromReports(r CacheReporter) CacheHealth { return cacheReports{r} }
 
 type cacheReports struct{ r CacheReporter }
+
+// exampleRunIDs is how many example runs an alert carries, as for the other
+// kinds.
+const exampleRunIDs = 5
 
 // CacheVerdicts runs one cache report over the window.
 func (c cacheReports) CacheVerdicts(ctx context.Context, project string, since, until time.Time) ([]CacheVerdict, error) {
@@ -28,17 +33,8 @@ func (c cacheReports) CacheVerdicts(ctx context.Context, project string, since, 
 	}
 	out := make([]CacheVerdict, 0, len(rep.Groups))
 	for _, g := range rep.Groups {
-		v := CacheVerdict{Agent: g.Agent, Model: g.Model, Verdict: g.Verdict, EligibleCalls: int(g.EligibleCalls),
-			CacheReadTokens: g.CacheReadTokens, ExampleTraceIDs: []string{}}
-		for _, run := range rep.NeverHitRuns {
-			if len(v.ExampleTraceIDs) == 5 {
-				break
-			}
-			if contains(run.Models, g.Model) && (g.Agent == "" || contains(run.Agents, g.Agent)) {
-				v.ExampleTraceIDs = append(v.ExampleTraceIDs, run.TraceID)
-			}
-		}
-		out = append(out, v)
+		out = append(out, CacheVerdict{Agent: g.Agent, Model: g.Model, Verdict: g.Verdict, EligibleCalls: int(g.EligibleCalls),
+			CacheReadTokens: g.CacheReadTokens, ExampleTraceIDs: append([]string{}, firstN(g.ExampleRunIDs, exampleRunIDs)...)})
 	}
 	return out, nil
 }

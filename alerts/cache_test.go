@@ -3,6 +3,7 @@ package alerts_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -57,5 +58,15 @@ func TestCacheReadZeroFromCacheReport(t *testing.T) {
 	}
 	if want := "agent summarizer on model gpt-4o-mini read 0 tokens from the prompt cache (12 cacheable calls in 1h, verdict never_hit)"; a.Annotations["summary"] != want {
 		t.Errorf("summary %q, want %q", a.Annotations["summary"], want)
+	}
+	// One eligible call per run is too few to judge a run on its own (< 2),
+	// yet the alert names the group's runs to open: the 5 most recent of
+	// the 12, summarizer11 (T−19m) back to summarizer7 (T−23m).
+	var want []string
+	for i := 11; i >= 7; i-- {
+		want = append(want, fmt.Sprintf("%032s", fmt.Sprintf("summarizer%d", i)))
+	}
+	if !reflect.DeepEqual(a.ExampleRunIDs, want) {
+		t.Errorf("example runs %v, want %v", a.ExampleRunIDs, want)
 	}
 }

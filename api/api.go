@@ -103,6 +103,7 @@ func (h *Handler) listRuns(c *gin.Context) {
 		Service:      c.Query("service"),
 		Task:         c.Query("task"),
 		Conversation: c.Query("conversation"),
+		Tool:         c.Query("tool"),
 		Status:       c.Query("status"),
 		Search:       c.Query("q"),
 		Cursor:       c.Query("cursor"),

@@ -17,9 +17,11 @@ import (
 type fakeCosts struct {
 	costFilter  query.CostFilter
 	cacheFilter query.CacheFilter
+	runFilter   query.RunFilter
 }
 
-func (f *fakeCosts) Runs(context.Context, query.RunFilter) (query.RunPage, error) {
+func (f *fakeCosts) Runs(_ context.Context, filter query.RunFilter) (query.RunPage, error) {
+	f.runFilter = filter
 	return query.RunPage{}, nil
 }
 
@@ -36,7 +38,8 @@ func (f *fakeCosts) Costs(_ context.Context, filter query.CostFilter) (query.Cos
 func (f *fakeCosts) Cache(_ context.Context, filter query.CacheFilter) (query.CacheReport, error) {
 	f.cacheFilter = filter
 	return query.CacheReport{Groups: []query.CacheGroup{{Agent: "looper", Model: "m",
-		CacheStats: query.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: query.VerdictNeverHit}}}}, nil
+		CacheStats:    query.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: query.VerdictNeverHit},
+		ExampleRunIDs: []string{"t2", "t1"}}}}, nil
 }
 
 func costsRouter(fake any) *gin.Engine {
@@ -122,6 +125,9 @@ func TestCacheEndpoint(t *testing.T) {
 	if g["verdict"] != query.VerdictNeverHit || g["eligible_calls"] != 6.0 {
 		t.Errorf("group JSON %v", g)
 	}
+	if ids, _ := g["example_run_ids"].([]any); len(ids) != 2 || ids[0] != "t2" || ids[1] != "t1" {
+		t.Errorf("group example_run_ids %v, want [t2 t1]", g["example_run_ids"])
+	}
 	if w := serve(r, "/api/v1/cache?min_eligible_calls=zero"); w.Code != http.StatusBadRequest {
 		t.Errorf("bad threshold: %d, want 400", w.Code)
 	}
@@ -144,4 +150,18 @@ func (runsOnly) Runs(context.Context, query.RunFilter) (query.RunPage, error) {
 
 func (runsOnly) Run(context.Context, string, string) (*query.RunDetail, error) {
 	return nil, query.ErrNotFound
+}
+
+func TestRunsToolFilter(t *testing.T) {
+	fake := &fakeCosts{}
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	New(fake).Register(r.Group("/api/v1", authenticated))
+	w := serve(r, "/api/v1/runs?tool=fetch_url&since=2026-01-10T00:00:00Z")
+	if w.Code != http.StatusOK {
+		t.Fatalf("runs: %d %s", w.Code, w.Body)
+	}
+	if fake.runFilter.Tool != "fetch_url" || fake.runFilter.Project != "p1" {
+		t.Errorf("filter %+v, want tool fetch_url in project p1", fake.runFilter)
+	}
 }

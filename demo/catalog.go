@@ -12,7 +12,8 @@ const (
 	// writes as their own attributes), as Anthropic's API does and as
 	// instrumentations that pass its numbers through report them.
 	usageAdditive
-	// usageDeprecated uses gen_ai.system and gen_ai.usage.prompt_tokens/completion_tokens.
+	// usageDeprecated uses gen_ai.system, gen_ai.usage.prompt_tokens/completion_tokens
+	// and, for a model with prompt caching, gen_ai.usage.cache_read_input_tokens.
 	usageDeprecated
 	// usageClientCost is the current spec plus a client-computed gen_ai.usage.cost.amount.
 	usageClientCost
@@ -68,7 +69,7 @@ var (
 	}
 	gpt41Mini = model{
 		provider: "openai", request: "gpt-4.1-mini", response: "gpt-4.1-mini-2025-04-14",
-		server: "api.openai.com", cache: cacheNone, ttft: [2]int{250, 700}, tokensPerSec: [2]int{90, 140},
+		server: "api.openai.com", cache: cacheAutomatic, ttft: [2]int{250, 700}, tokensPerSec: [2]int{90, 140},
 		toolFinish: "tool_calls", stopFinish: "stop", callIDPrefix: "call_", respIDPrefix: "chatcmpl-",
 		errorType: "rate_limit_exceeded",
 	}

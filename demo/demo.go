@@ -24,7 +24,8 @@
 //     (same gen_ai.tool.call.id, gen_ai.tool.call.attempt 2 or 3); web_search
 //     is rate limited on about 5% of attempts; some runs end in error;
 //   - a sub-agent (triager) instrumented with deprecated names (gen_ai.system,
-//     gen_ai.usage.prompt_tokens/completion_tokens), and Anthropic calls
+//     gen_ai.usage.prompt_tokens/completion_tokens, and its OpenAI prompt
+//     cache reads as gen_ai.usage.cache_read_input_tokens), and Anthropic calls
 //     (researcher) reported additively, as Anthropic's API and pass-through
 //     instrumentations do: gen_ai.usage.input_tokens excludes the cache reads
 //     and writes, which come as their own attributes; every other call reports

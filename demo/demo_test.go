@@ -302,6 +302,41 @@ func TestTraffic(t *testing.T) {
 		}
 	})
 
+	t.Run("triager caches under the deprecated name", func(t *testing.T) {
+		// The triager's instrumentation is old: gen_ai.system, prompt_tokens
+		// and gen_ai.usage.cache_read_input_tokens, never the current names.
+		// OpenAI caches a prompt automatically once a prefix of ≥ 1024
+		// tokens repeats: the second call of an invocation onwards reads
+		// the previous call's prompt, rounded down to 128 tokens, when that
+		// was ≥ 1024 tokens long.
+		calls, withReads := 0, 0
+		var prompt, read int64
+		for _, s := range rc.spans {
+			if s.str("gen_ai.operation.name") != "chat" || s.str("gen_ai.agent.name") != "triager" || s.Status == "Error" {
+				continue
+			}
+			calls++
+			if s.has("gen_ai.usage.cache_read.input_tokens") || s.has("gen_ai.usage.input_tokens") || !s.has("gen_ai.system") {
+				t.Errorf("triager call %s uses current names: %v", s.Span, s.Attrs)
+			}
+			if !s.has("gen_ai.usage.cache_read_input_tokens") {
+				t.Errorf("triager call %s lacks gen_ai.usage.cache_read_input_tokens", s.Span)
+			}
+			r, p := s.num("gen_ai.usage.cache_read_input_tokens"), s.num("gen_ai.usage.prompt_tokens")
+			if r > p || r%128 != 0 || (r > 0 && r < 1024) {
+				t.Errorf("triager call %s reads %d of %d prompt tokens, want a multiple of 128, ≥ 1024, within the prompt", s.Span, r, p)
+			}
+			if r > 0 {
+				withReads++
+			}
+			prompt, read = prompt+p, read+r
+		}
+		if calls < 10 || withReads == 0 || read*10 < prompt || read >= prompt {
+			t.Errorf("triager: %d calls, %d reading the cache, %d of %d prompt tokens read; want ≥ 10 calls, some reading, over 10%% of the tokens read",
+				calls, withReads, read, prompt)
+		}
+	})
+
 	t.Run("summarizer never caches", func(t *testing.T) {
 		summarizer, eligible := 0, 0
 		var otherReads int64
@@ -414,7 +449,8 @@ func TestTraffic(t *testing.T) {
 				if s.str("gen_ai.operation.name") != "chat" {
 					continue
 				}
-				read, write := s.num("gen_ai.usage.cache_read.input_tokens"), s.num("gen_ai.usage.cache_creation.input_tokens")
+				read := s.num("gen_ai.usage.cache_read.input_tokens") + s.num("gen_ai.usage.cache_read_input_tokens") // current or deprecated name
+				write := s.num("gen_ai.usage.cache_creation.input_tokens")
 				in := s.num("gen_ai.usage.input_tokens") + s.num("gen_ai.usage.prompt_tokens")
 				if s.str("gen_ai.provider.name") == "anthropic" {
 					in += read + write

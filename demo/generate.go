@@ -240,7 +240,10 @@ func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int)
 		left := inv.budget - 2                // the invoke span and the final answer
 		repeat := b.rng.Float64() < repeatLoopRate
 		if a == &coder && b.conv.task.name == "code_fix" && left >= 1 && b.rng.Float64() < acmeRate {
-			s, u := b.chat(t, a, usageClientCost, newSession(a, b.between([2]int{400, 1200})), chatShape{model: &acmeLLM, output: [2]int{5, 40}, final: true})
+			// A short prompt (below the 1024-token minimum cacheable prefix
+			// tally assumes for a model it does not know): the self-hosted
+			// model is judged below_min_prefix, not a silent cache miss.
+			s, u := b.chat(t, a, usageClientCost, newSession(a, b.between([2]int{400, 1000})), chatShape{model: &acmeLLM, output: [2]int{5, 40}, final: true})
 			span.Children = append(span.Children, s)
 			total.add(u)
 			t = s.End.Add(b.msBetween(5, 30))

@@ -171,9 +171,14 @@ func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess 
 	}
 	switch style {
 	case usageDeprecated:
+		// Older instrumentations: prompt_tokens (OpenAI's count, cached
+		// tokens included) and the cache reads under the pre-1.40 name.
 		attrs = append(attrs,
 			attribute.Int("gen_ai.usage.prompt_tokens", input),
 			attribute.Int("gen_ai.usage.completion_tokens", output))
+		if m.cache != cacheNone {
+			attrs = append(attrs, attribute.Int("gen_ai.usage.cache_read_input_tokens", read))
+		}
 	case usageAdditive:
 		// Anthropic's API counts input_tokens after the cache breakpoints:
 		// only the uncached tail.

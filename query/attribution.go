@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -116,6 +118,27 @@ func (r *Reader) loadSpans(ctx context.Context, project string, from, to time.Ti
 	if project != "" {
 		args = append(args, project)
 	}
+	return r.attributeFacts(ctx, q, args, from, to)
+}
+
+// loadRunSpans is loadSpans for the given runs of one project only.
+func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []string, from, to time.Time, window time.Duration) ([]attributed, error) {
+	if !to.After(from) || len(traces) == 0 {
+		return nil, nil
+	}
+	ids := clickhouse.GroupSet{Value: make([]any, len(traces))}
+	for i, t := range traces {
+		ids.Value[i] = t
+	}
+	q := "SELECT " + factColumns + "\nFROM " + r.store.Table(schema.TableSpans) + " FINAL\nWHERE project = ? AND trace_id IN ?" +
+		" AND start >= ? AND start <= ?"
+	args := []any{project, ids, from.UTC().Truncate(time.Second).Add(-window), to.UTC().Truncate(time.Second).Add(window)}
+	return r.attributeFacts(ctx, q, args, from, to)
+}
+
+// attributeFacts runs q (which selects factColumns), attributes the spans
+// and returns those starting in [from, to).
+func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from, to time.Time) ([]attributed, error) {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -45,6 +46,22 @@ func TestCacheHealth(t *testing.T) {
 	// rare: 2 eligible calls without reads: too few to judge (< 5).
 	spans = append(spans, chatRun(5, "rare", at, 1, 5000, 0)...)
 	spans = append(spans, chatRun(6, "rare", at, 1, 5000, 0)...)
+	// oneshot: 22 runs (traces 100…121, 10 s apart) of one eligible call
+	// each, never a cache read: never_hit as a group (22 ≥ 5), although no
+	// run has the 2 eligible calls to be judged on its own.
+	for i := range 22 {
+		spans = append(spans, chatRun(100+i, "oneshot", at.Add(time.Duration(i)*10*time.Second), 1, 5000, 0)...)
+	}
+	// named: the calls name their agent themselves (read in ClickHouse, no
+	// attribution needed): 2 runs × 3 calls of 5000 input reading 1000 and
+	// 2000 tokens each.
+	for i, read := range []uint64{1000, 2000} {
+		run := chatRun(200+i, "named", at, 3, 5000, read)
+		for j := range run {
+			run[j].AgentName = "named"
+		}
+		spans = append(spans, run...)
+	}
 	insert(t, store, spans, 1)
 	insert(t, store, spans, 2) // delivered twice: counted once
 
@@ -68,13 +85,29 @@ func TestCacheHealth(t *testing.T) {
 		"cached": {6, 6, 24000, 0.8, query.VerdictHealthy, 0},
 		"tiny":   {6, 0, 0, 0, query.VerdictBelowMinPrefix, 0},
 		// each rare run has 1 eligible call (< 2): not never_hit either.
-		"rare": {2, 2, 0, 0, query.VerdictInsufficientData, 0},
+		"rare":    {2, 2, 0, 0, query.VerdictInsufficientData, 0},
+		"oneshot": {22, 22, 0, 0, query.VerdictNeverHit, 0},
+		// (3×1000 + 3×2000) / 6×5000 = 0.3
+		"named": {6, 6, 9000, 0.3, query.VerdictHealthy, 0},
 	}
 	if len(rep.Groups) != len(wants) {
 		t.Fatalf("%d groups, want %d: %+v", len(rep.Groups), len(wants), rep.Groups)
 	}
-	if rep.Groups[0].Agent != "looper" {
-		t.Errorf("first group %q, want the never_hit one first", rep.Groups[0].Agent)
+	// never_hit first, by eligible calls: oneshot (22), looper (6).
+	if rep.Groups[0].Agent != "oneshot" || rep.Groups[1].Agent != "looper" {
+		t.Errorf("first groups %q, %q, want the never_hit ones first", rep.Groups[0].Agent, rep.Groups[1].Agent)
+	}
+	// Example runs, most recent call first: looper's run 2 (last call at
+	// +1m3s) then run 1 (+3s); oneshot's 20 most recent of its 22 runs,
+	// trace 121 (+211 s) down to trace 102 (+21 s). Other verdicts list none.
+	wantExamples := map[string][]string{"looper": {fmt.Sprintf("%032x", 2), fmt.Sprintf("%032x", 1)}}
+	for i := 121; i >= 102; i-- {
+		wantExamples["oneshot"] = append(wantExamples["oneshot"], fmt.Sprintf("%032x", i))
+	}
+	for _, g := range rep.Groups {
+		if want := wantExamples[g.Agent]; !reflect.DeepEqual(g.ExampleRunIDs, append([]string{}, want...)) {
+			t.Errorf("group %s example runs %v, want %v", g.Agent, g.ExampleRunIDs, want)
+		}
 	}
 	for _, g := range rep.Groups {
 		w := wants[g.Agent]
@@ -89,8 +122,10 @@ func TestCacheHealth(t *testing.T) {
 		t.Fatalf("never_hit runs %+v, want looper's two", rep.NeverHitRuns)
 	}
 	for _, r := range rep.NeverHitRuns {
-		if !wantRuns[r.TraceID] || r.EligibleCalls != 3 || len(r.Agents) != 1 || r.Agents[0] != "looper" {
-			t.Errorf("never_hit run %+v, want a looper run with 3 eligible calls", r)
+		// No span carries task.name: the task is the root span's name.
+		if !wantRuns[r.TraceID] || r.EligibleCalls != 3 || len(r.Agents) != 1 || r.Agents[0] != "looper" ||
+			r.Task != "invoke_agent looper" {
+			t.Errorf("never_hit run %+v, want a looper run (task invoke_agent looper) with 3 eligible calls", r)
 		}
 	}
 

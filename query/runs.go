@@ -64,6 +64,7 @@ type RunFilter struct {
 	Service      string
 	Task         string
 	Conversation string
+	Tool         string  // runs that called this tool ("unknown": a tool span without a name)
 	Status       string  // "error" or "ok"
 	Search       string  // trace id prefix, conversation id or span name substring
 	MinCost      float64 // runs costing at least this many USD; 0 does not filter
@@ -246,6 +247,12 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 	if f.Conversation != "" {
 		having = append(having, "conv = ?")
 		hargs = append(hargs, f.Conversation)
+	}
+	if f.Tool != "" {
+		// The tool statistics name a tool span without a tool name
+		// UnknownName; the filter does too, so an alert's link finds its runs.
+		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
+		hargs = append(hargs, UnknownName, f.Tool)
 	}
 	switch f.Status {
 	case "":

@@ -2,9 +2,11 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/tallyhq/tally/schema"
@@ -17,128 +19,6 @@ import (
 // (the ⌈q·n⌉-th smallest value): p95 of 100 samples is the 96th smallest,
 // where nearest-rank says the 95th. quantileExact holds every value of a group
 // in memory; groups are bounded by one tool or model over one time window.
-
-// exampleRuns is how many example run ids a statistic carries per list.
-const exampleRuns = 5
-
-// Class says what a tool call was, as DESIGN.md defines retries. Exactly one
-// class applies to each call: the retry rules are tried in order and the
-// first that matches decides; a call no retry rule matches is a repeat when
-// the same tool already succeeded with the same arguments, else an original.
-type Class string
-
-// The classes of a tool call.
-const (
-	// ClassOriginal is a first call: no retry rule matched and it repeats no
-	// earlier successful call.
-	ClassOriginal Class = "original"
-	// ClassRetryAttempt is a call whose attempt attribute says attempt ≥ 2.
-	ClassRetryAttempt Class = "retry_attempt"
-	// ClassRetryCallID is a call whose tool call id an earlier tool span of the
-	// same run already carried.
-	ClassRetryCallID Class = "retry_call_id"
-	// ClassRetryStep is a call whose step id an earlier tool span of the same
-	// run already carried.
-	ClassRetryStep Class = "retry_step"
-	// ClassRetryAfterError is a call of a tool whose previous call under the
-	// same parent span ended in error before this one started.
-	ClassRetryAfterError Class = "retry_after_error"
-	// ClassRepeat is a call with the same tool and arguments hash as an earlier
-	// successful call of the run: a loop signal, not a retry.
-	ClassRepeat Class = "repeat"
-)
-
-// Retry reports whether the class counts as a retry.
-func (c Class) Retry() bool {
-	switch c {
-	case ClassRetryAttempt, ClassRetryCallID, ClassRetryStep, ClassRetryAfterError:
-		return true
-	}
-	return false
-}
-
-// ToolCall is the part of a tool span that retry classification and tool
-// statistics need.
-type ToolCall struct {
-	TraceID      string
-	SpanID       string
-	ParentSpanID string
-	Tool         string
-	CallID       string
-	StepID       string
-	ArgsHash     string
-	Error        bool // the span's status is error
-	StartNs      uint64
-	DurationNs   uint64
-	Attempt      uint32 // 0 unknown, 1 first try, ≥ 2 a retry
-}
-
-type siblingKey struct{ parent, tool string }
-type argsKey struct{ tool, args string }
-
-// ClassifyRetries classifies each call (the result is parallel to calls).
-// Calls may come from many runs in any order; within a run they are taken
-// in start order (ties broken by span id). The rules, first match deciding:
-//
-//  1. the attempt attribute says attempt ≥ 2;
-//  2. an earlier tool span of the run has the same (non-empty) call id;
-//  3. an earlier tool span of the run has the same (non-empty) step id;
-//  4. the previous call of the same tool under the same parent span ended in
-//     error before this call started. Only the latest earlier sibling call
-//     counts: after a failed call was retried successfully, a later call of
-//     the tool is a fresh call, not another retry.
-//
-// A call no rule matches is a repeat when an earlier call of the run with the
-// same tool and (non-empty) arguments hash succeeded, else an original.
-func ClassifyRetries(calls []ToolCall) []Class {
-	out := make([]Class, len(calls))
-	byTrace := map[string][]int{}
-	for i := range calls {
-		byTrace[calls[i].TraceID] = append(byTrace[calls[i].TraceID], i)
-	}
-	for _, idx := range byTrace {
-		sort.SliceStable(idx, func(a, b int) bool {
-			ca, cb := &calls[idx[a]], &calls[idx[b]]
-			if ca.StartNs != cb.StartNs {
-				return ca.StartNs < cb.StartNs
-			}
-			return ca.SpanID < cb.SpanID
-		})
-		seenCallID := map[string]bool{}
-		seenStep := map[string]bool{}
-		lastSibling := map[siblingKey]*ToolCall{}
-		succeeded := map[argsKey]bool{}
-		for _, i := range idx {
-			c := &calls[i]
-			prev := lastSibling[siblingKey{c.ParentSpanID, c.Tool}]
-			switch {
-			case c.Attempt >= 2:
-				out[i] = ClassRetryAttempt
-			case c.CallID != "" && seenCallID[c.CallID]:
-				out[i] = ClassRetryCallID
-			case c.StepID != "" && seenStep[c.StepID]:
-				out[i] = ClassRetryStep
-			case prev != nil && prev.Error && prev.StartNs+prev.DurationNs <= c.StartNs:
-				out[i] = ClassRetryAfterError
-			case c.ArgsHash != "" && succeeded[argsKey{c.Tool, c.ArgsHash}]:
-				out[i] = ClassRepeat
-			default:
-				out[i] = ClassOriginal
-			}
-			if c.CallID != "" {
-				seenCallID[c.CallID] = true
-			}
-			if c.StepID != "" {
-				seenStep[c.StepID] = true
-			}
-			lastSibling[siblingKey{c.ParentSpanID, c.Tool}] = c
-			if !c.Error && c.ArgsHash != "" {
-				succeeded[argsKey{c.Tool, c.ArgsHash}] = true
-			}
-		}
-	}
-	return out
-}
 
 // Window selects spans of one project by start time: Since inclusive, Until
 // exclusive. A zero Until means now; a zero Since means 24 hours before Until.
@@ -242,108 +122,125 @@ type ToolFilter struct {
 	PerMinute bool   // also split counts by minute
 }
 
-// Tools computes per-tool statistics over a window, sorted by tool name:
-// counts and retry classification from the window's tool calls, duration
-// percentiles in ClickHouse.
+// exampleRuns is how many example run ids a statistic carries per list.
+const exampleRuns = 5
+
+// Tools computes per-tool statistics over a window, sorted by tool name.
+//
+// ClickHouse computes every figure it can over the window's deduplicated
+// tool spans (toolAggregates, toolExamples): calls, errors, calls with
+// attempt ≥ 2 (retry rule 1), duration percentiles, the per-minute split and
+// the example runs. The other retry rules and repeats depend on the order of
+// a run's calls, so they are classified in Go with ClassifyRetries' rules,
+// but only for the runs that could hold such a call — a failed call, a call
+// id, step id or (tool, arguments) seen twice — and from compact rows (see
+// classifyCandidates). The counts add up: rule 1 decides first, so a call
+// with attempt ≥ 2 is counted by ClickHouse and by nobody else.
 func (r *Reader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
-	calls, err := r.ToolCalls(ctx, f.Window)
-	if err != nil {
+	// The three queries are independent: run them at once, so that one's
+	// single-threaded stages (deduplication, transfer, classification)
+	// overlap the others' scans.
+	var (
+		wg                            sync.WaitGroup
+		agg                           []toolAgg
+		examples                      map[string]toolExampleRuns
+		classified                    map[string]*toolClassified
+		aggErr, examplesErr, classErr error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); agg, aggErr = r.toolAggregates(ctx, f) }()
+	go func() { defer wg.Done(); examples, examplesErr = r.toolExamples(ctx, f) }()
+	go func() { defer wg.Done(); classified, classErr = r.classifyTools(ctx, f) }()
+	wg.Wait()
+	if err := errors.Join(aggErr, examplesErr, classErr); err != nil {
 		return nil, err
 	}
-	classes := ClassifyRetries(calls)
-	byTool := map[string]*ToolStats{}
-	type example struct {
-		trace string
-		start uint64
-		dur   uint64
-	}
-	retried, failed, all := map[string][]example{}, map[string][]example{}, map[string][]example{}
-	minutes := map[string]map[time.Time]*ToolMinute{}
-	for i := range calls {
-		c := &calls[i]
-		if f.Tool != "" && c.Tool != f.Tool {
-			continue
-		}
-		s := byTool[c.Tool]
-		if s == nil {
-			s = &ToolStats{Tool: c.Tool}
-			byTool[c.Tool] = s
-			minutes[c.Tool] = map[time.Time]*ToolMinute{}
-		}
-		ex := example{c.TraceID, c.StartNs, c.DurationNs}
-		s.Calls++
-		all[c.Tool] = append(all[c.Tool], ex)
-		var m *ToolMinute
-		if f.PerMinute {
-			at := nsTime(c.StartNs).Truncate(time.Minute)
-			if m = minutes[c.Tool][at]; m == nil {
-				m = &ToolMinute{Minute: at}
-				minutes[c.Tool][at] = m
-			}
-			m.Calls++
-		}
-		if c.Error {
-			s.Errors++
-			failed[c.Tool] = append(failed[c.Tool], ex)
-			if m != nil {
-				m.Errors++
+	out := make([]ToolStats, 0, len(agg))
+	for i := range agg {
+		a := &agg[i]
+		s := a.stats
+		ex := examples[s.Tool]
+		s.SlowestRuns, s.FailedRuns = nonNil(ex.slowest), nonNil(ex.failed)
+		retried := ex.retried
+		if c := classified[s.Tool]; c != nil {
+			s.Retries += c.retries
+			s.Repeats += c.repeats
+			retried = append(retried, c.retried...)
+			for at, n := range c.minuteRetries {
+				if m := a.minutes[at]; m != nil {
+					m.Retries += n
+				}
 			}
 		}
-		switch {
-		case classes[i].Retry():
-			s.Retries++
-			retried[c.Tool] = append(retried[c.Tool], ex)
-			if m != nil {
-				m.Retries++
-			}
-		case classes[i] == ClassRepeat:
-			s.Repeats++
-		}
-	}
-	recent := func(exs []example) []string {
-		sort.SliceStable(exs, func(a, b int) bool { return exs[a].start > exs[b].start })
-		return distinctTraces(exs, func(e example) string { return e.trace })
-	}
-	slowest := func(exs []example) []string {
-		sort.SliceStable(exs, func(a, b int) bool { return exs[a].dur > exs[b].dur })
-		return distinctTraces(exs, func(e example) string { return e.trace })
-	}
-	out := make([]ToolStats, 0, len(byTool))
-	for tool, s := range byTool {
 		s.RetryRate = float64(s.Retries) / float64(s.Calls)
 		s.ErrorRate = float64(s.Errors) / float64(s.Calls)
-		s.RetriedRuns = recent(retried[tool])
-		s.FailedRuns = recent(failed[tool])
-		s.SlowestRuns = slowest(all[tool])
+		s.RetriedRuns = recentRuns(retried)
 		if f.PerMinute {
-			for _, m := range minutes[tool] {
+			for _, m := range a.minutes {
 				s.PerMinute = append(s.PerMinute, *m)
 			}
-			sort.Slice(s.PerMinute, func(a, b int) bool { return s.PerMinute[a].Minute.Before(s.PerMinute[b].Minute) })
+			sort.Slice(s.PerMinute, func(i, j int) bool { return s.PerMinute[i].Minute.Before(s.PerMinute[j].Minute) })
 		}
-		out = append(out, *s)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Tool < out[b].Tool })
-	if len(out) == 0 {
-		return out, nil
-	}
-	if err := r.toolPercentiles(ctx, f, out); err != nil {
-		return nil, err
+		out = append(out, s)
 	}
 	return out, nil
 }
 
-// distinctTraces returns up to exampleRuns distinct trace ids in order.
-func distinctTraces[E any](exs []E, trace func(E) string) []string {
+// toolClassified is what Go's classification adds to one tool's figures:
+// retries by rules 2–4, repeats, and the runs and minutes of those retries.
+type toolClassified struct {
+	retries, repeats int
+	retried          []example
+	minuteRetries    map[time.Time]int
+}
+
+// classifyTools classifies the candidate runs' calls (classifyCandidates)
+// and sums, per tool (f.Tool only when set), the classes ClickHouse cannot
+// count.
+func (r *Reader) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
+	out := map[string]*toolClassified{}
+	err := r.classifyCandidates(ctx, f.Window, func(c *candidateCall, class Class) {
+		if class == ClassOriginal || class == ClassRetryAttempt || (f.Tool != "" && c.tool != f.Tool) {
+			return
+		}
+		t := out[c.tool]
+		if t == nil {
+			t = &toolClassified{minuteRetries: map[time.Time]int{}}
+			out[c.tool] = t
+		}
+		if class == ClassRepeat {
+			t.repeats++
+			return
+		}
+		t.retries++
+		t.retried = append(t.retried, example{c.trace, c.start})
+		t.minuteRetries[nsTime(c.start).Truncate(time.Minute)]++
+	})
+	return out, err
+}
+
+// example is a run in which a call of interest started at start (ns).
+type example struct {
+	trace string
+	start uint64
+}
+
+// recentRuns returns up to exampleRuns distinct runs, most recent call first.
+func recentRuns(exs []example) []string {
+	sort.SliceStable(exs, func(a, b int) bool {
+		if exs[a].start != exs[b].start {
+			return exs[a].start > exs[b].start
+		}
+		return exs[a].trace < exs[b].trace
+	})
 	out := []string{}
 	seen := map[string]bool{}
 	for _, e := range exs {
-		t := trace(e)
-		if seen[t] {
+		if seen[e.trace] {
 			continue
 		}
-		seen[t] = true
-		out = append(out, t)
+		seen[e.trace] = true
+		out = append(out, e.trace)
 		if len(out) == exampleRuns {
 			break
 		}
@@ -351,30 +248,230 @@ func distinctTraces[E any](exs []E, trace func(E) string) []string {
 	return out
 }
 
-// toolPercentiles fills the duration percentiles of stats (sorted by tool).
-func (r *Reader) toolPercentiles(ctx context.Context, f ToolFilter, stats []ToolStats) error {
-	where, args := f.where()
-	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6)" +
-		" FROM " + r.store.Table(schema.TableSpans) + " FINAL WHERE " + where + " AND span_type = 'tool'" +
-		" GROUP BY tool"
+// toolAgg is one tool's figures as ClickHouse computed them, before the
+// retries only Go can classify are added.
+type toolAgg struct {
+	stats   ToolStats
+	minutes map[time.Time]*ToolMinute
+}
+
+// toolAggregates computes per tool calls, errors, calls with attempt ≥ 2,
+// duration percentiles and per-minute counts (sumMap) over the window's
+// deduplicated tool spans.
+//
+// Deduplication is LIMIT 1 BY the span's identity rather than FINAL: the
+// rows of one span differ only in version and cost columns (a reprice), which
+// tool statistics do not read, so any row of a span will do, and keeping the
+// first one seen needs neither the merge of every part's rows that FINAL does
+// nor reading the rows of other span types.
+func (r *Reader) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, error) {
+	where, args := f.toolWhere()
+	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'), countIf(attempt >= 2),
+	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
+	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')], [toUInt64(attempt >= 2)]) AS pm, 1),
+	tupleElement(pm, 2), tupleElement(pm, 3), tupleElement(pm, 4)
+FROM (
+	SELECT trace_id, span_id, tool_name, status, attempt, duration_ns, start
+	FROM ` + r.store.Table(schema.TableSpans) + `
+	WHERE ` + where + ` AND span_type = 'tool'
+	LIMIT 1 BY trace_id, span_id)
+GROUP BY tool ORDER BY tool`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
 	if err != nil {
-		return fmt.Errorf("tool percentiles: %w", err)
+		return nil, fmt.Errorf("tool statistics: %w", err)
 	}
 	defer rows.Close()
+	var out []toolAgg
 	for rows.Next() {
-		var tool string
-		var qs []float64
-		if err := rows.Scan(&tool, &qs); err != nil {
-			return fmt.Errorf("scan tool percentiles: %w", err)
+		var (
+			a                   toolAgg
+			calls, errs, att    uint64
+			qs                  []float64
+			minutes             []uint32
+			mCalls, mErrs, mAtt []uint64
+		)
+		if err := rows.Scan(&a.stats.Tool, &calls, &errs, &att, &qs, &minutes, &mCalls, &mErrs, &mAtt); err != nil {
+			return nil, fmt.Errorf("scan tool statistics: %w", err)
 		}
-		i := sort.Search(len(stats), func(i int) bool { return stats[i].Tool >= tool })
-		if i < len(stats) && stats[i].Tool == tool && len(qs) == 3 {
-			stats[i].P50Ms, stats[i].P95Ms, stats[i].P99Ms = finite(qs[0]), finite(qs[1]), finite(qs[2])
+		a.stats.Calls, a.stats.Errors, a.stats.Retries = int(calls), int(errs), int(att)
+		if len(qs) == 3 {
+			a.stats.P50Ms, a.stats.P95Ms, a.stats.P99Ms = finite(qs[0]), finite(qs[1]), finite(qs[2])
 		}
+		a.stats.SlowestRuns, a.stats.FailedRuns = []string{}, []string{}
+		a.minutes = make(map[time.Time]*ToolMinute, len(minutes))
+		for i, m := range minutes {
+			at := time.Unix(int64(m), 0).UTC()
+			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(mCalls[i]), Errors: int(mErrs[i]), Retries: int(mAtt[i])}
+		}
+		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("tool percentiles: %w", err)
+		return nil, fmt.Errorf("tool statistics: %w", err)
+	}
+	return out, nil
+}
+
+// toolWhere is the WHERE clause of the filter's spans (all types; the
+// queries add span_type).
+func (f ToolFilter) toolWhere() (string, []any) {
+	where, args := f.where()
+	if f.Tool != "" {
+		where += " AND if(tool_name = '', ?, tool_name) = ?"
+		args = append(args, UnknownName, f.Tool)
+	}
+	return where, args
+}
+
+// toolExampleRuns are one tool's example runs as ClickHouse picks them.
+type toolExampleRuns struct {
+	slowest, failed []string
+	retried         []example // the latest runs with a call of attempt ≥ 2
+}
+
+// toolExamples picks per tool the runs of the slowest calls and the runs
+// with the latest failed and retried (attempt ≥ 2) calls. It reads each
+// run's maximum per tool, which a duplicate row cannot change, so it needs
+// no deduplication.
+func (r *Reader) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
+	where, args := f.toolWhere()
+	top := func(what string) string {
+		return "arraySlice(arrayReverseSort(" + what + "), 1, " + fmt.Sprint(exampleRuns) + ")"
+	}
+	q := `SELECT tool,
+	arrayMap(t -> tupleElement(t, 2), ` + top("groupArray((max_dur, trace_id))") + `),
+	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `),
+	arrayMap(t -> tupleElement(t, 1), ` + top("groupArrayIf((last_att, trace_id), last_att > 0)") + ` AS att),
+	arrayMap(t -> tupleElement(t, 2), att)
+FROM (
+	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
+		maxIf(start_ns, status = 'error') AS last_err, maxIf(start_ns, attempt >= 2) AS last_att
+	FROM ` + r.store.Table(schema.TableSpans) + `
+	WHERE ` + where + ` AND span_type = 'tool'
+	GROUP BY tool, trace_id)
+GROUP BY tool`
+	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("tool example runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]toolExampleRuns{}
+	for rows.Next() {
+		var (
+			tool      string
+			ex        toolExampleRuns
+			attIDs    []string
+			attStarts []uint64
+		)
+		if err := rows.Scan(&tool, &ex.slowest, &ex.failed, &attStarts, &attIDs); err != nil {
+			return nil, fmt.Errorf("scan tool example runs: %w", err)
+		}
+		for j := range attIDs {
+			ex.retried = append(ex.retried, example{attIDs[j], attStarts[j]})
+		}
+		out[tool] = ex
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tool example runs: %w", err)
+	}
+	return out, nil
+}
+
+// candidateCall is one call of a run classifyCandidates classified.
+type candidateCall struct {
+	trace, tool string
+	start       uint64
+}
+
+// classifyCandidates classifies, with ClassifyRetries' rules, the tool calls
+// in the window of every run that may hold a call whose class is neither
+// original nor retry_attempt: a run with a failed call (rule 4), or with a
+// call id, a step id or a (tool, arguments hash) seen twice (rules 2 and 3,
+// repeats). Other runs' calls are original or retry_attempt, which
+// toolAggregates counts. One pass over the window's deduplicated tool spans
+// (LIMIT 1 BY, see toolAggregates) groups them per run, keeps the candidate
+// runs and unfolds them again (ARRAY JOIN), so a run's calls arrive together
+// as compact rows: ids and arguments come as cityHash64 keys (see
+// retryCall). visit sees every call of the candidate runs.
+func (r *Reader) classifyCandidates(ctx context.Context, w Window, visit func(c *candidateCall, class Class)) error {
+	where, args := w.where()
+	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
+FROM (
+	SELECT trace_id, groupArray(span_id) AS a_span, groupArray(tool) AS a_tool, groupArray(parent) AS a_parent,
+		groupArray(call) AS a_call, groupArray(step) AS a_step, groupArray(args) AS a_args, groupArray(err) AS a_err,
+		groupArray(start_ns) AS a_start, groupArray(duration_ns) AS a_dur, groupArray(attempt) AS a_attempt
+	FROM (
+		SELECT trace_id, span_id, if(tool_name = '', ?, tool_name) AS tool, cityHash64(parent_span_id) AS parent,
+			if(tool_call_id = '', toUInt64(0), cityHash64(tool_call_id)) AS call,
+			if(step_id = '', toUInt64(0), cityHash64(step_id)) AS step,
+			if(args_hash = '', toUInt64(0), cityHash64(args_hash)) AS args,
+			status = 'error' AS err, start_ns, duration_ns, attempt
+		FROM ` + r.store.Table(schema.TableSpans) + `
+		WHERE ` + where + ` AND span_type = 'tool'
+		LIMIT 1 BY trace_id, span_id)
+	GROUP BY trace_id
+	HAVING count() >= 2 AND (countIf(err) > 0
+		OR countIf(call != 0) > uniqExactIf(call, call != 0)
+		OR countIf(step != 0) > uniqExactIf(step, step != 0)
+		OR countIf(args != 0) > uniqExactIf(tool, args, args != 0)))
+ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt`
+	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	if err != nil {
+		return fmt.Errorf("classify tool calls: %w", err)
+	}
+	defer rows.Close()
+	type row struct {
+		call   retryCall
+		spanID string
+		meta   candidateCall
+	}
+	rc := newRetryClassifier()
+	toolKeys := map[string]uint64{}
+	var (
+		run     []row
+		calls   []retryCall
+		classes []Class
+	)
+	flush := func() {
+		sort.Slice(run, func(a, b int) bool {
+			if run[a].call.start != run[b].call.start {
+				return run[a].call.start < run[b].call.start
+			}
+			return run[a].spanID < run[b].spanID
+		})
+		calls, classes = calls[:0], classes[:0]
+		for i := range run {
+			calls = append(calls, run[i].call)
+			classes = append(classes, "")
+		}
+		rc.run(calls, classes)
+		for i := range run {
+			visit(&run[i].meta, classes[i])
+		}
+		run = run[:0]
+	}
+	for rows.Next() {
+		var x row
+		var isErr uint8
+		if err := rows.Scan(&x.meta.trace, &x.spanID, &x.meta.tool, &x.call.parent, &x.call.callID, &x.call.stepID,
+			&x.call.args, &isErr, &x.call.start, &x.call.dur, &x.call.attempt); err != nil {
+			return fmt.Errorf("scan tool call: %w", err)
+		}
+		if len(run) > 0 && run[0].meta.trace != x.meta.trace {
+			flush()
+		}
+		k, ok := toolKeys[x.meta.tool]
+		if !ok {
+			k = uint64(len(toolKeys) + 1)
+			toolKeys[x.meta.tool] = k
+		}
+		x.call.tool, x.call.err, x.meta.start = k, isErr == 1, x.call.start
+		run = append(run, x)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("classify tool calls: %w", err)
+	}
+	if len(run) > 0 {
+		flush()
 	}
 	return nil
 }
@@ -405,14 +502,40 @@ type ModelStats struct {
 	SlowestRuns []string `json:"slowest_runs"`
 }
 
-// Models computes per-model inference latency over a window, sorted by model.
+// Models computes per-model inference latency over a window, sorted by
+// model: counts and percentiles over the window's deduplicated inference
+// spans (LIMIT 1 BY, as toolAggregates), and, at the same time, the runs of
+// the slowest calls.
 func (r *Reader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
+	var (
+		wg             sync.WaitGroup
+		out            []ModelStats
+		slowest        map[string][]string
+		statErr, exErr error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); out, statErr = r.modelLatency(ctx, w) }()
+	go func() { defer wg.Done(); slowest, exErr = r.slowestModelRuns(ctx, w) }()
+	wg.Wait()
+	if err := errors.Join(statErr, exErr); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].SlowestRuns = nonNil(slowest[out[i].Model])
+	}
+	return out, nil
+}
+
+// modelLatency computes Models' counts and percentiles.
+func (r *Reader) modelLatency(ctx context.Context, w Window) ([]ModelStats, error) {
 	where, args := w.where()
-	spans := r.store.Table(schema.TableSpans)
-	q := "SELECT if(model = '', ?, model) AS m, count()," +
-		" quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6), countIf(ttfc_ms > 0)," +
-		" quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)" +
-		" FROM " + spans + " FINAL WHERE " + where + " AND span_type = 'inference' GROUP BY m ORDER BY m"
+	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
+	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
+FROM (
+	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + r.store.Table(schema.TableSpans) + `
+	WHERE ` + where + ` AND span_type = 'inference'
+	LIMIT 1 BY trace_id, span_id)
+GROUP BY m ORDER BY m`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("model latency: %w", err)
@@ -433,48 +556,44 @@ func (r *Reader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
 		if len(t) == 3 && ttfcCalls > 0 {
 			s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms = finite(t[0]), finite(t[1]), finite(t[2])
 		}
-		s.SlowestRuns = []string{}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("model latency: %w", err)
 	}
-	if len(out) == 0 {
-		return out, nil
-	}
-	// The slowest calls' runs, a few per model.
-	q = "SELECT if(model = '', ?, model) AS m, trace_id FROM " + spans + " FINAL WHERE " + where +
-		" AND span_type = 'inference' ORDER BY duration_ns DESC, trace_id LIMIT " +
-		fmt.Sprint(exampleRuns*4) + " BY m"
-	rows2, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("slowest model calls: %w", err)
-	}
-	defer rows2.Close()
-	for rows2.Next() {
-		var m, trace string
-		if err := rows2.Scan(&m, &trace); err != nil {
-			return nil, fmt.Errorf("scan slowest model call: %w", err)
-		}
-		i := sort.Search(len(out), func(i int) bool { return out[i].Model >= m })
-		if i < len(out) && out[i].Model == m && len(out[i].SlowestRuns) < exampleRuns &&
-			!contains(out[i].SlowestRuns, trace) {
-			out[i].SlowestRuns = append(out[i].SlowestRuns, trace)
-		}
-	}
-	if err := rows2.Err(); err != nil {
-		return nil, fmt.Errorf("slowest model calls: %w", err)
-	}
 	return out, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
+// slowestModelRuns picks per model the runs of the slowest calls: each run's
+// slowest call per model (a maximum, which duplicates cannot change), the
+// top ones.
+func (r *Reader) slowestModelRuns(ctx context.Context, w Window) (map[string][]string, error) {
+	where, args := w.where()
+	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
+		fmt.Sprint(exampleRuns) + `))
+FROM (
+	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + r.store.Table(schema.TableSpans) + `
+	WHERE ` + where + ` AND span_type = 'inference'
+	GROUP BY m, trace_id)
+GROUP BY m`
+	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("slowest model calls: %w", err)
 	}
-	return false
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var m string
+		var traces []string
+		if err := rows.Scan(&m, &traces); err != nil {
+			return nil, fmt.Errorf("scan slowest model calls: %w", err)
+		}
+		out[m] = traces
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("slowest model calls: %w", err)
+	}
+	return out, nil
 }
 
 // RunCost is one run's cost within a window.
@@ -527,8 +646,10 @@ type RepeatLoop struct {
 // calls are left out: retrying a failing call is not a no-progress loop.
 func (r *Reader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int) ([]RepeatLoop, error) {
 	where, args := w.where()
-	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, args_hash, count() AS n FROM " +
-		r.store.Table(schema.TableSpans) + " FINAL WHERE " + where +
+	// Deduplicated by counting distinct span ids: the rows of one span differ
+	// only in version and cost, so a duplicate never changes the filters.
+	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, args_hash, uniqExact(span_id) AS n FROM " +
+		r.store.Table(schema.TableSpans) + " WHERE " + where +
 		" AND span_type = 'tool' AND args_hash != '' AND status != 'error'" +
 		" GROUP BY tool, trace_id, args_hash HAVING n >= ? ORDER BY n DESC, tool, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
 	rows, err := r.store.Conn().Query(ctx, q, append(append([]any{UnknownName}, args...), uint64(max(minCalls, 1)))...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -322,5 +323,49 @@ func TestModelsRunCostsAndLoops(t *testing.T) {
 	projects, err := r.Projects(ctx, base)
 	if err != nil || !reflect.DeepEqual(projects, []string{"p"}) {
 		t.Errorf("projects: %v %v", projects, err)
+	}
+}
+
+func TestRunsFilterByTool(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	// Run a calls web_search (delivered twice), run b calls fetch_url, run c
+	// has a tool span without a tool name, run d only an inference call.
+	a := span("a", "a1", schema.TypeTool, 0, time.Second)
+	a.ToolName = "web_search"
+	aDup := a
+	aDup.Version = 2
+	b := span("b", "b1", schema.TypeTool, time.Second, time.Second)
+	b.ToolName = "fetch_url"
+	c := span("c", "c1", schema.TypeTool, 2*time.Second, time.Second)
+	d := span("d", "d1", schema.TypeInference, 3*time.Second, time.Second)
+	d.Model = "gpt-4o"
+	if err := s.InsertSpans(ctx, []schema.Span{a, aDup, b, c, d}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool string
+		want []string
+	}{
+		{"web_search", []string{"a"}},
+		{"fetch_url", []string{"b"}},
+		{query.UnknownName, []string{"c"}}, // as the tool statistics name it
+		{"vector_search", nil},
+		{"", []string{"d", "c", "b", "a"}}, // no filter: all, newest first
+	} {
+		page, err := r.Runs(ctx, query.RunFilter{Project: "p", Tool: tc.tool, Since: base, Until: base.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, run := range page.Runs {
+			got = append(got, strings.TrimLeft(run.TraceID, "0"))
+			if tc.tool == "web_search" && run.ToolCalls != 1 {
+				t.Errorf("run a counts %d tool calls, want 1 (the duplicate counts once)", run.ToolCalls)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("tool %q: runs %v, want %v", tc.tool, got, tc.want)
+		}
 	}
 }

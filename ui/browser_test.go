@@ -372,6 +372,25 @@ func TestRunsListFilterByAgent(t *testing.T) {
 	if got := listed(); len(got) != 0 {
 		t.Errorf("runs costing at least $0.008: %v, want none", got)
 	}
+	// tool filters on the tools a run called: both runs call web_search and
+	// fetch_url, neither vector_search. Through the form, then by URL (the
+	// link an alert's generatorURL opens).
+	open(t, ctx, tally.URL+"/runs")
+	run(t, ctx, "filter by tool", chromedp.Steps(
+		chromedp.SetValue(chromedp.CSS(`#filters input[name="tool"]`), "vector_search"),
+		chromedp.Click(chromedp.CSS(`#filters button[type="submit"]`)),
+	))
+	waitFor(t, ctx, `location.search === '?tool=vector_search' && document.body.dataset.ready === '1'`)
+	if got := listed(); len(got) != 0 {
+		t.Errorf("runs that called vector_search: %v, want none", got)
+	}
+	open(t, ctx, tally.URL+"/runs?tool=fetch_url")
+	if got, want := listed(), []string{code, research}; !reflect.DeepEqual(got, want) {
+		t.Errorf("runs that called fetch_url: %v, want %v", got, want)
+	}
+	if v := run(t, ctx, "tool field", chromedp.Value(chromedp.CSS(`#filters input[name="tool"]`))); v != "fetch_url" {
+		t.Errorf("tool field %q, want fetch_url", v)
+	}
 	// The conversation page lists its one run.
 	open(t, ctx, tally.URL+"/conversations/conv-b")
 	if got := run(t, ctx, "conversation runs", chromedp.Evaluate[[]string](
@@ -426,6 +445,9 @@ func TestPagesRenderDemoData(t *testing.T) {
 			run(t, ctx, "select a span", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-type="tool"] .name`)))
 			waitFor(t, ctx, `!document.querySelector('#detail-content .loading')`)
 		}
+		if p == "/cache" {
+			checkCacheExamples(t, ctx, tally.URL)
+		}
 		alerts := run(t, ctx, "error notices", chromedp.Evaluate[[]string](`[...document.querySelectorAll('[role=alert]')].map(e => e.innerText)`))
 		if len(alerts) > 0 {
 			t.Errorf("%s shows errors: %q", p, alerts)
@@ -433,5 +455,48 @@ func TestPagesRenderDemoData(t *testing.T) {
 		if os.Getenv("UI_SCREENSHOTS") != "" {
 			screenshot(t, ctx, fmt.Sprintf("_%d", i))
 		}
+	}
+}
+
+// checkCacheExamples checks that the cache page links every never_hit
+// group's example runs, as the API lists them, and that the demo's
+// never-caching summarizer is one of those groups.
+func checkCacheExamples(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/cache?since=24h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rep struct {
+		Groups []struct {
+			Agent, Model, Verdict string
+			ExampleRunIDs         []string `json:"example_run_ids"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for _, g := range rep.Groups {
+		if g.Verdict == "never_hit" {
+			want[g.Agent+" "+g.Model] = g.ExampleRunIDs
+		}
+	}
+	summarizer := false
+	for k, ids := range want {
+		summarizer = summarizer || strings.HasPrefix(k, "summarizer ")
+		if len(ids) == 0 {
+			t.Errorf("never_hit group %s lists no example runs", k)
+		}
+	}
+	if !summarizer {
+		t.Errorf("never_hit groups %v, want the summarizer among them", want)
+	}
+	got := run(t, ctx, "cache example links", chromedp.Evaluate[map[string][]string](`Object.fromEntries(
+		[...document.querySelectorAll('#never-hit-examples li')].map(li => [li.dataset.agent + ' ' + li.dataset.model,
+			[...li.querySelectorAll('a[href^="/runs/"]')].map(a => a.dataset.traceId)]))`))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cache page example links %v, want the API's %v", got, want)
 	}
 }

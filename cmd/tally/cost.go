@@ -185,6 +185,16 @@ func printCache(w io.Writer, rep query.CacheReport) {
 			g.EligibleCalls, prefix, fmtTokens(g.CacheReadTokens), 100*g.HitRatio, g.Verdict, g.NeverHitRuns)
 	}
 	tw.Flush()
+	for _, g := range rep.Groups {
+		if g.Verdict != query.VerdictNeverHit || len(g.ExampleRunIDs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s on %s never read the cache; its latest runs with cacheable calls (open with `tally run <trace id>`):\n",
+			orNone(g.Agent), orNone(g.Model))
+		for _, id := range g.ExampleRunIDs {
+			fmt.Fprintf(w, "  %s\n", id)
+		}
+	}
 	if len(rep.NeverHitRuns) > 0 {
 		fmt.Fprintln(w, "\nruns that never hit the cache (open with `tally run <trace id>`):")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -17,9 +17,9 @@ import (
 
 func newRunsCmd() *cobra.Command {
 	var (
-		since, until, agent, model, service, task, status, search, cursor string
-		limit                                                             int
-		asJSON                                                            bool
+		since, until, agent, model, service, task, tool, status, search, cursor string
+		limit                                                                   int
+		asJSON                                                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "runs",
@@ -33,6 +33,7 @@ func newRunsCmd() *cobra.Command {
 	fs.StringVar(&model, "model", "", "only runs that called this model")
 	fs.StringVar(&service, "service", "", "only runs of this service")
 	fs.StringVar(&task, "task", "", "only runs of this task")
+	fs.StringVar(&tool, "tool", "", "only runs that called this tool")
 	fs.StringVar(&status, "status", "", "ok or error")
 	fs.StringVar(&search, "search", "", "trace id prefix, conversation id or span name")
 	fs.StringVar(&cursor, "cursor", "", "page cursor printed by a previous call")
@@ -44,7 +45,7 @@ func newRunsCmd() *cobra.Command {
 		}
 		q := url.Values{"limit": {strconv.Itoa(limit)}}
 		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model,
-			"service": service, "task": task, "status": status, "q": search, "cursor": cursor} {
+			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor} {
 			setIf(q, k, v)
 		}
 		if asJSON {

@@ -283,7 +283,7 @@ async function pageRuns() {
   const params = new URLSearchParams(location.search);
   setupRangeForm(document.getElementById('filters'), params);
   const el = document.getElementById('runs');
-  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'conversation', 'status', 'q', 'min_cost', 'cursor', 'limit']);
+  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'q', 'min_cost', 'cursor', 'limit']);
   let page;
   try {
     page = await api(`/api/v1/runs?${apiParams}`);
@@ -292,7 +292,7 @@ async function pageRuns() {
     return;
   }
   fillDatalists(page.runs);
-  const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'status', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
+  const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
   if (!page.runs.length) {
     el.innerHTML = filtered
       ? `<p class="empty" data-empty>No runs match these filters. <a href="/runs">Clear the filters</a> or widen the time range.</p>`
@@ -1107,9 +1107,16 @@ async function pageCache() {
     { key: 'runs', label: 'Runs', html: (g) => `<a href="${esc(runsLink(g))}"${g.verdict === 'never_hit' ? ' data-never-hit' : ''}>runs »</a>${g.never_hit_runs ? ` <span class="muted">${num(g.never_hit_runs)} never hit</span>` : ''}` },
   ];
   const never = rep.never_hit_runs || [];
+  // Every never_hit group names its latest runs with cacheable calls, even
+  // when each run makes too few calls to be judged on its own.
+  const examples = groups.filter((g) => g.verdict === 'never_hit' && (g.example_run_ids || []).length);
+  const examplesHTML = examples.length ? `<h2>Runs to open</h2><ul id="never-hit-examples">${examples.map((g) =>
+    `<li data-agent="${esc(g.agent)}" data-model="${esc(g.model)}"><strong>${esc(g.agent) || '(none)'}</strong> on <span class="mono">${esc(g.model)}</span>, latest runs with cacheable calls and no cache read: ${
+      g.example_run_ids.map((id) => `<a class="mono" href="/runs/${esc(id)}" data-trace-id="${esc(id)}">${shortID(id)}</a>`).join(' ')}</li>`).join('')}</ul>` : '';
   el.innerHTML = `${groups.some((g) => g.verdict === 'never_hit') ? '<p class="notice error" role="status"><strong>Silent cache misses:</strong> some agent × model pairs send cacheable prompts but never read from the cache — often a timestamp or id at the start of the prompt invalidates it.</p>' : ''}
 ${tableHTML(cols, groups, null, { id: 'cache-table', rowAttrs: (g) => ` data-verdict="${esc(g.verdict)}"` })}
 <p class="muted">never_hit: at least ${num(rep.thresholds?.min_eligible_calls)} cacheable calls and zero cache reads. Default minimum prefix ${num(rep.thresholds?.default_min_prefix_tokens)} tokens.</p>
+${examplesHTML}
 ${never.length ? `<h2>Runs that never hit the cache${rep.runs_truncated ? ' (first ones)' : ''}</h2>${tableHTML([
     { key: 'start', label: 'Start', html: (r) => `<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
     { key: 'task', label: 'Task', html: (r) => esc(r.task) },

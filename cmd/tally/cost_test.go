@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/query"
+)
+
+func TestPrintCacheListsNeverHitExamples(t *testing.T) {
+	at := time.Date(2026, 1, 12, 8, 0, 0, 0, time.UTC)
+	rep := query.CacheReport{Since: at, Until: at.Add(time.Hour),
+		Thresholds: query.CacheThresholds{MinEligibleCalls: 5, MinEligibleRunCalls: 2, DefaultMinPrefixTokens: 1024},
+		Groups: []query.CacheGroup{
+			{Agent: "summarizer", Model: "gpt-4o-mini", MinPrefixTokens: 1024, PrefixSource: query.PrefixFromCatalog,
+				CacheStats:    query.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: query.VerdictNeverHit},
+				ExampleRunIDs: []string{"trace-b", "trace-a"}},
+			{Agent: "researcher", Model: "claude", MinPrefixTokens: 1024, PrefixSource: query.PrefixFromCatalog,
+				CacheStats: query.CacheStats{Calls: 6, EligibleCalls: 6, CacheReadTokens: 100, Verdict: query.VerdictHealthy}},
+		}}
+	var out bytes.Buffer
+	printCache(&out, rep)
+	got := out.String()
+	want := "summarizer on gpt-4o-mini never read the cache; its latest runs with cacheable calls (open with `tally run <trace id>`):\n  trace-b\n  trace-a\n"
+	if !strings.Contains(got, want) {
+		t.Errorf("output\n%s\nlacks\n%s", got, want)
+	}
+	if strings.Contains(got, "researcher on claude never") {
+		t.Errorf("a healthy group lists runs:\n%s", got)
+	}
+}
