@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,12 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
@@ -29,89 +23,6 @@ import (
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// sendRun exports one hand-built agent run through the real OTel Go SDK
-// exporter to endpoint (protobuf, gzip when asked) and returns its trace id.
-//
-//	invoke_agent planner           (aggregated usage 3000 in / 300 out: must not be added)
-//	├── chat claude-sonnet-4-5     anthropic, additive report: input 200 + cache read 800, output 100
-//	├── execute_tool web_search    args {"q":"otel","limit":3}
-//	└── invoke_agent researcher
-//	    ├── chat gpt-4o            openai, inclusive: input 2000 incl. 1500 cache read, output 200
-//	    └── execute_tool fetch_url error (timeout)
-func sendRun(t *testing.T, endpoint string, gzip bool, base time.Time) string {
-	t.Helper()
-	return sendRunWith(t, endpoint, gzip, base)
-}
-
-func sendRunWith(t *testing.T, endpoint string, gzip bool, base time.Time, extra ...otlptracehttp.Option) string {
-	t.Helper()
-	opts := append([]otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}, extra...)
-	if gzip {
-		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-	} else {
-		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
-	}
-	exp, err := otlptracehttp.New(context.Background(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp), // one request for the whole run at Shutdown
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "support-bot"))),
-	)
-	tr := tp.Tracer("e2e")
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	span := func(ctx context.Context, name string, start int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-		return tr.Start(ctx, name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
-	}
-	ctx, root := span(context.Background(), "invoke_agent planner", 0,
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", "planner"),
-		attribute.String("task.name", "triage_ticket"),
-		attribute.String("gen_ai.conversation.id", "conv-1"),
-		attribute.Int("gen_ai.usage.input_tokens", 3000),
-		attribute.Int("gen_ai.usage.output_tokens", 300))
-	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", "anthropic"),
-		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
-		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
-		attribute.Int("gen_ai.usage.input_tokens", 200),
-		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
-		attribute.Int("gen_ai.usage.output_tokens", 100))
-	chat.End(trace.WithTimestamp(at(1210)))
-	_, tool := span(ctx, "execute_tool web_search", 1220,
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "web_search"),
-		attribute.String("gen_ai.tool.call.id", "call_1"),
-		attribute.String("gen_ai.tool.call.arguments", `{"q":"otel","limit":3}`),
-		attribute.String("gen_ai.tool.call.result", `{"hits":2}`))
-	tool.End(trace.WithTimestamp(at(1720)))
-	sctx, sub := span(ctx, "invoke_agent researcher", 1730,
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", "researcher"))
-	_, chat2 := span(sctx, "chat gpt-4o", 1740,
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", "openai"),
-		attribute.String("gen_ai.request.model", "gpt-4o"),
-		attribute.Int("gen_ai.usage.input_tokens", 2000),
-		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
-		attribute.Int("gen_ai.usage.output_tokens", 200))
-	chat2.End(trace.WithTimestamp(at(2740)))
-	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "fetch_url"),
-		attribute.String("error.type", "timeout"))
-	fetch.SetStatus(codes.Error, "timed out")
-	fetch.End(trace.WithTimestamp(at(3750)))
-	sub.End(trace.WithTimestamp(at(3760)))
-	root.End(trace.WithTimestamp(at(4000)))
-	if err := tp.Shutdown(context.Background()); err != nil {
-		t.Fatalf("export: %v", err)
-	}
-	return root.SpanContext().TraceID().String()
-}
 
 func getJSON(t *testing.T, url string, into any) int {
 	t.Helper()
@@ -187,7 +98,7 @@ func TestOTLPProtobufAndGzipToRunTree(t *testing.T) {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			tally := tallytest.Start(t)
 			base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-			id := sendRun(t, tally.URL, gz, base)
+			id := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: base, Gzip: gz})
 			var run query.RunDetail
 			if code := getJSON(t, tally.URL+"/api/v1/runs/"+id, &run); code != http.StatusOK {
 				t.Fatalf("GET run: %d", code)
@@ -219,7 +130,7 @@ func TestOTLPJSONGivesIdenticalTree(t *testing.T) {
 	}))
 	defer capture.Close()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	id := sendRun(t, capture.URL, false, base)
+	id := tallytest.SendAgentRun(t, capture.URL, tallytest.AgentRun{Base: base})
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(captured); err != nil {
 		t.Fatal(err)
@@ -252,7 +163,7 @@ func TestDuplicateSpanAppearsOnce(t *testing.T) {
 	}))
 	defer capture.Close()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	id := sendRun(t, capture.URL, false, base)
+	id := tallytest.SendAgentRun(t, capture.URL, tallytest.AgentRun{Base: base})
 	tally := tallytest.Start(t)
 	for range 2 { // an exporter retry delivers the same request twice
 		resp, err := http.Post(tally.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(captured))
@@ -371,9 +282,11 @@ func TestExporterRetryAfter503CountsOnce(t *testing.T) {
 	}))
 	defer proxy.Close()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	id := sendRunWith(t, proxy.URL, false, base, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-		Enabled: true, InitialInterval: 50 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: 20 * time.Second,
-	}))
+	id := tallytest.SendAgentRun(t, proxy.URL, tallytest.AgentRun{Base: base, ExporterOptions: []otlptracehttp.Option{
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
+			Enabled: true, InitialInterval: 50 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: 20 * time.Second,
+		}),
+	}})
 	mu.Lock()
 	n := forwarded
 	mu.Unlock()

@@ -16,12 +16,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/internal/tallytest"
@@ -160,87 +154,7 @@ func waitFor(t testing.TB, ctx context.Context, cond string) {
 	}
 }
 
-// runShape is one sent run: its agents' names.
-type runShape struct {
-	rootAgent, subAgent string
-	conversation        string
-}
-
-// sendRun exports one hand-built agent run through the real OTel Go SDK
-// exporter (the shape of server/e2e_test.go's run) and returns its trace id.
-//
-//	invoke_agent <root>            (aggregated usage 3000 in / 300 out: must not be added)
-//	├── chat claude-sonnet-4-5     anthropic, additive report: input 200 + cache read 800, output 100
-//	├── execute_tool web_search    args {"q":"otel","limit":3}
-//	└── invoke_agent <sub>
-//	    ├── chat gpt-4o            openai, inclusive: input 2000 incl. 1500 cache read, output 200
-//	    └── execute_tool fetch_url error (timeout)
-func sendRun(t testing.TB, endpoint string, shape runShape, base time.Time) string {
-	t.Helper()
-	exp, err := otlptracehttp.New(context.Background(),
-		otlptracehttp.WithEndpointURL(endpoint+"/v1/traces"),
-		otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "support-bot"))),
-	)
-	tr := tp.Tracer("ui-test")
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	span := func(ctx context.Context, name string, start int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-		return tr.Start(ctx, name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
-	}
-	ctx, root := span(context.Background(), "invoke_agent "+shape.rootAgent, 0,
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", shape.rootAgent),
-		attribute.String("task.name", "triage_ticket"),
-		attribute.String("gen_ai.conversation.id", shape.conversation),
-		attribute.Int("gen_ai.usage.input_tokens", 3000),
-		attribute.Int("gen_ai.usage.output_tokens", 300))
-	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", "anthropic"),
-		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
-		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
-		attribute.Int("gen_ai.usage.input_tokens", 200),
-		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
-		attribute.Int("gen_ai.usage.output_tokens", 100))
-	chat.End(trace.WithTimestamp(at(1210)))
-	_, tool := span(ctx, "execute_tool web_search", 1220,
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "web_search"),
-		attribute.String("gen_ai.tool.call.id", "call_1"),
-		attribute.String("gen_ai.tool.call.arguments", `{"q":"otel","limit":3}`),
-		attribute.String("gen_ai.tool.call.result", `{"hits":2}`))
-	tool.End(trace.WithTimestamp(at(1720)))
-	sctx, sub := span(ctx, "invoke_agent "+shape.subAgent, 1730,
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", shape.subAgent))
-	_, chat2 := span(sctx, "chat gpt-4o", 1740,
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", "openai"),
-		attribute.String("gen_ai.request.model", "gpt-4o"),
-		attribute.Int("gen_ai.usage.input_tokens", 2000),
-		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
-		attribute.Int("gen_ai.usage.output_tokens", 200))
-	chat2.End(trace.WithTimestamp(at(2740)))
-	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "fetch_url"),
-		attribute.String("error.type", "timeout"))
-	fetch.SetStatus(codes.Error, "timed out")
-	fetch.End(trace.WithTimestamp(at(3750)))
-	sub.End(trace.WithTimestamp(at(3760)))
-	root.End(trace.WithTimestamp(at(4000)))
-	if err := tp.Shutdown(context.Background()); err != nil {
-		t.Fatalf("export: %v", err)
-	}
-	return root.SpanContext().TraceID().String()
-}
-
-// The hand-computed cost of one sent run:
+// The hand-computed cost of one run sent by tallytest.SendAgentRun:
 //
 //	claude-sonnet-4-5 ($3 in, $0.30 cache read, $15 out per M):
 //	  200 × 3e-6 + 800 × 0.3e-6 + 100 × 15e-6 = 0.0006 + 0.00024 + 0.0015 = 0.00234
@@ -264,7 +178,7 @@ const readRows = `[...document.querySelectorAll('#wf-rows .wf-row')].map(r => ({
 func TestRunPageWaterfall(t *testing.T) {
 	tally := startTally(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	id := sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-1"}, base)
+	id := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{RootAgent: "planner", SubAgent: "researcher", Conversation: "conv-1", Gzip: true, Base: base})
 	ctx := newBrowser(t)
 	open(t, ctx, tally.URL+"/runs/"+id)
 	run(t, ctx, "waterfall drawn", chromedp.WaitReady(chromedp.CSS("body[data-rendered]")))
@@ -335,8 +249,8 @@ func nearString(s string, want float64) bool {
 func TestRunsListFilterByAgent(t *testing.T) {
 	tally := startTally(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	research := sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-a"}, base)
-	code := sendRun(t, tally.URL, runShape{"planner", "coder", "conv-b"}, base.Add(10*time.Second))
+	research := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{RootAgent: "planner", SubAgent: "researcher", Conversation: "conv-a", Gzip: true, Base: base})
+	code := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{RootAgent: "planner", SubAgent: "coder", Conversation: "conv-b", Gzip: true, Base: base.Add(10 * time.Second)})
 	ctx := newBrowser(t)
 	listed := func() []string {
 		return run(t, ctx, "listed runs", chromedp.Evaluate[[]string](
@@ -402,8 +316,8 @@ func TestRunsListFilterByAgent(t *testing.T) {
 func TestCostPageTotal(t *testing.T) {
 	tally := startTally(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
-	sendRun(t, tally.URL, runShape{"planner", "researcher", "conv-1"}, base)
-	sendRun(t, tally.URL, runShape{"planner", "coder", "conv-2"}, base.Add(time.Minute))
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{RootAgent: "planner", SubAgent: "researcher", Conversation: "conv-1", Gzip: true, Base: base})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{RootAgent: "planner", SubAgent: "coder", Conversation: "conv-2", Gzip: true, Base: base.Add(time.Minute)})
 	ctx := newBrowser(t)
 	open(t, ctx, tally.URL+"/costs?since=3h")
 	resp, err := http.Get(tally.URL + "/api/v1/costs?by=agent&since=3h")

@@ -1,0 +1,129 @@
+package tallytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// AgentRun says how SendAgentRun builds and exports its run. Empty names
+// take the defaults shown.
+type AgentRun struct {
+	RootAgent    string    // root agent's name; "planner" when empty
+	SubAgent     string    // sub-agent's name; "researcher" when empty
+	Conversation string    // gen_ai.conversation.id; "conv-1" when empty
+	Base         time.Time // start of the root span; span times are offsets from it
+	Gzip         bool      // gzip the request body (otherwise no compression)
+	// ExporterOptions are added after the endpoint, before the compression.
+	ExporterOptions []otlptracehttp.Option
+}
+
+// SendAgentRun exports one hand-built agent run through the real OTel Go
+// SDK exporter (protobuf, one request at shutdown) to endpoint and returns
+// its trace id. Service "support-bot", task "triage_ticket"; offsets in ms
+// from run.Base:
+//
+//	invoke_agent <root>            0–4000 (aggregated usage 3000 in / 300 out: must not be added)
+//	├── chat claude-sonnet-4-5     10–1210 anthropic, additive report: input 200 + cache read 800, output 100
+//	├── execute_tool web_search    1220–1720 args {"q":"otel","limit":3}
+//	└── invoke_agent <sub>         1730–3760
+//	    ├── chat gpt-4o            1740–2740 openai, inclusive: input 2000 incl. 1500 cache read, output 200
+//	    └── execute_tool fetch_url 2750–3750 error (timeout)
+//
+// Expected figures, worked out by hand:
+//
+//	spans 6, LLM calls 2, tool calls 2, errors 1, status error, duration 4000 ms
+//	usage counts inference spans only (the root's 3000/300 is not added):
+//	  input: claude 200 + 800 cache read (additive made inclusive) = 1000; gpt-4o 2000 → 3000
+//	  cache read: 800 + 1500 = 2300; output: 100 + 200 = 300
+//	claude-sonnet-4-5 ($3 in, $0.30 cache read, $15 out per M):
+//	  200 × 3e-6 + 800 × 0.3e-6 + 100 × 15e-6 = 0.0006 + 0.00024 + 0.0015 = 0.00234
+//	gpt-4o ($2.50 in, $1.25 cache read, $10 out per M):
+//	  500 × 2.5e-6 + 1500 × 1.25e-6 + 200 × 10e-6 = 0.00125 + 0.001875 + 0.002 = 0.005125
+//	cost total 0.00234 + 0.005125 = 0.007465
+func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) {
+	t.Helper()
+	rootAgent := orDefault(run.RootAgent, "planner")
+	subAgent := orDefault(run.SubAgent, "researcher")
+	conversation := orDefault(run.Conversation, "conv-1")
+	opts := append([]otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}, run.ExporterOptions...)
+	if run.Gzip {
+		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	} else {
+		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
+	}
+	exp, err := otlptracehttp.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatalf("exporter: %v", err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp), // one request for the whole run at Shutdown
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "support-bot"))),
+	)
+	tr := tp.Tracer("tallytest")
+	at := func(ms int) time.Time { return run.Base.Add(time.Duration(ms) * time.Millisecond) }
+	span := func(ctx context.Context, name string, start int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+		return tr.Start(ctx, name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
+	}
+	ctx, root := span(context.Background(), "invoke_agent "+rootAgent, 0,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", rootAgent),
+		attribute.String("task.name", "triage_ticket"),
+		attribute.String("gen_ai.conversation.id", conversation),
+		attribute.Int("gen_ai.usage.input_tokens", 3000),
+		attribute.Int("gen_ai.usage.output_tokens", 300))
+	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "anthropic"),
+		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
+		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
+		attribute.Int("gen_ai.usage.input_tokens", 200),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
+		attribute.Int("gen_ai.usage.output_tokens", 100))
+	chat.End(trace.WithTimestamp(at(1210)))
+	_, tool := span(ctx, "execute_tool web_search", 1220,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "web_search"),
+		attribute.String("gen_ai.tool.call.id", "call_1"),
+		attribute.String("gen_ai.tool.call.arguments", `{"q":"otel","limit":3}`),
+		attribute.String("gen_ai.tool.call.result", `{"hits":2}`))
+	tool.End(trace.WithTimestamp(at(1720)))
+	sctx, sub := span(ctx, "invoke_agent "+subAgent, 1730,
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", subAgent))
+	_, chat2 := span(sctx, "chat gpt-4o", 1740,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("gen_ai.request.model", "gpt-4o"),
+		attribute.Int("gen_ai.usage.input_tokens", 2000),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
+		attribute.Int("gen_ai.usage.output_tokens", 200))
+	chat2.End(trace.WithTimestamp(at(2740)))
+	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "fetch_url"),
+		attribute.String("error.type", "timeout"))
+	fetch.SetStatus(codes.Error, "timed out")
+	fetch.End(trace.WithTimestamp(at(3750)))
+	sub.End(trace.WithTimestamp(at(3760)))
+	root.End(trace.WithTimestamp(at(4000)))
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return root.SpanContext().TraceID().String()
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
