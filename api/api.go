@@ -57,6 +57,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs/:trace_id", h.getRun)
 	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
 	r.GET("/runs/:trace_id/fixture", h.getFixture)
+	h.registerConversations(r)
 	h.registerCosts(r)
 	h.registerTools(r)
 	h.RegisterAlerts(r, h.alerts)

@@ -328,3 +328,52 @@ func TestHeaderLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestConversations(t *testing.T) {
+	tally := tallytest.Start(t)
+	base := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
+	// conv-a: two runs (the second an hour later); conv-b: one run, 30 min after conv-a's second.
+	a1 := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Conversation: "conv-a", Base: base})
+	a2 := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Conversation: "conv-a", Base: base.Add(time.Hour)})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Conversation: "conv-b", Base: base.Add(90 * time.Minute)})
+
+	var page query.ConversationPage
+	if code := getJSON(t, tally.URL+"/api/v1/conversations?since=24h", &page); code != http.StatusOK {
+		t.Fatalf("GET conversations: %d", code)
+	}
+	if len(page.Conversations) != 2 || page.Conversations[0].ConversationID != "conv-b" || page.Conversations[1].ConversationID != "conv-a" {
+		t.Fatalf("conversations, most recently active first: %+v", page.Conversations)
+	}
+	a := page.Conversations[1]
+	// Each run: 3000 input tokens (2300 cache read), 300 output, $0.007465, 1 error span.
+	if a.Runs != 2 || a.Usage.Input != 6000 || a.Usage.CacheRead != 4600 || a.Usage.Output != 600 ||
+		!near(a.Cost.Total, 2*0.007465) || a.Errors != 2 || !a.First.Equal(base) || !a.Last.Equal(base.Add(time.Hour+4*time.Second)) {
+		t.Errorf("conv-a: %+v", a)
+	}
+	// Paging: one per page, the cursor leads to the second.
+	var p1, p2 query.ConversationPage
+	getJSON(t, tally.URL+"/api/v1/conversations?limit=1", &p1)
+	getJSON(t, tally.URL+"/api/v1/conversations?limit=1&cursor="+p1.NextCursor, &p2)
+	if len(p1.Conversations) != 1 || p1.Conversations[0].ConversationID != "conv-b" || p1.NextCursor == "" ||
+		len(p2.Conversations) != 1 || p2.Conversations[0].ConversationID != "conv-a" || p2.NextCursor != "" {
+		t.Errorf("paging: %+v / %+v", p1, p2)
+	}
+
+	var d query.ConversationDetail
+	if code := getJSON(t, tally.URL+"/api/v1/conversations/conv-a", &d); code != http.StatusOK {
+		t.Fatalf("GET conversation: %d", code)
+	}
+	if len(d.RunList) != 2 || d.RunList[0].TraceID != a1 || d.RunList[1].TraceID != a2 || d.Runs != 2 || !near(d.Cost.Total, 2*0.007465) {
+		t.Errorf("conv-a detail: %+v", d)
+	}
+	for path, want := range map[string]int{
+		"/api/v1/conversations/nope":           http.StatusNotFound,
+		"/api/v1/conversations?limit=0":        http.StatusBadRequest,
+		"/api/v1/conversations?cursor=%21":     http.StatusBadRequest,
+		"/api/v1/conversations?since=tomorrow": http.StatusBadRequest,
+	} {
+		if code := getJSON(t, tally.URL+path, nil); code != want {
+			t.Errorf("%s: %d, want %d", path, code, want)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// Conversations is what GET /conversations needs; *query.Reader implements it.
+type Conversations interface {
+	Conversations(ctx context.Context, f query.ConversationFilter) (query.ConversationPage, error)
+	Conversation(ctx context.Context, project, id string) (*query.ConversationDetail, error)
+}
+
+// registerConversations mounts GET /conversations (a page of conversations,
+// most recently active first: since, until, limit, cursor) and
+// GET /conversations/{id} (its runs oldest first, with totals).
+func (h *Handler) registerConversations(r gin.IRoutes) {
+	convs, _ := h.runs.(Conversations)
+	r.GET("/conversations", func(c *gin.Context) {
+		if convs == nil {
+			fail(c, http.StatusNotImplemented, "conversations are not configured")
+			return
+		}
+		f := query.ConversationFilter{Project: Project(c), Cursor: c.Query("cursor")}
+		var err error
+		if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), h.now()); err != nil {
+			fail(c, http.StatusBadRequest, "%v", err)
+			return
+		}
+		if s := c.Query("limit"); s != "" {
+			if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
+				fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
+				return
+			}
+		}
+		page, err := convs.Conversations(c.Request.Context(), f)
+		if err != nil {
+			if strings.Contains(err.Error(), "cursor") {
+				fail(c, http.StatusBadRequest, "%v", err)
+				return
+			}
+			fail(c, http.StatusInternalServerError, "list conversations: %v", err)
+			return
+		}
+		c.JSON(http.StatusOK, page)
+	})
+	r.GET("/conversations/:id", func(c *gin.Context) {
+		if convs == nil {
+			fail(c, http.StatusNotImplemented, "conversations are not configured")
+			return
+		}
+		id := c.Param("id")
+		d, err := convs.Conversation(c.Request.Context(), Project(c), id)
+		if errors.Is(err, query.ErrNotFound) {
+			fail(c, http.StatusNotFound, "conversation %q not found", id)
+			return
+		}
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "load conversation: %v", err)
+			return
+		}
+		c.JSON(http.StatusOK, d)
+	})
+}
