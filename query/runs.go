@@ -53,6 +53,10 @@ type RunSummary struct {
 	Cost               Cost `json:"cost"`
 	UnpricedSpans      int  `json:"unpriced_spans"`
 	UnreconciledSpans  int  `json:"unreconciled_spans,omitempty"`
+	// ToolRetries and ToolRepeats classify the run's tool calls by DESIGN.md's
+	// retry rules (the same as /tools); set on one run's detail, not in lists.
+	ToolRetries *int `json:"tool_retries,omitempty"`
+	ToolRepeats *int `json:"tool_repeats,omitempty"`
 }
 
 // RunFilter selects runs. Zero fields do not filter.
@@ -354,7 +358,48 @@ func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, 
 		return nil, ErrNotFound
 	}
 	roots := BuildTree(spans)
-	return &RunDetail{Summary: Summarize(spans), Roots: roots}, nil
+	summary := Summarize(spans)
+	retries, repeats := classifyRunTools(spans, roots)
+	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
+	return &RunDetail{Summary: summary, Roots: roots}, nil
+}
+
+// classifyRunTools marks each tool span of a run tree with its retry class
+// and counts retries and repeats.
+func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats int) {
+	var calls []ToolCall
+	seen := map[string]bool{}
+	for i := range spans {
+		s := &spans[i]
+		if s.SpanType != schema.TypeTool || seen[s.SpanID] {
+			continue
+		}
+		seen[s.SpanID] = true
+		calls = append(calls, ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
+			Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
+			Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
+	}
+	classes := ClassifyRetries(calls)
+	bySpan := make(map[string]Class, len(calls))
+	for i, c := range classes {
+		bySpan[calls[i].SpanID] = c
+		switch {
+		case c.Retry():
+			retries++
+		case c == ClassRepeat:
+			repeats++
+		}
+	}
+	stack := append([]*SpanNode(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c, ok := bySpan[n.SpanID]; ok {
+			n.RetryClass = c
+		}
+		stack = append(stack, n.Children...)
+	}
+	return retries, repeats
 }
 
 // Summarize computes a run's summary from its spans with the same rules as

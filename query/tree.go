@@ -86,6 +86,7 @@ type SpanNode struct {
 	PriceEntry     string            `json:"price_entry,omitempty"`
 	PriceVersion   string            `json:"price_version,omitempty"`
 	ArgsHash       string            `json:"args_hash,omitempty"`
+	RetryClass     Class             `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
 	Attributes     map[string]string `json:"attributes,omitempty"`
 	Resource       map[string]string `json:"resource,omitempty"`
 	Events         []Event           `json:"events,omitempty"`

@@ -377,3 +377,68 @@ func TestConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRetryClasses: the run detail classifies its tool calls with
+// DESIGN.md's retry rules.
+func TestRunRetryClasses(t *testing.T) {
+	tally := tallytest.Start(t)
+	now := time.Now().Add(-time.Minute).UnixNano()
+	span := func(id, name, attrs string, startMs int, errStatus bool) string {
+		status := ""
+		if errStatus {
+			status = `,"status":{"code":2}`
+		}
+		return fmt.Sprintf(`{"traceId":"1af7651916cd43dd8448eb211c80319c","spanId":"%s","parentSpanId":"a000000000000001","name":"%s",
+		"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s]%s}`,
+			id, name, now+int64(startMs)*1e6, now+int64(startMs+5)*1e6, attrs, status)
+	}
+	attr := func(k, v string) string { return fmt.Sprintf(`{"key":%q,"value":{"stringValue":%q}}`, k, v) }
+	tool := func(name, callID, args string) string {
+		s := attr("gen_ai.operation.name", "execute_tool") + "," + attr("gen_ai.tool.name", name)
+		if callID != "" {
+			s += "," + attr("gen_ai.tool.call.id", callID)
+		}
+		if args != "" {
+			s += "," + attr("gen_ai.tool.call.arguments", args)
+		}
+		return s
+	}
+	root := fmt.Sprintf(`{"traceId":"1af7651916cd43dd8448eb211c80319c","spanId":"a000000000000001","name":"invoke_agent a",
+		"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s]}`, now, now+int64(100*time.Millisecond),
+		attr("gen_ai.operation.name", "invoke_agent"))
+	body := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + strings.Join([]string{root,
+		span("b000000000000001", "execute_tool fetch_url", tool("fetch_url", "call_a", ""), 0, true),   // original, failed
+		span("b000000000000002", "execute_tool fetch_url", tool("fetch_url", "call_a", ""), 10, false), // same call id: retry
+		span("b000000000000003", "execute_tool search", tool("search", "", `{"q":1}`), 20, false),      // original
+		span("b000000000000004", "execute_tool search", tool("search", "", `{"q":1}`), 30, false),      // same args after success: repeat
+	}, ",") + `]}]}]}`
+	resp, err := http.Post(tally.URL+"/v1/traces", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %d %s", resp.StatusCode, raw)
+	}
+	var run query.RunDetail
+	if code := getJSON(t, tally.URL+"/api/v1/runs/1af7651916cd43dd8448eb211c80319c", &run); code != http.StatusOK {
+		t.Fatalf("GET run: %d", code)
+	}
+	s := run.Summary
+	if s.ToolRetries == nil || *s.ToolRetries != 1 || s.ToolRepeats == nil || *s.ToolRepeats != 1 {
+		t.Fatalf("retries %v repeats %v, want 1 and 1", s.ToolRetries, s.ToolRepeats)
+	}
+	want := map[string]query.Class{
+		"b000000000000001": query.ClassOriginal, "b000000000000002": query.ClassRetryCallID,
+		"b000000000000003": query.ClassOriginal, "b000000000000004": query.ClassRepeat,
+	}
+	if len(run.Roots) != 1 || len(run.Roots[0].Children) != 4 {
+		t.Fatalf("tree: %+v", run.Roots)
+	}
+	for _, n := range run.Roots[0].Children {
+		if n.RetryClass != want[n.SpanID] {
+			t.Errorf("span %s: class %q, want %q", n.SpanID, n.RetryClass, want[n.SpanID])
+		}
+	}
+}

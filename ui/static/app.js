@@ -368,11 +368,13 @@ function flatten(roots) {
     }
   };
   walk(roots, -1, 0);
-  // A tool call is a retry when it says attempt ≥ 2 or repeats an earlier call id.
+  // The API classifies each tool call by DESIGN.md's retry rules (as /tools
+  // does); without it, fall back to attempt ≥ 2 or a repeated call id.
   const seen = new Set();
   const byStart = rows.filter((r) => r.n.type === 'tool').sort((a, b) => a.start - b.start);
   for (const r of byStart) {
-    if ((r.n.attempt || 0) >= 2 || (r.n.tool_call_id && seen.has(r.n.tool_call_id))) r.retry = true;
+    if (r.n.retry_class) r.retry = r.n.retry_class.startsWith('retry_');
+    else if ((r.n.attempt || 0) >= 2 || (r.n.tool_call_id && seen.has(r.n.tool_call_id))) r.retry = true;
     if (r.n.tool_call_id) seen.add(r.n.tool_call_id);
   }
   return rows;
@@ -394,7 +396,7 @@ async function pageRun() {
   performance.mark('tally:flattened');
   const t0 = Math.min(parseTime(s.start), ...rows.slice(0, 1).map((r) => r.start));
   const t1 = Math.max(parseTime(s.end), t0 + 0.001);
-  const retries = rows.filter((r) => r.retry).length;
+  const retries = s.tool_retries != null ? s.tool_retries : rows.filter((r) => r.retry).length;
   const u = s.usage;
   const hit = u.input_tokens ? u.cache_read_tokens / u.input_tokens : null;
   el.innerHTML = `
@@ -416,7 +418,7 @@ async function pageRun() {
   <div class="stat"><dt>Spans</dt><dd>${num(s.spans)}</dd></div>
   <div class="stat"><dt>LLM / tool calls</dt><dd>${num(s.llm_calls)} <small>/</small> ${num(s.tool_calls)}</dd></div>
   <div class="stat"><dt>Errors</dt><dd>${s.errors ? `<span class="pill error">${num(s.errors)}</span>` : '0'}</dd></div>
-  <div class="stat"><dt title="tool calls with attempt ≥ 2 or a repeated call id">Retries</dt><dd>${num(retries)}</dd></div>
+  <div class="stat"><dt title="tool calls that retried an earlier attempt: attempt ≥ 2, a repeated call id or step id, or the same tool again after it failed under the same parent">Retries</dt><dd>${num(retries)}</dd></div>
 </dl>
 ${s.usage_from_aggregate ? '<p class="notice warn">No inference span carried usage: token totals come from the agent span\'s aggregated usage.</p>' : ''}
 <div class="runbody">
