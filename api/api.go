@@ -109,18 +109,12 @@ func (h *Handler) listRuns(c *gin.Context) {
 		Search:       c.Query("q"),
 		Cursor:       c.Query("cursor"),
 	}
-	var err error
-	if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), h.now()); err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	var ok bool
+	if f.Since, f.Until, f.Limit, ok = pageQuery(c, h.now()); !ok {
 		return
 	}
-	if s := c.Query("limit"); s != "" {
-		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
-			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
-			return
-		}
-	}
 	if s := c.Query("min_cost"); s != "" {
+		var err error
 		if f.MinCost, err = strconv.ParseFloat(s, 64); err != nil || f.MinCost < 0 || math.IsNaN(f.MinCost) || math.IsInf(f.MinCost, 0) {
 			fail(c, http.StatusBadRequest, "min_cost %q: want a non-negative number of USD", s)
 			return
@@ -132,14 +126,48 @@ func (h *Handler) listRuns(c *gin.Context) {
 	}
 	page, err := h.runs.Runs(c.Request.Context(), f)
 	if err != nil {
-		if strings.Contains(err.Error(), "cursor") {
-			fail(c, http.StatusBadRequest, "%v", err)
-			return
-		}
-		fail(c, http.StatusInternalServerError, "list runs: %v", err)
+		failList(c, "list runs", err)
 		return
 	}
 	c.JSON(http.StatusOK, page)
+}
+
+// queryRange parses the request's since and until (see TimeRange); on a bad
+// value it answers 400 and returns ok false.
+func queryRange(c *gin.Context, now time.Time) (since, until time.Time, ok bool) {
+	since, until, err := TimeRange(c.Query("since"), c.Query("until"), now)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return time.Time{}, time.Time{}, false
+	}
+	return since, until, true
+}
+
+// pageQuery parses the since, until and limit of a paged list request; limit
+// is 0 when absent. On a bad value it answers 400 and returns ok false.
+func pageQuery(c *gin.Context, now time.Time) (since, until time.Time, limit int, ok bool) {
+	if since, until, ok = queryRange(c, now); !ok {
+		return
+	}
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
+			return time.Time{}, time.Time{}, 0, false
+		}
+		limit = n
+	}
+	return since, until, limit, true
+}
+
+// failList answers a failed page read: 400 for a bad cursor (the reader's
+// "invalid cursor" error), 500 otherwise.
+func failList(c *gin.Context, what string, err error) {
+	if errors.Is(err, query.ErrInvalidCursor) {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	fail(c, http.StatusInternalServerError, "%s: %v", what, err)
 }
 
 // TimeRange parses since/until query values: RFC 3339 times, or durations

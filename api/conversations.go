@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -29,24 +27,13 @@ func (h *Handler) registerConversations(r gin.IRoutes) {
 			return
 		}
 		f := query.ConversationFilter{Project: Project(c), Cursor: c.Query("cursor")}
-		var err error
-		if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), h.now()); err != nil {
-			fail(c, http.StatusBadRequest, "%v", err)
+		var ok bool
+		if f.Since, f.Until, f.Limit, ok = pageQuery(c, h.now()); !ok {
 			return
-		}
-		if s := c.Query("limit"); s != "" {
-			if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
-				fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
-				return
-			}
 		}
 		page, err := convs.Conversations(c.Request.Context(), f)
 		if err != nil {
-			if strings.Contains(err.Error(), "cursor") {
-				fail(c, http.StatusBadRequest, "%v", err)
-				return
-			}
-			fail(c, http.StatusInternalServerError, "list conversations: %v", err)
+			failList(c, "list conversations", err)
 			return
 		}
 		c.JSON(http.StatusOK, page)

@@ -35,10 +35,9 @@ func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 		return
 	}
 	f := query.CostFilter{Project: Project(c), By: c.DefaultQuery("by", query.ByAgent), Bucket: c.Query("bucket")}
-	var err error
 	now := h.now()
-	if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), now); err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	var ok bool
+	if f.Since, f.Until, ok = queryRange(c, now); !ok {
 		return
 	}
 	if err := f.Validate(now); err != nil {
@@ -68,10 +67,9 @@ func (h *Handler) getCache(c *gin.Context, costs Costs) {
 		return
 	}
 	f := query.CacheFilter{Project: Project(c), Agent: c.Query("agent"), Model: c.Query("model")}
-	var err error
 	now := h.now()
-	if f.Since, f.Until, err = TimeRange(c.Query("since"), c.Query("until"), now); err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	var ok bool
+	if f.Since, f.Until, ok = queryRange(c, now); !ok {
 		return
 	}
 	if f.Until.IsZero() {

@@ -59,9 +59,8 @@ func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader) {
 			return
 		}
 		now := h.now()
-		since, until, err := TimeRange(c.Query("since"), c.Query("until"), now)
-		if err != nil {
-			fail(c, http.StatusBadRequest, "%v", err)
+		since, until, ok := queryRange(c, now)
+		if !ok {
 			return
 		}
 		if since.IsZero() {

@@ -13,6 +13,22 @@ type Batch struct {
 	Contents []schema.Content
 }
 
+// StampVersion sets Version to v on every row whose Version is zero, in
+// place. Rows get their version when they are first accepted, so every later
+// copy of a row (a replay from the durable log, an INSERT retry) is identical.
+func (b Batch) StampVersion(v uint64) {
+	for i := range b.Spans {
+		if b.Spans[i].Version == 0 {
+			b.Spans[i].Version = v
+		}
+	}
+	for i := range b.Contents {
+		if b.Contents[i].Version == 0 {
+			b.Contents[i].Version = v
+		}
+	}
+}
+
 // Rejected counts the spans of a request that were dropped as invalid, with a
 // message naming the first problems, for OTLP's partial_success.
 type Rejected struct {

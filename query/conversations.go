@@ -2,8 +2,6 @@ package query
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -60,12 +58,12 @@ func (r *Reader) Conversations(ctx context.Context, f ConversationFilter) (Conve
 	having := ""
 	var hargs []any
 	if f.Cursor != "" {
-		ns, id, err := decodeConversationCursor(f.Cursor)
+		c, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return ConversationPage{}, err
 		}
 		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
-		hargs = []any{ns, ns, id}
+		hargs = []any{c.Ns, c.Ns, c.Key}
 	}
 	usage := "usage_mode NOT IN ('', 'aggregated')"
 	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
@@ -110,23 +108,9 @@ LIMIT ` + strconv.Itoa(f.Limit+1)
 	if len(page.Conversations) > f.Limit {
 		page.Conversations = page.Conversations[:f.Limit]
 		last := page.Conversations[f.Limit-1]
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(
-			[]byte(strconv.FormatUint(uint64(last.Last.UnixNano()), 10) + ":" + last.ConversationID))
+		page.NextCursor = cursor{uint64(last.Last.UnixNano()), last.ConversationID}.encode()
 	}
 	return page, nil
-}
-
-func decodeConversationCursor(s string) (uint64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return 0, "", fmt.Errorf("invalid cursor: %w", err)
-	}
-	ns, id, ok := strings.Cut(string(b), ":")
-	n, err := strconv.ParseUint(ns, 10, 64)
-	if !ok || err != nil || id == "" {
-		return 0, "", errors.New("invalid cursor")
-	}
-	return n, id, nil
 }
 
 // ConversationDetail is one conversation: its runs in order, with totals.

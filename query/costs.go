@@ -518,17 +518,6 @@ func (r *Reader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
 	return rep, nil
 }
 
-// Unmatched lists the models that carried usage in [since, until) but
-// matched no price entry, most spans first.
-func (r *Reader) Unmatched(ctx context.Context, project string, since, until time.Time) ([]UnmatchedModel, error) {
-	f := CostFilter{Since: since, Until: until}.withDefaults(time.Now())
-	aggs, _, err := r.aggregate(ctx, project, f.Since, f.Until, BucketNone, []view{unmatchedView})
-	if err != nil {
-		return nil, err
-	}
-	return unmatchedFrom(aggs[0]), nil
-}
-
 func unmatchedFrom(agg aggregation) []UnmatchedModel {
 	byModel := map[string]*UnmatchedModel{}
 	for k, t := range agg {

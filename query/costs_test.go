@@ -297,17 +297,3 @@ func TestCostsDayAndMinuteBuckets(t *testing.T) {
 		t.Errorf("minute buckets over 9 days: err %v, want ErrInvalidFilter", err)
 	}
 }
-
-func TestUnmatched(t *testing.T) {
-	store := openStore(t)
-	insert(t, store, loadCorpus(t, "testdata/golden.json", "golden", builtin(t)), 1)
-	got, err := query.NewReader(store).Unmatched(context.Background(), "golden",
-		mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := query.UnmatchedModel{Provider: "acme", Model: "acme-large-2", Spans: 1, InputTokens: 100, OutputTokens: 50}
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("unmatched %+v, want [%+v] (acme-mini carried a client cost)", got, want)
-	}
-}

@@ -2,12 +2,9 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/schema"
@@ -60,63 +57,4 @@ func BuildVersion() string {
 		return "dev"
 	}
 	return info.Main.Version
-}
-
-// FixtureFilter selects the runs of a bulk fixture export. Zero fields do
-// not filter, except Project, which is required.
-type FixtureFilter struct {
-	Project      string
-	Conversation string
-	Since, Until time.Time // on the run's spans' start times
-	Agent        string    // runs in which this agent ran
-	Task         string
-	Limit        int // at most this many runs, the newest; default 1000, at most 10000
-}
-
-// Fixture export limits.
-const (
-	defaultFixtureRuns = 1000
-	maxFixtureRuns     = 10000
-)
-
-// FixtureTraceIDs lists the trace ids of the runs that match f, oldest first
-// (start time, then trace id), so that a conversation's runs come in the
-// order they happened. When more runs match than f.Limit, the newest are
-// kept. It selects exactly the runs the run list (Runs) shows for the same
-// filters.
-func (r *Reader) FixtureTraceIDs(ctx context.Context, f FixtureFilter) ([]string, error) {
-	if f.Project == "" {
-		return nil, errors.New("fixture trace ids: a project is required")
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = defaultFixtureRuns
-	}
-	limit = min(limit, maxFixtureRuns)
-	filter := RunFilter{
-		Project:      f.Project,
-		Since:        f.Since,
-		Until:        f.Until,
-		Agent:        f.Agent,
-		Task:         f.Task,
-		Conversation: f.Conversation,
-	}
-	var ids []string
-	for len(ids) < limit {
-		filter.Limit = min(limit-len(ids), 1000)
-		page, err := r.Runs(ctx, filter)
-		if err != nil {
-			return nil, fmt.Errorf("fixture trace ids: %w", err)
-		}
-		for _, run := range page.Runs {
-			ids = append(ids, run.TraceID)
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		filter.Cursor = page.NextCursor
-	}
-	// Runs come newest first (start, then trace id, both descending).
-	slices.Reverse(ids)
-	return ids, nil
 }

@@ -138,52 +138,6 @@ func TestContentsAndFixture(t *testing.T) {
 	}
 }
 
-func TestFixtureTraceIDs(t *testing.T) {
-	reader, store := fixtureReader(t)
-	ctx := context.Background()
-	at := func(h, m int) time.Time { return time.Date(2025, 3, 1, h, m, 0, 0, time.UTC) }
-	id := func(c string) string { return strings.Repeat(c, 32) }
-	runs := []fxRun{
-		{"p1", id("a"), "c1", "planner", "t1", at(10, 0)},
-		{"p1", id("b"), "c1", "coder", "t2", at(11, 0)},
-		{"p1", id("c"), "c2", "planner", "t1", at(12, 0)},
-		{"p2", id("d"), "c1", "planner", "t1", at(10, 30)}, // another project: never listed
-	}
-	for _, r := range runs {
-		if err := store.InsertSpans(ctx, r.spans()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range []struct {
-		name   string
-		filter query.FixtureFilter
-		want   []string
-	}{
-		{"all, oldest first", query.FixtureFilter{}, []string{id("a"), id("b"), id("c")}},
-		{"conversation", query.FixtureFilter{Conversation: "c1"}, []string{id("a"), id("b")}},
-		{"agent", query.FixtureFilter{Agent: "planner"}, []string{id("a"), id("c")}},
-		{"task", query.FixtureFilter{Task: "t2"}, []string{id("b")}},
-		{"since 10:30", query.FixtureFilter{Since: at(10, 30)}, []string{id("b"), id("c")}},
-		{"until 11:30", query.FixtureFilter{Until: at(11, 30)}, []string{id("a"), id("b")}},
-		{"limit keeps the newest", query.FixtureFilter{Limit: 2}, []string{id("b"), id("c")}},
-		{"nothing matches", query.FixtureFilter{Agent: "nobody"}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			c.filter.Project = "p1"
-			got, err := reader.FixtureTraceIDs(ctx, c.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got %q, want %q", got, c.want)
-			}
-		})
-	}
-	if _, err := reader.FixtureTraceIDs(ctx, query.FixtureFilter{}); err == nil {
-		t.Error("no project: no error")
-	}
-}
-
 // demoFixturePath is the demo run's fixture that replay's example replays.
 const demoFixturePath = "../replay/testdata/demo_fixture.json"
 

@@ -82,24 +82,29 @@ type RunPage struct {
 	NextCursor string       `json:"next_cursor,omitempty"`
 }
 
+// cursor is a keyset page position shared by the run and conversation
+// lists: the sort time in nanoseconds and the tie-breaking id.
 type cursor struct {
-	StartNs uint64
-	TraceID string
+	Ns  uint64
+	Key string
 }
 
 func (c cursor) encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(c.StartNs, 10) + ":" + c.TraceID))
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(c.Ns, 10) + ":" + c.Key))
 }
+
+// ErrInvalidCursor is returned for a page cursor tally did not issue.
+var ErrInvalidCursor = errors.New("invalid cursor")
 
 func decodeCursor(s string) (cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return cursor{}, fmt.Errorf("invalid cursor: %w", err)
+		return cursor{}, fmt.Errorf("%w: %w", ErrInvalidCursor, err)
 	}
 	ns, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.ParseUint(ns, 10, 64)
-	if !ok || err != nil || len(id) != 32 {
-		return cursor{}, errors.New("invalid cursor")
+	if !ok || err != nil || id == "" {
+		return cursor{}, ErrInvalidCursor
 	}
 	return cursor{n, id}, nil
 }
@@ -277,11 +282,14 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 	}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
+		if err == nil && len(c.Key) != 32 {
+			err = ErrInvalidCursor
+		}
 		if err != nil {
 			return RunPage{}, err
 		}
 		having = append(having, "(s_ns < ? OR (s_ns = ? AND trace_id < ?))")
-		hargs = append(hargs, c.StartNs, c.StartNs, c.TraceID)
+		hargs = append(hargs, c.Ns, c.Ns, c.Key)
 	}
 	q := "SELECT " + runAggregates + "\nFROM " + r.store.Table(schema.TableSpans) + " FINAL\nWHERE " +
 		strings.Join(where, " AND ") + "\nGROUP BY trace_id"

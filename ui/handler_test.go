@@ -109,6 +109,9 @@ func TestNoExternalReferences(t *testing.T) {
 	for _, path := range []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/alerts", "/static/app.js", "/static/style.css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: status %d, want 200 (an error page would pass the check below vacuously)", path, rec.Code)
+		}
 		body := rec.Body.String()
 		for _, bad := range []string{"https://", "http://cdn", "//fonts.", "@import"} {
 			if strings.Contains(body, bad) {

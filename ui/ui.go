@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -72,8 +73,13 @@ type handler struct {
 	version string
 }
 
-// page names, each with templates/<name>.html.
+// page names, each with templates/<name>.html; every page may also use the
+// shared blocks in partialTemplates.
 var pageNames = []string{"runs", "run", "conversation", "costs", "tools", "cache", "alerts", "error"}
+
+// partialTemplates define blocks shared by several pages: "range", the
+// time-range form of the tools and cache pages.
+var partialTemplates = []string{"templates/layout.html", "templates/range.html"}
 
 // Handler returns the UI. It serves GET and HEAD for:
 //
@@ -98,7 +104,7 @@ func Handler(opts ...Option) http.Handler {
 	funcs := template.FuncMap{"selected": selected}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
-			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+			ParseFS(templateFS, append(partialTemplates, "templates/"+name+".html")...))
 	}
 	fileServer := http.FileServer(http.FS(sub))
 	h.static = http.StripPrefix("/static", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -307,5 +313,5 @@ func (h *handler) render(w http.ResponseWriter, name string, status int, v view)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = io.WriteString(w, b.String())
 }

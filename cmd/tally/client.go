@@ -69,6 +69,27 @@ func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any)
 	return nil
 }
 
+// getOrPrint fetches path; with asJSON it prints the API's JSON and reports
+// done, else it decodes into out.
+func getOrPrint(cmd *cobra.Command, c *apiClient, path string, q url.Values, asJSON bool, out any) (bool, error) {
+	if asJSON {
+		var raw json.RawMessage
+		if err := c.get(cmd.Context(), path, q, &raw); err != nil {
+			return true, err
+		}
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
+		return true, err
+	}
+	return false, c.get(cmd.Context(), path, q, out)
+}
+
+// rangeFlags adds --since (default 24h) and --until to a report over a
+// time range; both are passed to the API as given.
+func rangeFlags(cmd *cobra.Command, since, until *string) {
+	cmd.Flags().StringVar(since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
+	cmd.Flags().StringVar(until, "until", "", "end of the range (default now)")
+}
+
 // setIf adds a query value when it is not empty.
 func setIf(q url.Values, key, value string) {
 	if value != "" {

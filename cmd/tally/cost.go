@@ -20,20 +20,6 @@ func init() {
 	extraCommands = append(extraCommands, newCostCmd, newCacheCmd, newRepriceCmd)
 }
 
-// getOrPrint fetches path; with asJSON it prints the API's JSON and reports
-// done, else it decodes into out.
-func getOrPrint(cmd *cobra.Command, c *apiClient, path string, q url.Values, asJSON bool, out any) (bool, error) {
-	if asJSON {
-		var raw json.RawMessage
-		if err := c.get(cmd.Context(), path, q, &raw); err != nil {
-			return true, err
-		}
-		_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
-		return true, err
-	}
-	return false, c.get(cmd.Context(), path, q, out)
-}
-
 func newCostCmd() *cobra.Command {
 	var (
 		by, since, until, bucket string
@@ -48,8 +34,7 @@ func newCostCmd() *cobra.Command {
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&by, "by", query.ByAgent, "group by: "+strings.Join(query.CostDimensions(), ", "))
-	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
-	fs.StringVar(&until, "until", "", "end of the range (default now)")
+	rangeFlags(cmd, &since, &until)
 	fs.StringVar(&bucket, "bucket", "", "time series bucket: minute (ranges up to 24h), hour or day")
 	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -131,8 +116,7 @@ func newCacheCmd() *cobra.Command {
 	}
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
-	fs.StringVar(&until, "until", "", "end of the range (default now)")
+	rangeFlags(cmd, &since, &until)
 	fs.StringVar(&agent, "agent", "", "only this agent")
 	fs.StringVar(&model, "model", "", "only this model")
 	fs.IntVar(&minCalls, "min-eligible-calls", 0, "eligible calls without a cache read that make an agent/model never_hit (server default 5)")

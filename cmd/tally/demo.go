@@ -11,7 +11,29 @@ import (
 	"github.com/tallyhq/tally/loadgen"
 )
 
-// headerFlag parses repeated "Key=Value" flags (like OTEL_EXPORTER_OTLP_HEADERS).
+// ingestFlags adds --endpoint, --header and --key to a command that sends
+// OTLP to tally. The returned function applies tally.yaml and builds the
+// request headers from --header and --key.
+func ingestFlags(cmd *cobra.Command, endpoint *string) func() (map[string]string, error) {
+	var (
+		headers []string
+		key     string
+	)
+	apply := configFlag(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(endpoint, "endpoint", "http://127.0.0.1:4318", "tally OTLP/HTTP base URL")
+	fs.StringSliceVar(&headers, "header", nil, "extra request header Key=Value (repeatable)")
+	fs.StringVar(&key, "key", "", "API key with ingest scope")
+	return func() (map[string]string, error) {
+		if err := apply(); err != nil {
+			return nil, err
+		}
+		return headerMap(headers, key)
+	}
+}
+
+// headerMap parses repeated "Key=Value" flags (like OTEL_EXPORTER_OTLP_HEADERS)
+// and adds key as a bearer Authorization header.
 func headerMap(pairs []string, key string) (map[string]string, error) {
 	h := map[string]string{}
 	for _, p := range pairs {
@@ -30,8 +52,6 @@ func headerMap(pairs []string, key string) (map[string]string, error) {
 func newDemoCmd() *cobra.Command {
 	var (
 		cfg     demo.Config
-		headers []string
-		key     string
 		endTime string
 	)
 	cmd := &cobra.Command{
@@ -43,9 +63,8 @@ agent whose cache never hits), tool calls with realistic latencies, a flaky
 tool that fails and is retried, tool arguments and results. Deterministic with
 --seed.`,
 	}
-	apply := configFlag(cmd)
+	headers := ingestFlags(cmd, &cfg.Endpoint)
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:4318", "tally OTLP/HTTP base URL")
 	fs.IntVar(&cfg.Runs, "runs", 40, "runs to send")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed: the same seed sends the same runs")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "runs per second (0: as fast as possible)")
@@ -53,13 +72,8 @@ tool that fails and is retried, tool arguments and results. Deterministic with
 	fs.BoolVar(&cfg.JSON, "json", false, "send OTLP/JSON instead of protobuf")
 	fs.IntVar(&cfg.Spans, "spans", 0, "exact spans per run (0: natural sizes of 10–60)")
 	fs.StringVar(&endTime, "end", "", "RFC 3339 time the traffic ends at (default: now)")
-	fs.StringSliceVar(&headers, "header", nil, "extra request header Key=Value (repeatable)")
-	fs.StringVar(&key, "key", "", "API key with ingest scope")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		h, err := headerMap(headers, key)
+		h, err := headers()
 		if err != nil {
 			return err
 		}
@@ -82,18 +96,13 @@ tool that fails and is retried, tool arguments and results. Deterministic with
 }
 
 func newLoadgenCmd() *cobra.Command {
-	var (
-		cfg     loadgen.Config
-		headers []string
-		key     string
-	)
+	var cfg loadgen.Config
 	cmd := &cobra.Command{
 		Use:   "loadgen",
 		Short: "Send OTLP protobuf load of realistic gen_ai spans and report throughput and latency",
 	}
-	apply := configFlag(cmd)
+	headers := ingestFlags(cmd, &cfg.Endpoint)
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:4318", "tally OTLP/HTTP base URL")
 	fs.IntVar(&cfg.RequestSpans, "request-spans", loadgen.DefaultRequestSpans, "spans per request")
 	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultConcurrency, "concurrent senders")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "requests per second in total (0: as fast as acknowledged)")
@@ -101,13 +110,8 @@ func newLoadgenCmd() *cobra.Command {
 	fs.IntVar(&cfg.Requests, "requests", 0, "stop after this many requests (0: duration only)")
 	fs.BoolVar(&cfg.Gzip, "gzip", false, "gzip requests")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed")
-	fs.StringSliceVar(&headers, "header", nil, "extra request header Key=Value (repeatable)")
-	fs.StringVar(&key, "key", "", "API key with ingest scope")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		h, err := headerMap(headers, key)
+		h, err := headers()
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -27,8 +26,7 @@ func newRunsCmd() *cobra.Command {
 	}
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
-	fs.StringVar(&until, "until", "", "end of the range")
+	rangeFlags(cmd, &since, &until)
 	fs.StringVar(&agent, "agent", "", "only runs in which this agent ran")
 	fs.StringVar(&model, "model", "", "only runs that called this model")
 	fs.StringVar(&service, "service", "", "only runs of this service")
@@ -48,16 +46,8 @@ func newRunsCmd() *cobra.Command {
 			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor} {
 			setIf(q, k, v)
 		}
-		if asJSON {
-			var raw json.RawMessage
-			if err := c.get(cmd.Context(), "/api/v1/runs", q, &raw); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
-			return err
-		}
 		var page query.RunPage
-		if err := c.get(cmd.Context(), "/api/v1/runs", q, &page); err != nil {
+		if done, err := getOrPrint(cmd, c, "/api/v1/runs", q, asJSON, &page); done || err != nil {
 			return err
 		}
 		printRuns(cmd.OutOrStdout(), page)
@@ -100,16 +90,8 @@ func newRunCmd() *cobra.Command {
 			return err
 		}
 		path := "/api/v1/runs/" + url.PathEscape(args[0])
-		if asJSON {
-			var raw json.RawMessage
-			if err := c.get(cmd.Context(), path, nil, &raw); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
-			return err
-		}
 		var run query.RunDetail
-		if err := c.get(cmd.Context(), path, nil, &run); err != nil {
+		if done, err := getOrPrint(cmd, c, path, nil, asJSON, &run); done || err != nil {
 			return err
 		}
 		printRun(cmd.OutOrStdout(), &run, attrs)

@@ -99,10 +99,7 @@ func (e *Refused) Error() string { return "durable log refused the batch: " + e.
 // Unwrap returns the cause (wal.ErrFull, wal.ErrTooLarge, ...).
 func (e *Refused) Unwrap() error { return e.Err }
 
-// StatusCode is the HTTP status to answer.
-func (e *Refused) StatusCode() int { return e.Code }
-
-// HTTPStatus is StatusCode under the name package receiver looks for.
+// HTTPStatus is the HTTP status to answer.
 func (e *Refused) HTTPStatus() int { return e.Code }
 
 // RetryAfter is how long the client should wait before retrying.
@@ -192,17 +189,7 @@ func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
 	if len(b.Spans) == 0 && len(b.Contents) == 0 {
 		return nil
 	}
-	version := uint64(time.Now().UnixNano())
-	for i := range b.Spans {
-		if b.Spans[i].Version == 0 {
-			b.Spans[i].Version = version
-		}
-	}
-	for i := range b.Contents {
-		if b.Contents[i].Version == 0 {
-			b.Contents[i].Version = version
-		}
-	}
+	b.StampVersion(uint64(time.Now().UnixNano()))
 	bp := s.bufs.Get().(*[]byte)
 	*bp = rowcodec.Encode((*bp)[:0], b)
 	_, err := s.wal.Append(ctx, *bp)

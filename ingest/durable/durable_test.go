@@ -99,7 +99,7 @@ func spanIDRange(first, n int) []string {
 type overloaded struct{ after time.Duration }
 
 func (e *overloaded) Error() string             { return "overloaded" }
-func (e *overloaded) StatusCode() int           { return http.StatusServiceUnavailable }
+func (e *overloaded) HTTPStatus() int           { return http.StatusServiceUnavailable }
 func (e *overloaded) RetryAfter() time.Duration { return e.after }
 
 // eventually polls cond until it holds; the deadline only guards against a
@@ -322,8 +322,8 @@ func TestDownstreamDownFillsLogThenRefuses(t *testing.T) {
 	if !errors.As(err, &refused) || !errors.Is(err, wal.ErrFull) {
 		t.Fatalf("fourth Accept: %v, want a Refused wrapping wal.ErrFull", err)
 	}
-	if refused.StatusCode() != 503 || refused.HTTPStatus() != 503 || refused.RetryAfter() != 7*time.Second {
-		t.Fatalf("refusal: status %d, retry after %v; want 503, 7s", refused.StatusCode(), refused.RetryAfter())
+	if refused.HTTPStatus() != 503 || refused.RetryAfter() != 7*time.Second {
+		t.Fatalf("refusal: status %d, retry after %v; want 503, 7s", refused.HTTPStatus(), refused.RetryAfter())
 	}
 	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("Ready while full: %v", err)
@@ -347,7 +347,7 @@ func TestBatchLargerThanLogIs413(t *testing.T) {
 	s := openSink(t, t.TempDir(), newFakeDown(0, nil), cfg)
 	defer s.Close()
 	var refused *Refused
-	if err := s.Accept(context.Background(), batchOf(0, 4)); !errors.As(err, &refused) || refused.StatusCode() != 413 {
+	if err := s.Accept(context.Background(), batchOf(0, 4)); !errors.As(err, &refused) || refused.HTTPStatus() != 413 {
 		t.Fatalf("Accept: %v, want 413", err)
 	}
 	if err := s.Accept(context.Background(), ingest.Batch{}); err != nil {

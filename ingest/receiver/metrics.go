@@ -22,31 +22,24 @@ type Metrics struct {
 // NewMetrics creates the receiver's metrics and registers them on reg (when
 // reg is not nil).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tally_receiver_requests_total",
 			Help: "OTLP/HTTP export requests answered, by HTTP status code.",
 		}, []string{"code"}),
-		spansAccepted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tally_receiver_spans_accepted_total",
-			Help: "Spans accepted durably by the sink.",
-		}),
-		spansRejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tally_receiver_spans_rejected_total",
-			Help: "Spans dropped as invalid and reported through partial_success.",
-		}),
-		spansRefused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tally_receiver_spans_refused_total",
-			Help: "Spans of decoded requests refused as a whole (too many spans, sink busy or failing); the client keeps them.",
-		}),
-		wireBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tally_receiver_received_bytes_total",
-			Help: "Request body bytes read from the network (compressed when gzipped).",
-		}),
-		decodedBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tally_receiver_decompressed_bytes_total",
-			Help: "Request body bytes read after decompression.",
-		}),
+		spansAccepted: counter("tally_receiver_spans_accepted_total",
+			"Spans accepted durably by the sink."),
+		spansRejected: counter("tally_receiver_spans_rejected_total",
+			"Spans dropped as invalid and reported through partial_success."),
+		spansRefused: counter("tally_receiver_spans_refused_total",
+			"Spans of decoded requests refused as a whole (too many spans, sink busy or failing); the client keeps them."),
+		wireBytes: counter("tally_receiver_received_bytes_total",
+			"Request body bytes read from the network (compressed when gzipped)."),
+		decodedBytes: counter("tally_receiver_decompressed_bytes_total",
+			"Request body bytes read after decompression."),
 		inFlightBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tally_receiver_in_flight_bytes",
 			Help: "Request body bytes reserved by the requests being served.",

@@ -266,17 +266,7 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 		}
 		n = int64(nSpans + nContents)
 	}
-	version := uint64(time.Now().UnixNano())
-	for i := range b.Spans {
-		if b.Spans[i].Version == 0 {
-			b.Spans[i].Version = version
-		}
-	}
-	for i := range b.Contents {
-		if b.Contents[i].Version == 0 {
-			b.Contents[i].Version = version
-		}
-	}
+	b.StampVersion(uint64(time.Now().UnixNano()))
 	deadline := time.Now().Add(w.cfg.AckTimeout)
 	backoff := w.cfg.RetryMin
 	var err error

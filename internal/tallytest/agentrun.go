@@ -1,6 +1,7 @@
 package tallytest
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -50,9 +51,9 @@ type AgentRun struct {
 //	cost total 0.00234 + 0.005125 = 0.007465
 func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) {
 	t.Helper()
-	rootAgent := orDefault(run.RootAgent, "planner")
-	subAgent := orDefault(run.SubAgent, "researcher")
-	conversation := orDefault(run.Conversation, "conv-1")
+	rootAgent := cmp.Or(run.RootAgent, "planner")
+	subAgent := cmp.Or(run.SubAgent, "researcher")
+	conversation := cmp.Or(run.Conversation, "conv-1")
 	opts := append([]otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint + "/v1/traces")}, run.ExporterOptions...)
 	if run.Gzip {
 		opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
@@ -118,12 +119,4 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 		t.Fatalf("export: %v", err)
 	}
 	return root.SpanContext().TraceID().String()
-}
-
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
