@@ -157,16 +157,24 @@ func StartClickHouseCluster(t testing.TB, spec ClusterSpec) *ClickHouseCluster {
 	}
 	type node struct {
 		tcp, http, interserver int
+		reserved               []net.Listener // released right before the node starts
 		dir                    string
 	}
 	nodes := make([][]node, len(spec.Replicas))
 	for i, n := range spec.Replicas {
 		for j := 0; j < n; j++ {
 			var nd node
+			// Every node's config names every node's native port, so all
+			// ports are chosen first; each stays held until its node
+			// starts, or a test running alongside could take it meanwhile.
 			for _, p := range []*int{&nd.tcp, &nd.http, &nd.interserver} {
-				if *p, err = freePort(); err != nil {
+				port, l, err := reservePort()
+				if err != nil {
 					t.Fatalf("testenv: %v", err)
 				}
+				*p = port
+				nd.reserved = append(nd.reserved, l)
+				t.Cleanup(func() { l.Close() })
 			}
 			nd.dir = t.TempDir()
 			nodes[i] = append(nodes[i], nd)
@@ -220,6 +228,9 @@ func StartClickHouseCluster(t testing.TB, spec ClusterSpec) *ClickHouseCluster {
 				HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(nd.http)),
 				Dir:      nd.dir,
 				command:  command,
+			}
+			for _, l := range nd.reserved {
+				l.Close()
 			}
 			if err := server.start(); err != nil {
 				t.Fatalf("testenv: ClickHouse shard %d replica %d: %v", i+1, j+1, err)

@@ -61,6 +61,18 @@ func freePort() (int, error) {
 	return port, nil
 }
 
+// reservePort is freePort holding the port: the listener stays open, so
+// no other process gets the port, until the caller closes it right before
+// its server binds the port. For servers whose ports must all be known
+// long before each starts (a cluster's nodes name each other's ports).
+func reservePort() (int, net.Listener, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, nil, fmt.Errorf("reserve a free port: %w", err)
+	}
+	return listener.Addr().(*net.TCPAddr).Port, listener, nil
+}
+
 // moduleRoot returns the directory holding go.mod, walking up from the
 // working directory (a package directory when run by go test).
 func moduleRoot() (string, error) {
