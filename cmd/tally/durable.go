@@ -43,6 +43,7 @@ func wireDurable(env *serveEnv, f durableFlags) error {
 		env.log.Warn("durable log without fsync (--wal-no-sync): acknowledged spans can be lost if the machine crashes")
 	}
 	cfg := durable.DefaultConfig()
+	cfg.MaxBatchSpans = env.srv.Writer().MaxBatchSpans() // --batch-spans
 	cfg.WAL = wal.Options{MaxBytes: f.maxBytes, SegmentBytes: f.segmentBytes, NoSync: f.noSync, Logger: env.log}
 	sink, err := durable.Open(filepath.Join(env.dataDir, "wal"), env.srv.Writer(), cfg, env.log)
 	if err != nil {

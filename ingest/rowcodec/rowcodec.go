@@ -185,35 +185,63 @@ func appendTime(d []byte, t time.Time) []byte {
 // (data itself may be reused once Decode returns), so keeping any one of
 // them keeps that copy alive.
 func Decode(data []byte) (ingest.Batch, error) {
-	var b ingest.Batch
+	return AppendDecode(ingest.Batch{}, data)
+}
+
+// AppendDecode is Decode appending the decoded rows to dst's slices, so a
+// caller coalescing many records into one batch decodes each in place
+// instead of copying it there. On error it returns dst unchanged.
+func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	if len(data) == 0 {
-		return b, fmt.Errorf("%w: empty input", ErrMalformed)
+		return dst, fmt.Errorf("%w: empty input", ErrMalformed)
 	}
 	if data[0] != Version {
-		return b, fmt.Errorf("%w: unknown version %d (this build reads %d)", ErrMalformed, data[0], Version)
+		return dst, fmt.Errorf("%w: unknown version %d (this build reads %d)", ErrMalformed, data[0], Version)
 	}
 	// One copy of the input backs every decoded string (substrings of it),
 	// instead of one allocation per string.
 	d := decoder{buf: data, str: string(data), pos: 1}
+	b := dst
 	if n := d.count(minSpanBytes, "spans"); n > 0 {
-		b.Spans = make([]schema.Span, n)
-		for i := range b.Spans {
-			d.span(&b.Spans[i])
+		b.Spans = grow(b.Spans, n)
+		for i := range b.Spans[len(dst.Spans):] {
+			d.span(&b.Spans[len(dst.Spans)+i])
 		}
 	}
 	if n := d.count(minContentBytes, "contents"); n > 0 {
-		b.Contents = make([]schema.Content, n)
-		for i := range b.Contents {
-			d.content(&b.Contents[i])
+		b.Contents = grow(b.Contents, n)
+		for i := range b.Contents[len(dst.Contents):] {
+			d.content(&b.Contents[len(dst.Contents)+i])
 		}
 	}
 	if d.err == nil && d.pos != len(d.buf) {
 		d.fail(fmt.Sprintf("%d bytes after the batch", len(d.buf)-d.pos))
 	}
 	if d.err != nil {
-		return ingest.Batch{}, d.err
+		clear(b.Spans[len(dst.Spans):])
+		clear(b.Contents[len(dst.Contents):])
+		return ingest.Batch{Spans: b.Spans[:len(dst.Spans)], Contents: b.Contents[:len(dst.Contents)]}, d.err
 	}
 	return b, nil
+}
+
+// grow extends s by n zero elements, reallocating at most once.
+func grow[T any](s []T, n int) []T {
+	if len(s) == 0 && cap(s) < n {
+		return make([]T, n)
+	}
+	return append(s, make([]T, n)...)
+}
+
+// SpanCount is the number of spans an encoded batch holds, read from its
+// header without decoding it (0 and an error when the header is damaged).
+func SpanCount(data []byte) (int, error) {
+	if len(data) == 0 || data[0] != Version {
+		return 0, fmt.Errorf("%w: bad header", ErrMalformed)
+	}
+	d := decoder{buf: data, pos: 1}
+	n := d.count(minSpanBytes, "spans")
+	return n, d.err
 }
 
 // decoder reads fields in order; the first problem sticks in err and every

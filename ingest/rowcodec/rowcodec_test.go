@@ -179,6 +179,43 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}
 }
 
+// AppendDecode of three records into one batch gives exactly their
+// concatenation, and a damaged record leaves what was decoded before it.
+func TestAppendDecodeCoalesces(t *testing.T) {
+	all := filledBatch(t, 5, 4)
+	parts := []ingest.Batch{
+		{Spans: all.Spans[:2], Contents: all.Contents[:1]},
+		{Spans: all.Spans[2:3]}, // no content
+		{Spans: all.Spans[3:], Contents: all.Contents[1:]},
+	}
+	var got ingest.Batch
+	for i, p := range parts {
+		enc := Encode(nil, p)
+		n, err := SpanCount(enc)
+		if err != nil || n != len(p.Spans) {
+			t.Fatalf("SpanCount of part %d = %d, %v; want %d", i, n, err, len(p.Spans))
+		}
+		if got, err = AppendDecode(got, enc); err != nil {
+			t.Fatalf("AppendDecode part %d: %v", i, err)
+		}
+	}
+	if !reflect.DeepEqual(got, all) {
+		t.Fatalf("coalesced batch differs from the whole:\n got %d spans %d contents\nwant %d spans %d contents",
+			len(got.Spans), len(got.Contents), len(all.Spans), len(all.Contents))
+	}
+	bad := Encode(nil, filledBatch(t, 2, 1))
+	after, err := AppendDecode(got, bad[:len(bad)-1])
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("AppendDecode of a truncated record: %v, want ErrMalformed", err)
+	}
+	if !reflect.DeepEqual(after, all) {
+		t.Fatalf("a failed AppendDecode changed the batch: %d spans %d contents, want 5 and 4", len(after.Spans), len(after.Contents))
+	}
+	if _, err := SpanCount([]byte{2, 1}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("SpanCount of an unknown version: %v, want ErrMalformed", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	n := 0
 	b := ingest.Batch{Spans: make([]schema.Span, 2), Contents: make([]schema.Content, 1)}

@@ -179,6 +179,10 @@ func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
 	}
 }
 
+// MaxBatchSpans is the spans one INSERT takes at most (Config.MaxBatchSpans),
+// so a component batching for the writer can batch to the same size.
+func (w *Writer) MaxBatchSpans() int { return w.cfg.MaxBatchSpans }
+
 // Stats returns the current counters.
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
