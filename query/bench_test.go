@@ -79,7 +79,7 @@ func BenchmarkCostsByAgent30d(b *testing.B) {
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		for _, table := range []string{schema.TableSpans, schema.TableCostRollup, schema.TableCostRollupHours} {
+		for _, table := range []string{schema.TableSpans, schema.TableSpanFacts, schema.TableCostRollup, schema.TableCostRollupHours} {
 			if err := store.Conn().Exec(ctx, "DROP TABLE IF EXISTS "+store.Table(table)); err != nil {
 				b.Logf("drop %s: %v", table, err)
 			}

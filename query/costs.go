@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -337,16 +339,46 @@ func (r *Reader) aggregate(ctx context.Context, project string, since, until tim
 	if until.After(cursor) {
 		fresh.Live = append(fresh.Live, TimeRange{cursor, until})
 	}
+	// The rollup reads (one per view) and the live ranges are independent:
+	// run them at once, each into aggregations of its own, so ClickHouse
+	// reads one while tally attributes another; then add them up in a fixed
+	// order, so the sums do not depend on which finished first.
+	var tasks []func(ctx context.Context) ([]aggregation, error)
 	if len(rolled) > 0 {
 		for i, v := range views {
-			if err := r.readRollup(ctx, project, rolled, bucket, v, out[i]); err != nil {
-				return nil, fresh, err
-			}
+			tasks = append(tasks, func(ctx context.Context) ([]aggregation, error) {
+				part := make([]aggregation, len(views))
+				part[i] = aggregation{}
+				return part, r.readRollup(ctx, project, rolled, bucket, v, part[i])
+			})
 		}
 	}
 	for _, lr := range fresh.Live {
-		if err := r.aggregateLive(ctx, project, lr, bucket, views, out); err != nil {
-			return nil, fresh, err
+		tasks = append(tasks, func(ctx context.Context) ([]aggregation, error) {
+			part := make([]aggregation, len(views))
+			for i := range part {
+				part[i] = aggregation{}
+			}
+			return part, r.aggregateLive(ctx, project, lr, bucket, views, part)
+		})
+	}
+	parts := make([][]aggregation, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, task := range tasks {
+		g.Go(func() error {
+			var err error
+			parts[i], err = task(gctx)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fresh, err
+	}
+	for _, part := range parts {
+		for i, agg := range part {
+			for k, t := range agg {
+				out[i].at(k).add(t)
+			}
 		}
 	}
 	return out, fresh, nil

@@ -203,9 +203,11 @@ type fingerprint struct {
 	rows, versionSum uint64
 }
 
+// rawFingerprints reads the fingerprint of each hour of span_facts, the
+// table recompute reads: fingerprint and computation see the same rows.
 func (r *Rollup) rawFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]fingerprint, error) {
 	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
-		r.store.Table(schema.TableSpans)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
+		r.store.Table(schema.TableSpanFacts)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint spans: %w", err)
 	}

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -119,6 +120,9 @@ type tableDef struct {
 	// ShardBy is the Distributed sharding expression in cluster mode: a
 	// function of a prefix of OrderBy (see above). Required.
 	ShardBy string
+	// IndexGranularity is rows per primary-index mark; 0 keeps the server's
+	// default (8192).
+	IndexGranularity int
 }
 
 // Cluster is the cluster name tables are distributed over ("" on a single
@@ -169,6 +173,9 @@ func (s *Store) createTable(t tableDef) []string {
 		b.WriteString("\nPARTITION BY " + t.PartitionBy)
 	}
 	b.WriteString("\nORDER BY " + t.OrderBy)
+	if t.IndexGranularity > 0 {
+		b.WriteString("\nSETTINGS index_granularity = " + strconv.Itoa(t.IndexGranularity))
+	}
 	stmts := []string{b.String()}
 	if s.cluster != "" {
 		stmts = append(stmts, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s AS %s ENGINE = Distributed(`%s`, `%s`, `%s`, %s)",

@@ -309,7 +309,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 			engines[name] = engine
 		}
 		rows.Close()
-		for _, table := range []string{schema.TableSpans, schema.TableContent, schema.TableCostRollup, schema.TableMigrations, schema.TableLeases} {
+		for _, table := range []string{schema.TableSpans, schema.TableContent, schema.TableCostRollup, schema.TableMigrations, schema.TableLeases, schema.TableSpanFacts} {
 			if engines[table] != "Distributed" || engines[table+"_local"] != "ReplicatedReplacingMergeTree" {
 				t.Errorf("node %s: %s is %q and %s_local is %q; want Distributed over ReplicatedReplacingMergeTree",
 					n.Addr, table, engines[table], table, engines[table+"_local"])
