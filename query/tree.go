@@ -54,46 +54,46 @@ type Event struct {
 
 // SpanNode is one span in a run tree, with its children ordered by start.
 type SpanNode struct {
-	SpanID         string            `json:"span_id"`
-	ParentSpanID   string            `json:"parent_span_id,omitempty"`
-	Name           string            `json:"name"`
-	Type           string            `json:"type"`
-	Operation      string            `json:"operation,omitempty"`
-	Kind           string            `json:"kind"`
-	Status         string            `json:"status"`
-	StatusMessage  string            `json:"status_message,omitempty"`
-	Service        string            `json:"service,omitempty"`
-	Start          time.Time         `json:"start"`
-	End            time.Time         `json:"end"`
-	DurationMs     float64           `json:"duration_ms"`
-	Depth          int               `json:"depth"`
-	Orphan         bool              `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
-	Provider       string            `json:"provider,omitempty"`
-	Model          string            `json:"model,omitempty"`
-	RequestModel   string            `json:"request_model,omitempty"`
-	AgentName      string            `json:"agent_name,omitempty"`
-	ToolName       string            `json:"tool_name,omitempty"`
-	ToolCallID     string            `json:"tool_call_id,omitempty"`
-	Attempt        uint32            `json:"attempt,omitempty"`
-	ErrorType      string            `json:"error_type,omitempty"`
-	FinishReasons  []string          `json:"finish_reasons,omitempty"`
-	TTFCMs         float64           `json:"time_to_first_chunk_ms,omitempty"`
-	Usage          *Usage            `json:"usage,omitempty"`
-	UsageMode      string            `json:"usage_mode,omitempty"`
-	Unreconciled   bool              `json:"usage_unreconciled,omitempty"`
-	Cost           *Cost             `json:"cost,omitempty"`
-	CostSource     string            `json:"cost_source,omitempty"`
-	PriceEntry     string            `json:"price_entry,omitempty"`
-	PriceVersion   string            `json:"price_version,omitempty"`
-	ArgsHash       string            `json:"args_hash,omitempty"`
-	RetryClass     Class             `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
-	Attributes     map[string]string `json:"attributes,omitempty"`
-	Resource       map[string]string `json:"resource,omitempty"`
-	Events         []Event           `json:"events,omitempty"`
-	Children       []*SpanNode       `json:"children"`
-	ConversationID string            `json:"-"`
-	UserID         string            `json:"-"`
-	TaskName       string            `json:"-"`
+	SpanID         string      `json:"span_id"`
+	ParentSpanID   string      `json:"parent_span_id,omitempty"`
+	Name           string      `json:"name"`
+	Type           string      `json:"type"`
+	Operation      string      `json:"operation,omitempty"`
+	Kind           string      `json:"kind"`
+	Status         string      `json:"status"`
+	StatusMessage  string      `json:"status_message,omitempty"`
+	Service        string      `json:"service,omitempty"`
+	Start          time.Time   `json:"start"`
+	End            time.Time   `json:"end"`
+	DurationMs     float64     `json:"duration_ms"`
+	Depth          int         `json:"depth"`
+	Orphan         bool        `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
+	Provider       string      `json:"provider,omitempty"`
+	Model          string      `json:"model,omitempty"`
+	RequestModel   string      `json:"request_model,omitempty"`
+	AgentName      string      `json:"agent_name,omitempty"`
+	ToolName       string      `json:"tool_name,omitempty"`
+	ToolCallID     string      `json:"tool_call_id,omitempty"`
+	Attempt        uint32      `json:"attempt,omitempty"`
+	ErrorType      string      `json:"error_type,omitempty"`
+	FinishReasons  []string    `json:"finish_reasons,omitempty"`
+	TTFCMs         float64     `json:"time_to_first_chunk_ms,omitempty"`
+	Usage          *Usage      `json:"usage,omitempty"`
+	UsageMode      string      `json:"usage_mode,omitempty"`
+	Unreconciled   bool        `json:"usage_unreconciled,omitempty"`
+	Cost           *Cost       `json:"cost,omitempty"`
+	CostSource     string      `json:"cost_source,omitempty"`
+	PriceEntry     string      `json:"price_entry,omitempty"`
+	PriceVersion   string      `json:"price_version,omitempty"`
+	ArgsHash       string      `json:"args_hash,omitempty"`
+	RetryClass     Class       `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
+	Attributes     Pairs       `json:"attributes,omitempty"`
+	Resource       Pairs       `json:"resource,omitempty"`
+	Events         []Event     `json:"events,omitempty"`
+	Children       []*SpanNode `json:"children"`
+	ConversationID string      `json:"-"`
+	UserID         string      `json:"-"`
+	TaskName       string      `json:"-"`
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
@@ -130,19 +130,6 @@ func newNode(s *schema.Span) *SpanNode {
 		n.Events = append(n.Events, e)
 	}
 	return n
-}
-
-func pairs(keys, values []string) map[string]string {
-	if len(keys) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(keys))
-	for i, k := range keys {
-		if i < len(values) {
-			m[k] = values[i]
-		}
-	}
-	return m
 }
 
 // BuildTree nests a run's spans by parent. Children are ordered by start time

@@ -116,8 +116,8 @@ func printRun(w io.Writer, run *query.RunDetail, attrs bool) {
 			}
 			fmt.Fprintf(w, "%s%s%s\n", prefix, branch, spanLine(n))
 			if attrs {
-				for k, v := range n.Attributes {
-					fmt.Fprintf(w, "%s%s    %s = %s\n", prefix, next, k, v)
+				for _, kv := range n.Attributes {
+					fmt.Fprintf(w, "%s%s    %s = %s\n", prefix, next, kv.Key, kv.Value)
 				}
 			}
 			walk(n.Children, prefix+next)
