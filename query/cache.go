@@ -281,7 +281,7 @@ func (c *CostReader) cachePrefixes(ctx context.Context, w Window, model string, 
 		where += " AND model = ?"
 		args = append(args, model)
 	}
-	q := "SELECT provider, model, cityHash64(provider, model), min(start_ns) FROM " + c.store.Table(schema.TableSpans) +
+	q := "SELECT provider, model, cityHash64(provider, model), min(start_ns) FROM " + c.store.Table(schema.TableSpanFacts) +
 		" WHERE " + where + " AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated') GROUP BY provider, model"
 	rows, err := c.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -343,7 +343,7 @@ func (c *CostReader) cacheCallRows(ctx context.Context, w Window, f CacheFilter,
 FROM (
 	SELECT trace_id, agent_name, provider, model, input_tokens, cache_read_tokens, cache_write_tokens, start_ns,
 		input_tokens >= transform(cityHash64(provider, model), ?, ?, toUInt64(18446744073709551615)) AS elig
-	FROM ` + c.store.Table(schema.TableSpans) + `
+	FROM ` + c.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')
 	LIMIT 1 BY trace_id, span_id)
 GROUP BY trace_id, agent_name, provider, model`
@@ -572,7 +572,7 @@ func (c *CostReader) judgeCache(ctx context.Context, w Window, rep *CacheReport,
 func (c *CostReader) fillTasks(ctx context.Context, w Window, rep *CacheReport) error {
 	since, until := w.bounds()
 	q := "SELECT trace_id, argMinIf(task_name, start_ns, task_name != ''), argMinIf(name, start_ns, parent_span_id = ''), argMin(name, start_ns)" +
-		" FROM " + c.store.Table(schema.TableSpans) +
+		" FROM " + c.store.Table(schema.TableSpanFacts) +
 		" WHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? GROUP BY trace_id"
 	tasks := map[string]string{}
 	for runs := range slices.Chunk(rep.NeverHitRuns, maxListedRuns) {

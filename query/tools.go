@@ -39,8 +39,9 @@ func (w Window) bounds() (since, until time.Time) {
 	return since.UTC(), until.UTC()
 }
 
-// where is the WHERE clause selecting the window's spans: the DateTime
-// column prunes partitions, the nanosecond columns make the bounds exact.
+// where is the WHERE clause selecting the window's spans in span_facts
+// (sorted by hour first): the DateTime column prunes partitions and selects
+// the hours' key ranges, the nanosecond columns make the bounds exact.
 func (w Window) where() (string, []any) {
 	since, until := w.bounds()
 	return "project = ? AND start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?",
@@ -53,7 +54,7 @@ func (w Window) where() (string, []any) {
 func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]ToolCall, error) {
 	where, args := w.where()
 	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
-		" status = 'error', start_ns, duration_ns, attempt FROM " + r.store.Table(schema.TableSpans) +
+		" status = 'error', start_ns, duration_ns, attempt FROM " + r.store.Table(schema.TableSpanFacts) +
 		" FINAL WHERE " + where + " AND span_type = 'tool' ORDER BY trace_id, start_ns, span_id"
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -272,7 +273,7 @@ func (r *Reader) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, e
 	tupleElement(pm, 2), tupleElement(pm, 3), tupleElement(pm, 4)
 FROM (
 	SELECT trace_id, span_id, tool_name, status, attempt, duration_ns, start
-	FROM ` + r.store.Table(schema.TableSpans) + `
+	FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'tool'
 	LIMIT 1 BY trace_id, span_id)
 GROUP BY tool ORDER BY tool`
@@ -345,7 +346,7 @@ func (r *Reader) toolExamples(ctx context.Context, f ToolFilter) (map[string]too
 FROM (
 	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
 		maxIf(start_ns, status = 'error') AS last_err, maxIf(start_ns, attempt >= 2) AS last_att
-	FROM ` + r.store.Table(schema.TableSpans) + `
+	FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'tool'
 	GROUP BY tool, trace_id)
 GROUP BY tool`
@@ -405,7 +406,7 @@ FROM (
 			if(step_id = '', toUInt64(0), cityHash64(step_id)) AS step,
 			if(args_hash = '', toUInt64(0), cityHash64(args_hash)) AS args,
 			status = 'error' AS err, start_ns, duration_ns, attempt
-		FROM ` + r.store.Table(schema.TableSpans) + `
+		FROM ` + r.store.Table(schema.TableSpanFacts) + `
 		WHERE ` + where + ` AND span_type = 'tool'
 		LIMIT 1 BY trace_id, span_id)
 	GROUP BY trace_id
@@ -532,7 +533,7 @@ func (r *Reader) modelLatency(ctx context.Context, w Window) ([]ModelStats, erro
 	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
 	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
 FROM (
-	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + r.store.Table(schema.TableSpans) + `
+	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'inference'
 	LIMIT 1 BY trace_id, span_id)
 GROUP BY m ORDER BY m`
@@ -572,7 +573,7 @@ func (r *Reader) slowestModelRuns(ctx context.Context, w Window) (map[string][]s
 	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
 		fmt.Sprint(exampleRuns) + `))
 FROM (
-	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + r.store.Table(schema.TableSpans) + `
+	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'inference'
 	GROUP BY m, trace_id)
 GROUP BY m`
@@ -609,7 +610,7 @@ type RunCost struct {
 // inside the window.
 func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
 	where, args := w.where()
-	q := "SELECT trace_id, min(start_ns) AS s, sum(cost_total) AS c FROM " + r.store.Table(schema.TableSpans) +
+	q := "SELECT trace_id, min(start_ns) AS s, sum(cost_total) AS c FROM " + r.store.Table(schema.TableSpanFacts) +
 		" FINAL WHERE " + where + " GROUP BY trace_id HAVING c > ? ORDER BY c DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
 	rows, err := r.store.Conn().Query(ctx, q, append(args, budgetUSD)...)
 	if err != nil {
@@ -649,7 +650,7 @@ func (r *Reader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int)
 	// Deduplicated by counting distinct span ids: the rows of one span differ
 	// only in version and cost, so a duplicate never changes the filters.
 	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, args_hash, uniqExact(span_id) AS n FROM " +
-		r.store.Table(schema.TableSpans) + " WHERE " + where +
+		r.store.Table(schema.TableSpanFacts) + " WHERE " + where +
 		" AND span_type = 'tool' AND args_hash != '' AND status != 'error'" +
 		" GROUP BY tool, trace_id, args_hash HAVING n >= ? ORDER BY n DESC, tool, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
 	rows, err := r.store.Conn().Query(ctx, q, append(append([]any{UnknownName}, args...), uint64(max(minCalls, 1)))...)
@@ -689,7 +690,7 @@ func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, er
 	where, args := w.where()
 	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
 		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sum(cost_total)" +
-		" FROM " + r.store.Table(schema.TableSpans) + " FINAL WHERE " + where +
+		" FROM " + r.store.Table(schema.TableSpanFacts) + " FINAL WHERE " + where +
 		" AND (usage_mode NOT IN ('', 'aggregated') OR cost_total != 0)" +
 		" GROUP BY agent_name, model, minute ORDER BY minute, agent_name, model"
 	rows, err := r.store.Conn().Query(ctx, q, args...)
@@ -714,7 +715,7 @@ func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, er
 
 // Projects lists the projects with spans started at or after since.
 func (r *Reader) Projects(ctx context.Context, since time.Time) ([]string, error) {
-	q := "SELECT DISTINCT project FROM " + r.store.Table(schema.TableSpans) + " WHERE start >= ? ORDER BY project"
+	q := "SELECT DISTINCT project FROM " + r.store.Table(schema.TableSpanFacts) + " WHERE start >= ? ORDER BY project"
 	rows, err := r.store.Conn().Query(ctx, q, since.UTC().Truncate(time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)

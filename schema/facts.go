@@ -3,7 +3,9 @@ package schema
 import "strings"
 
 // TableSpanFacts holds, for every span, the columns that time-range reads
-// need (ids, times, who and what, usage and cost), sorted by hour first:
+// need (ids, times, who and what, tool call identity, usage and cost: what
+// cost reports, rollups, tool statistics, cache health and the alert
+// evaluator read), sorted by hour first:
 // (project, toStartOfHour(start), trace_id, span_id).
 //
 // The spans table is sorted by run, so that loading a run is a primary-key
@@ -27,7 +29,7 @@ const viewSpanFacts = "span_facts_mv"
 var spanFactNames = []string{
 	"project", "trace_id", "span_id", "parent_span_id", "start", "start_ns", "end_ns", "duration_ns",
 	"name", "status", "service", "span_type", "provider", "model", "agent_name", "conversation_id",
-	"user_id", "task_name", "tool_name", "tool_call_id", "step_id", "attempt",
+	"user_id", "task_name", "tool_name", "tool_call_id", "step_id", "attempt", "args_hash", "ttfc_ms",
 	"input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
 	"usage_mode", "cost_total", "cost_input", "cost_cache_read", "cost_cache_write", "cost_output",
 	"cost_source", "version",
