@@ -41,12 +41,13 @@ type spanFact struct {
 	UsageMode    string
 	Cost         Cost
 	CostSource   string
+	Version      uint64
 }
 
 const factColumns = `project, trace_id, span_id, parent_span_id, start_ns, end_ns, name, status, service,
 	span_type, provider, model, agent_name, conversation_id, user_id, task_name, tool_name, tool_call_id,
 	step_id, attempt, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-	usage_mode, cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_source`
+	usage_mode, cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_source, version`
 
 func (f *spanFact) dest() []any {
 	return []any{&f.Project, &f.TraceID, &f.SpanID, &f.ParentSpanID, &f.StartNs, &f.EndNs, &f.Name,
@@ -54,7 +55,7 @@ func (f *spanFact) dest() []any {
 		&f.User, &f.TaskName, &f.ToolName, &f.ToolCallID, &f.StepID, &f.Attempt,
 		&f.Usage.Input, &f.Usage.CacheRead, &f.Usage.CacheWrite, &f.Usage.Output, &f.Usage.Reasoning,
 		&f.UsageMode, &f.Cost.Total, &f.Cost.Input, &f.Cost.CacheRead, &f.Cost.CacheWrite, &f.Cost.Output,
-		&f.CostSource}
+		&f.CostSource, &f.Version}
 }
 
 // attributed is a span with the run-level facts cost attribution derives
@@ -109,7 +110,11 @@ func (r *Reader) loadSpans(ctx context.Context, project string, from, to time.Ti
 	// span_facts is sorted by hour first: these reads cover an hour or a
 	// few, which in the spans table (sorted by run) would read whole days.
 	table := r.store.Table(schema.TableSpanFacts)
-	q := "SELECT " + factColumns + "\nFROM " + table + " FINAL\nWHERE start >= ? AND start <= ?" + projectCond +
+	// No FINAL: attributeFacts keeps each span's latest version itself. On
+	// ClickHouse 18.16 FINAL merges in one thread and made this read 3–4×
+	// slower (0.12–0.2 s against 0.04 s for a report's first hour at 10M
+	// spans).
+	q := "SELECT " + factColumns + "\nFROM " + table + "\nWHERE start >= ? AND start <= ?" + projectCond +
 		"\n  AND (project, trace_id) IN (SELECT project, trace_id FROM " + table +
 		" WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?" + projectCond + ")"
 	args = append(args, fromSec.Add(-window), toSec.Add(window))
@@ -138,8 +143,9 @@ func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []stri
 	return r.attributeFacts(ctx, q, args, from, to)
 }
 
-// attributeFacts runs q (which selects factColumns), attributes the spans
-// and returns those starting in [from, to).
+// attributeFacts runs q (which selects factColumns), keeps the row of each
+// span with the highest version (what FINAL would keep, so q need not use
+// it), attributes the spans and returns those starting in [from, to).
 func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from, to time.Time) ([]attributed, error) {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -147,11 +153,21 @@ func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from,
 	}
 	defer rows.Close()
 	var facts []spanFact
+	type identity struct{ project, trace, span string }
+	latest := map[identity]int{}
 	for rows.Next() {
 		var f spanFact
 		if err := rows.Scan(f.dest()...); err != nil {
 			return nil, fmt.Errorf("scan span: %w", err)
 		}
+		id := identity{f.Project, f.TraceID, f.SpanID}
+		if i, seen := latest[id]; seen {
+			if f.Version > facts[i].Version {
+				facts[i] = f
+			}
+			continue
+		}
+		latest[id] = len(facts)
 		facts = append(facts, f)
 	}
 	if err := rows.Err(); err != nil {
