@@ -5,7 +5,7 @@
 //
 //	go run ./bench/cmd/tallybench [--spans 10000000] [--out bench] [--profile-dir DIR]
 //
-// BENCH_SPANS sets the default of --spans (make bench BENCH_SPANS=1000000).
+// BENCH_SPANS sets the default of --spans (10M; make bench BENCH_SPANS=1000000).
 package main
 
 import (
