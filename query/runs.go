@@ -347,10 +347,15 @@ func (r *Reader) Spans(ctx context.Context, project, traceID string) ([]schema.S
 	if n == 0 {
 		return nil, nil
 	}
-	var spans []schema.Span
-	q := "SELECT " + schema.SpanColumnNames() + " FROM " + table +
+	q := "SELECT " + schema.SpanSelectList() + " FROM " + table +
 		" FINAL PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
-	if err := r.store.Conn().Select(ctx, &spans, q, project, traceID, lo, hi); err != nil {
+	rows, err := r.store.Conn().Query(ctx, q, project, traceID, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", traceID, err)
+	}
+	defer rows.Close()
+	spans, err := schema.ScanSpans(rows)
+	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	return spans, nil
