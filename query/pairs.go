@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"unicode/utf8"
+
+	"github.com/tallyhq/tally/canonical"
 )
 
 // Pair is one attribute: a key and its value as text.
@@ -48,7 +49,9 @@ func (p Pairs) Get(key string) (string, bool) {
 	return "", false
 }
 
-// MarshalJSON writes the pairs as one JSON object, in order.
+// MarshalJSON writes the pairs as one JSON object, in order, strings escaped
+// as encoding/json escapes them (which then applies its HTML escaping to the
+// result, as it does to a map's).
 func (p Pairs) MarshalJSON() ([]byte, error) {
 	size := 2
 	for _, kv := range p {
@@ -60,9 +63,9 @@ func (p Pairs) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, kv.Key)
+		b = canonical.AppendString(b, kv.Key)
 		b = append(b, ':')
-		b = appendJSONString(b, kv.Value)
+		b = canonical.AppendString(b, kv.Value)
 	}
 	return append(b, '}'), nil
 }
@@ -80,50 +83,4 @@ func (p *Pairs) UnmarshalJSON(data []byte) error {
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	*p = out
 	return nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
-// encoding/json does; it also applies its HTML escaping to the result).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
