@@ -156,7 +156,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
 	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
-	fs.Int64Var(&memoryLimit, "memory-limit", 256<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
+	fs.Int64Var(&memoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
 	fs.IntVar(&httpLimits.MaxHeaderBytes, "max-header-bytes", httpLimits.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
 	fs.DurationVar(&httpLimits.ReadHeaderTimeout, "read-header-timeout", httpLimits.ReadHeaderTimeout, "time to read a request's headers")
 	fs.DurationVar(&httpLimits.ReadTimeout, "read-timeout", httpLimits.ReadTimeout, "time to read a whole request")

@@ -78,7 +78,7 @@ type Config struct {
 // DefaultConfig is the sink's configuration unless overridden.
 func DefaultConfig() Config {
 	return Config{
-		MaxBatchSpans: 20000,
+		MaxBatchSpans: 10000,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      10 * time.Second,
 		RetryAfter:    5 * time.Second,

@@ -45,7 +45,7 @@ type Config struct {
 // DefaultConfig is the writer's configuration unless overridden.
 func DefaultConfig() Config {
 	return Config{
-		MaxBatchSpans: 20000,
+		MaxBatchSpans: 10000,
 		FlushInterval: 100 * time.Millisecond,
 		QueueSpans:    200000,
 		AckTimeout:    15 * time.Second,
