@@ -19,7 +19,7 @@ import "strings"
 // INSERT, so a row is never in one and missing from the other once the
 // INSERT has returned. It is a ReplacingMergeTree on the same identity and
 // version as spans, so duplicates collapse the same way (read it with
-// FINAL). The price is storage: about 85 bytes per span after merges.
+// FINAL). The price is storage: 75–102 bytes per span after merges.
 const TableSpanFacts = "span_facts"
 
 // viewSpanFacts is the materialized view that copies spans into span_facts.
