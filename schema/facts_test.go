@@ -14,10 +14,7 @@ import (
 // migration.
 func TestSpanFactsFollowSpans(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	start := time.Date(2026, 11, 1, 10, 30, 0, 0, time.UTC)
 	span := func(id string, version uint64, cost float64) schema.Span {
 		return schema.Span{Project: "p", TraceID: strings.Repeat("ab", 16), SpanID: strings.Repeat(id, 16),

@@ -25,6 +25,16 @@ func openStore(t *testing.T) (*schema.Store, *testenv.ClickHouseServer) {
 	return s, ch
 }
 
+// migratedStore is openStore with the schema migrated.
+func migratedStore(t *testing.T) *schema.Store {
+	t.Helper()
+	s, _ := openStore(t)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestMigrateTwiceAndConcurrently(t *testing.T) {
 	ctx := context.Background()
 	s, ch := openStore(t)
@@ -60,10 +70,7 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 
 func TestInsertAndReadBack(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	row := schema.Span{
 		Project: "p", TraceID: strings.Repeat("ab", 16), SpanID: strings.Repeat("cd", 8),

@@ -15,10 +15,7 @@ import (
 // strings and multi-byte characters, and for empty arrays.
 func TestScanSpansMatchesSelect(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	start := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	base := schema.Span{Project: "p", TraceID: strings.Repeat("ef", 16), Start: start,
 		StartNs: uint64(start.UnixNano()), EndNs: uint64(start.UnixNano()) + 10, DurationNs: 10,
