@@ -143,9 +143,9 @@ func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []stri
 	return r.attributeFacts(ctx, q, args, from, to)
 }
 
-// attributeFacts runs q (which selects factColumns), keeps the row of each
-// span with the highest version (what FINAL would keep, so q need not use
-// it), attributes the spans and returns those starting in [from, to).
+// attributeFacts runs q (which selects factColumns), attributes the spans
+// and returns those starting in [from, to). Attribution keeps each span's
+// highest version, what FINAL would keep, so q need not use FINAL.
 func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from, to time.Time) ([]attributed, error) {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -153,21 +153,11 @@ func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from,
 	}
 	defer rows.Close()
 	var facts []spanFact
-	type identity struct{ project, trace, span string }
-	latest := map[identity]int{}
 	for rows.Next() {
 		var f spanFact
 		if err := rows.Scan(f.dest()...); err != nil {
 			return nil, fmt.Errorf("scan span: %w", err)
 		}
-		id := identity{f.Project, f.TraceID, f.SpanID}
-		if i, seen := latest[id]; seen {
-			if f.Version > facts[i].Version {
-				facts[i] = f
-			}
-			continue
-		}
-		latest[id] = len(facts)
 		facts = append(facts, f)
 	}
 	if err := rows.Err(); err != nil {
@@ -185,7 +175,7 @@ func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from,
 }
 
 // attribute groups spans by run and derives each span's attribution. A span
-// identity seen twice keeps its first row.
+// identity seen twice keeps its row with the highest version.
 func attribute(facts []spanFact) []attributed {
 	byRun := make(map[string][]*spanFact)
 	var order []string
@@ -214,7 +204,10 @@ func attributeRun(spans []*spanFact) []attributed {
 	byID := make(map[string]int, len(spans))
 	run := make([]attributed, 0, len(spans))
 	for _, s := range spans {
-		if _, dup := byID[s.SpanID]; dup {
+		if i, dup := byID[s.SpanID]; dup {
+			if s.Version > run[i].Version {
+				run[i].spanFact = s
+			}
 			continue
 		}
 		byID[s.SpanID] = len(run)

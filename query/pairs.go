@@ -39,16 +39,6 @@ func pairs(keys, values []string) Pairs {
 	return out
 }
 
-// Get returns the value of key and whether it is there.
-func (p Pairs) Get(key string) (string, bool) {
-	for _, kv := range p {
-		if kv.Key == key {
-			return kv.Value, true
-		}
-	}
-	return "", false
-}
-
 // MarshalJSON writes the pairs as one JSON object, in order, strings escaped
 // as encoding/json escapes them (which then applies its HTML escaping to the
 // result, as it does to a map's).

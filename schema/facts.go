@@ -64,6 +64,3 @@ func spanFactsStatements(s *Store) []string {
 		"INSERT INTO " + s.Table(TableSpanFacts) + " (" + names + ") SELECT " + names + " FROM " + s.Table(TableSpans),
 	}
 }
-
-// SpanFactColumnNames lists span_facts' columns, for tests and tools.
-func SpanFactColumnNames() string { return strings.Join(spanFactNames, ", ") }

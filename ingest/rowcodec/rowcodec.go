@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/tallyhq/tally/ingest"
@@ -203,13 +204,13 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	d := decoder{buf: data, str: string(data), pos: 1}
 	b := dst
 	if n := d.count(minSpanBytes, "spans"); n > 0 {
-		b.Spans = grow(b.Spans, n)
+		b.Spans = slices.Grow(b.Spans, n)[:len(b.Spans)+n] // every field is set below
 		for i := range b.Spans[len(dst.Spans):] {
 			d.span(&b.Spans[len(dst.Spans)+i])
 		}
 	}
 	if n := d.count(minContentBytes, "contents"); n > 0 {
-		b.Contents = grow(b.Contents, n)
+		b.Contents = slices.Grow(b.Contents, n)[:len(b.Contents)+n]
 		for i := range b.Contents[len(dst.Contents):] {
 			d.content(&b.Contents[len(dst.Contents)+i])
 		}
@@ -223,14 +224,6 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 		return ingest.Batch{Spans: b.Spans[:len(dst.Spans)], Contents: b.Contents[:len(dst.Contents)]}, d.err
 	}
 	return b, nil
-}
-
-// grow extends s by n zero elements, reallocating at most once.
-func grow[T any](s []T, n int) []T {
-	if len(s) == 0 && cap(s) < n {
-		return make([]T, n)
-	}
-	return append(s, make([]T, n)...)
 }
 
 // SpanCount is the number of spans an encoded batch holds, read from its
