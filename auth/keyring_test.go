@@ -229,6 +229,18 @@ func TestSafeNext(t *testing.T) {
 		{"https://evil.example/", "/"},
 		{"runs", "/"},
 		{"/login?next=/x", "/"},
+		// http.Redirect cleans the path: what it cleans to must be checked.
+		{"/./\\evil.example", "/"},
+		{"/.//evil.example", "/"},
+		{"/a/..//evil.example", "/"},
+		{"/runs/../\\evil.example", "/"},
+		{"/%5Cevil.example", "/"},
+		{"/%2F/evil.example", "/"},
+		{"/runs\\x", "/"},
+		{"/\tevil", "/"},
+		{"/./login", "/"},
+		{"/runs/./abc/../def?x=1#top", "/runs/def?x=1#top"},
+		{"/costs/", "/costs/"},
 	} {
 		if got := safeNext(c.in); got != c.want {
 			t.Errorf("safeNext(%q) = %q, want %q", c.in, got, c.want)
@@ -265,6 +277,7 @@ func TestLoginForm(t *testing.T) {
 		{"read key behind TLS proxy", "tly_read", "", map[string]string{"X-Forwarded-Proto": "https"}, http.StatusSeeOther, "/", true, true},
 		{"same-origin form", "tly_read", "/", map[string]string{"Origin": "http://tally.example"}, http.StatusSeeOther, "/", true, false},
 		{"open redirect refused", "tly_read", "//evil.example", nil, http.StatusSeeOther, "/", true, false},
+		{"open redirect through a cleaned path", "tly_read", "/./\\evil.example", nil, http.StatusSeeOther, "/", true, false},
 		{"ingest key", "tly_ingest", "/", nil, http.StatusForbidden, "", false, false},
 		{"unknown key", "tly_nope", "/", nil, http.StatusUnauthorized, "", false, false},
 		{"cross-site form", "tly_read", "/", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden, "", false, false},

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 )
@@ -196,18 +197,43 @@ func renderLogin(w http.ResponseWriter, status int, view loginView) {
 	_ = loginPage.Execute(w, view) // the client went away, or nothing to do
 }
 
-// safeNext keeps a post-sign-in redirect on this site: a path, never a URL
-// to another host ("//evil", "/\evil", "https://…").
+// safeNext keeps a post-sign-in redirect on this site: a plain local path,
+// never a URL to another host ("//evil", "/\\evil", "https://…"). The check
+// is made on the path as http.Redirect cleans it ("/./\\evil" becomes
+// "/\\evil", which browsers read as "//evil"), and the cleaned form is what
+// is returned; anything doubtful becomes "/".
 func safeNext(next string) string {
-	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.HasPrefix(next, LoginPath) {
+	if next == "" || next[0] != '/' || strings.ContainsFunc(next, notPlainURLRune) {
 		return "/"
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Host != "" || u.Scheme != "" {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
-	return next
+	raw, rest := next, ""
+	if i := strings.IndexAny(next, "?#"); i >= 0 {
+		raw, rest = next[:i], next[i:]
+	}
+	if strings.Contains(raw, "//") {
+		return "/"
+	}
+	cleaned := path.Clean(raw)
+	if strings.HasSuffix(raw, "/") && cleaned != "/" {
+		cleaned += "/"
+	}
+	decoded, err := url.PathUnescape(cleaned)
+	if err != nil || !strings.HasPrefix(cleaned, "/") || strings.HasPrefix(cleaned, "//") ||
+		strings.HasPrefix(decoded, "//") || strings.ContainsFunc(decoded, notPlainURLRune) || strings.HasPrefix(cleaned, LoginPath) {
+		return "/"
+	}
+	return cleaned + rest
+}
+
+// notPlainURLRune reports characters that have no place in a local path
+// and that browsers strip or reinterpret: backslashes, spaces and control
+// characters.
+func notPlainURLRune(r rune) bool {
+	return r == '\\' || r <= ' ' || r == 0x7f
 }
 
 // sameOrigin refuses form posts from other sites (login CSRF): a browser
