@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/auth"
+	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/server"
@@ -32,11 +33,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // env is a running tally with authentication on: managed keys of projects
 // alpha and beta in ClickHouse, and a static key of project gamma.
 type env struct {
-	tally   *tallytest.Instance
-	keyring *auth.Keyring
-	store   *auth.Store
-	keys    map[string]string // name → plaintext key
-	ids     map[string]string // name → key id
+	tally    *tallytest.Instance
+	keyring  *auth.Keyring
+	sessions *auth.Sessions
+	store    *auth.Store
+	keys     map[string]string // name → plaintext key
+	ids      map[string]string // name → key id
 }
 
 const staticGammaKey = "tly_gamma_static_test_key_not_secret"
@@ -71,9 +73,10 @@ func start(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
+		e.sessions = sessions
 		// Refresh is forced by the tests (Refresh), never waited for.
 		e.keyring, err = auth.NewKeyring(ctx, auth.Config{
-			Static: []auth.Key{static}, Source: e.store, Refresh: time.Hour, Sessions: sessions,
+			Static: []auth.Key{static}, Source: e.store, Refresh: time.Hour, Sessions: sessions, Revocations: e.store,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -442,13 +445,48 @@ func testSession(t *testing.T, e *env) {
 		t.Errorf("GET /api/v1/runs signed in as beta: %d\n%s\nwant beta's run only", resp.StatusCode, body)
 	}
 
-	// Sign out: the cookie is gone, and with it access.
+	// Sign out: the cookie is gone, and with it access; the token itself is
+	// revoked, here and, through ClickHouse, on every replica.
+	u, err := url.Parse(e.tally.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	for _, c := range jar.Cookies(u) {
+		if c.Name == auth.SessionCookie {
+			token = c.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("no session cookie after sign-in")
+	}
 	resp, _ = do("POST", "/logout", url.Values{})
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
 		t.Errorf("sign-out: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if resp, _ := do("GET", "/api/v1/runs", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/runs after sign-out: %d, want 401", resp.StatusCode)
+	}
+	withToken := func() *http.Request {
+		r, err := http.NewRequest(http.MethodGet, e.tally.URL+"/api/v1/runs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: token})
+		return r
+	}
+	if resp, err := http.DefaultClient.Do(withToken()); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the signed-out token replayed: %d, want 401", resp.StatusCode)
+	}
+	replica, err := auth.NewKeyring(context.Background(), auth.Config{Source: e.store, Revocations: e.store,
+		Sessions: e.sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.AuthenticateRead(withToken()); !errors.Is(err, receiver.ErrUnauthenticated) {
+		t.Errorf("the signed-out token on another replica: %v, want unauthenticated", err)
 	}
 
 	// Revoking the key a session was made from ends the session.

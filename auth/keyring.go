@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,18 @@ type KeySource interface {
 	List(ctx context.Context) ([]Key, error)
 }
 
+// SessionRevocations keeps signed-out UI sessions where every replica sees
+// them; *Store implements it.
+type SessionRevocations interface {
+	// RevokeSession records that session id is signed out; expires is when
+	// its token would stop being accepted anyway, after which the record may
+	// be forgotten.
+	RevokeSession(ctx context.Context, id string, expires time.Time) error
+	// RevokedSessions lists the signed-out sessions that have not expired:
+	// session id → the token's expiry.
+	RevokedSessions(ctx context.Context) (map[string]time.Time, error)
+}
+
 // Config configures a Keyring. Zero fields take the defaults given on each.
 type Config struct {
 	// Static keys, from configuration.
@@ -36,6 +49,14 @@ type Config struct {
 	// Sessions signs UI session cookies; nil turns UI sign-in off (the
 	// /login page says so, and no cookie is accepted).
 	Sessions *Sessions
+	// Revocations shares sign-outs between replicas; nil keeps them in this
+	// process only.
+	Revocations SessionRevocations
+	// TrustedProxies are the addresses of reverse proxies whose
+	// X-Forwarded-Host and X-Forwarded-Proto headers are believed (sign-in
+	// origin check, Secure cookies); from any other client they are ignored.
+	// Empty trusts none.
+	TrustedProxies []netip.Prefix
 	// Logger receives refresh failures (never a key).
 	Logger *slog.Logger
 }
@@ -53,6 +74,7 @@ type Keyring struct {
 	active  map[string]Key // by hash: keys that are not revoked
 	byID    map[string]Key // every key, revoked ones included
 	enabled bool
+	revoked map[string]time.Time // signed-out session id → its token's expiry
 }
 
 // NewKeyring loads the keys once and returns the keyring; it fails when the
@@ -65,20 +87,27 @@ func NewKeyring(ctx context.Context, cfg Config) (*Keyring, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	k := &Keyring{cfg: cfg, log: cfg.Logger}
+	k := &Keyring{cfg: cfg, log: cfg.Logger, revoked: map[string]time.Time{}}
 	if err := k.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	return k, nil
 }
 
-// Refresh reloads the managed keys now.
+// Refresh reloads the managed keys and the signed-out sessions now.
 func (k *Keyring) Refresh(ctx context.Context) error {
 	var managed []Key
 	if k.cfg.Source != nil {
 		var err error
 		if managed, err = k.cfg.Source.List(ctx); err != nil {
 			return fmt.Errorf("load api keys: %w", err)
+		}
+	}
+	var revoked map[string]time.Time
+	if k.cfg.Revocations != nil {
+		var err error
+		if revoked, err = k.cfg.Revocations.RevokedSessions(ctx); err != nil {
+			return fmt.Errorf("load signed-out sessions: %w", err)
 		}
 	}
 	active := map[string]Key{}
@@ -93,7 +122,27 @@ func (k *Keyring) Refresh(ctx context.Context) error {
 		byID[key.ID] = key
 		active[key.Hash] = key
 	}
+	now := time.Now()
 	k.mu.Lock()
+	// Sign-outs made here stay revoked even when storing them failed; the
+	// ones that expired are forgotten.
+	for id, exp := range k.revoked {
+		if _, ok := revoked[id]; !ok && now.Before(exp) {
+			if revoked == nil {
+				revoked = map[string]time.Time{}
+			}
+			revoked[id] = exp
+		}
+	}
+	for id, exp := range revoked {
+		if !now.Before(exp) {
+			delete(revoked, id)
+		}
+	}
+	if revoked == nil {
+		revoked = map[string]time.Time{}
+	}
+	k.revoked = revoked
 	k.active, k.byID = active, byID
 	// A revoked key still counts: revoking the last key must not switch
 	// authentication off.
@@ -209,15 +258,85 @@ func (k *Keyring) session(r *http.Request) (Key, error) {
 	if err != nil || k.cfg.Sessions == nil {
 		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>, or sign in at /login)", receiver.ErrUnauthenticated)
 	}
-	id, err := k.cfg.Sessions.Verify(c.Value)
+	sess, err := k.cfg.Sessions.Verify(c.Value)
 	if err != nil {
 		return Key{}, fmt.Errorf("%w: %w: sign in again at /login", receiver.ErrUnauthenticated, err)
 	}
 	k.mu.RLock()
-	key, ok := k.byID[id]
+	key, ok := k.byID[sess.KeyID]
+	_, signedOut := k.revoked[sess.ID]
 	k.mu.RUnlock()
+	if signedOut {
+		return Key{}, fmt.Errorf("%w: signed out: sign in again at /login", receiver.ErrUnauthenticated)
+	}
 	if !ok || key.Revoked() {
 		return Key{}, fmt.Errorf("%w: the session's API key was revoked: sign in again at /login", receiver.ErrUnauthenticated)
 	}
 	return key, nil
+}
+
+// revokeSession signs out the session of token: this server refuses it at
+// once, and every replica sharing Config.Revocations within its refresh
+// interval. A token that does not verify needs no revoking.
+func (k *Keyring) revokeSession(ctx context.Context, token string) error {
+	if k.cfg.Sessions == nil || token == "" {
+		return nil
+	}
+	sess, err := k.cfg.Sessions.Verify(token)
+	if err != nil {
+		return nil
+	}
+	k.mu.Lock()
+	k.revoked[sess.ID] = sess.Expires
+	k.mu.Unlock()
+	if k.cfg.Revocations == nil {
+		return nil
+	}
+	if err := k.cfg.Revocations.RevokeSession(ctx, sess.ID, sess.Expires); err != nil {
+		return fmt.Errorf("store sign-out of session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// fromTrustedProxy reports whether r comes straight from a configured
+// reverse proxy, whose X-Forwarded-* headers may then be believed.
+func (k *Keyring) fromTrustedProxy(r *http.Request) bool {
+	if len(k.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	for _, p := range k.cfg.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTrustedProxies parses reverse proxy addresses for
+// Config.TrustedProxies: CIDR prefixes ("10.0.0.0/8") or single addresses
+// ("192.0.2.10", "::1").
+func ParseTrustedProxies(specs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, spec := range specs {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(spec); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(spec)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR prefix", spec)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -274,7 +275,7 @@ func TestLoginForm(t *testing.T) {
 		secure          bool
 	}{
 		{"read key", "tly_read", "/runs", nil, http.StatusSeeOther, "/runs", true, false},
-		{"read key behind TLS proxy", "tly_read", "", map[string]string{"X-Forwarded-Proto": "https"}, http.StatusSeeOther, "/", true, true},
+		{"X-Forwarded-Proto from a client that is no proxy", "tly_read", "", map[string]string{"X-Forwarded-Proto": "https"}, http.StatusSeeOther, "/", true, false},
 		{"same-origin form", "tly_read", "/", map[string]string{"Origin": "http://tally.example"}, http.StatusSeeOther, "/", true, false},
 		{"open redirect refused", "tly_read", "//evil.example", nil, http.StatusSeeOther, "/", true, false},
 		{"open redirect through a cleaned path", "tly_read", "/./\\evil.example", nil, http.StatusSeeOther, "/", true, false},
@@ -302,8 +303,8 @@ func TestLoginForm(t *testing.T) {
 			ck.Path != "/" || ck.MaxAge != 3600 {
 			t.Errorf("%s: cookie %+v, want %s HttpOnly SameSite=Lax Secure=%v Path=/ Max-Age=3600", c.name, ck, SessionCookie, c.secure)
 		}
-		if id, err := k.cfg.Sessions.Verify(ck.Value); err != nil || id != "key_read" {
-			t.Errorf("%s: cookie verifies as %q, %v; want key_read", c.name, id, err)
+		if sess, err := k.cfg.Sessions.Verify(ck.Value); err != nil || sess.KeyID != "key_read" {
+			t.Errorf("%s: cookie verifies as %+v, %v; want key_read", c.name, sess, err)
 		}
 		if strings.Contains(ck.Value, "tly_read") {
 			t.Errorf("%s: cookie holds the key", c.name)
@@ -327,5 +328,175 @@ func TestLoginForm(t *testing.T) {
 	if logout.Code != http.StatusSeeOther || logout.Header().Get("Location") != LoginPath ||
 		len(cookies) != 1 || cookies[0].Name != SessionCookie || cookies[0].MaxAge >= 0 {
 		t.Errorf("POST /logout: %d %q cookies %+v; want 303 to /login clearing %s", logout.Code, logout.Header().Get("Location"), cookies, SessionCookie)
+	}
+}
+
+// signIn posts the sign-in form with key and returns the session cookie.
+func signIn(t *testing.T, k *Keyring, key string) *http.Cookie {
+	t.Helper()
+	form := url.Values{"key": {key}}
+	r := httptest.NewRequest(http.MethodPost, "http://tally.example/login", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	k.Public()[LoginPath].ServeHTTP(w, r)
+	cookies := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("sign-in: %d, cookies %v", w.Code, cookies)
+	}
+	return cookies[0]
+}
+
+// TestLogoutRevokesSession: after sign-out the session token itself is
+// refused, not only the browser's cookie cleared — a copy of the token
+// (another tab's jar, a stolen cookie) no longer works.
+func TestLogoutRevokesSession(t *testing.T) {
+	k := newTestKeyring(t, &fakeSource{keys: []Key{
+		{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")},
+	}})
+	withCookie := func(c *http.Cookie) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/runs", nil)
+		r.AddCookie(c)
+		return r
+	}
+	kept := signIn(t, k, "tly_read")
+	other := signIn(t, k, "tly_read") // another browser, same key
+	if got := outcome(k.AuthenticateRead(withCookie(kept))); got != "project alpha" {
+		t.Fatalf("signed in: %s, want project alpha", got)
+	}
+
+	r := httptest.NewRequest(http.MethodPost, "/logout", nil)
+	r.AddCookie(kept)
+	w := httptest.NewRecorder()
+	k.Public()[LogoutPath].ServeHTTP(w, r)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d, want 303", w.Code)
+	}
+	if got := outcome(k.AuthenticateRead(withCookie(kept))); got != "401" {
+		t.Errorf("token after sign-out: %s, want 401", got)
+	}
+	if got := outcome(k.AuthenticateRead(withCookie(other))); got != "project alpha" {
+		t.Errorf("another session of the same key after sign-out: %s, want project alpha", got)
+	}
+	// A refresh keeps the revocation.
+	if err := k.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcome(k.AuthenticateRead(withCookie(kept))); got != "401" {
+		t.Errorf("token after sign-out and a refresh: %s, want 401", got)
+	}
+}
+
+// TestForwardedHeadersFromUntrustedClient: X-Forwarded-Host and
+// X-Forwarded-Proto from a client that is not a configured proxy are
+// ignored, so a forged pair passes neither the sign-in CSRF check nor marks
+// the cookie Secure.
+func TestForwardedHeadersFromUntrustedClient(t *testing.T) {
+	k := newTestKeyring(t, &fakeSource{keys: []Key{
+		{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")},
+	}})
+	form := url.Values{"key": {"tly_read"}}
+	r := httptest.NewRequest(http.MethodPost, "http://tally.example/login", strings.NewReader(form.Encode()))
+	r.RemoteAddr = "203.0.113.7:40000"
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "https://evil.example")
+	r.Header.Set("X-Forwarded-Host", "evil.example")
+	r.Header.Set("X-Forwarded-Proto", "https")
+	w := httptest.NewRecorder()
+	k.Public()[LoginPath].ServeHTTP(w, r)
+	if w.Code != http.StatusForbidden {
+		t.Errorf("cross-site sign-in with forged X-Forwarded-Host: %d, want 403", w.Code)
+	}
+}
+
+// TestForwardedHeadersFromTrustedProxy: a configured proxy's X-Forwarded-Host
+// and -Proto are believed; the same headers from any other address are not.
+func TestForwardedHeadersFromTrustedProxy(t *testing.T) {
+	proxies, err := ParseTrustedProxies([]string{"10.0.0.0/8", "192.0.2.10", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKeyring(context.Background(), Config{
+		Source:         &fakeSource{keys: []Key{{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")}}},
+		Sessions:       newTestKeyring(t, &fakeSource{}).cfg.Sessions,
+		TrustedProxies: proxies,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, remote string
+		status       int
+		secure       bool
+	}{
+		{"proxy in a CIDR", "10.1.2.3:5000", http.StatusSeeOther, true},
+		{"proxy by address", "192.0.2.10:5000", http.StatusSeeOther, true},
+		{"IPv6 proxy", "[::1]:5000", http.StatusSeeOther, true},
+		{"client outside the proxies", "192.0.2.11:5000", http.StatusForbidden, false},
+	} {
+		form := url.Values{"key": {"tly_read"}}
+		r := httptest.NewRequest(http.MethodPost, "http://10.0.0.5:4318/login", strings.NewReader(form.Encode()))
+		r.RemoteAddr = c.remote
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", "https://tally.example")
+		r.Header.Set("X-Forwarded-Host", "tally.example")
+		r.Header.Set("X-Forwarded-Proto", "https")
+		w := httptest.NewRecorder()
+		k.Public()[LoginPath].ServeHTTP(w, r)
+		if w.Code != c.status {
+			t.Errorf("%s: %d, want %d", c.name, w.Code, c.status)
+			continue
+		}
+		if cookies := w.Result().Cookies(); c.status == http.StatusSeeOther && (len(cookies) != 1 || cookies[0].Secure != c.secure) {
+			t.Errorf("%s: cookies %+v, want one with Secure=%v", c.name, cookies, c.secure)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80"} {
+		if _, err := ParseTrustedProxies([]string{bad}); err == nil {
+			t.Errorf("ParseTrustedProxies(%q) accepted", bad)
+		}
+	}
+}
+
+// fakeRevocations is a SessionRevocations shared by two keyrings, as
+// ClickHouse is by two replicas.
+type fakeRevocations struct{ m map[string]time.Time }
+
+func (f *fakeRevocations) RevokeSession(_ context.Context, id string, exp time.Time) error {
+	f.m[id] = exp
+	return nil
+}
+
+func (f *fakeRevocations) RevokedSessions(context.Context) (map[string]time.Time, error) {
+	return maps.Clone(f.m), nil
+}
+
+// TestLogoutRevokesSessionOnEveryReplica: a sign-out on one server is
+// refused by another sharing the revocations after its refresh.
+func TestLogoutRevokesSessionOnEveryReplica(t *testing.T) {
+	src := &fakeSource{keys: []Key{{ID: "key_read", Project: "alpha", Scopes: []Scope{ScopeRead}, Hash: Hash("tly_read")}}}
+	sessions := newTestKeyring(t, &fakeSource{}).cfg.Sessions
+	shared := &fakeRevocations{m: map[string]time.Time{}}
+	replica := func() *Keyring {
+		k, err := NewKeyring(context.Background(), Config{Source: src, Sessions: sessions, Revocations: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a, b := replica(), replica()
+	cookie := signIn(t, a, "tly_read")
+	r := httptest.NewRequest(http.MethodPost, "/logout", nil)
+	r.AddCookie(cookie)
+	a.Public()[LogoutPath].ServeHTTP(httptest.NewRecorder(), r)
+	if len(shared.m) != 1 {
+		t.Fatalf("sign-out stored %d revocations, want 1", len(shared.m))
+	}
+	if err := b.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	read := httptest.NewRequest(http.MethodGet, "/api/v1/runs", nil)
+	read.AddCookie(cookie)
+	if got := outcome(b.AuthenticateRead(read)); got != "401" {
+		t.Errorf("the other replica after sign-out: %s, want 401", got)
 	}
 }

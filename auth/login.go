@@ -122,7 +122,7 @@ func (k *Keyring) serveLogin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if !sameOrigin(r) {
+	if !k.sameOrigin(r) {
 		http.Error(w, "cross-origin sign-in refused", http.StatusForbidden)
 		return
 	}
@@ -156,24 +156,31 @@ func (k *Keyring) serveLogin(w http.ResponseWriter, r *http.Request) {
 		Expires:  expires,
 		MaxAge:   int(k.cfg.Sessions.TTL().Seconds()),
 		HttpOnly: true,
-		Secure:   overTLS(r),
+		Secure:   k.overTLS(r),
 		SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, view.Next, http.StatusSeeOther)
 }
 
-// serveLogout clears the session cookie (POST) and returns to the sign-in
-// page. The token itself stays valid until it expires or its key is revoked;
-// clearing the cookie is what signs this browser out.
+// serveLogout signs out (POST): it revokes the session token on the server,
+// so that no copy of it works any more, clears the cookie and returns to the
+// sign-in page.
 func (k *Keyring) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed: sign out with POST", http.StatusMethodNotAllowed)
 		return
 	}
-	if !sameOrigin(r) {
+	if !k.sameOrigin(r) {
 		http.Error(w, "cross-origin sign-out refused", http.StatusForbidden)
 		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		if err := k.revokeSession(r.Context(), c.Value); err != nil {
+			// Refused here already; other replicas learn of it only once
+			// storing works, so say so.
+			k.log.Error("sign-out: the session is revoked on this server only", "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     SessionCookie,
@@ -182,7 +189,7 @@ func (k *Keyring) serveLogout(w http.ResponseWriter, r *http.Request) {
 		MaxAge:   -1,
 		Expires:  time.Unix(0, 0),
 		HttpOnly: true,
-		Secure:   overTLS(r),
+		Secure:   k.overTLS(r),
 		SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, LoginPath, http.StatusSeeOther)
@@ -237,8 +244,9 @@ func notPlainURLRune(r rune) bool {
 }
 
 // sameOrigin refuses form posts from other sites (login CSRF): a browser
-// sends Origin with every POST; when it names another host, refuse.
-func sameOrigin(r *http.Request) bool {
+// sends Origin with every POST; when it names another host, refuse. The host
+// is the request's, or X-Forwarded-Host when a trusted proxy sent it.
+func (k *Keyring) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" || origin == "null" {
 		return origin == ""
@@ -248,14 +256,14 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	host := r.Host
-	if fwd := r.Header.Get("X-Forwarded-Host"); fwd != "" {
+	if fwd := r.Header.Get("X-Forwarded-Host"); fwd != "" && k.fromTrustedProxy(r) {
 		host = fwd
 	}
 	return strings.EqualFold(u.Host, host)
 }
 
 // overTLS reports whether the browser reached tally over HTTPS, directly or
-// through a proxy that says so.
-func overTLS(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// through a trusted proxy that says so.
+func (k *Keyring) overTLS(r *http.Request) bool {
+	return r.TLS != nil || (strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") && k.fromTrustedProxy(r))
 }

@@ -32,19 +32,28 @@ var (
 	ErrSessionExpired = errors.New("session expired")
 )
 
-// Sessions issues and verifies UI session tokens. A token names the key the
-// session was signed in with and when it expires, and carries an HMAC-SHA256
-// of both under the server's secret:
+// Sessions issues and verifies UI session tokens. A token names the session
+// (a random id, so that signing out can revoke exactly it), the key the
+// session was signed in with and when it expires, and carries an
+// HMAC-SHA256 of all three under the server's secret:
 //
-//	base64url("1|<key id>|<expiry unix seconds>") "." base64url(HMAC)
+//	base64url("2|<key id>|<expiry unix seconds>|<session id>") "." base64url(HMAC)
 //
-// It holds no secret (the key id is not one), so the cookie can be read
-// without harm; it cannot be forged or extended without the secret. Servers
-// that share a secret accept each other's sessions.
+// It holds no secret (neither id is one), so the cookie can be read without
+// harm; it cannot be forged or extended without the secret. Servers that
+// share a secret accept each other's sessions. Revocation (sign-out) is kept
+// by the Keyring, not in the token.
 type Sessions struct {
 	secret []byte
 	ttl    time.Duration
 	now    func() time.Time
+}
+
+// Session is what a verified token says.
+type Session struct {
+	ID      string    // random, unique per sign-in
+	KeyID   string    // the key the session was signed in with
+	Expires time.Time // when the token stops being accepted
 }
 
 // NewSessions returns a signer with secret (at least MinSecretBytes bytes)
@@ -62,41 +71,44 @@ func NewSessions(secret []byte, ttl time.Duration) (*Sessions, error) {
 // TTL is how long a new session lasts.
 func (s *Sessions) TTL() time.Duration { return s.ttl }
 
-// Issue returns a token for a session signed in with key keyID, and when it
-// expires.
+// Issue returns a token for a new session signed in with key keyID, and when
+// it expires.
 func (s *Sessions) Issue(keyID string) (token string, expires time.Time) {
 	expires = s.now().Add(s.ttl).Truncate(time.Second)
-	payload := base64.RawURLEncoding.EncodeToString([]byte("1|" + keyID + "|" + strconv.FormatInt(expires.Unix(), 10)))
+	payload := base64.RawURLEncoding.EncodeToString([]byte("2|" + keyID + "|" +
+		strconv.FormatInt(expires.Unix(), 10) + "|" + strings.ToLower(rand.Text())))
 	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload)), expires
 }
 
-// Verify checks a token's signature and expiry and returns the key id it was
-// issued for.
-func (s *Sessions) Verify(token string) (keyID string, err error) {
+// Verify checks a token's signature and expiry and returns the session it
+// names. Tokens of the earlier format (version 1, without a session id)
+// are invalid: they could not be revoked.
+func (s *Sessions) Verify(token string) (Session, error) {
 	payload, sig, ok := strings.Cut(token, ".")
 	if !ok {
-		return "", ErrSessionInvalid
+		return Session{}, ErrSessionInvalid
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(payload)) {
-		return "", ErrSessionInvalid
+		return Session{}, ErrSessionInvalid
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", ErrSessionInvalid
+		return Session{}, ErrSessionInvalid
 	}
 	fields := strings.Split(string(raw), "|")
-	if len(fields) != 3 || fields[0] != "1" || fields[1] == "" {
-		return "", ErrSessionInvalid
+	if len(fields) != 4 || fields[0] != "2" || fields[1] == "" || fields[3] == "" {
+		return Session{}, ErrSessionInvalid
 	}
 	exp, err := strconv.ParseInt(fields[2], 10, 64)
 	if err != nil {
-		return "", ErrSessionInvalid
+		return Session{}, ErrSessionInvalid
 	}
-	if !s.now().Before(time.Unix(exp, 0)) {
-		return "", ErrSessionExpired
+	expires := time.Unix(exp, 0).UTC()
+	if !s.now().Before(expires) {
+		return Session{}, ErrSessionExpired
 	}
-	return fields[1], nil
+	return Session{ID: fields[3], KeyID: fields[1], Expires: expires}, nil
 }
 
 func (s *Sessions) mac(payload string) []byte {

@@ -38,8 +38,12 @@ func TestSessionIssueVerify(t *testing.T) {
 	}
 	// 2025-03-01T12:00:00Z is 1740830400 seconds after the epoch
 	// (20148 days × 86400 = 1740787200, plus 12 × 3600 = 43200).
-	if want := "1|key_0123456789ab|1740830400"; string(raw) != want {
-		t.Errorf("payload %q, want %q", raw, want)
+	// A random session id follows: 26 base32 characters.
+	if want := "2|key_0123456789ab|1740830400|"; !strings.HasPrefix(string(raw), want) || len(raw) != len(want)+26 {
+		t.Errorf("payload %q, want %q and a 26-character session id", raw, want)
+	}
+	if again, _ := s.Issue("key_0123456789ab"); again == token {
+		t.Error("two sign-ins got the same token: sessions cannot be told apart")
 	}
 
 	for _, c := range []struct {
@@ -54,9 +58,9 @@ func TestSessionIssueVerify(t *testing.T) {
 	} {
 		at := c.at
 		s.now = func() time.Time { return at }
-		id, err := s.Verify(token)
-		if !errors.Is(err, c.wantErr) || (err == nil && id != "key_0123456789ab") {
-			t.Errorf("%s: Verify = %q, %v; want key_0123456789ab, %v", c.name, id, err, c.wantErr)
+		sess, err := s.Verify(token)
+		if !errors.Is(err, c.wantErr) || (err == nil && (sess.KeyID != "key_0123456789ab" || sess.ID == "" || !sess.Expires.Equal(expires))) {
+			t.Errorf("%s: Verify = %+v, %v; want key_0123456789ab, %v", c.name, sess, err, c.wantErr)
 		}
 	}
 }
@@ -76,20 +80,28 @@ func TestSessionTampering(t *testing.T) {
 	forged, _ := other.Issue("key_aaaaaaaaaaaa")
 
 	for _, c := range []struct{ name, token string }{
-		{"other key id, same signature", enc([]byte("1|key_bbbbbbbbbbbb|1740830400")) + "." + sig},
-		{"later expiry, same signature", enc([]byte("1|key_aaaaaaaaaaaa|1999999999")) + "." + sig},
+		{"other key id, same signature", enc([]byte("2|key_bbbbbbbbbbbb|1740830400|sid")) + "." + sig},
+		{"later expiry, same signature", enc([]byte("2|key_aaaaaaaaaaaa|1999999999|sid")) + "." + sig},
 		{"signature changed", payload + "." + enc([]byte("not the signature of anything!!"))},
 		{"signed with another secret", forged},
 		{"no signature", payload},
 		{"empty", ""},
 		{"garbage", "%%%.%%%"},
+		{"version 1, without a session id", func() string {
+			p := enc([]byte("1|key_aaaaaaaaaaaa|1740830400"))
+			return p + "." + enc(s.mac(p))
+		}()},
+		{"no session id", func() string {
+			p := enc([]byte("2|key_aaaaaaaaaaaa|1740830400|"))
+			return p + "." + enc(s.mac(p))
+		}()},
 		{"unknown version", func() string {
-			p := enc([]byte("2|key_aaaaaaaaaaaa|1740830400"))
+			p := enc([]byte("3|key_aaaaaaaaaaaa|1740830400|sid"))
 			return p + "." + enc(s.mac(p))
 		}()},
 	} {
-		if id, err := s.Verify(c.token); !errors.Is(err, ErrSessionInvalid) {
-			t.Errorf("%s: Verify = %q, %v; want ErrSessionInvalid", c.name, id, err)
+		if sess, err := s.Verify(c.token); !errors.Is(err, ErrSessionInvalid) {
+			t.Errorf("%s: Verify = %+v, %v; want ErrSessionInvalid", c.name, sess, err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/schema"
@@ -16,6 +17,12 @@ var ErrNoSuchKey = errors.New("no such key")
 // Store keeps managed keys in ClickHouse (table schema.TableAPIKeys), so that
 // every tally replica sees the same keys. It is the only code that reads or
 // writes that table.
+//
+// The table also records signed-out UI sessions, so that a sign-out on one
+// replica is honoured by all (SessionRevocations): such a row has the id
+// "session_<session id>", no scope and no hash, revoked_at the sign-out and
+// created_at the time the session's token expires anyway. List never returns
+// them.
 type Store struct {
 	store *schema.Store
 	now   func() time.Time
@@ -105,6 +112,9 @@ func (s *Store) List(ctx context.Context) ([]Key, error) {
 		if revokedAt.Unix() > 0 {
 			k.RevokedAt = revokedAt.UTC()
 		}
+		if strings.HasPrefix(k.ID, sessionRowPrefix) {
+			continue
+		}
 		if prev, ok := latest[k.ID]; !ok || k.version > prev.version {
 			latest[k.ID] = k
 		}
@@ -149,4 +159,43 @@ func (s *Store) insert(ctx context.Context, k Key) error {
 		return fmt.Errorf("write api key %s: %w", k.ID, err)
 	}
 	return nil
+}
+
+// sessionRowPrefix starts the id of a signed-out session's row.
+const sessionRowPrefix = "session_"
+
+// RevokeSession records that UI session id is signed out, until expires.
+func (s *Store) RevokeSession(ctx context.Context, id string, expires time.Time) error {
+	now := s.now().UTC().Truncate(time.Second)
+	return s.insert(ctx, Key{ID: sessionRowPrefix + id, Name: "signed-out session", CreatedAt: expires.UTC(),
+		RevokedAt: now, version: uint64(s.now().UnixNano())})
+}
+
+// RevokedSessions lists the signed-out UI sessions whose tokens have not
+// expired: session id → expiry.
+func (s *Store) RevokedSessions(ctx context.Context) (map[string]time.Time, error) {
+	table := s.store.Table(schema.TableAPIKeys)
+	rows, err := s.store.Conn().Query(ctx, "SELECT id, created_at FROM "+table+
+		" WHERE id LIKE '"+sessionRowPrefix+"%' AND created_at > now()")
+	if err != nil {
+		return nil, fmt.Errorf("read signed-out sessions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var (
+			id      string
+			expires time.Time
+		)
+		if err := rows.Scan(&id, &expires); err != nil {
+			return nil, fmt.Errorf("scan signed-out session: %w", err)
+		}
+		if sid, ok := strings.CutPrefix(id, sessionRowPrefix); ok {
+			out[sid] = expires.UTC()
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read signed-out sessions: %w", err)
+	}
+	return out, nil
 }

@@ -28,6 +28,7 @@ func registerAuthFlags(fs *pflag.FlagSet) {
 	fs.Duration("auth-refresh", auth.DefaultRefresh, "how often managed keys are reloaded from ClickHouse: a created or revoked key takes effect within it")
 	fs.String("session-secret", "", "secret (32+ bytes) signing UI session cookies; default: generated once into <data-dir>/"+auth.SecretFile+". Give replicas the same one")
 	fs.Duration("session-ttl", auth.DefaultSessionTTL, "how long a UI sign-in lasts")
+	fs.StringSlice("trusted-proxies", nil, "reverse proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Host and X-Forwarded-Proto are believed; default none")
 }
 
 // wireAuth builds the keyring from static and managed keys, decides whether
@@ -48,6 +49,14 @@ func wireAuth(env *serveEnv) error {
 	if err != nil {
 		return err
 	}
+	proxySpecs, err := fs.GetStringSlice("trusted-proxies")
+	if err != nil {
+		return err
+	}
+	proxies, err := auth.ParseTrustedProxies(proxySpecs)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	secret := []byte(secretFlag)
 	if secretFlag == "" {
 		if secret, err = auth.LoadOrCreateSecret(env.dataDir); err != nil {
@@ -58,8 +67,10 @@ func wireAuth(env *serveEnv) error {
 	if err != nil {
 		return fmt.Errorf("--session-secret: %w", err)
 	}
+	keyStore := auth.NewStore(env.store)
 	keyring, err := auth.NewKeyring(env.ctx, auth.Config{
-		Static: static, Source: auth.NewStore(env.store), Refresh: refresh, Sessions: sessions, Logger: env.log,
+		Static: static, Source: keyStore, Revocations: keyStore, Refresh: refresh, Sessions: sessions,
+		TrustedProxies: proxies, Logger: env.log,
 	})
 	if err != nil {
 		return err
