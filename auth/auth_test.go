@@ -54,6 +54,7 @@ func start(t *testing.T) *env {
 			{"alpha-read", "alpha", "read"},
 			{"beta-ingest", "beta", "ingest"},
 			{"beta-read", "beta", "read"},
+			{"ops-metrics", "ops", "metrics"},
 		} {
 			scopes, err := auth.ParseScopes(k.scopes)
 			if err != nil {
@@ -512,5 +513,39 @@ func testSession(t *testing.T, e *env) {
 	}
 	if resp, _ := do("GET", "/api/v1/runs", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("session of a revoked key: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestMetricsNeedMetricsScope: /metrics spans every project (tool, agent and
+// model names, costs), so with authentication on it is served only to a key
+// with the metrics scope — not to anonymous callers, and not to a project's
+// read key.
+func TestMetricsNeedMetricsScope(t *testing.T) {
+	e := start(t)
+	for _, c := range []struct {
+		name, key string
+		want      int
+	}{
+		{"no key", "", http.StatusUnauthorized},
+		{"unknown key", "tly_nope", http.StatusUnauthorized},
+		{"read key", e.keys["alpha-read"], http.StatusForbidden},
+		{"ingest key", e.keys["beta-ingest"], http.StatusForbidden},
+		{"static read and ingest key", staticGammaKey, http.StatusForbidden},
+		{"metrics key", e.keys["ops-metrics"], http.StatusOK},
+	} {
+		code, body := get(t, e, "/metrics", c.key)
+		if code != c.want {
+			t.Errorf("GET /metrics with %s: %d, want %d\n%.300s", c.name, code, c.want, body)
+		}
+		if answered := strings.Contains(string(body), "tally_receiver_"); answered != (c.want == http.StatusOK) {
+			t.Errorf("GET /metrics with %s: answered metrics %v, want %v", c.name, answered, c.want == http.StatusOK)
+		}
+	}
+	// A metrics key reads nothing else: not the API, and it cannot ingest.
+	if code, _ := get(t, e, "/api/v1/runs", e.keys["ops-metrics"]); code != http.StatusForbidden {
+		t.Errorf("GET /api/v1/runs with a metrics key: %d, want 403", code)
+	}
+	if _, err := export(t, e, e.keys["ops-metrics"], "svc-ops", 1); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("export with a metrics key: %v, want 403", err)
 	}
 }

@@ -33,12 +33,17 @@ import (
 // Scope is what a key may do.
 type Scope string
 
-// The scopes a key can carry; a key may carry both.
+// The scopes a key can carry; a key may carry several.
 const (
 	// ScopeIngest allows writing spans (POST /v1/traces) and nothing else.
 	ScopeIngest Scope = "ingest"
 	// ScopeRead allows the JSON API, the UI and the CLI.
 	ScopeRead Scope = "read"
+	// ScopeMetrics allows scraping /metrics (Prometheus). The metrics span
+	// every project (their tools, agents, models and costs), so this scope
+	// is for the operator's monitoring, not for a project's users; the key's
+	// project does not limit what it sees.
+	ScopeMetrics Scope = "metrics"
 )
 
 // DefaultProject is every caller's project while authentication is off.
@@ -130,21 +135,22 @@ func ValidProject(project string) error {
 	return nil
 }
 
-// ParseScopes parses "read", "ingest", "read,ingest" or "ingest+read" into
-// a sorted list without duplicates.
+// ParseScopes parses "read", "ingest", "metrics" or several of them joined
+// with ',' or '+' ("read,ingest", "ingest+read") into a sorted list without
+// duplicates.
 func ParseScopes(s string) ([]Scope, error) {
 	var out []Scope
 	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '+' }) {
 		sc := Scope(strings.TrimSpace(part))
-		if sc != ScopeIngest && sc != ScopeRead {
-			return nil, fmt.Errorf("scope %q: want %q or %q", sc, ScopeIngest, ScopeRead)
+		if sc != ScopeIngest && sc != ScopeRead && sc != ScopeMetrics {
+			return nil, fmt.Errorf("scope %q: want %q, %q or %q", sc, ScopeIngest, ScopeRead, ScopeMetrics)
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no scope: want ingest, read or both")
+		return nil, errors.New("no scope: want ingest, read, metrics, or several of them")
 	}
 	slices.Sort(out)
 	return out, nil

@@ -66,6 +66,8 @@ func TestParseScopes(t *testing.T) {
 		{"read,ingest", []Scope{ScopeIngest, ScopeRead}, false},
 		{"ingest+read", []Scope{ScopeIngest, ScopeRead}, false},
 		{" read , read ", []Scope{ScopeRead}, false},
+		{"metrics", []Scope{ScopeMetrics}, false},
+		{"read+metrics", []Scope{ScopeMetrics, ScopeRead}, false},
 		{"", nil, true},
 		{"write", nil, true},
 		{"read,admin", nil, true},

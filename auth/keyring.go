@@ -220,6 +220,24 @@ func (k *Keyring) AuthenticateRead(r *http.Request) (string, error) {
 	return key.Project, nil
 }
 
+// AuthenticateMetrics authenticates a scrape of /metrics: a bearer key with
+// the metrics scope (Prometheus sends it from its scrape config). The
+// metrics cover every project, so a project's read key is not enough, and a
+// UI session never is. With authentication off anyone may scrape.
+func (k *Keyring) AuthenticateMetrics(r *http.Request) error {
+	if !k.Enabled() {
+		return nil
+	}
+	key, err := k.bearer(r)
+	if err != nil {
+		return err
+	}
+	if !key.Has(ScopeMetrics) {
+		return fmt.Errorf("%w: API key %s has no metrics scope (create one with tally keys create --scope metrics)", receiver.ErrForbidden, key.ID)
+	}
+	return nil
+}
+
 // bearer resolves the request's Authorization: Bearer key.
 //
 // The key is found by a map lookup on its SHA-256. That lookup is not

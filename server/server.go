@@ -42,6 +42,15 @@ type Authenticator interface {
 	AuthenticateRead(r *http.Request) (project string, err error)
 }
 
+// MetricsAuthenticator is implemented by an Authenticator that guards
+// /metrics, which spans every project: AuthenticateMetrics returns nil when
+// the caller may scrape, else an error wrapping receiver.ErrUnauthenticated
+// (401) or receiver.ErrForbidden (403). With an Authenticator that does not
+// implement it, /metrics is refused; with no Authenticator it is open.
+type MetricsAuthenticator interface {
+	AuthenticateMetrics(r *http.Request) error
+}
+
 // HTTPLimits bound every connection, whatever the route.
 type HTTPLimits struct {
 	ReadHeaderTimeout time.Duration // to read a request's headers
@@ -242,7 +251,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		c.AbortWithStatusJSON(http.StatusInternalServerError, api.Error{Error: "internal error"})
 	}))
 	e.Any("/v1/traces", gin.WrapH(recv))
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	e.GET("/metrics", s.metricsAuth(), gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.readyz)
 	for path, h := range s.opts.Public {
@@ -306,6 +315,31 @@ func (s *Server) readAuth() gin.HandlerFunc {
 					return
 				}
 			}
+			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
+			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
+		default:
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: "authentication unavailable: " + err.Error()})
+		}
+	}
+}
+
+// metricsAuth guards /metrics (see MetricsAuthenticator).
+func (s *Server) metricsAuth() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.opts.Auth == nil {
+			return
+		}
+		ma, ok := s.opts.Auth.(MetricsAuthenticator)
+		if !ok {
+			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: "/metrics is not served: the authenticator has no metrics scope"})
+			return
+		}
+		err := ma.AuthenticateMetrics(c.Request)
+		switch {
+		case err == nil:
+		case errors.Is(err, receiver.ErrForbidden):
+			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
+		case errors.Is(err, receiver.ErrUnauthenticated):
 			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
 			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
 		default:

@@ -105,9 +105,10 @@ func newKeysCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
 		Short: "Create, list and revoke API keys (stored hashed in ClickHouse)",
-		Long: `API keys authenticate agents (scope ingest: send spans) and people and tools
-(scope read: the API, the UI and the CLI). A key belongs to one project and
-sees only that project's data.
+		Long: `API keys authenticate agents (scope ingest: send spans), people and tools
+(scope read: the API, the UI and the CLI) and Prometheus (scope metrics:
+scrape /metrics). A key belongs to one project and sees only that project's
+data, except that /metrics covers every project.
 
 Keys created here are stored (as SHA-256 hashes) in ClickHouse and shared by
 every tally server, which reloads them every --auth-refresh (10s): a created
@@ -133,7 +134,7 @@ func newKeysCreateCmd() *cobra.Command {
 	cmd, st, apply := keysStoreCmd("create", "Create a key and print it (once: only its hash is kept)", cobra.NoArgs)
 	fs := cmd.Flags()
 	fs.StringVar(&project, "project", "", "project the key belongs to (required)")
-	fs.StringVar(&scopes, "scope", "", "ingest, read, or ingest,read (required)")
+	fs.StringVar(&scopes, "scope", "", "ingest, read, metrics (scrape /metrics: every project's figures), or several comma-separated (required)")
 	fs.StringVar(&name, "name", "", "what the key is for (shown by keys list)")
 	fs.BoolVar(&static, "static", false, "store nothing: print the key and its --auth-key spec for tally.yaml")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
