@@ -140,10 +140,11 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		}
 	}
 	for _, a := range args {
-		if !cliTraceIDRE.MatchString(a) {
-			return nil, fmt.Errorf("trace id %q: want 32 hex characters", a)
+		id, err := checkTraceID(a)
+		if err != nil {
+			return nil, err
 		}
-		add(strings.ToLower(a))
+		add(id)
 	}
 	if f.empty() {
 		if len(ids) == 0 {
@@ -164,7 +165,13 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 			return nil, fmt.Errorf("select runs: %w", err)
 		}
 		for _, r := range page.Runs {
-			matched = append(matched, r.TraceID)
+			// The id names a file under -o: trust the server no more than
+			// the command line.
+			id, err := checkTraceID(r.TraceID)
+			if err != nil {
+				return nil, fmt.Errorf("select runs: the server answered %w", err)
+			}
+			matched = append(matched, id)
 		}
 		if page.NextCursor == "" {
 			break
@@ -179,6 +186,15 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		add(id)
 	}
 	return ids, nil
+}
+
+// checkTraceID checks a trace id, from the command line or from the server,
+// and returns it in lower case.
+func checkTraceID(id string) (string, error) {
+	if !cliTraceIDRE.MatchString(id) {
+		return "", fmt.Errorf("trace id %q: want 32 hex characters", id)
+	}
+	return strings.ToLower(id), nil
 }
 
 // fetchFixture downloads one run's fixture: the server's deterministic bytes,
@@ -219,10 +235,17 @@ func exportJSON(ctx context.Context, c *apiClient, w io.Writer, ids []string, ou
 	if err != nil {
 		return err
 	}
+	// Fixtures of a directory export are written through an os.Root, so
+	// that no name can leave the directory, whatever slipped through.
+	var root *os.Root
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
+		if root, err = os.OpenRoot(dir); err != nil {
+			return fmt.Errorf("open %s: %w", dir, err)
+		}
+		defer root.Close()
 	} else if parent := filepath.Dir(file); parent != "." {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", parent, err)
@@ -235,10 +258,14 @@ func exportJSON(ctx context.Context, c *apiClient, w io.Writer, ids []string, ou
 			return err
 		}
 		path := file
-		if path == "" {
-			path = filepath.Join(dir, id+".fixture.json")
+		if root != nil {
+			name := id + ".fixture.json"
+			path = filepath.Join(dir, name)
+			err = root.WriteFile(name, raw, 0o644)
+		} else {
+			err = os.WriteFile(path, raw, 0o644)
 		}
-		if err := os.WriteFile(path, raw, 0o644); err != nil {
+		if err != nil {
 			return fmt.Errorf("write fixture: %w", err)
 		}
 		printFixtureSummary(w, f, path)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -463,5 +464,55 @@ func TestReplayServeRefusesBadFixture(t *testing.T) {
 	err := runCLI(context.Background(), &out, "replay", "serve", bad, "--addr", "127.0.0.1:0")
 	if err == nil || !strings.Contains(err.Error(), `unsupported format "tally.replay/v9"`) {
 		t.Errorf("error %v, want the unsupported format named", err)
+	}
+}
+
+// TestReplayExportRefusesServerTraceIDs: trace ids the server answers are
+// checked like ids given as arguments, so a (compromised or fake) server
+// cannot make the export write outside -o DIR.
+func TestReplayExportRefusesServerTraceIDs(t *testing.T) {
+	fixture, err := os.ReadFile("../../api/testdata/trip_fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, id string }{
+		{"parent directories", "../../../../escaped"},
+		{"absolute path", "/tmp/escaped"},
+		{"not hex", strings.Repeat("zz", 16)},
+		{"too short", "abc"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.URL.Path == "/api/v1/runs" {
+					fmt.Fprintf(w, `{"runs":[{"trace_id":%q}]}`, c.id)
+					return
+				}
+				w.Write(fixture) //nolint:errcheck // the test sees a short write
+			}))
+			defer fake.Close()
+			root := t.TempDir()
+			dir := filepath.Join(root, "a", "b", "c", "out")
+			var out bytes.Buffer
+			err := runCLI(context.Background(), &out, "replay", "export", "--server", fake.URL,
+				"--conversation", "conv-1", "-o", dir)
+			if err == nil || !strings.Contains(err.Error(), "want 32 hex characters") {
+				t.Errorf("export of server id %q: %v, want a refusal", c.id, err)
+			}
+			var written []string
+			filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error { //nolint:errcheck // best effort listing
+				if err == nil && !d.IsDir() {
+					written = append(written, path)
+				}
+				return nil
+			})
+			if len(written) != 0 {
+				t.Errorf("export of server id %q wrote %v", c.id, written)
+			}
+			if _, err := os.Stat("/tmp/escaped.fixture.json"); err == nil && c.id == "/tmp/escaped" {
+				os.Remove("/tmp/escaped.fixture.json")
+				t.Errorf("export of server id %q wrote /tmp/escaped.fixture.json", c.id)
+			}
+		})
 	}
 }
