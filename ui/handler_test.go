@@ -139,3 +139,17 @@ func TestCacheHeaders(t *testing.T) {
 		t.Errorf("page Cache-Control %q", got)
 	}
 }
+
+// TestStaticNeverListsDirectories: the static file server answers files
+// only; a directory is a 404 and its contents are not listed.
+func TestStaticNeverListsDirectories(t *testing.T) {
+	h := Handler()
+	for _, path := range []string{"/static/", "/static//", "/static/./", "/static/?v=1"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		body := rec.Body.String()
+		if rec.Code != http.StatusNotFound || strings.Contains(body, "app.js") {
+			t.Errorf("GET %s: %d, want 404 without a listing:\n%.300s", path, rec.Code, body)
+		}
+	}
+}

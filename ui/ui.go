@@ -106,7 +106,7 @@ func Handler(opts ...Option) http.Handler {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
 			ParseFS(templateFS, append(partialTemplates, "templates/"+name+".html")...))
 	}
-	fileServer := http.FileServer(http.FS(sub))
+	fileServer := http.FileServer(http.FS(filesOnly{sub}))
 	h.static = http.StripPrefix("/static", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("v") == h.version {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
@@ -116,6 +116,27 @@ func Handler(opts ...Option) http.Handler {
 		fileServer.ServeHTTP(w, r)
 	}))
 	return h
+}
+
+// filesOnly is a file system without directories, so that http.FileServer
+// serves files and answers 404 for a directory instead of listing it.
+type filesOnly struct{ fs.FS }
+
+// Open opens a file; a directory does not exist.
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := file.Stat()
+	if err == nil && st.IsDir() {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return file, nil
 }
 
 // assetVersion hashes the static files, for cache-busting asset URLs.
