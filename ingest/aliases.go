@@ -120,12 +120,21 @@ const (
 	fAIReasoning
 	fAggReasoning
 	fAggDetailsReasoning
+	fDetailsReasoning // gen_ai.usage.details.reasoning_tokens (pydantic-ai)
+	// usage: dialect extras
+	fAINoCache      // ai.usage.inputTokenDetails.noCacheTokens (Vercel AI SDK 6+: the uncached input)
+	fAIProviderMeta // ai.response.providerMetadata (Vercel AI SDK: JSON, Anthropic cache writes in v5)
+	fLFUsage        // langfuse.observation.usage_details (JSON object)
+	fLFType         // langfuse.observation.type (generation, agent, tool, span, …)
+	fLFModel        // langfuse.observation.model.name
 
 	// client-sent cost
 	fCostAmount // gen_ai.usage.cost.amount
 	fCost       // gen_ai.usage.cost
 	fLLMCost    // llm.cost.total
 	fOpCost     // operation.cost
+	fCostTotal  // gen_ai.cost.total_cost (LiteLLM)
+	fLFCost     // langfuse.observation.cost_details (JSON object)
 
 	// content (never copied into the attribute arrays)
 	fToolArgs        // gen_ai.tool.call.arguments
@@ -343,6 +352,23 @@ func fieldOf(key string) field {
 	case "gen_ai.aggregated_usage.details.reasoning_tokens":
 		return fAggDetailsReasoning
 
+	case "gen_ai.usage.details.reasoning_tokens":
+		return fDetailsReasoning
+	case "ai.usage.inputTokenDetails.noCacheTokens":
+		return fAINoCache
+	case "ai.response.providerMetadata":
+		return fAIProviderMeta
+	case "langfuse.observation.usage_details":
+		return fLFUsage
+	case "langfuse.observation.type":
+		return fLFType
+	case "langfuse.observation.model.name":
+		return fLFModel
+	case "gen_ai.cost.total_cost":
+		return fCostTotal
+	case "langfuse.observation.cost_details":
+		return fLFCost
+
 	case "gen_ai.usage.cost.amount":
 		return fCostAmount
 	case "gen_ai.usage.cost":
@@ -421,12 +447,48 @@ func cacheWriteChain() [10]field {
 	return [...]field{fCacheWrite, fCacheCreation, fCacheCreationUnder, fCacheWriteUnder, fLLMCacheWrite, fAICacheWrite, fDetailsCacheWrite, fAggCacheWrite, fAggCacheCreation, fAggDetailsCacheWrite}
 }
 
-func reasoningChain() [7]field {
-	return [...]field{fReasoning, fReasoningUnder, fLLMReasoning, fAIReasoningDetails, fAIReasoning, fAggReasoning, fAggDetailsReasoning}
+func reasoningChain() [8]field {
+	return [...]field{fReasoning, fReasoningUnder, fLLMReasoning, fAIReasoningDetails, fAIReasoning, fDetailsReasoning, fAggReasoning, fAggDetailsReasoning}
 }
 
-func costChain() [4]field {
-	return [...]field{fCostAmount, fCost, fLLMCost, fOpCost}
+func costChain() [5]field {
+	return [...]field{fCostAmount, fCost, fLLMCost, fOpCost, fCostTotal}
+}
+
+// canonicalOperation maps operation names that SDKs send in place of the
+// conventions' values to them: LiteLLM's callback names the operation after
+// the call type (acompletion, aembedding, …), see BerriAI/litellm
+// litellm/integrations/opentelemetry.py. Other names are returned as given.
+func canonicalOperation(op string) string {
+	switch op {
+	case "completion", "acompletion", "responses", "aresponses":
+		return "chat"
+	case "atext_completion":
+		return "text_completion"
+	case "embedding", "aembedding":
+		return "embeddings"
+	}
+	return op
+}
+
+// spanTypeFromLangfuse maps a Langfuse SDK langfuse.observation.type to a span
+// type and operation (langfuse/langfuse-python langfuse/_client/constants.py).
+func spanTypeFromLangfuse(kind string) (spanType, op string, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "generation":
+		return schema.TypeInference, "chat", true
+	case "embedding":
+		return schema.TypeInference, "embeddings", true
+	case "tool":
+		return schema.TypeTool, "execute_tool", true
+	case "agent":
+		return schema.TypeAgent, "invoke_agent", true
+	case "chain":
+		return schema.TypeAgent, "invoke_workflow", true
+	case "span", "event", "retriever", "evaluator", "guardrail":
+		return schema.TypeOther, "", true
+	}
+	return "", "", false
 }
 
 // spanTypeFromOperation maps a lowercased gen_ai.operation.name to a span type.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,13 +65,15 @@ const maxRejectMessages = 3
 // transformed on the way (a provider spelling mapped to its canonical name,
 // http.request.resend_count), stay. Resource attributes are all kept.
 //
-// Spans of type agent and spans with gen_ai.aggregated_usage.* keys repeat
-// their children's usage: their tokens are stored with UsageMode
-// schema.UsageAggregated and they are never priced (cost columns stay empty;
-// a client-sent cost on them stays visible as an attribute), so nothing is
-// counted twice.
+// Usage is read with the reading of the span's instrumentation (see
+// Readings and derive). Spans that are not inference spans (agent,
+// workflow, tool) and spans with gen_ai.aggregated_usage.* keys repeat their
+// children's usage: their tokens are stored with UsageMode
+// schema.UsageAggregated, and they are priced like any other span; readers
+// count them only for a run whose inference spans carry no usage (see
+// package query), so nothing is counted twice.
 func Normalize(td ptrace.Traces, opts Options) (Batch, Rejected) {
-	n := normalizer{opts: &opts, lim: opts.Limits}
+	n := normalizer{opts: &opts, lim: opts.Limits, table: opts.Usage.table()}
 	if opts.Now != nil {
 		n.now = opts.Now().UTC()
 	} else {
@@ -156,6 +159,9 @@ type normalizer struct {
 	meta     []attrMeta
 	consumed [fieldCount]bool
 	pairs    []kv
+	notes    []kv // tally.* attributes derive adds to the span
+	table    []Reading
+	keep     [2]pcommon.Map // maps the views point into, for stored spans
 	scratch  []byte
 	scratch2 []byte
 }
@@ -234,6 +240,33 @@ func (n *normalizer) str(chain ...field) string {
 	return n.text(fd.h)
 }
 
+// id resolves an identifier chain (tool call id, step id). Placeholders that
+// SDKs send when they have no id ("<not specified>" from Google ADK, "null",
+// "undefined", "None", empty) identify nothing: the column stays empty and
+// the value as sent stays visible as an attribute, so no two unrelated calls
+// share an id and look like retries of each other.
+func (n *normalizer) id(chain ...field) string {
+	fd, ok := n.first(chain...)
+	if !ok {
+		return ""
+	}
+	v := n.text(fd.h)
+	if isPlaceholderID(v) {
+		return ""
+	}
+	n.consume(fd)
+	return v
+}
+
+// isPlaceholderID reports whether an id value is a stand-in for "no id".
+func isPlaceholderID(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "<not specified>", "not specified", "null", "undefined", "none", "nil", "<none>", "n/a", "unknown":
+		return true
+	}
+	return false
+}
+
 func (n *normalizer) resource(r pcommon.Resource) *resourceCtx {
 	rc := &resourceCtx{}
 	attrs := r.Attributes()
@@ -292,7 +325,7 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 	oiTool := oiKind == "TOOL"
 
 	// Model and provider.
-	out.Model = n.str(fRespModel, fReqModel, fLLMModelName, fAIRespModel, fAIModelID)
+	out.Model = n.str(fRespModel, fReqModel, fLLMModelName, fAIRespModel, fAIModelID, fLFModel)
 	out.ResponseModel = n.str(fRespModel, fAIRespModel)
 	out.RequestModel = n.str(fReqModel, fAIModelID)
 	out.Provider = n.provider(out.Model)
@@ -304,9 +337,9 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 	out.UserID = n.str(fUserID, fLFUserID, fTLUserID, fAIUserID)
 	out.TaskName = n.str(fTaskName)
 	out.ToolName = n.str(fToolName, fToolNameAlt, fAIToolName, tlToolName)
-	out.ToolCallID = n.str(fToolCallID, fToolCallIDAlt, fToolIDAlt, fAIToolCallID)
+	out.ToolCallID = n.id(fToolCallID, fToolCallIDAlt, fToolIDAlt, fAIToolCallID)
 	out.ToolType = n.str(fToolType)
-	out.StepID = n.str(fStepID, fStepIDDot, fStepIDUnder)
+	out.StepID = n.id(fStepID, fStepIDDot, fStepIDUnder)
 	out.ErrorType = n.str(fErrorType)
 	out.SpanType, out.Operation = n.spanType(sp.Name(), oiKind, tlKind, out.ToolName != "", out.Model != "")
 	n.attempt(out)
@@ -314,9 +347,7 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 	n.ttfc(out)
 
 	// Usage and cost.
-	aggregated := out.SpanType == schema.TypeAgent || n.span.aggregated
-	hasUsage := n.usage(out, scope.Name(), aggregated)
-	n.cost(out, hasUsage, aggregated)
+	n.derive(out, nil)
 
 	// Content, then what remains of the attributes.
 	n.content(out, contents, oiTool, tlToolIO)
@@ -328,8 +359,11 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 // spanType applies the span-type alias chain of SEMCONV.md.
 func (n *normalizer) spanType(name, oiKind, tlKind string, hasTool, hasModel bool) (spanType, op string) {
 	if fd, ok := n.first(fOpName); ok {
-		n.consume(fd)
-		op = strings.ToLower(strings.TrimSpace(n.text(fd.h)))
+		raw := strings.ToLower(strings.TrimSpace(n.text(fd.h)))
+		op = canonicalOperation(raw)
+		if op == raw {
+			n.consume(fd) // a mapped name stays visible as sent
+		}
 		return spanTypeFromOperation(op), op
 	}
 	if t, op, ok := spanTypeFromOpenInference(oiKind); ok {
@@ -337,6 +371,11 @@ func (n *normalizer) spanType(name, oiKind, tlKind string, hasTool, hasModel boo
 	}
 	if t, op, ok := spanTypeFromTraceloop(tlKind); ok {
 		return t, op
+	}
+	if fd, ok := n.first(fLFType); ok {
+		if t, op, ok := spanTypeFromLangfuse(n.text(fd.h)); ok {
+			return t, op
+		}
 	}
 	if t, op, ok := spanTypeFromVercel(name); ok {
 		return t, op
@@ -455,76 +494,6 @@ func (n *normalizer) ttfc(out *schema.Span) {
 	}
 	out.TTFCMs = f
 	n.consume(fd)
-}
-
-// usage reads and reconciles the usage buckets; it reports whether the span
-// carried any.
-func (n *normalizer) usage(out *schema.Span, scopeName string, aggregated bool) bool {
-	var c tokenCounts
-	read := func(chain []field) uint64 {
-		fd, ok := n.firstNumber(chain...)
-		if !ok {
-			return 0
-		}
-		c.any = true
-		v, ok := tokenValue(fd.h.v)
-		if !ok {
-			c.malformed = true
-			return 0
-		}
-		n.consume(fd)
-		return v
-	}
-	in, outc, cr, cw, rs := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain()
-	c.input = read(in[:])
-	c.hasInput = c.any
-	c.output = read(outc[:])
-	c.cacheRead = read(cr[:])
-	c.cacheWrite = read(cw[:])
-	c.reasoning = read(rs[:])
-	if !c.any {
-		return false
-	}
-	r := reconcile(c, n.opts.Usage.Additive(scopeName, out.Provider))
-	out.InputTokens = r.input
-	out.OutputTokens = c.output
-	out.CacheReadTokens = c.cacheRead
-	out.CacheWriteTokens = c.cacheWrite
-	out.ReasoningTokens = c.reasoning
-	out.UsageMode = r.mode
-	if aggregated {
-		out.UsageMode = schema.UsageAggregated
-	}
-	if r.unreconciled {
-		out.UsageUnreconciled = 1
-	}
-	return true
-}
-
-// cost applies a client-sent cost, else the pricer, else marks the span
-// unpriced; aggregated spans are never priced.
-func (n *normalizer) cost(out *schema.Span, hasUsage, aggregated bool) {
-	if aggregated {
-		return
-	}
-	cc := costChain()
-	if fd, ok := n.firstNumber(cc[:]...); ok {
-		if f, ok := numberValue(fd.h.v); ok && f >= 0 {
-			out.CostTotal = f
-			out.CostSource = schema.CostClient
-			n.consume(fd)
-			return
-		}
-	}
-	if !hasUsage {
-		return
-	}
-	if n.opts.Pricer != nil {
-		n.opts.Pricer.Apply(out)
-	}
-	if out.CostSource == schema.CostNone {
-		out.CostSource = schema.CostUnpriced
-	}
 }
 
 // contentKind maps a content field to its schema.Content kind.
@@ -646,6 +615,9 @@ func (n *normalizer) attributes(out *schema.Span, attrs pcommon.Map, droppedEven
 		if noContent && isFlattenedContentKey(k) {
 			continue
 		}
+		if slices.Contains(derivedKeys[:], k) {
+			continue
+		}
 		if maxAttrs > 0 && len(n.pairs) >= maxAttrs {
 			dropped++
 			continue
@@ -658,6 +630,7 @@ func (n *normalizer) attributes(out *schema.Span, attrs pcommon.Map, droppedEven
 	if droppedEvents > 0 {
 		n.pairs = append(n.pairs, kv{k: AttrDroppedEvents, v: strconv.Itoa(droppedEvents)})
 	}
+	n.pairs = append(n.pairs, n.notes...)
 	out.AttrKeys, out.AttrValues = splitSorted(n.pairs)
 }
 

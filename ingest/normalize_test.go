@@ -80,10 +80,11 @@ func TestNormalizeAliases(t *testing.T) {
 				Model: "gpt-4o-2024-08-06", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06",
 				ConversationID: "conv-1", In: 1200, Out: 300, CacheRead: 1000, Reasoning: 100,
 				UsageMode: "inclusive", CostSource: "unpriced"},
-			wantAttrs: map[string]string{"server.address": "api.openai.com"},
+			// Usage is kept as reported, so a corrected reading can be applied later.
+			wantAttrs: map[string]string{"server.address": "api.openai.com", "gen_ai.usage.input_tokens": "1200",
+				"gen_ai.usage.cache_read.input_tokens": "1000", AttrUsageReading: ProviderDefault},
 			wantGone: []string{"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model",
-				"gen_ai.response.model", "gen_ai.usage.input_tokens", "gen_ai.usage.cache_read.input_tokens",
-				"gen_ai.conversation.id"},
+				"gen_ai.response.model", "gen_ai.conversation.id"},
 			wantContent: map[string]string{
 				"gen_ai.input.messages":      schema.ContentInputMessages,
 				"gen_ai.output.messages":     schema.ContentOutputMessages,
@@ -159,7 +160,7 @@ func TestNormalizeAliases(t *testing.T) {
 			want: gist{SpanType: "inference", Operation: "chat", Provider: "openai",
 				Model: "gpt-4o-mini", RequestModel: "gpt-4o-mini",
 				In: 10, Out: 5, UsageMode: "inclusive", CostSource: "unpriced"},
-			wantGone: []string{"gen_ai.system", "gen_ai.usage.prompt_tokens", "gen_ai.prompt"},
+			wantGone: []string{"gen_ai.system", "gen_ai.prompt"},
 			wantContent: map[string]string{
 				"gen_ai.prompt":     schema.ContentInputMessages,
 				"gen_ai.completion": schema.ContentOutputMessages,
@@ -182,7 +183,7 @@ func TestNormalizeAliases(t *testing.T) {
 		{
 			name:     "openinference LLM, scope policy says inclusive",
 			scope:    "openinference.instrumentation.anthropic",
-			usage:    UsagePolicy{Scopes: map[string]bool{"openinference.instrumentation.anthropic": false}},
+			usage:    UsagePolicy{Readings: map[string]bool{"openinference.instrumentation.anthropic": false}},
 			spanName: "Messages",
 			attrs: []any{
 				"openinference.span.kind", "LLM",
@@ -202,7 +203,7 @@ func TestNormalizeAliases(t *testing.T) {
 			wantContent: map[string]string{"input.value": schema.ContentInputMessages},
 		},
 		{
-			name:     "openinference LLM, anthropic default additive",
+			name:     "openinference LLM without a scope: the dialect's prompt count includes cache",
 			spanName: "Messages",
 			attrs: []any{
 				"openinference.span.kind", "LLM",
@@ -212,10 +213,13 @@ func TestNormalizeAliases(t *testing.T) {
 				"llm.token_count.completion", int64(150),
 				"llm.token_count.prompt_details.cache_read", int64(1500),
 			},
-			// cache 1500 <= 2000 but anthropic defaults to additive: 2000+1500 = 3500.
+			// OpenInference's llm.token_count.prompt is the whole prompt,
+			// prompt_details included (Arize-ai/openinference
+			// spec/semantic_conventions.md), whatever the provider: 2000
+			// stands, although anthropic's API default is exclusive.
 			want: gist{SpanType: "inference", Operation: "chat", Provider: "anthropic",
 				Model: "claude-sonnet-4-5-20250929",
-				In:    3500, Out: 150, CacheRead: 1500, UsageMode: "additive", CostSource: "unpriced"},
+				In:    2000, Out: 150, CacheRead: 1500, UsageMode: "inclusive", CostSource: "unpriced"},
 		},
 		{
 			name:     "openinference TOOL with input.value and output.value",
@@ -325,7 +329,7 @@ func TestNormalizeAliases(t *testing.T) {
 			// cache 900 > 100: input = 1000; agent span: aggregated, never priced.
 			want: gist{SpanType: "agent", Operation: "invoke_agent", Provider: "anthropic",
 				Model: "claude-sonnet-4-5", RequestModel: "claude-sonnet-4-5", AgentName: "trip-agent",
-				In: 1000, Out: 50, CacheRead: 900, UsageMode: "aggregated"},
+				In: 1000, Out: 50, CacheRead: 900, UsageMode: "aggregated", CostSource: "unpriced"},
 			wantAttrs: map[string]string{"ai.model.provider": "anthropic.messages"},
 			wantContent: map[string]string{
 				"ai.prompt":        schema.ContentInputMessages,
@@ -395,7 +399,7 @@ func TestNormalizeAliases(t *testing.T) {
 			// Provider inferred from the model's "claude" segment; agent: aggregated.
 			want: gist{SpanType: "agent", Operation: "invoke_agent", Provider: "anthropic",
 				Model: "us.anthropic.claude-sonnet-4-20250514-v1:0", RequestModel: "us.anthropic.claude-sonnet-4-20250514-v1:0",
-				AgentName: "Strands Agents", In: 5000, Out: 800, UsageMode: "aggregated"},
+				AgentName: "Strands Agents", In: 5000, Out: 800, UsageMode: "aggregated", CostSource: "unpriced"},
 			wantAttrs: map[string]string{"gen_ai.system": "strands-agents"},
 		},
 		{
@@ -426,7 +430,7 @@ func TestNormalizeAliases(t *testing.T) {
 				"gen_ai.aggregated_usage.input_tokens", int64(300),
 				"gen_ai.aggregated_usage.output_tokens", int64(40),
 			},
-			want: gist{SpanType: "other", In: 300, Out: 40, UsageMode: "aggregated"},
+			want: gist{SpanType: "other", In: 300, Out: 40, UsageMode: "aggregated", CostSource: "unpriced"},
 		},
 		{
 			name:     "client cost for an unknown model",
@@ -441,7 +445,7 @@ func TestNormalizeAliases(t *testing.T) {
 			want: gist{SpanType: "inference", Operation: "chat", Provider: "",
 				Model: "my-finetune-7b", RequestModel: "my-finetune-7b",
 				In: 10, Out: 5, UsageMode: "inclusive", CostSource: "client", CostTotal: 0.0123},
-			wantGone: []string{"gen_ai.usage.cost.amount"},
+			wantAttrs: map[string]string{"gen_ai.usage.cost.amount": "0.0123", AttrUsageReading: ProviderDefault},
 		},
 		{
 			name:     "client cost as a string without usage",
@@ -674,25 +678,32 @@ func TestNormalizePricer(t *testing.T) {
 	req.span("no usage", "gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-4o")
 	req.span("client cost", "gen_ai.operation.name", "chat", "gen_ai.usage.input_tokens", int64(5), "gen_ai.usage.cost", 1.25)
 	req.span("agent", "gen_ai.operation.name", "invoke_agent", "gen_ai.usage.input_tokens", int64(5), "gen_ai.usage.cost", 9.0)
+	req.span("client zero", "gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-4o",
+		"gen_ai.usage.input_tokens", int64(1_000_000), "gen_ai.usage.cost", 0.0)
 	pricer := &fakePricer{}
 	batch, _ := Normalize(req.td, Options{Pricer: pricer})
-	if !reflect.DeepEqual(pricer.called, []string{"priced"}) {
-		t.Errorf("pricer called for %v, want only [priced]", pricer.called)
+	if !reflect.DeepEqual(pricer.called, []string{"priced", "client zero"}) {
+		t.Errorf("pricer called for %v, want [priced client zero]", pricer.called)
 	}
-	// 2,000,000 input tokens at the fake 1 USD per million = 2 USD.
+	// 2,000,000 input tokens at the fake 1 USD per million = 2 USD. The
+	// agent's own client cost is kept on it (readers count it only for a run
+	// whose inference spans carry no usage). A client cost of exactly 0 with
+	// usage means "no price": 1,000,000 tokens at 1 USD per million = 1 USD.
 	want := []struct {
 		source string
 		total  float64
-	}{{"catalog", 2}, {"", 0}, {"client", 1.25}, {"", 0}}
+	}{{"catalog", 2}, {"", 0}, {"client", 1.25}, {"client", 9}, {"catalog", 1}}
 	for i, w := range want {
 		s := batch.Spans[i]
 		if s.CostSource != w.source || s.CostTotal != w.total {
 			t.Errorf("%s: cost %q %v, want %q %v", s.Name, s.CostSource, s.CostTotal, w.source, w.total)
 		}
 	}
-	// The agent's own cost is not counted, but is kept as an attribute.
-	if got := attrMap(batch.Spans[3].AttrKeys, batch.Spans[3].AttrValues)["gen_ai.usage.cost"]; got != "9" {
-		t.Errorf("agent cost attribute = %q, want 9", got)
+	if batch.Spans[3].UsageMode != schema.UsageAggregated {
+		t.Errorf("agent usage mode %q, want aggregated", batch.Spans[3].UsageMode)
+	}
+	if got := attrMap(batch.Spans[4].AttrKeys, batch.Spans[4].AttrValues)[AttrCostNote]; got == "" {
+		t.Errorf("client zero: no %s attribute", AttrCostNote)
 	}
 }
 
@@ -912,13 +923,14 @@ func TestNormalizeFixtures(t *testing.T) {
 	outer, inner, tool := byName["ai.generateText"], byName["ai.generateText.doGenerate"], byName["ai.toolCall"]
 	// Outer and inner both report 120 input + 880 cached read: 880 <= 120 is
 	// false, so both are additive: 120 + 880 = 1000.
-	if outer.UsageMode != schema.UsageAggregated || outer.InputTokens != 1000 || outer.CostSource != "" {
+	if outer.UsageMode != schema.UsageAggregated || outer.InputTokens != 1000 || outer.CostSource != schema.CostCatalog {
 		t.Errorf("outer: mode %q input %d cost %q", outer.UsageMode, outer.InputTokens, outer.CostSource)
 	}
 	if inner.UsageMode != schema.UsageAdditive || inner.InputTokens != 1000 || inner.CostSource != schema.CostCatalog {
 		t.Errorf("inner: mode %q input %d cost %q", inner.UsageMode, inner.InputTokens, inner.CostSource)
 	}
-	if !reflect.DeepEqual(pricer.called, []string{"ai.generateText.doGenerate"}) {
+	// Both are priced; readers count the outer only for a run without the inner.
+	if !reflect.DeepEqual(pricer.called, []string{"ai.generateText", "ai.generateText.doGenerate"}) {
 		t.Errorf("pricer called for %v", pricer.called)
 	}
 	if tool.SpanType != schema.TypeTool || tool.ArgsHash != parisArgsHash || tool.ParentSpanID != outer.SpanID {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
@@ -11,28 +12,38 @@ import (
 	"github.com/tallyhq/tally/schema"
 )
 
-// UsagePolicy says, for spans whose numbers alone do not decide it, whether
-// the reported input token count excludes cache tokens ("additive": tally adds
-// cache read and write to it) or already includes them ("inclusive", what the
-// conventions ask for). See SEMCONV.md, "Usage: the traps", trap 1.
+// UsagePolicy configures how reported usage is read. The built-in table of
+// instrumentations (Readings) decides for every span it recognizes; the
+// policy's Readings override that table by reading name or scope name, and
+// its Providers decide for spans of instrumentations the table does not
+// know (or whose reading defers to the provider, as the Vercel AI SDK 5
+// does). See SEMCONV.md, "Usage: the traps", trap 1.
 //
-// Lookup order: Scopes by exact instrumentation scope name, then Providers by
-// exact provider name, then Providers by a wildcard "prefix.*" for each dotted
-// prefix of the provider ("gcp.*" matches gcp.gemini), then the built-in
-// default: anthropic and aws.bedrock additive, every other provider
-// (openai, gcp.*, azure.*, …) inclusive. The zero UsagePolicy is the
-// built-in default.
+// Lookup order for whether input excludes cache:
+//  1. Readings[scope name], then Readings[name of the matched reading];
+//  2. the matched reading's Input rule, unless it is InputByProvider;
+//  3. Providers by exact provider name, then by "prefix.*" for each dotted
+//     prefix ("gcp.*" matches gcp.gemini);
+//  4. the built-in provider default: anthropic and aws.bedrock exclude
+//     cache (their APIs' convention), every other provider includes it.
+//
+// The zero UsagePolicy is the built-in behaviour.
 type UsagePolicy struct {
-	// Providers maps a canonical provider name (gen_ai.provider.name spelling)
-	// or a "prefix.*" pattern to true when that provider's input excludes cache.
+	// Providers maps a canonical provider name or a "prefix.*" pattern to
+	// true when that provider's input excludes cache, for instrumentations
+	// without a rule of their own.
 	Providers map[string]bool
-	// Scopes maps an instrumentation scope name to true when that
-	// instrumentation reports input without cache; it overrides Providers.
-	Scopes map[string]bool
+	// Readings maps a reading name (Reading.Name) or an instrumentation
+	// scope name to true when that instrumentation's input excludes cache;
+	// it overrides the built-in table.
+	Readings map[string]bool
+	// Table replaces the built-in table of instrumentations (Readings());
+	// nil means the built-in one.
+	Table []Reading
 }
 
-// DefaultUsagePolicy returns the built-in defaults spelled out, as a starting
-// point for configuration.
+// DefaultUsagePolicy returns the built-in behaviour, with the provider
+// defaults spelled out, as a starting point for configuration.
 func DefaultUsagePolicy() UsagePolicy {
 	return UsagePolicy{Providers: map[string]bool{
 		"anthropic":   true,
@@ -43,38 +54,113 @@ func DefaultUsagePolicy() UsagePolicy {
 	}}
 }
 
-// Additive reports whether input tokens from this instrumentation scope and
-// provider are taken to exclude cache tokens.
-func (p UsagePolicy) Additive(scope, provider string) bool {
-	if v, ok := p.Scopes[scope]; ok && scope != "" {
-		return v
+// ParseUsageSetting reads a configuration value "inclusive" or "exclusive"
+// (how an instrumentation or provider reports input relative to cache) as
+// the Providers/Readings map value: true for exclusive.
+func ParseUsageSetting(v string) (exclusive bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "inclusive":
+		return false, nil
+	case "exclusive":
+		return true, nil
 	}
+	return false, fmt.Errorf("usage reading %q: want inclusive (input includes cache) or exclusive (input excludes cache)", v)
+}
+
+// appliedReading is what Normalize decided for one span.
+type appliedReading struct {
+	name                string // Reading.Name, or ProviderDefault
+	exclusive           bool   // input excludes cache tokens
+	why                 string // how exclusive was decided, for explanations
+	outputExclReasoning bool
+}
+
+// table is the reading table in force.
+func (p *UsagePolicy) table() []Reading {
+	if p.Table != nil {
+		return p.Table
+	}
+	return Readings()
+}
+
+// resolve decides the reading for a span of the given scope and provider.
+// dialect names a reading to assume when the scope is not in the table
+// (the attribute dialect of the winning input key), "" for none.
+func (p *UsagePolicy) resolve(table []Reading, scope, version, provider, dialect string) appliedReading {
+	var r *Reading
+	for i := range table {
+		if matchScope(table[i].Scopes, scope) && matchVersion(version, table[i].MinVersion, table[i].BelowVersion) {
+			r = &table[i]
+			break
+		}
+	}
+	if r == nil && dialect != "" {
+		for i := range table {
+			if table[i].Name == dialect {
+				r = &table[i]
+				break
+			}
+		}
+	}
+	a := appliedReading{name: ProviderDefault}
+	if r != nil {
+		a.name, a.outputExclReasoning = r.Name, r.OutputExcludesReasoning
+	}
+	if v, ok := p.Readings[scope]; ok && scope != "" {
+		a.exclusive, a.why = v, "configured for scope "+strconv.Quote(scope)
+		return a
+	}
+	if r != nil {
+		if v, ok := p.Readings[r.Name]; ok {
+			a.exclusive, a.why = v, "configured for reading "+strconv.Quote(r.Name)
+			return a
+		}
+		switch r.Input {
+		case InputIncludesCache:
+			a.why = "reading " + r.Name + ": " + r.Input.String()
+			return a
+		case InputExcludesCache:
+			a.exclusive, a.why = true, "reading "+r.Name+": "+r.Input.String()
+			return a
+		}
+	}
+	a.exclusive, a.why = p.providerExclusive(provider)
+	return a
+}
+
+// providerExclusive is the provider default (steps 3 and 4 of UsagePolicy).
+func (p *UsagePolicy) providerExclusive(provider string) (bool, string) {
 	if v, ok := p.Providers[provider]; ok {
-		return v
+		return v, "configured for provider " + strconv.Quote(provider)
 	}
-	if len(p.Providers) > 0 {
-		for i := len(provider) - 1; i > 0; i-- {
-			if provider[i] != '.' {
-				continue
-			}
-			if v, ok := p.Providers[provider[:i]+".*"]; ok {
-				return v
-			}
+	for i := len(provider) - 1; i > 0; i-- {
+		if provider[i] != '.' {
+			continue
+		}
+		if v, ok := p.Providers[provider[:i]+".*"]; ok {
+			return v, "configured for providers " + strconv.Quote(provider[:i]+".*")
 		}
 	}
 	switch provider {
 	case "anthropic", "aws.bedrock":
-		return true
+		return true, "provider " + provider + " default: its API reports input without cache"
 	}
-	return false
+	if provider == "" {
+		return false, "no provider: input taken to include cache, as the conventions ask"
+	}
+	return false, "provider " + provider + " default: its API counts cache inside input"
 }
 
 // tokenCounts are the usage buckets as reported, before reconciliation.
 type tokenCounts struct {
 	input, output, cacheRead, cacheWrite, reasoning uint64
-	hasInput                                        bool
-	any                                             bool // any usage bucket was reported
-	malformed                                       bool // a bucket was negative, fractional or not a number
+	// noCache is the uncached input when the instrumentation says it
+	// outright (the Vercel AI SDK 6+ ai.usage.inputTokenDetails.noCacheTokens).
+	noCache    uint64
+	hasInput   bool
+	hasNoCache bool
+	any        bool // any usage bucket was reported
+	malformed  bool // a bucket was negative, fractional or not a number
 }
 
 // reconciled is the stored form of a span's usage.
@@ -82,15 +168,19 @@ type reconciled struct {
 	input        uint64
 	mode         string
 	unreconciled bool
+	why          string // how input was derived, for explanations
 }
 
 // reconcile turns reported counts into the stored, inclusive form
 // (input includes cache read and write; output includes reasoning).
 //
+//   - the uncached input was reported outright: input = it + cache read +
+//     cache write, whatever the reported total says (mode additive when the
+//     reported input equals the uncached part, inclusive otherwise);
 //   - cacheRead+cacheWrite > input: input cannot have included the cache, so
-//     it was reported without it: input += cache, mode additive.
-//   - else, when there are cache tokens and the policy says additive:
-//     input += cache, mode additive.
+//     it was reported without it: input += cache, mode additive;
+//   - else, when there are cache tokens and the reading says input excludes
+//     cache: input += cache, mode additive;
 //   - else mode inclusive: input stands (with no cache tokens both readings
 //     agree, and nothing was added).
 //
@@ -99,27 +189,53 @@ type reconciled struct {
 //   - reasoning > output (reasoning is part of output);
 //   - cache tokens reported without any input count, so the uncached input is
 //     unknown (input is stored as the cache tokens alone);
+//   - a reported total that is neither the uncached part nor the sum;
 //   - a bucket was negative, fractional or not a number (it counts as 0);
 //   - the sum overflows (input keeps its reported value).
-//
-// Under the inclusive reading cache > input cannot occur: that case is
-// always read as additive above.
-func reconcile(c tokenCounts, additive bool) reconciled {
+func reconcile(c tokenCounts, exclusive bool) reconciled {
 	r := reconciled{input: c.input, mode: schema.UsageInclusive, unreconciled: c.malformed}
 	cache, carry := bits.Add64(c.cacheRead, c.cacheWrite, 0)
 	if carry != 0 {
 		r.unreconciled = true
+		r.why = "cache read + cache write overflows"
 		return r
 	}
-	if cache > c.input || (cache > 0 && additive) {
+	if c.hasNoCache {
+		sum, carry := bits.Add64(c.noCache, cache, 0)
+		if carry != 0 {
+			r.unreconciled = true
+			r.why = "uncached + cache overflows"
+			return r
+		}
+		r.input = sum
+		r.why = fmt.Sprintf("uncached input reported outright: %d + cache read %d + cache write %d = %d", c.noCache, c.cacheRead, c.cacheWrite, sum)
+		switch {
+		case c.hasInput && c.input == sum:
+		case c.hasInput && c.input == c.noCache && cache > 0:
+			r.mode = schema.UsageAdditive
+		case c.hasInput:
+			r.unreconciled = true
+			r.why += fmt.Sprintf("; the reported input %d is neither", c.input)
+		}
+	} else if cache > c.input || (cache > 0 && exclusive) {
 		sum, carry := bits.Add64(c.input, cache, 0)
 		if carry != 0 {
 			r.unreconciled = true
+			r.why = "input + cache overflows"
 			return r
 		}
+		if cache > c.input {
+			r.why = fmt.Sprintf("cache %d > reported input %d, so input cannot include it: %d + %d = %d", cache, c.input, c.input, cache, sum)
+		} else {
+			r.why = fmt.Sprintf("input excludes cache: %d + cache read %d + cache write %d = %d", c.input, c.cacheRead, c.cacheWrite, sum)
+		}
 		r.input, r.mode = sum, schema.UsageAdditive
+	} else if cache > 0 {
+		r.why = fmt.Sprintf("input includes cache: %d stands (cache read %d and write %d are part of it)", c.input, c.cacheRead, c.cacheWrite)
+	} else {
+		r.why = fmt.Sprintf("no cache tokens: input %d stands", c.input)
 	}
-	if cache > 0 && !c.hasInput {
+	if cache > 0 && !c.hasInput && !c.hasNoCache {
 		r.unreconciled = true
 	}
 	if c.reasoning > c.output {

@@ -43,36 +43,75 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-func TestUsagePolicyAdditive(t *testing.T) {
+func TestUsagePolicyResolve(t *testing.T) {
 	custom := UsagePolicy{
 		Providers: map[string]bool{"anthropic": false, "gcp.*": true, "groq": true},
-		Scopes:    map[string]bool{"openlit": true},
+		Readings:  map[string]bool{"my.scope": true, "openinference": false, "openlit": true},
 	}
 	cases := []struct {
-		name            string
-		policy          UsagePolicy
-		scope, provider string
-		want            bool
+		name                     string
+		policy                   UsagePolicy
+		scope, version, provider string
+		dialect                  string
+		wantName                 string
+		wantExclusive            bool
 	}{
-		{"default anthropic", UsagePolicy{}, "", "anthropic", true},
-		{"default bedrock", UsagePolicy{}, "", "aws.bedrock", true},
-		{"default openai", UsagePolicy{}, "", "openai", false},
-		{"default gemini", UsagePolicy{}, "", "gcp.gemini", false},
-		{"default azure", UsagePolicy{}, "", "azure.ai.openai", false},
-		{"default unknown", UsagePolicy{}, "", "", false},
-		{"spelled-out defaults", DefaultUsagePolicy(), "", "gcp.vertex_ai", false},
-		{"override provider", custom, "", "anthropic", false},
-		{"wildcard", custom, "", "gcp.vertex_ai", true},
-		{"exact", custom, "", "groq", true},
-		{"built-in behind config", custom, "", "aws.bedrock", true},
-		{"scope beats provider", custom, "openlit", "openai", true},
+		{"unknown scope, anthropic", UsagePolicy{}, "x", "", "anthropic", "", ProviderDefault, true},
+		{"unknown scope, bedrock", UsagePolicy{}, "", "", "aws.bedrock", "", ProviderDefault, true},
+		{"unknown scope, openai", UsagePolicy{}, "", "", "openai", "", ProviderDefault, false},
+		{"unknown scope, gemini", UsagePolicy{}, "", "", "gcp.gemini", "", ProviderDefault, false},
+		{"unknown scope, no provider", UsagePolicy{}, "", "", "", "", ProviderDefault, false},
+		{"spelled-out defaults", DefaultUsagePolicy(), "", "", "gcp.vertex_ai", "", ProviderDefault, false},
+		// The table beats the provider default: OpenLLMetry's anthropic
+		// instrumentation includes cache from 0.33 on, excluded it before.
+		{"openllmetry anthropic 0.40", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "0.40.6", "anthropic", "", "openllmetry-anthropic", false},
+		{"openllmetry anthropic 0.32", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "0.32.1", "anthropic", "", "openllmetry-anthropic-legacy", true},
+		{"openllmetry anthropic, no version", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "", "anthropic", "", ProviderDefault, true},
+		{"openinference prefix", UsagePolicy{}, "openinference.instrumentation.anthropic", "0.1.20", "anthropic", "", "openinference", false},
+		{"openinference by dialect", UsagePolicy{}, "custom", "", "anthropic", "openinference", "openinference", false},
+		{"reading defers to provider", UsagePolicy{}, "ai", "", "anthropic", "", "vercel-ai", true},
+		{"override provider", custom, "", "", "anthropic", "", ProviderDefault, false},
+		{"wildcard", custom, "", "", "gcp.vertex_ai", "", ProviderDefault, true},
+		{"exact", custom, "", "", "groq", "", ProviderDefault, true},
+		{"built-in behind config", custom, "", "", "aws.bedrock", "", ProviderDefault, true},
+		{"configured scope beats provider", custom, "my.scope", "", "openai", "", ProviderDefault, true},
+		{"configured reading beats table", custom, "openinference.instrumentation.openai", "1.0", "openai", "", "openinference", false},
+		{"configured reading name", custom, "openinference.instrumentation.anthropic", "1.0", "anthropic", "", "openinference", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.policy.Additive(tc.scope, tc.provider); got != tc.want {
-				t.Errorf("Additive(%q, %q) = %v, want %v", tc.scope, tc.provider, got, tc.want)
+			a := tc.policy.resolve(tc.policy.table(), tc.scope, tc.version, tc.provider, tc.dialect)
+			if a.name != tc.wantName || a.exclusive != tc.wantExclusive {
+				t.Errorf("resolve(%q %q, %q) = %s exclusive %v (%s), want %s exclusive %v",
+					tc.scope, tc.version, tc.provider, a.name, a.exclusive, a.why, tc.wantName, tc.wantExclusive)
 			}
 		})
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []int
+		ok   bool
+	}{
+		{"0.40.6", []int{0, 40, 6}, true},
+		{"v1.2.0b1", []int{1, 2, 0}, true},
+		{"0.1b0", []int{0, 1}, true},
+		{"", nil, false},
+		{"dev", nil, false},
+	}
+	for _, tc := range cases {
+		got, ok := parseVersion(tc.in)
+		if ok != tc.ok || len(got) != len(tc.want) {
+			t.Errorf("parseVersion(%q) = %v %v, want %v %v", tc.in, got, ok, tc.want, tc.ok)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("parseVersion(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		}
 	}
 }
 

@@ -247,6 +247,20 @@ func TestApplyUnknownModelIsUnpriced(t *testing.T) {
 	checkCosts(t, "unknown model", s, costs{})
 }
 
+// Aggregated usage (an agent span repeating its children's) is priced like
+// any other: readers count it only for a run whose inference spans carry no
+// usage, and then its cost is the run's cost.
+func TestApplyPricesAggregatedUsage(t *testing.T) {
+	c := builtin(t)
+	s := schema.Span{Provider: "anthropic", Model: "claude-sonnet-4-5", UsageMode: schema.UsageAggregated,
+		InputTokens: 5000, OutputTokens: 500, Start: date("2026-06-01")}
+	c.Apply(&s)
+	// 5000 × $3/M + 500 × $15/M = 0.015 + 0.0075.
+	if s.CostSource != schema.CostCatalog || math.Abs(s.CostTotal-0.0225) > 1e-12 {
+		t.Errorf("source %q total %v, want catalog 0.0225", s.CostSource, s.CostTotal)
+	}
+}
+
 func TestApplyLeavesSpansAlone(t *testing.T) {
 	c := builtin(t)
 	tests := []struct {
@@ -257,8 +271,6 @@ func TestApplyLeavesSpansAlone(t *testing.T) {
 			InputTokens: 1000, OutputTokens: 100, CostTotal: 0.42, CostSource: schema.CostClient}},
 		{"client-sent cost for an unknown model", schema.Span{Provider: "acme", Model: "unknown", UsageMode: schema.UsageInclusive,
 			InputTokens: 1000, CostTotal: 0.42, CostSource: schema.CostClient}},
-		{"aggregated usage", schema.Span{Provider: "anthropic", Model: "claude-sonnet-4-5", UsageMode: schema.UsageAggregated,
-			InputTokens: 5000, OutputTokens: 500}},
 		{"no usage", schema.Span{Provider: "openai", Model: "gpt-4o"}},
 	}
 	for _, tt := range tests {

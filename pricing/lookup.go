@@ -1,6 +1,9 @@
 package pricing
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +121,7 @@ func (c *Catalog) pick(idx []int, provider string) *group {
 // buckets do not reconcile (ingest flags those spans). Cache writes are priced
 // at the 5-minute rate.
 func (c *Catalog) Apply(s *schema.Span) {
-	if s == nil || s.CostSource == schema.CostClient || s.UsageMode == schema.UsageAggregated {
+	if s == nil || s.CostSource == schema.CostClient {
 		return
 	}
 	if s.UsageMode == schema.UsageNone && s.InputTokens == 0 && s.OutputTokens == 0 &&
@@ -162,4 +165,55 @@ func (c *Catalog) Apply(s *schema.Span) {
 // tokenCost is the USD cost of tokens at perMillion USD per million tokens.
 func tokenCost(tokens uint64, perMillion float64) float64 {
 	return float64(tokens) * perMillion / 1e6
+}
+
+// ExplainPrice spells out the cost arithmetic Apply performed on s, one line
+// per bucket and the total, for explanations (ingest.Explain). It reads the
+// span's stored buckets and price entry; an unpriced or client-priced span
+// gets one line saying so.
+func (c *Catalog) ExplainPrice(s *schema.Span) []string {
+	switch s.CostSource {
+	case schema.CostClient:
+		return []string{fmt.Sprintf("client-sent cost %s USD", formatUSD(s.CostTotal))}
+	case schema.CostUnpriced:
+		return []string{fmt.Sprintf("no catalog entry for provider %q model %q", s.Provider, s.Model)}
+	case schema.CostCatalog:
+	default:
+		return nil
+	}
+	at := s.Start
+	if at.IsZero() && s.StartNs > 0 {
+		at = time.Unix(0, int64(s.StartNs)).UTC()
+	}
+	var g *group
+	for _, model := range []string{s.Model, s.ResponseModel, s.RequestModel} {
+		if g = c.match(s.Provider, model); g != nil {
+			break
+		}
+	}
+	if g == nil {
+		return []string{fmt.Sprintf("priced by %s version %s (no longer in the catalog)", s.PriceEntry, s.PriceVersion)}
+	}
+	e := g.at(at)
+	cached := s.CacheReadTokens + s.CacheWriteTokens
+	allInput := max(s.InputTokens, cached)
+	p := e.PriceFor(allInput)
+	lines := []string{fmt.Sprintf("catalog entry %s version %s (model %s), prices per million tokens", e.ID, e.Version, e.Model)}
+	if p != e.Price {
+		lines = append(lines, fmt.Sprintf("long-context tier: %d input tokens is above the tier threshold, every token at the tier's prices", allInput))
+	}
+	line := func(what string, tokens uint64, perMillion float64) {
+		lines = append(lines, fmt.Sprintf("%s %d × $%s/M = $%s", what, tokens, formatUSD(perMillion), formatUSD(tokenCost(tokens, perMillion))))
+	}
+	line("uncached input", allInput-cached, p.Input)
+	line("cache read", s.CacheReadTokens, p.CacheRead)
+	line("cache write", s.CacheWriteTokens, p.CacheWrite)
+	line("output (reasoning included)", s.OutputTokens, p.Output)
+	lines = append(lines, fmt.Sprintf("total $%s", formatUSD(s.CostTotal)))
+	return lines
+}
+
+// formatUSD prints an amount without float noise (to 1e-12 USD).
+func formatUSD(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e12)/1e12, 'f', -1, 64)
 }

@@ -1,0 +1,529 @@
+package ingest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Attribute keys tally adds to a span to record how its usage and cost were
+// derived. They are rewritten whenever the span is re-derived.
+const (
+	// AttrUsageReading names the Reading that applied (Reading.Name, or
+	// ProviderDefault).
+	AttrUsageReading = "tally.usage.reading"
+	// AttrUsageProblem says why the usage is marked unreconciled, when a
+	// reason is known.
+	AttrUsageProblem = "tally.usage.problem"
+	// AttrCostNote says when a client-sent cost was not taken (a cost of
+	// exactly 0 on a span with usage means the client had no price).
+	AttrCostNote = "tally.cost.note"
+)
+
+// derivedKeys are the attributes derive writes; the same keys sent by a
+// client are dropped, so a span cannot claim a reading it did not get.
+var derivedKeys = [...]string{AttrUsageReading, AttrUsageProblem, AttrCostNote}
+
+// PriceExplainer is a Pricer that can also spell out the arithmetic of the
+// cost it put on a span; package pricing's catalog implements it.
+type PriceExplainer interface {
+	Pricer
+	ExplainPrice(s *schema.Span) []string
+}
+
+// Reported is one usage or cost attribute as the span carried it.
+type Reported struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// OnResource is true when the value came from the resource attributes.
+	OnResource bool `json:"on_resource,omitempty"`
+}
+
+// Explanation says how a span's stored usage and cost were derived from
+// what it reported: which instrumentation reading applied and why, each
+// step of the arithmetic, and the price entry. It is computed again from the
+// stored span with the current rules (Explain), so for a span stored under
+// older rules it also shows what a re-derivation would change.
+type Explanation struct {
+	Reading         string     `json:"reading"`
+	Instrumentation string     `json:"instrumentation,omitempty"`
+	Source          string     `json:"source,omitempty"`
+	Scope           string     `json:"scope,omitempty"`
+	ScopeVersion    string     `json:"scope_version,omitempty"`
+	Provider        string     `json:"provider,omitempty"`
+	Model           string     `json:"model,omitempty"`
+	SpanType        string     `json:"span_type"`
+	Reported        []Reported `json:"reported"`
+	// Reconstructed is true when the span was stored before tally kept the
+	// reported values: they were rebuilt from the stored buckets.
+	Reconstructed bool     `json:"reconstructed,omitempty"`
+	Steps         []string `json:"steps"`
+	Usage         Buckets  `json:"usage"`
+	UsageMode     string   `json:"usage_mode"`
+	Unreconciled  bool     `json:"unreconciled,omitempty"`
+	CostSource    string   `json:"cost_source,omitempty"`
+	PriceEntry    string   `json:"price_entry,omitempty"`
+	PriceVersion  string   `json:"price_version,omitempty"`
+	CostLines     []string `json:"cost_lines,omitempty"`
+	CostUSD       float64  `json:"cost_usd"`
+	// Stored is what the span holds now, when it differs from what the
+	// current rules derive (a reprice would change it).
+	Stored *Buckets `json:"stored,omitempty"`
+	// StoredCostUSD is the stored cost when it differs.
+	StoredCostUSD *float64 `json:"stored_cost_usd,omitempty"`
+}
+
+// Buckets are a span's stored usage buckets.
+type Buckets struct {
+	Input      uint64 `json:"input_tokens"`
+	CacheRead  uint64 `json:"cache_read_tokens"`
+	CacheWrite uint64 `json:"cache_write_tokens"`
+	Output     uint64 `json:"output_tokens"`
+	Reasoning  uint64 `json:"reasoning_tokens"`
+}
+
+func bucketsOf(s *schema.Span) Buckets {
+	return Buckets{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
+}
+
+// step appends a line to ex when explaining.
+func (ex *Explanation) step(format string, args ...any) {
+	if ex != nil {
+		ex.Steps = append(ex.Steps, fmt.Sprintf(format, args...))
+	}
+}
+
+// derive reads out's usage with its instrumentation's reading and fills the
+// usage and cost fields, recording the reading in n.notes. ex, when not nil,
+// receives the explanation.
+func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
+	n.notes = n.notes[:0]
+	out.InputTokens, out.CacheReadTokens, out.CacheWriteTokens, out.OutputTokens, out.ReasoningTokens = 0, 0, 0, 0, 0
+	out.UsageMode, out.UsageUnreconciled = schema.UsageNone, 0
+	out.CostInput, out.CostCacheRead, out.CostCacheWrite, out.CostOutput, out.CostTotal = 0, 0, 0, 0, 0
+	out.CostSource, out.PriceEntry, out.PriceVersion = schema.CostNone, "", ""
+
+	var c tokenCounts
+	var inputField field
+	read := func(chain []field, winner *field) uint64 {
+		fd, ok := n.firstNumber(chain...)
+		if !ok {
+			return 0
+		}
+		c.any = true
+		if winner != nil {
+			*winner = fd.f
+		}
+		v, ok := tokenValue(fd.h.v)
+		if !ok {
+			c.malformed = true
+			ex.step("%s = %q is not a token count: counted as 0", fd.h.key, valueText(fd.h.v, &n.scratch))
+			return 0
+		}
+		return v
+	}
+	in, outc, cr, cw, rs := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain()
+	c.input = read(in[:], &inputField)
+	c.hasInput = c.any
+	c.output = read(outc[:], nil)
+	c.cacheRead = read(cr[:], nil)
+	c.cacheWrite = read(cw[:], nil)
+	c.reasoning = read(rs[:], nil)
+	if fd, ok := n.firstNumber(fAINoCache); ok {
+		if v, ok := tokenValue(fd.h.v); ok {
+			c.noCache, c.hasNoCache, c.any = v, true, true
+			inputField = fAINoCache
+		}
+	}
+	if c.cacheWrite == 0 {
+		if w, ok := n.providerMetadataCacheWrite(); ok {
+			c.cacheWrite, c.any = w, true
+			ex.step("cache write %d read from ai.response.providerMetadata (the Vercel AI SDK 5 reports it only there)", w)
+		}
+	}
+	dialect := ""
+	if !c.any {
+		if lf, ok := n.langfuseUsage(); ok {
+			c, dialect = lf, "langfuse"
+			ex.step("usage read from langfuse.observation.usage_details: its buckets are disjoint (input is the uncached part)")
+		}
+	}
+	switch inputField {
+	case fLLMPromptTok:
+		dialect = "openinference"
+	case fAIInputTok, fAIPromptTok, fAINoCache:
+		dialect = "vercel-ai"
+	}
+
+	hasUsage := c.any
+	if hasUsage {
+		a := n.opts.Usage.resolve(n.table, out.ScopeName, out.ScopeVersion, out.Provider, dialect)
+		if dialect == "langfuse" {
+			a.exclusive, a.why = true, "langfuse usage_details: input is the uncached part"
+		}
+		n.notes = append(n.notes, kv{k: AttrUsageReading, v: a.name})
+		if ex != nil {
+			ex.Reading = a.name
+			for _, r := range n.table {
+				if r.Name == a.name {
+					ex.Instrumentation, ex.Source = r.Instrumentation, r.Source
+				}
+			}
+		}
+		ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
+		reportedOutput := c.output
+		if a.outputExclReasoning {
+			c.output += c.reasoning
+		}
+		r := reconcile(c, a.exclusive)
+		ex.step("input: %s", r.why)
+		out.InputTokens = r.input
+		out.OutputTokens = c.output
+		out.CacheReadTokens = c.cacheRead
+		out.CacheWriteTokens = c.cacheWrite
+		out.ReasoningTokens = c.reasoning
+		out.UsageMode = r.mode
+		if a.outputExclReasoning && c.reasoning > 0 {
+			ex.step("output: %d reported without reasoning, + reasoning %d = %d", reportedOutput, c.reasoning, out.OutputTokens)
+		} else {
+			ex.step("output: %d (reasoning %d is part of it)", c.output, c.reasoning)
+		}
+		if out.SpanType != schema.TypeInference || n.span.aggregated {
+			out.UsageMode = schema.UsageAggregated
+			ex.step("a %s span: its usage repeats its children's and counts only in a run whose inference spans carry none", out.SpanType)
+		}
+		if r.unreconciled {
+			out.UsageUnreconciled = 1
+		}
+		if out.InputTokens == 0 && out.OutputTokens == 0 && out.CacheReadTokens == 0 && out.CacheWriteTokens == 0 &&
+			out.SpanType == schema.TypeInference {
+			out.UsageUnreconciled = 1
+			n.notes = append(n.notes, kv{k: AttrUsageProblem, v: "every usage bucket is 0 (a streamed call that did not report usage?)"})
+			ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
+		}
+	}
+	n.cost(out, hasUsage, ex)
+}
+
+// cost applies a client-sent cost, else the pricer, else marks the span
+// unpriced. A client cost of exactly 0 on a span with usage means the
+// client had no price for the model (OpenLIT sends that): the catalog
+// prices it and AttrCostNote records it.
+func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
+	cc := costChain()
+	client, key, ok := 0.0, "", false
+	if fd, found := n.firstNumber(cc[:]...); found {
+		if f, valid := numberValue(fd.h.v); valid && f >= 0 {
+			client, key, ok = f, fd.h.key, true
+		}
+	}
+	if !ok {
+		if f, found := n.langfuseCost(); found {
+			client, key, ok = f, "langfuse.observation.cost_details", true
+		}
+	}
+	usageNonZero := out.InputTokens+out.OutputTokens+out.CacheReadTokens+out.CacheWriteTokens > 0
+	if ok && (client != 0 || !usageNonZero) {
+		out.CostTotal = client
+		out.CostSource = schema.CostClient
+		ex.step("cost: the client sent %s = %s USD; a client cost always wins", key, strconv.FormatFloat(client, 'f', -1, 64))
+		return
+	}
+	if ok {
+		n.notes = append(n.notes, kv{k: AttrCostNote, v: key + " was 0 on a span with usage: priced from the catalog"})
+		ex.step("cost: the client sent %s = 0 with non-zero usage, which means it had no price: priced from the catalog", key)
+	}
+	if !hasUsage {
+		return
+	}
+	if out.UsageUnreconciled == 1 && !usageNonZero {
+		out.CostSource = schema.CostUnpriced
+		return
+	}
+	if n.opts.Pricer != nil {
+		n.opts.Pricer.Apply(out)
+	}
+	if out.CostSource == schema.CostNone {
+		out.CostSource = schema.CostUnpriced
+	}
+	if ex != nil {
+		if pe, ok := n.opts.Pricer.(PriceExplainer); ok {
+			ex.CostLines = pe.ExplainPrice(out)
+		}
+		if out.CostSource == schema.CostUnpriced {
+			ex.step("cost: no catalog entry matches provider %q model %q: unpriced", out.Provider, out.Model)
+		}
+	}
+}
+
+// providerMetadataCacheWrite reads the cache-write count from the Vercel AI
+// SDK's ai.response.providerMetadata JSON: Anthropic's
+// {"anthropic":{"cacheCreationInputTokens":N}} and Bedrock's
+// {"bedrock":{"usage":{"cacheWriteInputTokens":N}}}.
+func (n *normalizer) providerMetadataCacheWrite() (uint64, bool) {
+	fd, ok := n.first(fAIProviderMeta)
+	if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+		return 0, false
+	}
+	var meta struct {
+		Anthropic struct {
+			CacheCreationInputTokens *float64 `json:"cacheCreationInputTokens"`
+		} `json:"anthropic"`
+		Bedrock struct {
+			Usage struct {
+				CacheWriteInputTokens *float64 `json:"cacheWriteInputTokens"`
+			} `json:"usage"`
+		} `json:"bedrock"`
+	}
+	if json.Unmarshal([]byte(fd.h.v.Str()), &meta) != nil {
+		return 0, false
+	}
+	for _, p := range []*float64{meta.Anthropic.CacheCreationInputTokens, meta.Bedrock.Usage.CacheWriteInputTokens} {
+		if p != nil {
+			if v, ok := floatCount(*p); ok && v > 0 {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// langfuseUsage reads the Langfuse SDK's langfuse.observation.usage_details
+// JSON object. Langfuse's usage types are disjoint, each priced on its own
+// (input is the uncached input), so the result is read as exclusive.
+func (n *normalizer) langfuseUsage() (tokenCounts, bool) {
+	var c tokenCounts
+	m, ok := n.jsonNumbers(fLFUsage)
+	if !ok {
+		return c, false
+	}
+	pick := func(keys ...string) (uint64, bool) {
+		for _, k := range keys {
+			if f, ok := m[k]; ok {
+				v, ok := floatCount(f)
+				if !ok {
+					c.malformed = true
+				}
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	var found bool
+	if v, ok := pick("input", "prompt_tokens", "input_tokens"); ok {
+		c.input, c.hasInput, found = v, true, true
+	}
+	if v, ok := pick("output", "completion_tokens", "output_tokens"); ok {
+		c.output, found = v, true
+	}
+	if v, ok := pick("cache_read_input_tokens", "input_cached_tokens", "input_cache_read", "cache_read"); ok {
+		c.cacheRead, found = v, true
+	}
+	if v, ok := pick("cache_creation_input_tokens", "input_cache_creation", "input_cache_write", "cache_write"); ok {
+		c.cacheWrite, found = v, true
+	}
+	if v, ok := pick("output_reasoning_tokens", "output_reasoning", "reasoning_tokens"); ok {
+		c.reasoning = v
+	}
+	// Langfuse lists reasoning apart from output: its types are disjoint.
+	c.output += c.reasoning
+	c.any = found
+	return c, found
+}
+
+// langfuseCost reads langfuse.observation.cost_details: its "total", else
+// the sum of its parts.
+func (n *normalizer) langfuseCost() (float64, bool) {
+	m, ok := n.jsonNumbers(fLFCost)
+	if !ok || len(m) == 0 {
+		return 0, false
+	}
+	if t, ok := m["total"]; ok {
+		return t, t >= 0
+	}
+	var sum float64
+	for _, v := range m {
+		if v < 0 {
+			return 0, false
+		}
+		sum += v
+	}
+	return sum, true
+}
+
+// jsonNumbers parses a string attribute holding a flat JSON object of
+// numbers; non-numeric members are skipped.
+func (n *normalizer) jsonNumbers(f field) (map[string]float64, bool) {
+	fd, ok := n.first(f)
+	if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+		return nil, false
+	}
+	var raw map[string]any
+	if json.Unmarshal([]byte(fd.h.v.Str()), &raw) != nil {
+		return nil, false
+	}
+	out := make(map[string]float64, len(raw))
+	for k, v := range raw {
+		switch x := v.(type) {
+		case float64:
+			if !math.IsNaN(x) && !math.IsInf(x, 0) {
+				out[k] = x
+			}
+		case string:
+			if f, err := strconv.ParseFloat(x, 64); err == nil {
+				out[k] = f
+			}
+		}
+	}
+	return out, true
+}
+
+// usageFields are every field derive reads, for Explanation.Reported.
+func usageFields() []field {
+	in, outc, cr, cw, rs, cc := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain(), costChain()
+	fs := slices.Concat(in[:], outc[:], cr[:], cw[:], rs[:], cc[:])
+	return append(fs, fAINoCache, fAIProviderMeta, fLFUsage, fLFCost)
+}
+
+// storedNormalizer prepares a normalizer over a stored span's attributes,
+// for re-deriving and explaining it. Privacy rules were applied when the
+// span was stored, so none apply here.
+func storedNormalizer(s *schema.Span, opts *Options) (*normalizer, bool) {
+	n := &normalizer{opts: opts, lim: opts.Limits, table: opts.Usage.table(), now: time.Now().UTC()}
+	attrs := pcommon.NewMap()
+	attrs.EnsureCapacity(len(s.AttrKeys))
+	reported := false
+	for i, k := range s.AttrKeys {
+		if i < len(s.AttrValues) {
+			attrs.PutStr(k, s.AttrValues[i])
+			if f := fieldOf(k); f != fNone && slices.Contains(usageFields(), f) {
+				reported = true
+			}
+		}
+	}
+	reconstructed := false
+	if !reported && (s.UsageMode != schema.UsageNone || s.CostSource == schema.CostClient) {
+		// Stored before tally kept the reported values: rebuild them from
+		// the buckets and the reading recorded then.
+		reconstructed = true
+		in := s.InputTokens
+		if s.UsageMode == schema.UsageAdditive {
+			in -= min(in, s.CacheReadTokens+s.CacheWriteTokens)
+		}
+		if s.UsageMode != schema.UsageNone {
+			attrs.PutInt("gen_ai.usage.input_tokens", int64(in))
+			attrs.PutInt("gen_ai.usage.output_tokens", int64(s.OutputTokens))
+			attrs.PutInt("gen_ai.usage.cache_read.input_tokens", int64(s.CacheReadTokens))
+			attrs.PutInt("gen_ai.usage.cache_write.input_tokens", int64(s.CacheWriteTokens))
+			attrs.PutInt("gen_ai.usage.reasoning.output_tokens", int64(s.ReasoningTokens))
+		}
+		if s.CostSource == schema.CostClient {
+			attrs.PutDouble("gen_ai.usage.cost", s.CostTotal)
+		}
+	}
+	n.span.load(attrs, &Privacy{}, nil)
+	res := pcommon.NewMap()
+	for i, k := range s.ResourceKeys {
+		if i < len(s.ResourceValues) {
+			res.PutStr(k, s.ResourceValues[i])
+		}
+	}
+	n.res = &resourceCtx{}
+	n.res.view.load(res, &Privacy{}, nil)
+	// Keep the maps reachable for the hits that point into them.
+	n.keep = [2]pcommon.Map{attrs, res}
+	return n, reconstructed
+}
+
+// retype applies the current operation mapping to a stored span, so a span
+// stored as "other" under an operation name tally now knows (LiteLLM's
+// acompletion) becomes the inference span it is.
+func retype(s *schema.Span) {
+	if s.Operation == "" {
+		return
+	}
+	op := canonicalOperation(s.Operation)
+	if t := spanTypeFromOperation(op); t != schema.TypeOther || s.SpanType == schema.TypeOther {
+		s.Operation, s.SpanType = op, t
+	}
+}
+
+// Rederive derives a stored span's usage and cost again from what it
+// reported, with the current readings (opts.Usage) and prices
+// (opts.Pricer), and returns the re-derived copy and whether anything
+// changed. It is a pure function of the stored span and the rules, so
+// re-deriving a re-derived span changes nothing. Spans stored before tally
+// kept the reported values are re-read from their buckets and the reading
+// recorded then. The returned span keeps the input's Version.
+func Rederive(s schema.Span, opts Options) (schema.Span, bool) {
+	before := s
+	retype(&s)
+	n, _ := storedNormalizer(&s, &opts)
+	n.derive(&s, nil)
+	s.AttrKeys, s.AttrValues = replaceNotes(s.AttrKeys, s.AttrValues, n.notes)
+	changed := bucketsOf(&s) != bucketsOf(&before) || s.UsageMode != before.UsageMode ||
+		s.UsageUnreconciled != before.UsageUnreconciled || s.SpanType != before.SpanType ||
+		s.Operation != before.Operation ||
+		s.CostInput != before.CostInput || s.CostCacheRead != before.CostCacheRead ||
+		s.CostCacheWrite != before.CostCacheWrite || s.CostOutput != before.CostOutput ||
+		s.CostTotal != before.CostTotal || s.CostSource != before.CostSource ||
+		s.PriceEntry != before.PriceEntry || s.PriceVersion != before.PriceVersion ||
+		!slices.Equal(s.AttrKeys, before.AttrKeys) || !slices.Equal(s.AttrValues, before.AttrValues)
+	return s, changed
+}
+
+// Explain says how the current rules derive a stored span's usage and
+// cost, and where that differs from what is stored.
+func Explain(s schema.Span, opts Options) Explanation {
+	stored := s
+	retype(&s)
+	n, reconstructed := storedNormalizer(&s, &opts)
+	ex := Explanation{Reading: "", Scope: s.ScopeName, ScopeVersion: s.ScopeVersion, Provider: s.Provider,
+		Model: s.Model, SpanType: s.SpanType, Reconstructed: reconstructed, Steps: []string{}}
+	for _, f := range usageFields() {
+		if h := n.span.get(f); h != nil && h.present() {
+			ex.Reported = append(ex.Reported, Reported{Key: h.key, Value: valueText(h.v, &n.scratch)})
+		} else if h := n.res.view.get(f); h != nil && h.present() {
+			ex.Reported = append(ex.Reported, Reported{Key: h.key, Value: valueText(h.v, &n.scratch), OnResource: true})
+		}
+	}
+	if reconstructed {
+		ex.step("reported values rebuilt from the stored buckets: the span was stored before tally kept them")
+	}
+	n.derive(&s, &ex)
+	if ex.Reading == "" && s.UsageMode == schema.UsageNone {
+		ex.Reading = "none"
+		ex.step("the span reports no usage")
+	}
+	ex.Usage, ex.UsageMode, ex.Unreconciled = bucketsOf(&s), s.UsageMode, s.UsageUnreconciled == 1
+	ex.CostSource, ex.PriceEntry, ex.PriceVersion, ex.CostUSD = s.CostSource, s.PriceEntry, s.PriceVersion, s.CostTotal
+	if b := bucketsOf(&stored); b != ex.Usage {
+		ex.Stored = &b
+	}
+	if stored.CostTotal != s.CostTotal {
+		c := stored.CostTotal
+		ex.StoredCostUSD = &c
+	}
+	return ex
+}
+
+// replaceNotes returns keys/values without the derived attributes and with
+// notes added, sorted by key as AttrKeys are.
+func replaceNotes(keys, values []string, notes []kv) ([]string, []string) {
+	pairs := make([]kv, 0, len(keys)+len(notes))
+	for i, k := range keys {
+		if i < len(values) && !slices.Contains(derivedKeys[:], k) {
+			pairs = append(pairs, kv{k: k, v: values[i]})
+		}
+	}
+	pairs = append(pairs, notes...)
+	k, v := splitSorted(pairs)
+	return k, v
+}
