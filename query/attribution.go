@@ -76,10 +76,11 @@ type attributed struct {
 	// non-empty value in start order).
 	Conversation string
 	User         string
-	// UsageCounted says the span's tokens count in totals: it carries
-	// non-aggregated usage, or it is the largest aggregated span of a run
-	// where no span carries non-aggregated usage (the rule of Summarize).
+	// UsageCounted says the span's tokens count in totals, and CostCounted
+	// its cost (the rule of counted.go, shared with Summarize and the run
+	// list).
 	UsageCounted bool
+	CostCounted  bool
 	// ToolRetry and ToolError classify tool spans (see classifyRetries).
 	ToolRetry bool
 	ToolError bool
@@ -215,7 +216,7 @@ func attributeRun(spans []*spanFact) []attributed {
 	}
 
 	var task, rootName, conv, user string
-	largestAgg, nonAggUsage := -1, false
+	us := make([]usageSpan, len(run))
 	for i := range run {
 		s := run[i].spanFact
 		if task == "" && s.TaskName != "" {
@@ -230,16 +231,10 @@ func attributeRun(spans []*spanFact) []attributed {
 		if user == "" {
 			user = s.User
 		}
-		switch s.UsageMode {
-		case schema.UsageNone:
-		case schema.UsageAggregated:
-			if largestAgg < 0 || usageSize(s.Usage) > usageSize(run[largestAgg].Usage) {
-				largestAgg = i
-			}
-		default:
-			nonAggUsage = true
-		}
+		us[i] = usageSpan{id: s.SpanID, parent: s.ParentSpanID, spanType: s.SpanType, mode: s.UsageMode,
+			start: s.StartNs, end: s.EndNs, in: s.Usage.Input, cr: s.Usage.CacheRead, cw: s.Usage.CacheWrite, out: s.Usage.Output}
 	}
+	counted, _ := countedUsage(us)
 	if task == "" {
 		task = rootName
 	}
@@ -289,16 +284,10 @@ func attributeRun(spans []*spanFact) []attributed {
 		if a.User == "" {
 			a.User = user
 		}
-		switch a.UsageMode {
-		case schema.UsageNone:
-		case schema.UsageAggregated:
-			a.UsageCounted = !nonAggUsage && i == largestAgg
-		default:
-			a.UsageCounted = true
-		}
+		a.UsageCounted = counted[i]
+		a.CostCounted = costCounts(counted[i], a.UsageMode)
 	}
 	chargeRetryTax(run, byID)
 	return run
 }
 
-func usageSize(u Usage) uint64 { return u.Input + u.Output }

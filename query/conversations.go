@@ -65,18 +65,12 @@ func (r *Reader) Conversations(ctx context.Context, f ConversationFilter) (Conve
 		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
 		hargs = []any{c.Ns, c.Ns, c.Key}
 	}
-	usage := "usage_mode NOT IN ('', 'aggregated')"
 	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
 	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
-		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,
-		sumIf(input_tokens, ` + usage + `) AS in_t, sumIf(cache_read_tokens, ` + usage + `) AS cr_t,
-		sumIf(cache_write_tokens, ` + usage + `) AS cw_t, sumIf(output_tokens, ` + usage + `) AS out_t,
-		sumIf(reasoning_tokens, ` + usage + `) AS rs_t,
-		sum(cost_total) AS c_total, sum(cost_input) AS c_in, sum(cost_cache_read) AS c_cr,
-		sum(cost_cache_write) AS c_cw, sum(cost_output) AS c_out
+		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,` + runCountedSQL + `
 	FROM ` + r.store.Table(schema.TableSpans) + ` FINAL
 	WHERE ` + strings.Join(where, " AND ") + `
 	GROUP BY trace_id

@@ -177,6 +177,9 @@ func (t *CostTotals) addSpan(a *attributed) {
 	if a.UsageCounted {
 		t.Usage.add(a.Usage)
 	}
+	if !a.CostCounted {
+		return
+	}
 	t.Cost.add(a.spanFact.Cost)
 	switch a.CostSource {
 	case schema.CostUnpriced:

@@ -26,6 +26,9 @@ const (
 	// write 500 (stored input 2600), output 400.
 	// (100×3 + 2000×0.30 + 500×3.75 + 400×15)/1e6 = (300 + 600 + 1875 + 6000)/1e6
 	costClaudeAdditive = 0.008775
+	// The solo run's only usage is its agent span (gpt-4o-mini): 500 in, 50 out.
+	// (500×0.15 + 50×0.60)/1e6 = (75 + 30)/1e6
+	costSolo = 0.000105
 	// Vercel ai.* usage, provider-prefixed model: 1000 in, 200 out.
 	// (1000×0.15 + 200×0.60)/1e6 = (150 + 120)/1e6
 	costVercelMini = 0.00027
@@ -50,17 +53,19 @@ func TestGoldenSpanCosts(t *testing.T) {
 		input         uint64
 	}
 	wants := map[string]want{
-		"0000000000000101": {"", "", 0, 3800}, // agent span repeating its children: never priced
+		// Agent spans are priced like any span (no model here: unpriced);
+		// readers count them only when the run's inference spans carry no usage.
+		"0000000000000101": {schema.CostUnpriced, "", 0, 3800},
 		"0000000000000102": {schema.CostCatalog, "openai/gpt-4o", costGPT4o, 1200},
 		"0000000000000104": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", costClaudeAdditive, 2600},
-		"0000000000000201": {"", "", 0, 1000},
+		"0000000000000201": {schema.CostCatalog, "openai/gpt-4o-mini", costVercelMini, 1000},
 		"0000000000000202": {schema.CostCatalog, "openai/gpt-4o-mini", costVercelMini, 1000},
 		"0000000000000302": {schema.CostCatalog, "openai/gpt-4.1", costOpenInference, 5000},
 		"0000000000000303": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", costLongContext, 250000},
 		"0000000000000402": {schema.CostUnpriced, "", 0, 100},
 		"0000000000000403": {schema.CostClient, "", costClient, 10},
 		"0000000000000404": {schema.CostCatalog, "aws.bedrock/claude-3-5-haiku", costBedrockHaiku, 2000},
-		"0000000000000501": {"", "", 0, 500},
+		"0000000000000501": {schema.CostCatalog, "openai/gpt-4o-mini", costSolo, 500},
 	}
 	seen := 0
 	for _, s := range spans {
@@ -98,8 +103,8 @@ var goldenByAgent = map[string]groupWant{
 	"researcher": {spans: 3, llm: 2, input: 255000, cacheRead: 4000, output: 2000, cost: costOpenInference + costLongContext},
 	// input 100+10+2000, output 50+5+100.
 	"experimenter": {spans: 4, llm: 3, input: 2110, output: 155, cost: costClient + costBedrockHaiku, unpriced: 1, client: 1},
-	// only aggregated usage in the run: the agent span's counts.
-	"solo": {spans: 1, input: 500, output: 50},
+	// only aggregated usage in the run: the agent span's counts, and is priced.
+	"solo": {spans: 1, input: 500, output: 50, cost: costSolo},
 }
 
 var goldenByTask = map[string]groupWant{
@@ -117,7 +122,7 @@ var goldenByTool = map[string]groupWant{
 }
 
 // goldenTotalCost is every priced span: the sum of the agents' costs.
-const goldenTotalCost = costGPT4o + costClaudeAdditive + costVercelMini + costOpenInference + costLongContext + costClient + costBedrockHaiku
+const goldenTotalCost = costGPT4o + costClaudeAdditive + costVercelMini + costOpenInference + costLongContext + costClient + costBedrockHaiku + costSolo
 
 func checkGroups(t *testing.T, label string, rep query.CostReport, wants map[string]groupWant, exhaustive bool) {
 	t.Helper()

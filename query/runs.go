@@ -110,7 +110,8 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 // runAggregates is the SELECT list that turns a run's deduplicated spans
-// into a RunSummary; Runs and the single-run summary share it.
+// into a RunSummary (read through runColumns, which leaves out the counting
+// rule's working columns).
 const runAggregates = `
 	trace_id,
 	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
@@ -127,24 +128,14 @@ const runAggregates = `
 	countIf(span_type = 'inference') AS n_llm,
 	countIf(span_type = 'tool') AS n_tool,
 	countIf(status = 'error') AS n_err,
-	countIf(usage_mode NOT IN ('', 'aggregated')) AS n_usage,
-	sumIf(input_tokens, usage_mode NOT IN ('', 'aggregated')) AS in_t,
-	sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')) AS cr_t,
-	sumIf(cache_write_tokens, usage_mode NOT IN ('', 'aggregated')) AS cw_t,
-	sumIf(output_tokens, usage_mode NOT IN ('', 'aggregated')) AS out_t,
-	sumIf(reasoning_tokens, usage_mode NOT IN ('', 'aggregated')) AS rs_t,
-	argMaxIf(input_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_in,
-	argMaxIf(cache_read_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_cr,
-	argMaxIf(cache_write_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_cw,
-	argMaxIf(output_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_out,
-	argMaxIf(reasoning_tokens, input_tokens + output_tokens, usage_mode = 'aggregated') AS agg_rs,
-	sum(cost_total) AS c_total,
-	sum(cost_input) AS c_in,
-	sum(cost_cache_read) AS c_cr,
-	sum(cost_cache_write) AS c_cw,
-	sum(cost_output) AS c_out,
-	countIf(cost_source = 'unpriced') AS n_unpriced,
+	` + runCountedSQL + `,
+	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec`
+
+// runColumns are the columns of runAggregates a runRow scans, in its order.
+const runColumns = `trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
+	n_spans, n_llm, n_tool, n_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
+	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec`
 
 type runRow struct {
 	TraceID   string
@@ -163,12 +154,12 @@ type runRow struct {
 	Tool      uint64
 	Err       uint64
 	NUsage    uint64
+	FromAgg   uint8
 	In        uint64
 	CR        uint64
 	CW        uint64
 	Out       uint64
 	RS        uint64
-	Agg       Usage
 	CTotal    float64
 	CIn       float64
 	CCR       float64
@@ -180,9 +171,8 @@ type runRow struct {
 
 func (r *runRow) dest() []any {
 	return []any{&r.TraceID, &r.RootName, &r.FirstName, &r.Task, &r.Service, &r.Agents, &r.Models,
-		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.NUsage,
-		&r.In, &r.CR, &r.CW, &r.Out, &r.RS,
-		&r.Agg.Input, &r.Agg.CacheRead, &r.Agg.CacheWrite, &r.Agg.Output, &r.Agg.Reasoning, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
+		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.NUsage, &r.FromAgg,
+		&r.In, &r.CR, &r.CW, &r.Out, &r.RS, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
 		&r.Unpriced, &r.Unrec}
 }
 
@@ -205,9 +195,7 @@ func (r *runRow) summary() RunSummary {
 	if s.Errors > 0 {
 		s.Status = "error"
 	}
-	if r.NUsage == 0 && !r.Agg.empty() {
-		s.Usage, s.UsageFromAggregate = r.Agg, true
-	}
+	s.UsageFromAggregate = r.FromAgg == 1
 	return s
 }
 
@@ -297,6 +285,8 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		q += "\nHAVING " + strings.Join(having, " AND ")
 	}
 	q += "\nORDER BY s_ns DESC, trace_id DESC\nLIMIT " + strconv.Itoa(f.Limit+1)
+	q = "SELECT " + runColumns + " FROM (" + q + ")\nORDER BY s_ns DESC, trace_id DESC"
+
 	rows, err := r.store.Conn().Query(ctx, q, append(args, hargs...)...)
 	if err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
@@ -416,16 +406,16 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 }
 
 // Summarize computes a run's summary from its spans with the same rules as
-// the run list: usage counts inference spans only, and falls back to the
-// largest aggregated (agent) usage when no inference span carried any.
+// the run list (see counted.go: each call counted once, aggregated usage
+// only when no inference span carries any).
 func Summarize(spans []schema.Span) RunSummary {
 	seen := make(map[string]bool, len(spans))
 	var rr runRow
 	rr.StartNs = ^uint64(0)
 	var rootStart, firstStart uint64 = ^uint64(0), ^uint64(0)
 	agents, models := map[string]bool{}, map[string]bool{}
-	var agg Usage
-	var aggSize uint64
+	uniq := make([]*schema.Span, 0, len(spans))
+	us := make([]usageSpan, 0, len(spans))
 	for i := range spans {
 		s := &spans[i]
 		if seen[s.SpanID] {
@@ -468,35 +458,40 @@ func Summarize(spans []schema.Span) RunSummary {
 		if s.Status == "error" {
 			rr.Err++
 		}
-		switch s.UsageMode {
-		case schema.UsageNone:
-		case schema.UsageAggregated:
-			if size := s.InputTokens + s.OutputTokens; size > aggSize || aggSize == 0 {
-				aggSize = size
-				agg = Usage{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
+		if s.CostSource == schema.CostUnpriced && s.UsageMode != schema.UsageAggregated {
+			rr.Unpriced++
+		}
+		if s.UsageUnreconciled == 1 {
+			rr.Unrec++
+		}
+		uniq = append(uniq, s)
+		us = append(us, usageSpan{id: s.SpanID, parent: s.ParentSpanID, spanType: s.SpanType, mode: s.UsageMode,
+			start: s.StartNs, end: s.EndNs, in: s.InputTokens, cr: s.CacheReadTokens, cw: s.CacheWriteTokens, out: s.OutputTokens})
+	}
+	counted, fromAgg := countedUsage(us)
+	if fromAgg {
+		rr.FromAgg = 1
+	}
+	for i, s := range uniq {
+		if counted[i] {
+			if hasOwnUsage(s.UsageMode) {
+				rr.NUsage++
 			}
-		default:
-			rr.NUsage++
 			rr.In += s.InputTokens
 			rr.CR += s.CacheReadTokens
 			rr.CW += s.CacheWriteTokens
 			rr.Out += s.OutputTokens
 			rr.RS += s.ReasoningTokens
 		}
-		rr.CTotal += s.CostTotal
-		rr.CIn += s.CostInput
-		rr.CCR += s.CostCacheRead
-		rr.CCW += s.CostCacheWrite
-		rr.COut += s.CostOutput
-		if s.CostSource == schema.CostUnpriced {
-			rr.Unpriced++
-		}
-		if s.UsageUnreconciled == 1 {
-			rr.Unrec++
+		if costCounts(counted[i], s.UsageMode) {
+			rr.CTotal += s.CostTotal
+			rr.CIn += s.CostInput
+			rr.CCR += s.CostCacheRead
+			rr.CCW += s.CostCacheWrite
+			rr.COut += s.CostOutput
 		}
 	}
 	rr.Agents, rr.Models = sortedKeys(agents), sortedKeys(models)
-	rr.Agg = agg
 	return rr.summary()
 }
 

@@ -605,13 +605,13 @@ type RunCost struct {
 }
 
 // RunsOverBudget lists the runs whose spans in the window cost more than
-// budgetUSD in total (cost_total summed per run), most expensive first, at
+// budgetUSD in total (each call counted once, see counted.go), most expensive first, at
 // most limit. A run straddling the window's start counts only its spans
 // inside the window.
 func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
 	where, args := w.where()
-	q := "SELECT trace_id, min(start_ns) AS s, sum(cost_total) AS c FROM " + r.store.Table(schema.TableSpanFacts) +
-		" FINAL WHERE " + where + " GROUP BY trace_id HAVING c > ? ORDER BY c DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
+	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + r.store.Table(schema.TableSpanFacts) +
+		" FINAL WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
 	rows, err := r.store.Conn().Query(ctx, q, append(args, budgetUSD)...)
 	if err != nil {
 		return nil, fmt.Errorf("runs over budget: %w", err)
@@ -689,9 +689,9 @@ type UsageMinute struct {
 func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, error) {
 	where, args := w.where()
 	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
-		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sum(cost_total)" +
+		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sumIf(cost_total, usage_mode != 'aggregated')" +
 		" FROM " + r.store.Table(schema.TableSpanFacts) + " FINAL WHERE " + where +
-		" AND (usage_mode NOT IN ('', 'aggregated') OR cost_total != 0)" +
+		" AND (usage_mode NOT IN ('', 'aggregated') OR (cost_total != 0 AND usage_mode = ''))" +
 		" GROUP BY agent_name, model, minute ORDER BY minute, agent_name, model"
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
