@@ -18,6 +18,11 @@ type readOnlyAuth struct{}
 func (readOnlyAuth) AuthenticateIngest(*http.Request) (string, error) { return "p", nil }
 func (readOnlyAuth) AuthenticateRead(*http.Request) (string, error)   { return "p", nil }
 
+// offAuth is an authenticator that is switched off (no key configured).
+type offAuth struct{ readOnlyAuth }
+
+func (offAuth) Enabled() bool { return false }
+
 // metricsAuth lets a scrape through only with "Authorization: Bearer scrape".
 type metricsAuth struct{ readOnlyAuth }
 
@@ -79,5 +84,65 @@ func TestMetricsAccess(t *testing.T) {
 				t.Errorf("GET /metrics served metrics: %v, want %v", served, c.want == http.StatusOK)
 			}
 		})
+	}
+}
+
+// TestHostCheckWithoutAuthentication: with authentication off only loopback
+// Host headers are served (and those configured), so that a web page whose
+// DNS name is rebound to 127.0.0.1 cannot read a development server through
+// the visitor's browser. With authentication on the key protects, not the
+// Host header.
+func TestHostCheckWithoutAuthentication(t *testing.T) {
+	off := tallytest.Start(t)
+	on := tallytest.Start(t, func(o *server.Options) { o.Auth = readOnlyAuth{} })
+	switchedOff := tallytest.Start(t, func(o *server.Options) { o.Auth = offAuth{} })
+	allow := tallytest.Start(t, func(o *server.Options) { o.AllowedHosts = []string{"tally.lan", "[fd00::1]"} })
+	anyHost := tallytest.Start(t, func(o *server.Options) { o.AllowedHosts = []string{"*"} })
+	for _, c := range []struct {
+		name string
+		url  string
+		host string
+		want int
+	}{
+		{"localhost", off.URL, "localhost:4318", http.StatusOK},
+		{"localhost without port", off.URL, "localhost", http.StatusOK},
+		{"upper case localhost", off.URL, "LOCALHOST:80", http.StatusOK},
+		{"127.0.0.1", off.URL, "127.0.0.1:4318", http.StatusOK},
+		{"IPv6 loopback", off.URL, "[::1]:4318", http.StatusOK},
+		{"IPv6 loopback without port", off.URL, "[::1]", http.StatusOK},
+		{"rebound name", off.URL, "attacker.example:4318", http.StatusForbidden},
+		{"rebound name without port", off.URL, "attacker.example", http.StatusForbidden},
+		{"localhost as a subdomain", off.URL, "localhost.attacker.example", http.StatusForbidden},
+		{"other address", off.URL, "192.0.2.1:4318", http.StatusForbidden},
+		{"authentication on", on.URL, "attacker.example", http.StatusOK},
+		{"authenticator switched off", switchedOff.URL, "attacker.example", http.StatusForbidden},
+		{"authenticator switched off, localhost", switchedOff.URL, "localhost", http.StatusOK},
+		{"allowed name", allow.URL, "tally.lan:4318", http.StatusOK},
+		{"allowed name, other case", allow.URL, "Tally.LAN", http.StatusOK},
+		{"allowed IPv6 address", allow.URL, "[fd00::1]:4318", http.StatusOK},
+		{"loopback beside allowed names", allow.URL, "localhost:4318", http.StatusOK},
+		{"name not allowed", allow.URL, "attacker.example", http.StatusForbidden},
+		{"any host", anyHost.URL, "attacker.example", http.StatusOK},
+	} {
+		for _, path := range []string{"/api/v1/runs", "/", "/metrics"} {
+			code, body := fetch(t, c.url+path, map[string]string{"Host": c.host})
+			if path == "/metrics" && (c.url == on.URL || c.url == switchedOff.URL) {
+				continue // refused by readOnlyAuth whatever the host
+			}
+			if code != c.want {
+				t.Errorf("%s: GET %s with Host %s: %d, want %d\n%.300s", c.name, path, c.host, code, c.want, body)
+			}
+		}
+	}
+}
+
+// TestHealthIgnoresHost: probes reach /healthz and /readyz by address
+// whatever the mode, and they hold no project data.
+func TestHealthIgnoresHost(t *testing.T) {
+	tally := tallytest.Start(t)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := fetch(t, tally.URL+path, map[string]string{"Host": "10.1.2.3:4318"}); code != http.StatusOK {
+			t.Errorf("GET %s with Host 10.1.2.3: %d, want 200\n%s", path, code, body)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +94,20 @@ type Options struct {
 	// Public routes are served without authentication (e.g. the UI's sign-in
 	// page and static assets), keyed by path; they are registered first.
 	Public map[string]http.Handler
+	// AllowedHosts are the Host header names (or IP addresses) served while
+	// authentication is off, besides the loopback ones (localhost,
+	// 127.0.0.0/8, ::1), which always are; "*" allows any. Any other Host is
+	// refused with 403, so that a web page whose DNS name is rebound to this
+	// address cannot use a visitor's browser to read the server. With
+	// authentication on, every Host is served: the key is what protects.
+	AllowedHosts []string
+}
+
+// Switchable is implemented by an Authenticator that can be off (package
+// auth's Keyring while no key exists), in which case the server guards the
+// Host header as without an Authenticator (see Options.AllowedHosts).
+type Switchable interface {
+	Enabled() bool
 }
 
 // Server is a running tally: HTTP routes and background jobs.
@@ -206,6 +222,9 @@ func (s *Server) SetPublic(path string, h http.Handler) {
 	s.opts.Public = public
 }
 
+// SetAllowedHosts sets Options.AllowedHosts. Call before Handler.
+func (s *Server) SetAllowedHosts(hosts []string) { s.opts.AllowedHosts = hosts }
+
 // LoginRedirector is implemented by an Authenticator that signs browsers in
 // on a page of its own: for an unauthenticated request it returns where to
 // redirect it (e.g. "/login?next=/runs"), or "" to answer 401.
@@ -250,6 +269,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		s.log.Error("handler panic", "path", c.Request.URL.Path, "panic", err)
 		c.AbortWithStatusJSON(http.StatusInternalServerError, api.Error{Error: "internal error"})
 	}))
+	e.Use(s.hostCheck())
 	e.Any("/v1/traces", gin.WrapH(recv))
 	e.GET("/metrics", s.metricsAuth(), gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
@@ -321,6 +341,59 @@ func (s *Server) readAuth() gin.HandlerFunc {
 			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: "authentication unavailable: " + err.Error()})
 		}
 	}
+}
+
+// hostCheck refuses, while authentication is off, a request whose Host is
+// neither loopback nor in Options.AllowedHosts (DNS rebinding). Health
+// probes are exempt: they arrive by address and hold no project data.
+func (s *Server) hostCheck() gin.HandlerFunc {
+	allowed := make(map[string]bool, len(s.opts.AllowedHosts))
+	for _, h := range s.opts.AllowedHosts {
+		if h = normalHost(h); h != "" {
+			allowed[h] = true
+		}
+	}
+	return func(c *gin.Context) {
+		if allowed["*"] || !s.authOff() {
+			return
+		}
+		switch c.Request.URL.Path {
+		case "/healthz", "/readyz":
+			return
+		}
+		host := c.Request.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = normalHost(host)
+		// No Host at all (HTTP/1.0) names no DNS name that could be rebound.
+		if host == "" || host == "localhost" || allowed[host] {
+			return
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+			return
+		}
+		c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: fmt.Sprintf(
+			"host %q is not served while authentication is off (only loopback names and --allowed-hosts are): "+
+				"use http://localhost, add the name to --allowed-hosts, or configure API keys", c.Request.Host)})
+	}
+}
+
+// normalHost is a Host name as compared: lower case, without IPv6 brackets
+// or a trailing dot.
+func normalHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.TrimSuffix(h, ".")
+}
+
+// authOff reports whether requests are served without authentication.
+func (s *Server) authOff() bool {
+	if s.opts.Auth == nil {
+		return true
+	}
+	sw, ok := s.opts.Auth.(Switchable)
+	return ok && !sw.Enabled()
 }
 
 // metricsAuth guards /metrics (see MetricsAuthenticator).

@@ -28,6 +28,7 @@ func registerAuthFlags(fs *pflag.FlagSet) {
 	fs.Duration("auth-refresh", auth.DefaultRefresh, "how often managed keys are reloaded from ClickHouse: a created or revoked key takes effect within it")
 	fs.String("session-secret", "", "secret (32+ bytes) signing UI session cookies; default: generated once into <data-dir>/"+auth.SecretFile+". Give replicas the same one")
 	fs.Duration("session-ttl", auth.DefaultSessionTTL, "how long a UI sign-in lasts")
+	fs.StringSlice("allowed-hosts", nil, "Host names (or IPs) served while no API key exists, besides localhost, 127.0.0.1 and [::1] (DNS rebinding guard); * for any")
 	fs.StringSlice("trusted-proxies", nil, "reverse proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Host and X-Forwarded-Proto are believed; default none")
 }
 
@@ -75,6 +76,10 @@ func wireAuth(env *serveEnv) error {
 	if err != nil {
 		return err
 	}
+	allowedHosts, err := fs.GetStringSlice("allowed-hosts")
+	if err != nil {
+		return err
+	}
 	listen, err := fs.GetString("listen")
 	if err != nil {
 		return err
@@ -92,7 +97,11 @@ func wireAuth(env *serveEnv) error {
 		return fmt.Errorf("refusing to serve on non-loopback %s without API keys; configure keys (tally keys create, --auth-key) or pass --insecure", listen)
 	default:
 		env.log.Warn("SERVING WITHOUT AUTHENTICATION ON A NON-LOOPBACK ADDRESS (--insecure): anyone who can reach it can read and write all data", "listen", listen)
+		if len(allowedHosts) == 0 {
+			env.log.Warn("authentication off: only loopback Host names are answered; list the names clients use in --allowed-hosts", "listen", listen)
+		}
 	}
+	env.srv.SetAllowedHosts(allowedHosts)
 	env.srv.SetAuth(keyring)
 	for path, h := range keyring.Public() {
 		env.srv.SetPublic(path, h)
