@@ -117,6 +117,12 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ErrorTypeBadRequest, fmt.Sprintf("decode request: %v", err))
 		return
 	}
+	// One JSON value and nothing after it: trailing data is a malformed
+	// request, not something to ignore.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, ErrorTypeBadRequest, "decode request: data after the JSON object")
+		return
+	}
 	if req.Tool == "" {
 		writeError(w, http.StatusBadRequest, ErrorTypeBadRequest, `"tool" is required`)
 		return

@@ -204,3 +204,33 @@ func TestServerSelectsFixtureByTrace(t *testing.T) {
 		t.Errorf("GET /call = %d, want 405", resp.StatusCode)
 	}
 }
+
+// TestServerRefusesTrailingData: a /call body is exactly one JSON object;
+// anything after it is a 400, not silently ignored.
+func TestServerRefusesTrailingData(t *testing.T) {
+	f := &Fixture{Format: FormatV1, Run: RunInfo{TraceID: "aaaa"}, Calls: []Call{{Seq: 1, Tool: "t", Arguments: json.RawMessage(`{}`), Result: json.RawMessage(`"ok"`)}}}
+	for _, c := range []struct {
+		name, body string
+		want       int
+	}{
+		{"one object", `{"tool":"t","arguments":{}}`, http.StatusOK},
+		{"trailing whitespace", "{\"tool\":\"t\",\"arguments\":{}}\n \t", http.StatusOK},
+		{"trailing garbage", `{"tool":"t","arguments":{}} garbage`, http.StatusBadRequest},
+		{"second object", `{"tool":"t","arguments":{}}{"tool":"t"}`, http.StatusBadRequest},
+		{"trailing bracket", `{"tool":"t","arguments":{}}]`, http.StatusBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(NewServer(NewPlayer(f, Strict())))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/call", "application/json", bytes.NewReader([]byte(c.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("POST /call %q: %d %s, want %d", c.body, resp.StatusCode, b, c.want)
+			}
+		})
+	}
+}
