@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/auth"
+	"github.com/tallyhq/tally/config"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/schema"
 )
@@ -165,5 +168,44 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 	}
 	if err := serve(); strings.Contains(err.Error(), refused) || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("managed key: %v, want a listen error, not a refusal", err)
+	}
+}
+
+// TestAccessFlagsLayering: --allowed-hosts and --trusted-proxies come from
+// flags, else TALLY_* environment, else tally.yaml, like every setting.
+func TestAccessFlagsLayering(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tally.yaml")
+	if err := os.WriteFile(file, []byte("allowed_hosts: [file.example, 192.168.1.20]\ntrusted_proxies: [10.0.0.0/8]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name           string
+		args           []string
+		env            map[string]string
+		hosts, proxies string
+	}{
+		{"file", nil, nil, "file.example,192.168.1.20", "10.0.0.0/8"},
+		{"environment over file", nil, map[string]string{"TALLY_ALLOWED_HOSTS": "env.example", "TALLY_TRUSTED_PROXIES": "192.0.2.10"},
+			"env.example", "192.0.2.10"},
+		{"flag over environment", []string{"--allowed-hosts", "flag.example", "--trusted-proxies", "::1"},
+			map[string]string{"TALLY_ALLOWED_HOSTS": "env.example"}, "flag.example", "::1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			fs := newServeCmd().Flags()
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := config.Apply(fs, file, true); err != nil {
+				t.Fatal(err)
+			}
+			hosts, _ := fs.GetStringSlice("allowed-hosts")
+			proxies, _ := fs.GetStringSlice("trusted-proxies")
+			if strings.Join(hosts, ",") != c.hosts || strings.Join(proxies, ",") != c.proxies {
+				t.Errorf("allowed-hosts %v, trusted-proxies %v; want %s and %s", hosts, proxies, c.hosts, c.proxies)
+			}
+		})
 	}
 }
