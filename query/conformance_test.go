@@ -1,0 +1,103 @@
+package query_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/internal/conformance"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// TestConformanceRuns stores every scenario of the usage conformance corpus
+// (../ingest/testdata/conformance) in ClickHouse, one project each, and
+// checks the run's tokens and cost — what the provider bills, worked out by
+// hand in each file — through every reader that totals a run: the run list
+// (SQL), the run detail (Go, with each span's counted flag) and cost
+// attribution (Go, by agent).
+func TestConformanceRuns(t *testing.T) {
+	scenarios, err := conformance.Load("../ingest/testdata/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openStore(t)
+	catalog := builtin(t)
+	var all []schema.Span
+	for i, sc := range scenarios {
+		td, err := sc.Traces()
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		batch, rej := ingest.Normalize(td, ingest.Options{Project: fmt.Sprintf("c%02d", i), Pricer: catalog})
+		if rej.Spans != 0 {
+			t.Fatalf("%s: %d spans rejected: %s", sc.Name, rej.Spans, rej.Message)
+		}
+		all = append(all, batch.Spans...)
+	}
+	insert(t, store, all, 1)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	since, until := conformance.Start.Add(-time.Hour), conformance.Start.Add(2*time.Hour)
+	for i, sc := range scenarios {
+		want := sc.Expect.Run
+		project := fmt.Sprintf("c%02d", i)
+		t.Run(sc.Name, func(t *testing.T) {
+			page, err := r.Runs(ctx, query.RunFilter{Project: project, Since: since, Until: until})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Runs) != 1 {
+				t.Fatalf("run list: %d runs, want 1", len(page.Runs))
+			}
+			detail, err := r.Run(ctx, project, sc.TraceID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want != nil {
+				checkRunTotals(t, "run list", page.Runs[0].Usage, page.Runs[0].Cost.Total, want)
+				checkRunTotals(t, "run detail", detail.Summary.Usage, detail.Summary.Cost.Total, want)
+				rep, err := r.Costs(ctx, query.CostFilter{Project: project, By: query.ByAgent, Since: since, Until: until})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRunTotals(t, "cost attribution", rep.Total.Usage, rep.Total.Cost.Total, want)
+			}
+			counted := map[string]bool{}
+			var walk func(ns []*query.SpanNode)
+			walk = func(ns []*query.SpanNode) {
+				for _, n := range ns {
+					counted[n.SpanID] = n.Counted
+					walk(n.Children)
+				}
+			}
+			walk(detail.Roots)
+			for local, w := range sc.Expect.Spans {
+				if w.Counted == nil {
+					continue
+				}
+				got, ok := counted[sc.SpanID(local)]
+				if !ok {
+					t.Errorf("span %s is not in the run tree", local)
+				} else if got != *w.Counted {
+					t.Errorf("span %s: counted %v, want %v", local, got, *w.Counted)
+				}
+			}
+		})
+	}
+}
+
+func checkRunTotals(t *testing.T, reader string, u query.Usage, cost float64, want *conformance.RunExpect) {
+	t.Helper()
+	got := [5]uint64{u.Input, u.CacheRead, u.CacheWrite, u.Output, u.Reasoning}
+	exp := [5]uint64{want.Input, want.CacheRead, want.CacheWrite, want.Output, want.Reasoning}
+	if got != exp {
+		t.Errorf("%s: tokens (input, cache read, cache write, output, reasoning) %v, want %v", reader, got, exp)
+	}
+	if math.Abs(cost-want.CostUSD) > 1e-9 {
+		t.Errorf("%s: cost %.9f USD, want %.9f", reader, cost, want.CostUSD)
+	}
+}
