@@ -127,6 +127,9 @@ const (
 	fLFUsage        // langfuse.observation.usage_details (JSON object)
 	fLFType         // langfuse.observation.type (generation, agent, tool, span, …)
 	fLFModel        // langfuse.observation.model.name
+	fUsageRaw       // gen_ai.usage.raw (Logfire: the provider's usage object as JSON)
+	fLiteLLMUsage   // metadata.usage_object (LiteLLM: the usage object as a Python repr)
+	fLogfireResp    // response_data (Logfire: the response as JSON, usage under "usage")
 
 	// client-sent cost
 	fCostAmount // gen_ai.usage.cost.amount
@@ -364,6 +367,12 @@ func fieldOf(key string) field {
 		return fLFType
 	case "langfuse.observation.model.name":
 		return fLFModel
+	case "gen_ai.usage.raw":
+		return fUsageRaw
+	case "metadata.usage_object":
+		return fLiteLLMUsage
+	case "response_data":
+		return fLogfireResp
 	case "gen_ai.cost.total_cost":
 		return fCostTotal
 	case "langfuse.observation.cost_details":

@@ -142,31 +142,47 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			inputField = fAINoCache
 		}
 	}
-	if c.cacheWrite == 0 {
-		if w, ok := n.providerMetadataCacheWrite(); ok {
-			c.cacheWrite, c.any = w, true
-			ex.step("cache write %d read from ai.response.providerMetadata (the Vercel AI SDK 5 reports it only there)", w)
+	if raw, ok := n.rawUsage(); ok {
+		fill := func(name string, dst *uint64, v uint64) {
+			if *dst == 0 && v > 0 {
+				*dst, c.any = v, true
+				ex.step("%s %d read from %s (the provider's usage object; the span has no key of its own for it)", name, v, raw.source)
+			}
 		}
+		fill("cache read", &c.cacheRead, raw.cacheRead)
+		fill("cache write", &c.cacheWrite, raw.cacheWrite)
+		fill("reasoning", &c.reasoning, raw.reasoning)
 	}
 	dialect := ""
+	langfuseExclusive := false
 	if !c.any {
-		if lf, ok := n.langfuseUsage(); ok {
-			c, dialect = lf, "langfuse"
-			ex.step("usage read from langfuse.observation.usage_details: its buckets are disjoint (input is the uncached part)")
+		if lf, exclusive, ok := n.langfuseUsage(); ok {
+			c, dialect, langfuseExclusive = lf, "langfuse", exclusive
+			if exclusive {
+				ex.step("usage read from langfuse.observation.usage_details: Langfuse's usage types are disjoint (input is the uncached part)")
+			} else {
+				ex.step("usage read from langfuse.observation.usage_details: the provider's own usage object (OpenAI: prompt_tokens includes cached tokens)")
+			}
 		}
 	}
-	switch inputField {
-	case fLLMPromptTok:
+	switch {
+	case dialect != "":
+	case inputField == fLLMPromptTok:
 		dialect = "openinference"
-	case fAIInputTok, fAIPromptTok, fAINoCache:
+	case inputField == fAIInputTok || inputField == fAINoCache:
 		dialect = "vercel-ai"
+	case inputField == fAIPromptTok:
+		dialect = "vercel-ai-5"
+	case n.has(fLiteLLMUsage) || n.has(fCostTotal):
+		dialect = "litellm"
 	}
 
 	hasUsage := c.any
 	if hasUsage {
-		a := n.opts.Usage.resolve(n.table, out.ScopeName, out.ScopeVersion, out.Provider, dialect)
+		a := n.opts.Usage.resolve(n.table, spanIdentity{scope: out.ScopeName, version: out.ScopeVersion,
+			provider: out.Provider, name: out.Name, model: out.Model, dialect: dialect})
 		if dialect == "langfuse" {
-			a.exclusive, a.why = true, "langfuse usage_details: input is the uncached part"
+			a.exclusive, a.why = langfuseExclusive, "langfuse usage_details"
 		}
 		n.notes = append(n.notes, kv{k: AttrUsageReading, v: a.name})
 		if ex != nil {
@@ -178,6 +194,10 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			}
 		}
 		ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
+		if a.cacheReadTwice && c.hasInput && c.cacheRead > 0 {
+			ex.step("input %d counts cache reads twice: − %d = %d", c.input, c.cacheRead, c.input-min(c.input, c.cacheRead))
+			c.input -= min(c.input, c.cacheRead)
+		}
 		reportedOutput := c.output
 		if a.outputExclReasoning {
 			c.output += c.reasoning
@@ -263,52 +283,25 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 	}
 }
 
-// providerMetadataCacheWrite reads the cache-write count from the Vercel AI
-// SDK's ai.response.providerMetadata JSON: Anthropic's
-// {"anthropic":{"cacheCreationInputTokens":N}} and Bedrock's
-// {"bedrock":{"usage":{"cacheWriteInputTokens":N}}}.
-func (n *normalizer) providerMetadataCacheWrite() (uint64, bool) {
-	fd, ok := n.first(fAIProviderMeta)
-	if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
-		return 0, false
-	}
-	var meta struct {
-		Anthropic struct {
-			CacheCreationInputTokens *float64 `json:"cacheCreationInputTokens"`
-		} `json:"anthropic"`
-		Bedrock struct {
-			Usage struct {
-				CacheWriteInputTokens *float64 `json:"cacheWriteInputTokens"`
-			} `json:"usage"`
-		} `json:"bedrock"`
-	}
-	if json.Unmarshal([]byte(fd.h.v.Str()), &meta) != nil {
-		return 0, false
-	}
-	for _, p := range []*float64{meta.Anthropic.CacheCreationInputTokens, meta.Bedrock.Usage.CacheWriteInputTokens} {
-		if p != nil {
-			if v, ok := floatCount(*p); ok && v > 0 {
-				return v, true
-			}
-		}
-	}
-	return 0, false
-}
-
 // langfuseUsage reads the Langfuse SDK's langfuse.observation.usage_details
-// JSON object. Langfuse's usage types are disjoint, each priced on its own
-// (input is the uncached input), so the result is read as exclusive.
-func (n *normalizer) langfuseUsage() (tokenCounts, bool) {
-	var c tokenCounts
-	m, ok := n.jsonNumbers(fLFUsage)
-	if !ok {
-		return c, false
+// JSON object. Langfuse's own usage types are disjoint, each priced on its
+// own (input is the uncached input): exclusive is true. Langfuse's OpenAI
+// integration puts OpenAI's raw usage object there instead (prompt_tokens
+// with cached tokens inside): exclusive is false.
+func (n *normalizer) langfuseUsage() (c tokenCounts, exclusive, ok bool) {
+	fd, found := n.first(fLFUsage)
+	if !found || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+		return c, false, false
 	}
-	pick := func(keys ...string) (uint64, bool) {
+	var obj map[string]any
+	if json.Unmarshal([]byte(fd.h.v.Str()), &obj) != nil {
+		return c, false, false
+	}
+	num := func(keys ...string) (uint64, bool) {
 		for _, k := range keys {
-			if f, ok := m[k]; ok {
-				v, ok := floatCount(f)
-				if !ok {
+			if f, ok := obj[k].(float64); ok {
+				v, valid := floatCount(f)
+				if !valid {
 					c.malformed = true
 				}
 				return v, true
@@ -316,26 +309,34 @@ func (n *normalizer) langfuseUsage() (tokenCounts, bool) {
 		}
 		return 0, false
 	}
-	var found bool
-	if v, ok := pick("input", "prompt_tokens", "input_tokens"); ok {
-		c.input, c.hasInput, found = v, true, true
+	if _, raw := obj["prompt_tokens"]; raw {
+		c.input, c.hasInput = num("prompt_tokens")
+		c.output, _ = num("completion_tokens")
+		b, _ := usageObjectBuckets(obj)
+		c.cacheRead, c.cacheWrite, c.reasoning = b.cacheRead, b.cacheWrite, b.reasoning
+		c.any = true
+		return c, false, true
 	}
-	if v, ok := pick("output", "completion_tokens", "output_tokens"); ok {
-		c.output, found = v, true
+	var any bool
+	if v, ok := num("input", "input_tokens"); ok {
+		c.input, c.hasInput, any = v, true, true
 	}
-	if v, ok := pick("cache_read_input_tokens", "input_cached_tokens", "input_cache_read", "cache_read"); ok {
-		c.cacheRead, found = v, true
+	if v, ok := num("output", "output_tokens"); ok {
+		c.output, any = v, true
 	}
-	if v, ok := pick("cache_creation_input_tokens", "input_cache_creation", "input_cache_write", "cache_write"); ok {
-		c.cacheWrite, found = v, true
+	if v, ok := num("cache_read_input_tokens", "input_cached_tokens", "input_cache_read", "cache_read"); ok {
+		c.cacheRead, any = v, true
 	}
-	if v, ok := pick("output_reasoning_tokens", "output_reasoning", "reasoning_tokens"); ok {
+	if v, ok := num("cache_creation_input_tokens", "input_cache_creation", "input_cache_write", "cache_write"); ok {
+		c.cacheWrite, any = v, true
+	}
+	if v, ok := num("output_reasoning_tokens", "output_reasoning", "reasoning_tokens"); ok {
 		c.reasoning = v
 	}
 	// Langfuse lists reasoning apart from output: its types are disjoint.
 	c.output += c.reasoning
-	c.any = found
-	return c, found
+	c.any = any
+	return c, true, any
 }
 
 // langfuseCost reads langfuse.observation.cost_details: its "total", else
@@ -356,6 +357,12 @@ func (n *normalizer) langfuseCost() (float64, bool) {
 		sum += v
 	}
 	return sum, true
+}
+
+// has reports whether the span (or its resource) carries f.
+func (n *normalizer) has(f field) bool {
+	_, ok := n.first(f)
+	return ok
 }
 
 // jsonNumbers parses a string attribute holding a flat JSON object of
@@ -389,7 +396,7 @@ func (n *normalizer) jsonNumbers(f field) (map[string]float64, bool) {
 func usageFields() []field {
 	in, outc, cr, cw, rs, cc := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain(), costChain()
 	fs := slices.Concat(in[:], outc[:], cr[:], cw[:], rs[:], cc[:])
-	return append(fs, fAINoCache, fAIProviderMeta, fLFUsage, fLFCost)
+	return append(fs, fAINoCache, fAIProviderMeta, fUsageRaw, fLiteLLMUsage, fLogfireResp, fLFUsage, fLFCost)
 }
 
 // storedNormalizer prepares a normalizer over a stored span's attributes,

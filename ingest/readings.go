@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,10 @@ const (
 	// InputExcludesCache: input is the uncached part only (the Anthropic and
 	// Bedrock APIs' own numbers passed through); tally adds the cache buckets.
 	InputExcludesCache
+	// InputCountsCacheReadTwice: input counts the cache reads twice (a bug
+	// of OpenInference's google-genai instrumentor 0.1.12–0.1.15); tally
+	// takes them out once.
+	InputCountsCacheReadTwice
 )
 
 func (r InputRule) String() string {
@@ -28,6 +33,8 @@ func (r InputRule) String() string {
 		return "input includes cache"
 	case InputExcludesCache:
 		return "input excludes cache"
+	case InputCountsCacheReadTwice:
+		return "input counts cache reads twice"
 	}
 	return "input per provider default"
 }
@@ -51,6 +58,13 @@ type Reading struct {
 	// (dotted numbers compared numerically; "" is unbounded). A span whose
 	// scope version is empty or unparsable matches only an unbounded reading.
 	MinVersion, BelowVersion string
+	// SpanNames, when set, limits the reading to spans of these names (one
+	// instrumentation, two API paths that report differently).
+	SpanNames []string
+	// VendorPrefixedModel, when true, limits the reading to spans whose
+	// model is written "vendor/model" (LiteLLM's spelling, as Strands
+	// passes it through).
+	VendorPrefixedModel bool
 	// Input says whether the reported input includes cache tokens.
 	Input InputRule
 	// OutputExcludesReasoning is true when the reported output count leaves
@@ -61,91 +75,113 @@ type Reading struct {
 }
 
 // Readings is the table of known instrumentations, most specific first: the
-// first entry whose scope and version match a span decides. It is the one
-// place the rules live; the README's instrumentation table and the
-// conformance corpus (testdata/conformance) document and verify each.
+// first entry whose scope, version and conditions match a span decides. It
+// is the one place the rules live; the README's instrumentation table and the
+// conformance corpus (testdata/conformance, one file a scenario, each citing
+// the source file and commit it was written from) document and verify them.
 func Readings() []Reading {
 	return []Reading{
-		{
-			Name: "otel-genai-anthropic", Instrumentation: "OpenTelemetry python-contrib opentelemetry-instrumentation-anthropic (and opentelemetry-util-genai)",
-			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.1", BelowVersion: "0.10",
+		// OpenLLMetry (traceloop/openllmetry, Python).
+		{Name: "openllmetry-anthropic", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic 0.33.4+",
+			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.33.4", Input: InputIncludesCache,
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/opentelemetry/instrumentation/anthropic/__init__.py _set_token_usage (PR #2175, 144c82a1)"},
+		{Name: "openllmetry-anthropic-legacy", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic before 0.33.4",
+			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.1", BelowVersion: "0.33.4", Input: InputExcludesCache,
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic before 144c82a1"},
+		{Name: "openllmetry-bedrock", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-bedrock: Anthropic's uncached input_tokens, cache from response headers",
+			Scopes: []string{"opentelemetry.instrumentation.bedrock"}, Input: InputExcludesCache,
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-bedrock @93429cfb"},
+		{Name: "openllmetry", Instrumentation: "OpenLLMetry openai, langchain, crewai, … (the SDK's inclusive numbers)",
+			Scopes: []string{"opentelemetry.instrumentation.openai*", "opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.crewai*"},
 			Input:  InputIncludesCache,
-			Source: "open-telemetry/opentelemetry-python-contrib instrumentation-genai/opentelemetry-instrumentation-anthropic",
-		},
-		{
-			Name: "openllmetry-anthropic", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic (Python) 0.33 and later",
-			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.33",
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-openai, -langchain, -crewai @93429cfb"},
+		// OpenLLMetry-JS.
+		{Name: "openllmetry-js-anthropic-legacy", Instrumentation: "OpenLLMetry-JS @traceloop/instrumentation-anthropic up to 0.27.0: input_tokens as Anthropic reports it",
+			Scopes: []string{"@traceloop/instrumentation-anthropic"}, BelowVersion: "0.27.1", MinVersion: "0.1", Input: InputExcludesCache,
+			Source: "traceloop/openllmetry-js packages/instrumentation-anthropic/src/instrumentation.ts @8b37d7e8 (v0.27.0)"},
+		{Name: "openllmetry-js-anthropic", Instrumentation: "OpenLLMetry-JS @traceloop/instrumentation-anthropic after 0.27.0 (PR #1028)",
+			Scopes: []string{"@traceloop/instrumentation-anthropic"}, MinVersion: "0.27.1", Input: InputIncludesCache,
+			Source: "traceloop/openllmetry-js packages/instrumentation-anthropic/src/instrumentation.ts @3867c361"},
+		// OpenTelemetry GenAI (python-genai, python-contrib, js-contrib).
+		{Name: "otel-genai", Instrumentation: "OpenTelemetry GenAI instrumentations and opentelemetry-util-genai: input includes cache, output includes reasoning",
+			Scopes: []string{"opentelemetry.instrumentation.genai.*", "opentelemetry.util.genai*", "opentelemetry.instrumentation.openai_v2",
+				"opentelemetry.instrumentation.google_genai", "opentelemetry.instrumentation.vertexai", "@opentelemetry/instrumentation-openai"},
 			Input:  InputIncludesCache,
-			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/opentelemetry/instrumentation/anthropic/utils.py",
-		},
-		{
-			Name: "openllmetry-anthropic-legacy", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic (Python) before 0.33",
-			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.10", BelowVersion: "0.33",
+			Source: "open-telemetry/opentelemetry-python-genai instrumentation/opentelemetry-instrumentation-genai-anthropic/.../messages_extractors.py @1f26b4ed; opentelemetry-python-contrib instrumentation-genai @466ae4c0"},
+		// OpenInference (Arize-ai/openinference).
+		{Name: "openinference-claude-agent-sdk", Instrumentation: "OpenInference claude-agent-sdk: prompt is Anthropic's uncached input_tokens",
+			Scopes: []string{"openinference.instrumentation.claude_agent_sdk"}, Input: InputExcludesCache,
+			Source: "Arize-ai/openinference python/instrumentation/openinference-instrumentation-claude-agent-sdk @1fe497f1"},
+		{Name: "openinference-bedrock-converse", Instrumentation: "OpenInference bedrock, Converse API: prompt is Bedrock's uncached inputTokens",
+			Scopes: []string{"openinference.instrumentation.bedrock"}, SpanNames: []string{"bedrock.converse", "bedrock.converse_stream"},
 			Input:  InputExcludesCache,
-			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic (before the cache-inclusive change)",
-		},
-		{
-			Name: "openllmetry-bedrock", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-bedrock (Python)",
-			Scopes: []string{"opentelemetry.instrumentation.bedrock"},
-			Input:  InputExcludesCache,
-			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-bedrock",
-		},
-		{
-			Name: "openllmetry-js-anthropic", Instrumentation: "OpenLLMetry-JS @traceloop/instrumentation-anthropic",
-			Scopes: []string{"@traceloop/instrumentation-anthropic"},
-			Input:  InputIncludesCache,
-			Source: "traceloop/openllmetry-js packages/instrumentation-anthropic/src/instrumentation.ts",
-		},
-		{
-			Name: "openinference", Instrumentation: "OpenInference instrumentors (Python and JS): llm.token_count.prompt is the total",
-			Scopes: []string{"openinference.instrumentation.*", "@arizeai/openinference-instrumentation-*"},
-			Input:  InputIncludesCache,
-			Source: "Arize-ai/openinference spec/semantic_conventions.md (llm.token_count.prompt includes prompt_details)",
-		},
-		{
-			Name: "vercel-ai", Instrumentation: "Vercel AI SDK (ai): 6 and later report the total and noCacheTokens; 5 passes the provider's numbers through",
-			Scopes: []string{"ai"},
-			Input:  InputByProvider,
-			Source: "vercel/ai packages/ai/src/telemetry",
-		},
-		{
-			Name: "pydantic-ai", Instrumentation: "pydantic-ai: input includes cache for every provider",
-			Scopes: []string{"pydantic-ai"},
-			Input:  InputIncludesCache,
-			Source: "pydantic/pydantic-ai pydantic_ai_slim/pydantic_ai/usage.py",
-		},
-		{
-			Name: "litellm", Instrumentation: "LiteLLM OpenTelemetry callback: prompt_tokens includes cache",
-			Scopes: []string{"litellm"},
-			Input:  InputIncludesCache,
-			Source: "BerriAI/litellm litellm/integrations/opentelemetry.py",
-		},
-		{
-			Name: "openlit", Instrumentation: "OpenLIT: passes the provider API's numbers through",
-			Scopes: []string{"openlit.otel.tracing", "openlit*"},
-			Input:  InputByProvider,
-			Source: "openlit/openlit sdk/python/src/openlit/instrumentation",
-		},
-		{
-			Name: "strands", Instrumentation: "Strands Agents: the model provider's numbers passed through",
-			Scopes: []string{"strands.telemetry.tracer", "strands-agents"},
-			Input:  InputByProvider,
-			Source: "strands-agents/sdk-python src/strands/telemetry/tracer.py",
-		},
-		{
-			Name: "otel-genai", Instrumentation: "OpenTelemetry GenAI instrumentations (python-contrib openai-v2, google-genai, vertexai; js-contrib openai): input includes cache",
-			Scopes: []string{"opentelemetry.instrumentation.openai_v2", "opentelemetry.instrumentation.google_genai",
-				"opentelemetry.instrumentation.vertexai", "@opentelemetry/instrumentation-openai"},
-			Input:  InputIncludesCache,
-			Source: "open-telemetry/opentelemetry-python-contrib instrumentation-genai; open-telemetry/opentelemetry-js-contrib",
-		},
-		{
-			Name: "google-adk", Instrumentation: "Google ADK (gcp.vertex.agent): Gemini's prompt_token_count includes cached content",
-			Scopes: []string{"gcp.vertex.agent"},
-			Input:  InputIncludesCache,
-			Source: "google/adk-python src/google/adk/telemetry.py",
-		},
+			Source: "Arize-ai/openinference python/instrumentation/openinference-instrumentation-bedrock @1fe497f1"},
+		{Name: "openinference-anthropic-legacy", Instrumentation: "OpenInference anthropic before 0.1.14: prompt without cache",
+			Scopes: []string{"openinference.instrumentation.anthropic"}, MinVersion: "0.1", BelowVersion: "0.1.14", Input: InputExcludesCache,
+			Source: "Arize-ai/openinference python/instrumentation/openinference-instrumentation-anthropic _utils.py before 0.1.14"},
+		{Name: "openinference-google-genai-double-cache", Instrumentation: "OpenInference google-genai 0.1.12–0.1.15: cached tokens counted twice in prompt",
+			Scopes: []string{"openinference.instrumentation.google_genai"}, MinVersion: "0.1.12", BelowVersion: "0.1.16", Input: InputCountsCacheReadTwice,
+			Source: "Arize-ai/openinference python/instrumentation/openinference-instrumentation-google-genai (fixed in 0.1.16)"},
+		{Name: "openinference-js-anthropic", Instrumentation: "OpenInference JS anthropic: input_tokens as Anthropic reports it",
+			Scopes: []string{"@arizeai/openinference-instrumentation-anthropic"}, Input: InputExcludesCache,
+			Source: "Arize-ai/openinference js/packages/openinference-instrumentation-anthropic @1fe497f1"},
+		{Name: "openinference", Instrumentation: "OpenInference instrumentors: llm.token_count.prompt is the whole prompt, prompt_details included",
+			Scopes: []string{"openinference.instrumentation.*", "@arizeai/openinference-*"}, Input: InputIncludesCache,
+			Source: "Arize-ai/openinference spec/semantic_conventions.md; python/instrumentation/openinference-instrumentation-anthropic _utils.py @1fe497f1"},
+		// Vercel AI SDK (vercel/ai).
+		{Name: "vercel-ai-otel", Instrumentation: "Vercel AI SDK 7 @ai-sdk/otel OpenTelemetry(): gen_ai.usage.input_tokens is the total",
+			Scopes: []string{"gen_ai"}, Input: InputIncludesCache,
+			Source: "vercel/ai packages/otel @ed857f50 (ai@7.0.77)"},
+		{Name: "vercel-ai", Instrumentation: "Vercel AI SDK 6+ (ai.usage.inputTokens, inputTokenDetails): input is the total",
+			Scopes: nil, Input: InputIncludesCache,
+			Source: "vercel/ai packages/ai/src/telemetry @526e8a54 (ai@6.0.264)"},
+		{Name: "vercel-ai-5", Instrumentation: "Vercel AI SDK 5 (ai.usage.promptTokens): the provider package's numbers (Anthropic without cache, cache in providerMetadata)",
+			Scopes: nil, Input: InputByProvider,
+			Source: "vercel/ai packages/ai/core/generate-text @f69601ac (ai@5.0.244); packages/anthropic"},
+		// Frameworks.
+		{Name: "pydantic-ai", Instrumentation: "pydantic-ai: input includes cache for every provider",
+			Scopes: []string{"pydantic-ai"}, Input: InputIncludesCache,
+			Source: "pydantic/pydantic-ai pydantic_ai_slim/pydantic_ai/usage.py @1d7eb695 (v2.33.0)"},
+		{Name: "litellm", Instrumentation: "LiteLLM OpenTelemetry callback: prompt_tokens includes cache; the split only in metadata.usage_object",
+			Scopes: []string{"litellm"}, Input: InputIncludesCache,
+			Source: "BerriAI/litellm litellm/integrations/opentelemetry.py @00145a6c"},
+		{Name: "strands-litellm", Instrumentation: "Strands Agents with a LiteLLM model (vendor/model): LiteLLM's inclusive numbers",
+			Scopes: []string{"strands.telemetry.tracer"}, VendorPrefixedModel: true, Input: InputIncludesCache,
+			Source: "strands-agents/sdk-python src/strands/models/litellm.py @1232230d"},
+		{Name: "strands", Instrumentation: "Strands Agents (Bedrock, Anthropic): the model API's numbers, input without cache",
+			Scopes: []string{"strands.telemetry.tracer"}, Input: InputByProvider,
+			Source: "strands-agents/sdk-python src/strands/telemetry/tracer.py @1232230d"},
+		{Name: "google-adk", Instrumentation: "Google ADK (gcp.vertex.agent): Gemini's prompt_token_count includes cached content",
+			Scopes: []string{"gcp.vertex.agent"}, Input: InputIncludesCache,
+			Source: "google/adk-python src/google/adk/telemetry/tracing.py"},
+		{Name: "logfire-anthropic-legacy", Instrumentation: "Logfire anthropic up to 4.30: input_tokens without cache (the split in gen_ai.usage.raw)",
+			Scopes: []string{"logfire.anthropic"}, MinVersion: "0.1", BelowVersion: "4.31", Input: InputExcludesCache,
+			Source: "pydantic/logfire logfire/_internal/integrations/llm_providers/anthropic.py before 9272a064"},
+		{Name: "logfire", Instrumentation: "Logfire openai and anthropic (4.31+): input includes cache; the split in gen_ai.usage.raw",
+			Scopes: []string{"logfire.*"}, Input: InputIncludesCache,
+			Source: "pydantic/logfire logfire/_internal/integrations/llm_providers @e484a6b5 (v4.41.0)"},
+		{Name: "openlit", Instrumentation: "OpenLIT: the provider API's numbers (Anthropic without cache, OpenAI with)",
+			Scopes: []string{"openlit.otel.tracing", "openlit*"}, Input: InputByProvider,
+			Source: "openlit/openlit sdk/python/src/openlit/instrumentation/anthropic @ad20b7b4"},
+		{Name: "langfuse", Instrumentation: "Langfuse SDK: usage_details types are disjoint (OpenAI's raw usage object when it holds one)",
+			Scopes: nil, Input: InputExcludesCache,
+			Source: "langfuse/langfuse-python langfuse/_client/attributes.py @c3c6a09e"},
 	}
+}
+
+// matches reports whether the reading applies to a span. A reading without
+// scopes applies only when named by a dialect.
+func (r *Reading) matches(id spanIdentity) bool {
+	if !matchScope(r.Scopes, id.scope) || !matchVersion(id.version, r.MinVersion, r.BelowVersion) {
+		return false
+	}
+	if len(r.SpanNames) > 0 && !slices.Contains(r.SpanNames, id.name) {
+		return false
+	}
+	if r.VendorPrefixedModel && !strings.Contains(id.model, "/") {
+		return false
+	}
+	return true
 }
 
 // ProviderDefault is the name recorded for spans whose instrumentation is

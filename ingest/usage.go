@@ -72,7 +72,8 @@ type appliedReading struct {
 	name                string // Reading.Name, or ProviderDefault
 	exclusive           bool   // input excludes cache tokens
 	why                 string // how exclusive was decided, for explanations
-	outputExclReasoning bool
+	outputExclReasoning bool   // output leaves reasoning out (tally adds it)
+	cacheReadTwice      bool   // the reported input counts cache reads twice
 }
 
 // table is the reading table in force.
@@ -83,20 +84,28 @@ func (p *UsagePolicy) table() []Reading {
 	return Readings()
 }
 
-// resolve decides the reading for a span of the given scope and provider.
-// dialect names a reading to assume when the scope is not in the table
-// (the attribute dialect of the winning input key), "" for none.
-func (p *UsagePolicy) resolve(table []Reading, scope, version, provider, dialect string) appliedReading {
+// spanIdentity is what identifies a span's instrumentation and reading.
+type spanIdentity struct {
+	scope, version string
+	provider       string
+	name, model    string
+	// dialect names a reading to assume when the scope is not in the table
+	// (the attribute dialect of the winning input key), "" for none.
+	dialect string
+}
+
+// resolve decides the reading for a span.
+func (p *UsagePolicy) resolve(table []Reading, id spanIdentity) appliedReading {
 	var r *Reading
 	for i := range table {
-		if matchScope(table[i].Scopes, scope) && matchVersion(version, table[i].MinVersion, table[i].BelowVersion) {
+		if table[i].matches(id) {
 			r = &table[i]
 			break
 		}
 	}
-	if r == nil && dialect != "" {
+	if r == nil && id.dialect != "" {
 		for i := range table {
-			if table[i].Name == dialect {
+			if table[i].Name == id.dialect {
 				r = &table[i]
 				break
 			}
@@ -104,19 +113,19 @@ func (p *UsagePolicy) resolve(table []Reading, scope, version, provider, dialect
 	}
 	a := appliedReading{name: ProviderDefault}
 	if r != nil {
-		a.name, a.outputExclReasoning = r.Name, r.OutputExcludesReasoning
+		a.name, a.outputExclReasoning, a.cacheReadTwice = r.Name, r.OutputExcludesReasoning, r.Input == InputCountsCacheReadTwice
 	}
-	if v, ok := p.Readings[scope]; ok && scope != "" {
-		a.exclusive, a.why = v, "configured for scope "+strconv.Quote(scope)
+	if v, ok := p.Readings[id.scope]; ok && id.scope != "" {
+		a.exclusive, a.why, a.cacheReadTwice = v, "configured for scope "+strconv.Quote(id.scope), false
 		return a
 	}
 	if r != nil {
 		if v, ok := p.Readings[r.Name]; ok {
-			a.exclusive, a.why = v, "configured for reading "+strconv.Quote(r.Name)
+			a.exclusive, a.why, a.cacheReadTwice = v, "configured for reading "+strconv.Quote(r.Name), false
 			return a
 		}
 		switch r.Input {
-		case InputIncludesCache:
+		case InputIncludesCache, InputCountsCacheReadTwice:
 			a.why = "reading " + r.Name + ": " + r.Input.String()
 			return a
 		case InputExcludesCache:
@@ -124,7 +133,7 @@ func (p *UsagePolicy) resolve(table []Reading, scope, version, provider, dialect
 			return a
 		}
 	}
-	a.exclusive, a.why = p.providerExclusive(provider)
+	a.exclusive, a.why = p.providerExclusive(id.provider)
 	return a
 }
 

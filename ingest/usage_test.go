@@ -66,10 +66,13 @@ func TestUsagePolicyResolve(t *testing.T) {
 		// instrumentation includes cache from 0.33 on, excluded it before.
 		{"openllmetry anthropic 0.40", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "0.40.6", "anthropic", "", "openllmetry-anthropic", false},
 		{"openllmetry anthropic 0.32", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "0.32.1", "anthropic", "", "openllmetry-anthropic-legacy", true},
+		{"openllmetry anthropic 0.33.4, the first inclusive release", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "0.33.4", "anthropic", "", "openllmetry-anthropic", false},
 		{"openllmetry anthropic, no version", UsagePolicy{}, "opentelemetry.instrumentation.anthropic", "", "anthropic", "", ProviderDefault, true},
 		{"openinference prefix", UsagePolicy{}, "openinference.instrumentation.anthropic", "0.1.20", "anthropic", "", "openinference", false},
 		{"openinference by dialect", UsagePolicy{}, "custom", "", "anthropic", "openinference", "openinference", false},
-		{"reading defers to provider", UsagePolicy{}, "ai", "", "anthropic", "", "vercel-ai", true},
+		{"reading defers to provider", UsagePolicy{}, "openlit.otel.tracing", "", "anthropic", "", "openlit", true},
+		{"vercel 5 by dialect defers to provider", UsagePolicy{}, "ai", "", "anthropic", "vercel-ai-5", "vercel-ai-5", true},
+		{"vercel 6 by dialect", UsagePolicy{}, "ai", "", "anthropic", "vercel-ai", "vercel-ai", false},
 		{"override provider", custom, "", "", "anthropic", "", ProviderDefault, false},
 		{"wildcard", custom, "", "", "gcp.vertex_ai", "", ProviderDefault, true},
 		{"exact", custom, "", "", "groq", "", ProviderDefault, true},
@@ -80,7 +83,7 @@ func TestUsagePolicyResolve(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := tc.policy.resolve(tc.policy.table(), tc.scope, tc.version, tc.provider, tc.dialect)
+			a := tc.policy.resolve(tc.policy.table(), spanIdentity{scope: tc.scope, version: tc.version, provider: tc.provider, dialect: tc.dialect})
 			if a.name != tc.wantName || a.exclusive != tc.wantExclusive {
 				t.Errorf("resolve(%q %q, %q) = %s exclusive %v (%s), want %s exclusive %v",
 					tc.scope, tc.version, tc.provider, a.name, a.exclusive, a.why, tc.wantName, tc.wantExclusive)

@@ -290,4 +290,3 @@ func attributeRun(spans []*spanFact) []attributed {
 	chargeRetryTax(run, byID)
 	return run
 }
-

@@ -361,7 +361,14 @@ func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, 
 		return nil, ErrNotFound
 	}
 	roots := BuildTree(spans)
-	summary := Summarize(spans)
+	summary, counted := summarize(spans)
+	stack := append([]*SpanNode(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n.Counted = counted[n.SpanID]
+		stack = append(stack, n.Children...)
+	}
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
 	return &RunDetail{Summary: summary, Roots: roots}, nil
@@ -409,6 +416,12 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 // the run list (see counted.go: each call counted once, aggregated usage
 // only when no inference span carries any).
 func Summarize(spans []schema.Span) RunSummary {
+	s, _ := summarize(spans)
+	return s
+}
+
+// summarize is Summarize, also returning which spans (by id) count.
+func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	seen := make(map[string]bool, len(spans))
 	var rr runRow
 	rr.StartNs = ^uint64(0)
@@ -472,7 +485,9 @@ func Summarize(spans []schema.Span) RunSummary {
 	if fromAgg {
 		rr.FromAgg = 1
 	}
+	byID := make(map[string]bool, len(uniq))
 	for i, s := range uniq {
+		byID[s.SpanID] = counted[i]
 		if counted[i] {
 			if hasOwnUsage(s.UsageMode) {
 				rr.NUsage++
@@ -492,7 +507,7 @@ func Summarize(spans []schema.Span) RunSummary {
 		}
 	}
 	rr.Agents, rr.Models = sortedKeys(agents), sortedKeys(models)
-	return rr.summary()
+	return rr.summary(), byID
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -54,35 +54,39 @@ type Event struct {
 
 // SpanNode is one span in a run tree, with its children ordered by start.
 type SpanNode struct {
-	SpanID         string      `json:"span_id"`
-	ParentSpanID   string      `json:"parent_span_id,omitempty"`
-	Name           string      `json:"name"`
-	Type           string      `json:"type"`
-	Operation      string      `json:"operation,omitempty"`
-	Kind           string      `json:"kind"`
-	Status         string      `json:"status"`
-	StatusMessage  string      `json:"status_message,omitempty"`
-	Service        string      `json:"service,omitempty"`
-	Start          time.Time   `json:"start"`
-	End            time.Time   `json:"end"`
-	DurationMs     float64     `json:"duration_ms"`
-	Depth          int         `json:"depth"`
-	Orphan         bool        `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
-	Provider       string      `json:"provider,omitempty"`
-	Model          string      `json:"model,omitempty"`
-	RequestModel   string      `json:"request_model,omitempty"`
-	AgentName      string      `json:"agent_name,omitempty"`
-	ToolName       string      `json:"tool_name,omitempty"`
-	ToolCallID     string      `json:"tool_call_id,omitempty"`
-	Attempt        uint32      `json:"attempt,omitempty"`
-	ErrorType      string      `json:"error_type,omitempty"`
-	FinishReasons  []string    `json:"finish_reasons,omitempty"`
-	TTFCMs         float64     `json:"time_to_first_chunk_ms,omitempty"`
-	Usage          *Usage      `json:"usage,omitempty"`
-	UsageMode      string      `json:"usage_mode,omitempty"`
-	Unreconciled   bool        `json:"usage_unreconciled,omitempty"`
-	Cost           *Cost       `json:"cost,omitempty"`
-	CostSource     string      `json:"cost_source,omitempty"`
+	SpanID        string    `json:"span_id"`
+	ParentSpanID  string    `json:"parent_span_id,omitempty"`
+	Name          string    `json:"name"`
+	Type          string    `json:"type"`
+	Operation     string    `json:"operation,omitempty"`
+	Kind          string    `json:"kind"`
+	Status        string    `json:"status"`
+	StatusMessage string    `json:"status_message,omitempty"`
+	Service       string    `json:"service,omitempty"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	DurationMs    float64   `json:"duration_ms"`
+	Depth         int       `json:"depth"`
+	Orphan        bool      `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
+	Provider      string    `json:"provider,omitempty"`
+	Model         string    `json:"model,omitempty"`
+	RequestModel  string    `json:"request_model,omitempty"`
+	AgentName     string    `json:"agent_name,omitempty"`
+	ToolName      string    `json:"tool_name,omitempty"`
+	ToolCallID    string    `json:"tool_call_id,omitempty"`
+	Attempt       uint32    `json:"attempt,omitempty"`
+	ErrorType     string    `json:"error_type,omitempty"`
+	FinishReasons []string  `json:"finish_reasons,omitempty"`
+	TTFCMs        float64   `json:"time_to_first_chunk_ms,omitempty"`
+	Usage         *Usage    `json:"usage,omitempty"`
+	UsageMode     string    `json:"usage_mode,omitempty"`
+	Unreconciled  bool      `json:"usage_unreconciled,omitempty"`
+	Cost          *Cost     `json:"cost,omitempty"`
+	CostSource    string    `json:"cost_source,omitempty"`
+	// Counted says the span's usage and cost count in the run's totals
+	// (counted.go: a wrapper of the same call, or an agent span repeating
+	// its children's usage, does not).
+	Counted        bool        `json:"counted"`
 	PriceEntry     string      `json:"price_entry,omitempty"`
 	PriceVersion   string      `json:"price_version,omitempty"`
 	ArgsHash       string      `json:"args_hash,omitempty"`

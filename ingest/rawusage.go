@@ -1,0 +1,158 @@
+package ingest
+
+import (
+	"encoding/json"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// rawBuckets are the cache and reasoning counts found in a provider's own
+// usage object, which some instrumentations export only as a JSON (or
+// Python repr) string beside their flat token attributes:
+//   - the Vercel AI SDK 5: ai.response.providerMetadata
+//     ({"anthropic":{"usage":{…},"cacheCreationInputTokens":N}},
+//     {"google":{"usageMetadata":{…}}}, {"bedrock":{"usage":{…}}});
+//   - Logfire: gen_ai.usage.raw (usage.model_dump(), since 4.29) and
+//     response_data ({"message":…,"usage":{…}});
+//   - LiteLLM: metadata.usage_object (str(usage), a Python repr).
+type rawBuckets struct {
+	cacheRead, cacheWrite, reasoning uint64
+	source                           string // the attribute key it came from
+}
+
+// rawUsage looks for a provider usage object on the span and reads its
+// cache and reasoning counts; ok is false when there is none.
+func (n *normalizer) rawUsage() (rawBuckets, bool) {
+	for _, f := range [...]field{fAIProviderMeta, fUsageRaw, fLiteLLMUsage, fLogfireResp} {
+		fd, ok := n.first(f)
+		if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+			continue
+		}
+		text := fd.h.v.Str()
+		if f == fLiteLLMUsage {
+			text = pythonReprToJSON(text)
+		}
+		var obj map[string]any
+		if json.Unmarshal([]byte(text), &obj) != nil {
+			continue
+		}
+		switch f {
+		case fAIProviderMeta:
+			obj = providerMetadataUsage(obj)
+		case fLogfireResp:
+			obj, _ = obj["usage"].(map[string]any)
+		}
+		if obj == nil {
+			continue
+		}
+		b, found := usageObjectBuckets(obj)
+		if found {
+			b.source = fd.h.key
+			return b, true
+		}
+	}
+	return rawBuckets{}, false
+}
+
+// providerMetadataUsage flattens the Vercel AI SDK's providerMetadata into
+// one usage object: Anthropic's raw usage plus its cacheCreationInputTokens,
+// Google's usageMetadata, Bedrock's usage.
+func providerMetadataUsage(meta map[string]any) map[string]any {
+	if a, ok := meta["anthropic"].(map[string]any); ok {
+		u, _ := a["usage"].(map[string]any)
+		if u == nil {
+			u = map[string]any{}
+		}
+		if w, ok := a["cacheCreationInputTokens"]; ok && w != nil {
+			u["cache_creation_input_tokens"] = w
+		}
+		return u
+	}
+	if g, ok := meta["google"].(map[string]any); ok {
+		u, _ := g["usageMetadata"].(map[string]any)
+		return u
+	}
+	if b, ok := meta["bedrock"].(map[string]any); ok {
+		u, _ := b["usage"].(map[string]any)
+		return u
+	}
+	return nil
+}
+
+// usageObjectBuckets reads the cache and reasoning counts of a usage object
+// in any of the providers' shapes: Anthropic (cache_read_input_tokens,
+// cache_creation_input_tokens), OpenAI chat (prompt_tokens_details.
+// cached_tokens, completion_tokens_details.reasoning_tokens, and LiteLLM's
+// prompt_tokens_details.cache_creation_tokens), OpenAI responses
+// (input_tokens_details, output_tokens_details), Gemini
+// (cachedContentTokenCount, thoughtsTokenCount) and Bedrock
+// (cacheReadInputTokens, cacheWriteInputTokens).
+func usageObjectBuckets(u map[string]any) (rawBuckets, bool) {
+	var b rawBuckets
+	found := false
+	take := func(dst *uint64, v any) {
+		if f, ok := v.(float64); ok {
+			if c, ok := floatCount(f); ok {
+				if c > *dst {
+					*dst = c
+				}
+				found = true
+			}
+		}
+	}
+	take(&b.cacheRead, u["cache_read_input_tokens"])
+	take(&b.cacheWrite, u["cache_creation_input_tokens"])
+	take(&b.cacheRead, u["cachedContentTokenCount"])
+	take(&b.reasoning, u["thoughtsTokenCount"])
+	take(&b.cacheRead, u["cacheReadInputTokens"])
+	take(&b.cacheWrite, u["cacheWriteInputTokens"])
+	for _, k := range [...]string{"prompt_tokens_details", "input_tokens_details"} {
+		if d, ok := u[k].(map[string]any); ok {
+			take(&b.cacheRead, d["cached_tokens"])
+			take(&b.cacheWrite, d["cache_creation_tokens"])
+		}
+	}
+	for _, k := range [...]string{"completion_tokens_details", "output_tokens_details"} {
+		if d, ok := u[k].(map[string]any); ok {
+			take(&b.reasoning, d["reasoning_tokens"])
+		}
+	}
+	return b, found
+}
+
+// pythonReprToJSON turns the repr of a Python dict of numbers, None, True
+// and False (what LiteLLM writes for metadata.usage_object) into JSON. It is
+// meant for usage objects only: strings holding quotes are not handled and
+// then simply fail to parse.
+func pythonReprToJSON(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			b.WriteByte('"')
+		case strings.HasPrefix(s[i:], "None") && wordBoundary(s, i, 4):
+			b.WriteString("null")
+			i += 3
+		case strings.HasPrefix(s[i:], "True") && wordBoundary(s, i, 4):
+			b.WriteString("true")
+			i += 3
+		case strings.HasPrefix(s[i:], "False") && wordBoundary(s, i, 5):
+			b.WriteString("false")
+			i += 4
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// wordBoundary reports whether s[i:i+n] stands alone (not inside a word).
+func wordBoundary(s string, i, n int) bool {
+	isWord := func(c byte) bool {
+		return c == '_' || c == '"' || c == '\'' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	return (i == 0 || !isWord(s[i-1])) && (i+n >= len(s) || !isWord(s[i+n]))
+}
