@@ -26,10 +26,17 @@ type Runs interface {
 	Run(ctx context.Context, project, traceID string) (*query.RunDetail, error)
 }
 
+// Explainer says how the usage and cost of a run's spans were derived;
+// *query.Explainer implements it.
+type Explainer interface {
+	Explain(ctx context.Context, project, traceID, spanID string) ([]query.SpanExplanation, error)
+}
+
 // Handler serves the JSON API.
 type Handler struct {
-	runs   Runs
-	alerts AlertLister // nil: GET /alerts answers 501
+	runs    Runs
+	alerts  AlertLister // nil: GET /alerts answers 501
+	explain Explainer   // nil: the explain endpoints answer 501
 	now    func() time.Time
 }
 
@@ -57,11 +64,17 @@ func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs/:trace_id", h.getRun)
 	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
 	r.GET("/runs/:trace_id/fixture", h.getFixture)
+	r.GET("/runs/:trace_id/explain", h.getExplain)
+	r.GET("/runs/:trace_id/spans/:span_id/explain", h.getExplain)
 	h.registerConversations(r)
 	h.registerCosts(r)
 	h.registerTools(r)
 	h.RegisterAlerts(r, h.alerts)
 }
+
+// SetExplainer turns on GET /api/v1/runs/{trace_id}/explain and
+// /runs/{trace_id}/spans/{span_id}/explain. Call before Register.
+func (h *Handler) SetExplainer(e Explainer) { h.explain = e }
 
 // SetAlerts turns on GET /api/v1/alerts; *alerts.Evaluator implements
 // AlertLister. Call before Register; without it the endpoint answers 501.
@@ -94,6 +107,39 @@ func (h *Handler) getRun(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, run)
+}
+
+// getExplain answers how a run's (or one span's) tokens and cost were
+// derived: the instrumentation reading, each step, the price entry and the
+// arithmetic, and whether each span counts in the run's totals.
+func (h *Handler) getExplain(c *gin.Context) {
+	id, spanID := c.Param("trace_id"), c.Param("span_id")
+	if !traceIDRE.MatchString(id) {
+		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+		return
+	}
+	if spanID != "" && !spanIDRE.MatchString(spanID) {
+		fail(c, http.StatusBadRequest, "span id %q: want 16 hex characters", spanID)
+		return
+	}
+	if h.explain == nil {
+		fail(c, http.StatusNotImplemented, "explanations need a price catalog")
+		return
+	}
+	out, err := h.explain.Explain(c.Request.Context(), Project(c), strings.ToLower(id), strings.ToLower(spanID))
+	if errors.Is(err, query.ErrNotFound) {
+		if spanID != "" {
+			fail(c, http.StatusNotFound, "span %s of run %s not found", spanID, id)
+		} else {
+			fail(c, http.StatusNotFound, "run %s not found", id)
+		}
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "explain: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"trace_id": strings.ToLower(id), "spans": out})
 }
 
 func (h *Handler) listRuns(c *gin.Context) {

@@ -407,10 +407,11 @@ func storedNormalizer(s *schema.Span, opts *Options) (*normalizer, bool) {
 	attrs := pcommon.NewMap()
 	attrs.EnsureCapacity(len(s.AttrKeys))
 	reported := false
+	usage := usageFields()
 	for i, k := range s.AttrKeys {
 		if i < len(s.AttrValues) {
 			attrs.PutStr(k, s.AttrValues[i])
-			if f := fieldOf(k); f != fNone && slices.Contains(usageFields(), f) {
+			if f := fieldOf(k); f != fNone && slices.Contains(usage, f) {
 				reported = true
 			}
 		}

@@ -67,6 +67,35 @@ func ParseUsageSetting(v string) (exclusive bool, err error) {
 	return false, fmt.Errorf("usage reading %q: want inclusive (input includes cache) or exclusive (input excludes cache)", v)
 }
 
+// ParseUsagePolicy builds a UsagePolicy from configuration: readings and
+// providers are "KEY=inclusive" or "KEY=exclusive" settings, where a
+// reading KEY is a reading name (see Readings) or an instrumentation scope
+// name, and a provider KEY a gen_ai.provider.name value or "prefix.*". It
+// starts from DefaultUsagePolicy.
+func ParseUsagePolicy(readings, providers []string) (UsagePolicy, error) {
+	p := DefaultUsagePolicy()
+	p.Readings = map[string]bool{}
+	for _, set := range []struct {
+		flag string
+		list []string
+		dst  map[string]bool
+	}{{"usage-reading", readings, p.Readings}, {"usage-provider", providers, p.Providers}} {
+		for _, kv := range set.list {
+			k, v, ok := strings.Cut(kv, "=")
+			k = strings.TrimSpace(k)
+			if !ok || k == "" {
+				return UsagePolicy{}, fmt.Errorf("--%s %q: want KEY=inclusive|exclusive", set.flag, kv)
+			}
+			exclusive, err := ParseUsageSetting(v)
+			if err != nil {
+				return UsagePolicy{}, fmt.Errorf("--%s %q: %w", set.flag, kv, err)
+			}
+			set.dst[k] = exclusive
+		}
+	}
+	return p, nil
+}
+
 // appliedReading is what Normalize decided for one span.
 type appliedReading struct {
 	name                string // Reading.Name, or ProviderDefault

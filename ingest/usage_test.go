@@ -172,3 +172,29 @@ func TestProviderFromModel(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUsagePolicy(t *testing.T) {
+	p, err := ParseUsagePolicy([]string{"openlit=inclusive", " my.scope = exclusive"}, []string{"groq=exclusive", "gcp.*=inclusive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := p.Readings["openlit"]; !ok || v {
+		t.Errorf("openlit: %v %v, want inclusive", v, ok)
+	}
+	if v, ok := p.Readings["my.scope"]; !ok || !v {
+		t.Errorf("my.scope: %v %v, want exclusive", v, ok)
+	}
+	if !p.Providers["groq"] || p.Providers["gcp.*"] || !p.Providers["anthropic"] {
+		t.Errorf("providers %v: want groq exclusive, gcp.* inclusive, the anthropic default kept", p.Providers)
+	}
+	for _, bad := range [][2][]string{
+		{{"openlit"}, nil},
+		{{"=inclusive"}, nil},
+		{{"openlit=sometimes"}, nil},
+		{nil, {"anthropic=yes"}},
+	} {
+		if _, err := ParseUsagePolicy(bad[0], bad[1]); err == nil {
+			t.Errorf("ParseUsagePolicy(%q, %q): no error", bad[0], bad[1])
+		}
+	}
+}

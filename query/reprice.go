@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/schema"
 )
@@ -22,21 +23,23 @@ type RepriceFilter struct {
 // RepriceResult says what a reprice did.
 type RepriceResult struct {
 	Scanned    int          `json:"scanned"`     // spans in the range (and model)
-	Changed    int          `json:"changed"`     // spans rewritten with new costs
-	ClientCost int          `json:"client_cost"` // spans left alone: the client sent their cost
+	Changed    int          `json:"changed"`     // spans rewritten with new usage or costs
+	ClientCost int          `json:"client_cost"` // spans whose cost the client sent (kept)
 	Rollup     RefreshStats `json:"rollup"`      // the rollup hours recomputed afterwards
 }
 
 // repriceChunk is how much of the range one read covers, to bound memory.
 const repriceChunk = 6 * time.Hour
 
-// Reprice recomputes the cost of the selected spans with catalog and writes
-// the spans whose cost changed again, with a newer version, so that the
-// spans table (ReplacingMergeTree) keeps the repriced row. Spans whose cost
-// the client sent are never changed. Running it twice is the same as once:
+// Reprice derives the usage and cost of the selected spans again from what
+// they reported, with the current instrumentation readings and prices
+// (rules: the usage policy and pricer, see ingest.Rederive), and writes the
+// spans that changed again with a newer version, so that the spans table
+// (ReplacingMergeTree) keeps the re-derived row. A cost the client sent is
+// kept (it is re-read from the span). Running it twice is the same as once:
 // the second run finds nothing to change. When rollup is not nil, the
 // affected closed hours of the cost rollup are recomputed afterwards.
-func Reprice(ctx context.Context, store *schema.Store, catalog *pricing.Catalog, f RepriceFilter, rollup *Rollup) (RepriceResult, error) {
+func Reprice(ctx context.Context, store *schema.Store, rules ingest.Options, f RepriceFilter, rollup *Rollup) (RepriceResult, error) {
 	var res RepriceResult
 	if f.Since.IsZero() || f.Until.IsZero() {
 		return res, errors.New("reprice: since and until are required")
@@ -74,11 +77,10 @@ func Reprice(ctx context.Context, store *schema.Store, catalog *pricing.Catalog,
 				continue
 			}
 			res.Scanned++
-			if s.CostSource == schema.CostClient {
+			repriced, ok := ingest.Rederive(*s, rules)
+			if repriced.CostSource == schema.CostClient {
 				res.ClientCost++
-				continue
 			}
-			repriced, ok := catalog.Reprice(*s)
 			if !ok {
 				continue
 			}

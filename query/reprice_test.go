@@ -3,7 +3,9 @@ package query_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
@@ -33,7 +35,7 @@ func TestRepriceAfterOverride(t *testing.T) {
 		// acme-large-2: (100×1 + 50×2)/1e6 = 200/1e6
 		newAcme = 0.0002
 	)
-	res, err := query.Reprice(ctx, store, catalog, query.RepriceFilter{Since: since, Until: until}, rollup)
+	res, err := query.Reprice(ctx, store, ingest.Options{Pricer: catalog}, query.RepriceFilter{Since: since, Until: until}, rollup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestRepriceAfterOverride(t *testing.T) {
 	}
 	check("after one reprice")
 
-	res, err = query.Reprice(ctx, store, catalog, query.RepriceFilter{Since: since, Until: until}, rollup)
+	res, err = query.Reprice(ctx, store, ingest.Options{Pricer: catalog}, query.RepriceFilter{Since: since, Until: until}, rollup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +97,75 @@ func TestRepriceAfterOverride(t *testing.T) {
 
 	// A model filter limits the reprice: back to the built-in prices for
 	// gpt-4o only ("gpt-4o" matches the stored gpt-4o-2024-08-06).
-	res, err = query.Reprice(ctx, store, builtin(t), query.RepriceFilter{Since: since, Until: until, Model: "gpt-4o"}, rollup)
+	res, err = query.Reprice(ctx, store, ingest.Options{Pricer: builtin(t)}, query.RepriceFilter{Since: since, Until: until, Model: "gpt-4o"}, rollup)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Scanned != 1 || res.Changed != 1 {
 		t.Errorf("reprice of gpt-4o: %+v, want 1 scanned and changed", res)
 	}
+}
+
+// TestRepriceRederivesUsage stores an OpenLLMetry Anthropic call the way
+// tally stored it before it read usage per instrumentation: the reported
+// 9,040 input tokens (40 uncached + 8,000 cache read + 1,000 cache write,
+// OpenLLMetry's inclusive count) taken as exclusive, so 18,040 stored, and
+// the usage attributes consumed. Reprice re-derives it with the current
+// readings: 9,040 and Anthropic's bill, 40 × $3 + 8,000 × $0.30 + 1,000 ×
+// $3.75 + 200 × $15 per million = $0.00927. Twice is once.
+func TestRepriceRederivesUsage(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	catalog := builtin(t)
+	start := mustTime(t, "2026-06-01T10:00:00Z")
+	old := schema.Span{Project: "p", TraceID: "0000000000000000000000000000000a", SpanID: "000000000000000a",
+		Start: start, StartNs: uint64(start.UnixNano()), EndNs: uint64(start.UnixNano()) + 1e9, DurationNs: 1e9,
+		Name: "anthropic.chat", Kind: "client", Status: "ok", ScopeName: "opentelemetry.instrumentation.anthropic",
+		ScopeVersion: "0.62.1", SpanType: schema.TypeInference, Operation: "chat", Provider: "anthropic",
+		RequestModel: "claude-sonnet-4-5", ResponseModel: "claude-sonnet-4-5-20250929", Model: "claude-sonnet-4-5-20250929",
+		InputTokens: 18040, CacheReadTokens: 8000, CacheWriteTokens: 1000, OutputTokens: 200, UsageMode: schema.UsageAdditive}
+	catalog.Apply(&old)
+	insert(t, store, []schema.Span{old}, 1)
+
+	r := query.NewReader(store)
+	check := func(label string, wantInput uint64, wantCost float64) {
+		t.Helper()
+		run, err := r.Run(ctx, "p", old.TraceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := run.Summary.Usage; u.Input != wantInput || u.CacheRead != 8000 || u.CacheWrite != 1000 || u.Output != 200 {
+			t.Errorf("%s: usage %+v, want input %d", label, u, wantInput)
+		}
+		if !near(run.Summary.Cost.Total, wantCost) {
+			t.Errorf("%s: cost %v, want %v", label, run.Summary.Cost.Total, wantCost)
+		}
+	}
+	// Stored double: 18,040 input of which 9,040 uncached:
+	// 9040 × 3 + 8000 × 0.30 + 1000 × 3.75 + 200 × 15 = 27120 + 2400 + 3750 + 3000.
+	check("as stored", 18040, 0.03627)
+	since, until := start.Add(-time.Hour), start.Add(time.Hour)
+	rules := ingest.Options{Pricer: catalog}
+	res, err := query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Scanned != 1 || res.Changed != 1 {
+		t.Errorf("first reprice: %+v, want 1 scanned, 1 changed", res)
+	}
+	check("re-derived", 9040, 0.00927)
+	res, err = query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changed != 0 {
+		t.Errorf("second reprice changed %d spans, want 0", res.Changed)
+	}
+	// A configured reading applies on the next reprice: declaring this
+	// instrumentation exclusive brings the double count back, on purpose.
+	rules.Usage = ingest.UsagePolicy{Readings: map[string]bool{"openllmetry-anthropic": true}}
+	if _, err := query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("configured exclusive", 18040, 0.03627)
 }

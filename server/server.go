@@ -189,6 +189,7 @@ func New(opts Options) (*Server, error) {
 		s.AddJob(query.NewRollup(opts.Store, query.RollupConfig{Logger: opts.Logger}).Run)
 	}
 	s.api = api.New(runs)
+	s.api.SetExplainer(query.NewExplainer(s.reader, opts.Normalize))
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/query"
 )
 
@@ -199,14 +200,16 @@ func newRepriceCmd() *cobra.Command {
 		st                                            storeFlags
 		since, until, model, project, prices, litellm string
 		asJSON                                        bool
+		usageReading, usageProvider                   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "reprice",
-		Short: "Recompute stored span costs over a time range with the current prices (idempotent)",
-		Long: "Recompute the cost of the spans that started in [--since, --until) with the built-in catalog plus\n" +
-			"--prices / --litellm-prices, and store the spans whose cost changed again with a newer version.\n" +
-			"Spans whose cost the client sent are never changed. Running it twice is the same as once.\n" +
-			"The affected hours of the cost rollup are recomputed afterwards. Talks to ClickHouse directly.",
+		Short: "Re-derive stored spans' tokens and cost over a time range with the current rules and prices (idempotent)",
+		Long: "Re-derive the usage and cost of the spans that started in [--since, --until) from what they\n" +
+			"reported, with the current instrumentation readings (plus --usage-reading / --usage-provider) and the\n" +
+			"built-in catalog plus --prices / --litellm-prices, and store the spans that changed again with a newer\n" +
+			"version. A cost the client sent is kept. Running it twice is the same as once. The affected hours of\n" +
+			"the cost rollup are recomputed afterwards. Talks to ClickHouse directly.",
 	}
 	apply := configFlag(cmd)
 	fs := cmd.Flags()
@@ -218,8 +221,14 @@ func newRepriceCmd() *cobra.Command {
 	fs.StringVar(&prices, "prices", "", "YAML price file adding to or overriding the built-in catalog")
 	fs.StringVar(&litellm, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs.StringSliceVar(&usageReading, "usage-reading", nil, "as tally serve --usage-reading: READING_OR_SCOPE=inclusive|exclusive (repeatable)")
+	fs.StringSliceVar(&usageProvider, "usage-provider", nil, "as tally serve --usage-provider: PROVIDER=inclusive|exclusive (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
+			return err
+		}
+		usage, err := ingest.ParseUsagePolicy(usageReading, usageProvider)
+		if err != nil {
 			return err
 		}
 		if since == "" {
@@ -243,7 +252,7 @@ func newRepriceCmd() *cobra.Command {
 		}
 		defer store.Close()
 		rollup := query.NewRollup(store, query.RollupConfig{})
-		res, err := query.Reprice(cmd.Context(), store, catalog,
+		res, err := query.Reprice(cmd.Context(), store, ingest.Options{Pricer: catalog, Usage: usage},
 			query.RepriceFilter{Project: project, Since: from, Until: to, Model: model}, rollup)
 		if err != nil {
 			return err
@@ -251,7 +260,7 @@ func newRepriceCmd() *cobra.Command {
 		if asJSON {
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "repriced %s – %s: %d spans scanned, %d changed, %d with a client cost left alone; %d rollup hours recomputed\n",
+		fmt.Fprintf(cmd.OutOrStdout(), "re-derived %s – %s: %d spans scanned, %d changed, %d with a client cost (kept); %d rollup hours recomputed\n",
 			from.Format(time.RFC3339), to.Format(time.RFC3339), res.Scanned, res.Changed, res.ClientCost, res.Rollup.HoursRecomputed)
 		return nil
 	}

@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newLoadgenCmd(),
 		newRunsCmd(),
 		newRunCmd(),
+		newExplainCmd(),
 	)
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())

@@ -106,22 +106,24 @@ func isLoopback(listen string) bool {
 
 func newServeCmd() *cobra.Command {
 	var (
-		st           storeFlags
-		listen       string
-		dataDir      string
-		logLevel     string
-		insecure     bool
-		priceFile    string
-		litellmFile  string
-		noContent    bool
-		privacyRules []string
-		limits       = ingest.DefaultLimits()
-		maxInFlight  int64
-		wcfg         = writer.DefaultConfig()
-		httpLimits   = server.DefaultHTTPLimits()
-		memoryLimit  int64
-		noMigrate    bool
-		externalURL  string
+		st            storeFlags
+		listen        string
+		dataDir       string
+		logLevel      string
+		insecure      bool
+		priceFile     string
+		litellmFile   string
+		noContent     bool
+		privacyRules  []string
+		usageReading  []string
+		usageProvider []string
+		limits        = ingest.DefaultLimits()
+		maxInFlight   int64
+		wcfg          = writer.DefaultConfig()
+		httpLimits    = server.DefaultHTTPLimits()
+		memoryLimit   int64
+		noMigrate     bool
+		externalURL   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -144,6 +146,8 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.StringVar(&litellmFile, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
 	fs.BoolVar(&noContent, "no-content", false, "store no prompt, message or tool content at all")
 	fs.StringSliceVar(&privacyRules, "privacy-rule", nil, "attribute privacy rule KEY=drop|redact|hash (repeatable)")
+	fs.StringSliceVar(&usageReading, "usage-reading", nil, "override how an instrumentation reports input: READING_OR_SCOPE=inclusive|exclusive (of cache tokens; repeatable; see the README's instrumentation table)")
+	fs.StringSliceVar(&usageProvider, "usage-provider", nil, "how spans of unknown instrumentations report input, by provider: PROVIDER=inclusive|exclusive (repeatable; prefix.* matches a family)")
 	fs.Int64Var(&limits.MaxBodyBytes, "max-body-bytes", limits.MaxBodyBytes, "largest request body, after decompression (413 above)")
 	fs.IntVar(&limits.MaxSpansPerRequest, "max-spans-per-request", limits.MaxSpansPerRequest, "most spans in one request (413 above)")
 	fs.IntVar(&limits.MaxAttrValueBytes, "max-attr-value-bytes", limits.MaxAttrValueBytes, "longest attribute value kept; longer ones are truncated with a marker")
@@ -180,6 +184,10 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 			}
 			privacy.Rules[k] = ingest.Action(a)
 		}
+		usage, err := ingest.ParseUsagePolicy(usageReading, usageProvider)
+		if err != nil {
+			return err
+		}
 		catalog, err := loadCatalog(priceFile, litellmFile)
 		if err != nil {
 			return err
@@ -206,7 +214,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 			Writer:   wcfg,
 			HTTP:     httpLimits,
 			Normalize: ingest.Options{
-				Limits: limits, Pricer: catalog, Usage: ingest.DefaultUsagePolicy(), Privacy: privacy,
+				Limits: limits, Pricer: catalog, Usage: usage, Privacy: privacy,
 			},
 			Logger: log,
 			UI:     ui.Handler(ui.WithRuns(query.NewReader(store), server.RequestProject), ui.WithLogger(log)),

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallyhq/tally/query"
+)
+
+// newExplainCmd is `tally explain <trace_id> [span_id]`: how each stored
+// token count and cost of a run was derived, through the API.
+func newExplainCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain <trace_id> [span_id]",
+		Short: "Show how a run's tokens and cost were derived: the instrumentation reading, each step, the price arithmetic",
+		Long: `Explain prints, for every span of a run that carries usage or a cost (or for one
+span), what the span reported, which instrumentation reading applied and why,
+how each stored token count follows, the catalog entry and the cost
+arithmetic, and whether the span counts in the run's totals. The derivation is
+computed with the server's current rules; where the stored figures differ, it
+says so (tally reprice re-derives them).`,
+		Args: cobra.RangeArgs(1, 2),
+	}
+	c, apply := clientFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		path := "/api/v1/runs/" + url.PathEscape(args[0]) + "/explain"
+		if len(args) == 2 {
+			path = "/api/v1/runs/" + url.PathEscape(args[0]) + "/spans/" + url.PathEscape(args[1]) + "/explain"
+		}
+		var out struct {
+			TraceID string                  `json:"trace_id"`
+			Spans   []query.SpanExplanation `json:"spans"`
+		}
+		if done, err := getOrPrint(cmd, c, path, nil, asJSON, &out); done || err != nil {
+			return err
+		}
+		printExplanations(cmd.OutOrStdout(), out.TraceID, out.Spans)
+		return nil
+	}
+	return cmd
+}
+
+// printExplanations prints one block per span.
+func printExplanations(w io.Writer, traceID string, spans []query.SpanExplanation) {
+	fmt.Fprintf(w, "run %s: %d spans with usage or cost\n", traceID, len(spans))
+	for _, s := range spans {
+		counted := "counted"
+		if !s.Counted {
+			counted = "not counted"
+		}
+		fmt.Fprintf(w, "\n%s %s [%s] — %s: %s\n", s.SpanID, s.Name, s.Type, counted, s.CountedWhy)
+		fmt.Fprintf(w, "  instrumentation: scope %q %s → reading %s\n", s.Scope, s.ScopeVersion, s.Reading)
+		if s.Instrumentation != "" {
+			fmt.Fprintf(w, "    %s\n    source: %s\n", s.Instrumentation, s.Source)
+		}
+		if len(s.Reported) > 0 {
+			fmt.Fprintln(w, "  reported:")
+			for _, r := range s.Reported {
+				where := ""
+				if r.OnResource {
+					where = " (resource)"
+				}
+				fmt.Fprintf(w, "    %s = %s%s\n", r.Key, truncateLine(r.Value, 160), where)
+			}
+		}
+		fmt.Fprintln(w, "  derivation:")
+		for _, st := range s.Steps {
+			fmt.Fprintf(w, "    - %s\n", st)
+		}
+		u := s.Usage
+		fmt.Fprintf(w, "  stored: input %d (cache read %d, cache write %d), output %d (reasoning %d), mode %s\n",
+			u.Input, u.CacheRead, u.CacheWrite, u.Output, u.Reasoning, s.UsageMode)
+		if s.Stored != nil {
+			fmt.Fprintf(w, "  NOTE the stored buckets differ (input %d, cache read %d, cache write %d, output %d): tally reprice re-derives them\n",
+				s.Stored.Input, s.Stored.CacheRead, s.Stored.CacheWrite, s.Stored.Output)
+		}
+		if len(s.CostLines) > 0 {
+			fmt.Fprintln(w, "  cost:")
+			for _, l := range s.CostLines {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		fmt.Fprintf(w, "  cost %s (%s)\n", fmtUSD(s.CostUSD), s.CostSource)
+	}
+}
+
+// truncateLine shortens a value to n bytes for one line of output.
+func truncateLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
