@@ -1,6 +1,8 @@
 package receiver
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -84,6 +86,13 @@ func decode(body []byte, format wireFormat, maxJSONDepth int) (td ptrace.Traces,
 		if jsonNestingExceeds(body, maxJSONDepth) {
 			return ptrace.Traces{}, ingest.Rejected{}, fmt.Errorf(
 				"decode JSON ExportTraceServiceRequest: objects and arrays nest deeper than %d levels", maxJSONDepth)
+		}
+		// pdata's decoder stops after the first value and ignores the rest:
+		// a body is one JSON value and nothing after it (json.Valid also
+		// rejects trailing data, without allocating).
+		if !json.Valid(body) {
+			return ptrace.Traces{}, ingest.Rejected{}, errors.New(
+				"decode JSON ExportTraceServiceRequest: not one valid JSON value (malformed, or data after it)")
 		}
 	}
 	td, err = unmarshal(body, format)

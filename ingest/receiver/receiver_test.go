@@ -349,6 +349,27 @@ func TestExportJSON(t *testing.T) {
 	}
 }
 
+// TestJSONTrailingDataRefused: pdata's JSON decoder stops after the first
+// value, so a body with data after it must be refused whole, not half read.
+func TestJSONTrailingDataRefused(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"resourceSpans":[]}`, http.StatusOK},
+		{"{\"resourceSpans\":[]}\n", http.StatusOK},
+		{`{"resourceSpans":[]} garbage`, http.StatusBadRequest},
+		{`{"resourceSpans":[]}{}`, http.StatusBadRequest},
+		{`{"resourceSpans":[]}]`, http.StatusBadRequest},
+	} {
+		h := New(Config{}, fakeNormalize, &sink{}, nil, nil, nil)
+		w := serve(h, request([]byte(tc.body), contentJSON))
+		if w.Code != tc.want {
+			t.Errorf("body %q: status %d, want %d (%s)", tc.body, w.Code, tc.want, w.Body.String())
+		}
+	}
+}
+
 func TestResponseContentTypeMatchesRequest(t *testing.T) {
 	td := traces("a", "bad-b")
 	for _, tc := range []struct {
