@@ -57,6 +57,52 @@ func TestNormalizeAliases(t *testing.T) {
 		wantArgs    string
 	}{
 		{
+			name:     "bedrock application inference profile ARN as the model",
+			scope:    "strands.telemetry.tracer",
+			spanName: "chat",
+			attrs: []any{
+				"gen_ai.operation.name", "chat",
+				"gen_ai.system", "strands-agents",
+				"gen_ai.request.model", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+				"gen_ai.usage.input_tokens", int64(100),
+				"gen_ai.usage.output_tokens", int64(10),
+			},
+			// Bedrock by the ARN, although the framework names itself as the
+			// system; the profile id names no model, so it stays unpriced.
+			want: gist{SpanType: "inference", Operation: "chat", Provider: "aws.bedrock",
+				Model: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+				RequestModel: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+				In: 100, Out: 10, UsageMode: "inclusive", CostSource: "unpriced"},
+		},
+		{
+			name:     "ADK tool call without an id: the placeholder identifies nothing",
+			scope:    "gcp.vertex.agent",
+			spanName: "execute_tool get_weather",
+			attrs: []any{
+				"gen_ai.operation.name", "execute_tool",
+				"gen_ai.tool.name", "get_weather",
+				"gen_ai.tool.call.id", "<not specified>",
+			},
+			want:      gist{SpanType: "tool", Operation: "execute_tool", ToolName: "get_weather"},
+			wantAttrs: map[string]string{"gen_ai.tool.call.id": "<not specified>"},
+		},
+		{
+			name:     "LiteLLM names the operation after the call type",
+			scope:    "litellm",
+			spanName: "litellm_request",
+			attrs: []any{
+				"gen_ai.operation.name", "acompletion",
+				"gen_ai.system", "openai",
+				"gen_ai.request.model", "gpt-4o",
+				"gen_ai.usage.input_tokens", int64(100),
+				"gen_ai.usage.output_tokens", int64(10),
+				"gen_ai.cost.total_cost", 0.00035,
+			},
+			want: gist{SpanType: "inference", Operation: "chat", Provider: "openai", Model: "gpt-4o", RequestModel: "gpt-4o",
+				In: 100, Out: 10, UsageMode: "inclusive", CostSource: "client", CostTotal: 0.00035},
+			wantAttrs: map[string]string{"gen_ai.operation.name": "acompletion", AttrUsageReading: "litellm"},
+		},
+		{
 			name:     "spec 1.41 chat, openai inclusive",
 			spanName: "chat gpt-4o",
 			attrs: []any{

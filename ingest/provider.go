@@ -63,6 +63,12 @@ func vercelProviderPrefix(v string) string {
 // (llama, qwen, …) infer nothing: ok is false.
 func providerFromModel(model string) (provider string, ok bool) {
 	m := strings.ToLower(strings.TrimSpace(model))
+	// A Bedrock ARN (an application or system inference profile, a
+	// foundation model) is Bedrock whatever model it names; an application
+	// profile's id names none, so only a price file can price it.
+	if strings.HasPrefix(m, "arn:aws:bedrock:") || strings.HasPrefix(m, "arn:aws-us-gov:bedrock:") {
+		return "aws.bedrock", true
+	}
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}

@@ -101,3 +101,38 @@ func checkRunTotals(t *testing.T, reader string, u query.Usage, cost float64, wa
 		t.Errorf("%s: cost %.9f USD, want %.9f", reader, cost, want.CostUSD)
 	}
 }
+
+// TestPlaceholderCallIDsAreNotRetries: Google ADK sends gen_ai.tool.call.id
+// "<not specified>" when the model gave no id (conformance scenario
+// google-adk-gemini-tools-not-specified-call-id, two different tool calls).
+// Before placeholders were dropped, retry rule 2 (same call id) made the
+// second call a retry of the first.
+func TestPlaceholderCallIDsAreNotRetries(t *testing.T) {
+	scenarios, err := conformance.Load("../ingest/testdata/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openStore(t)
+	var sc *conformance.Scenario
+	for i := range scenarios {
+		if scenarios[i].Name == "google-adk-gemini-tools-not-specified-call-id" {
+			sc = &scenarios[i]
+		}
+	}
+	if sc == nil {
+		t.Fatal("scenario google-adk-gemini-tools-not-specified-call-id missing")
+	}
+	td, err := sc.Traces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, _ := ingest.Normalize(td, ingest.Options{Project: "p", Pricer: builtin(t)})
+	insert(t, store, batch.Spans, 1)
+	detail, err := query.NewReader(store).Run(context.Background(), "p", sc.TraceID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if detail.Summary.ToolCalls != 2 || detail.Summary.ToolRetries == nil || *detail.Summary.ToolRetries != 0 {
+		t.Errorf("tool calls %d, retries %v: want 2 calls, 0 retries", detail.Summary.ToolCalls, detail.Summary.ToolRetries)
+	}
+}
