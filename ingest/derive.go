@@ -149,6 +149,12 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 				ex.step("%s %d read from %s (the provider's usage object; the span has no key of its own for it)", name, v, raw.source)
 			}
 		}
+		if raw.hasUncached && !c.hasNoCache {
+			// Anthropic's and Bedrock's usage objects count input without
+			// cache: that says outright what the uncached part is.
+			c.noCache, c.hasNoCache, c.any = raw.uncached, true, true
+			ex.step("uncached input %d read from %s (the provider's own usage object)", raw.uncached, raw.source)
+		}
 		fill("cache read", &c.cacheRead, raw.cacheRead)
 		fill("cache write", &c.cacheWrite, raw.cacheWrite)
 		fill("reasoning", &c.reasoning, raw.reasoning)
@@ -169,10 +175,8 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 	case dialect != "":
 	case inputField == fLLMPromptTok:
 		dialect = "openinference"
-	case inputField == fAIInputTok || inputField == fAINoCache:
+	case inputField == fAIInputTok || inputField == fAINoCache || inputField == fAIPromptTok:
 		dialect = "vercel-ai"
-	case inputField == fAIPromptTok:
-		dialect = "vercel-ai-5"
 	case n.has(fLiteLLMUsage) || n.has(fCostTotal):
 		dialect = "litellm"
 	}

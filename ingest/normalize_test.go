@@ -57,6 +57,38 @@ func TestNormalizeAliases(t *testing.T) {
 		wantArgs    string
 	}{
 		{
+			// ai 6.0.0–6.0.118 report the total without noCacheTokens; the
+			// Anthropic usage object in providerMetadata says 50 uncached.
+			name:     "vercel 6 before noCacheTokens: the provider usage object decides",
+			scope:    "ai",
+			spanName: "ai.generateText.doGenerate",
+			attrs: []any{
+				"ai.model.provider", "anthropic.messages",
+				"ai.model.id", "claude-sonnet-4-5",
+				"ai.usage.inputTokens", int64(7250),
+				"ai.usage.cachedInputTokens", int64(6000),
+				"ai.usage.outputTokens", int64(400),
+				"ai.response.providerMetadata", "{\"anthropic\":{\"usage\":{\"input_tokens\":50,\"cache_read_input_tokens\":6000,\"cache_creation_input_tokens\":1200,\"output_tokens\":400},\"cacheCreationInputTokens\":1200}}",
+			},
+			want: gist{SpanType: "inference", Operation: "chat", Provider: "anthropic", Model: "claude-sonnet-4-5", RequestModel: "claude-sonnet-4-5",
+				In: 7250, Out: 400, CacheRead: 6000, CacheWrite: 1200, UsageMode: "inclusive", CostSource: "unpriced"},
+		},
+		{
+			// ai 5 passes Anthropic's 50 through; the same object gives 50 + 6000 + 1200.
+			name:     "vercel 5 with anthropic: input without cache",
+			scope:    "ai",
+			spanName: "ai.generateText.doGenerate",
+			attrs: []any{
+				"ai.model.provider", "anthropic.messages",
+				"ai.model.id", "claude-sonnet-4-5",
+				"ai.usage.promptTokens", int64(50),
+				"ai.usage.completionTokens", int64(400),
+				"ai.response.providerMetadata", "{\"anthropic\":{\"usage\":{\"input_tokens\":50,\"cache_read_input_tokens\":6000,\"cache_creation_input_tokens\":1200,\"output_tokens\":400},\"cacheCreationInputTokens\":1200}}",
+			},
+			want: gist{SpanType: "inference", Operation: "chat", Provider: "anthropic", Model: "claude-sonnet-4-5", RequestModel: "claude-sonnet-4-5",
+				In: 7250, Out: 400, CacheRead: 6000, CacheWrite: 1200, UsageMode: "additive", CostSource: "unpriced"},
+		},
+		{
 			name:     "bedrock application inference profile ARN as the model",
 			scope:    "strands.telemetry.tracer",
 			spanName: "chat",

@@ -18,7 +18,11 @@ import (
 //   - LiteLLM: metadata.usage_object (str(usage), a Python repr).
 type rawBuckets struct {
 	cacheRead, cacheWrite, reasoning uint64
-	source                           string // the attribute key it came from
+	// uncached is the input without cache, known when the object is in
+	// Anthropic's or Bedrock's shape (input counted apart from the cache).
+	uncached    uint64
+	hasUncached bool
+	source      string // the attribute key it came from
 }
 
 // rawUsage looks for a provider usage object on the span and reads its
@@ -98,6 +102,22 @@ func usageObjectBuckets(u map[string]any) (rawBuckets, bool) {
 					*dst = c
 				}
 				found = true
+			}
+		}
+	}
+	// Anthropic (input_tokens beside cache_*_input_tokens) and Bedrock
+	// (inputTokens beside cache*InputTokens) count input apart from cache;
+	// OpenAI's responses object also has input_tokens, but inclusive and
+	// without those keys.
+	for _, shape := range [...][3]string{
+		{"input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
+		{"inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"},
+	} {
+		_, read := u[shape[1]]
+		_, write := u[shape[2]]
+		if f, ok := u[shape[0]].(float64); ok && (read || write) {
+			if c, ok := floatCount(f); ok {
+				b.uncached, b.hasUncached, found = c, true, true
 			}
 		}
 	}

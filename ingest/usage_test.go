@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -71,8 +73,7 @@ func TestUsagePolicyResolve(t *testing.T) {
 		{"openinference prefix", UsagePolicy{}, "openinference.instrumentation.anthropic", "0.1.20", "anthropic", "", "openinference", false},
 		{"openinference by dialect", UsagePolicy{}, "custom", "", "anthropic", "openinference", "openinference", false},
 		{"reading defers to provider", UsagePolicy{}, "openlit.otel.tracing", "", "anthropic", "", "openlit", true},
-		{"vercel 5 by dialect defers to provider", UsagePolicy{}, "ai", "", "anthropic", "vercel-ai-5", "vercel-ai-5", true},
-		{"vercel 6 by dialect", UsagePolicy{}, "ai", "", "anthropic", "vercel-ai", "vercel-ai", false},
+		{"vercel by dialect defers to provider", UsagePolicy{}, "ai", "", "anthropic", "vercel-ai", "vercel-ai", true},
 		{"override provider", custom, "", "", "anthropic", "", ProviderDefault, false},
 		{"wildcard", custom, "", "", "gcp.vertex_ai", "", ProviderDefault, true},
 		{"exact", custom, "", "", "groq", "", ProviderDefault, true},
@@ -195,6 +196,23 @@ func TestParseUsagePolicy(t *testing.T) {
 	} {
 		if _, err := ParseUsagePolicy(bad[0], bad[1]); err == nil {
 			t.Errorf("ParseUsagePolicy(%q, %q): no error", bad[0], bad[1])
+		}
+	}
+}
+
+// TestReadingsDocumented keeps the README's instrumentation table in step
+// with the table in code: every reading is listed there by name.
+func TestReadingsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Readings() {
+		if !strings.Contains(string(readme), "`"+r.Name+"`") {
+			t.Errorf("reading %s is not in the README's instrumentation table", r.Name)
+		}
+		if r.Source == "" || r.Instrumentation == "" {
+			t.Errorf("reading %s: needs an instrumentation and a source", r.Name)
 		}
 	}
 }

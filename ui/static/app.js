@@ -682,6 +682,7 @@ function showSpan(row, t0, traceID) {
     ['cache write', num(n.usage.cache_write_tokens)], ['output', num(n.usage.output_tokens)],
     ['reasoning', num(n.usage.reasoning_tokens)], ['mode', n.usage_mode === 'aggregated' ? 'aggregated (repeats its children; not added to totals)' : n.usage_mode],
     ['unreconciled', n.usage_unreconciled ? 'yes: the reported numbers did not add up' : ''],
+    ['in run totals', n.counted ? 'counted' : 'not counted (see how it was derived)'],
   ]) : '<p class="muted">no usage</p>';
   const cost = n.cost ? kvHTML([
     ['total', moneyHTML(n.cost.total_usd), true], ['input', moneyHTML(n.cost.input_usd), true],
@@ -708,11 +709,42 @@ ${kvHTML([
   ])}
 <h3>Usage</h3>${usage}
 <h3>Cost</h3>${cost}
+${n.usage || n.cost ? '<h3>How these numbers were derived</h3><div id="detail-explain"><p class="loading">Loading…</p></div>' : ''}
 <h3>Content</h3><div id="detail-content"><p class="loading">Loading captured content…</p></div>
 <h3>Events</h3>${events}
 <h3>Attributes</h3>${kvHTML(attrs)}
 ${res.length ? `<details><summary><h3 style="display:inline">Resource</h3></summary>${kvHTML(res)}</details>` : ''}`;
   loadContent(traceID, n.span_id);
+  if (n.usage || n.cost) loadExplain(traceID, n.span_id);
+}
+
+// loadExplain fills the span's "how derived" section from
+// GET /api/v1/runs/{trace}/spans/{span}/explain: the instrumentation
+// reading, what the span reported, each step and the cost arithmetic.
+async function loadExplain(traceID, spanID) {
+  const selected = () => document.querySelector('.wf-row[aria-selected="true"]')?.dataset.spanId === spanID;
+  let x;
+  try {
+    const data = await api(`/api/v1/runs/${traceID}/spans/${spanID}/explain`);
+    x = (data.spans || [])[0];
+  } catch (err) {
+    const b = document.getElementById('detail-explain');
+    if (b && selected()) b.innerHTML = errorHTML(err, 'explanations');
+    return;
+  }
+  const b = document.getElementById('detail-explain');
+  if (!b || !selected() || !x) return;
+  const list = (items) => `<ul class="steps">${items.map((i) => `<li>${esc(i)}</li>`).join('')}</ul>`;
+  b.innerHTML = `${kvHTML([
+    ['reading', `<code>${esc(x.reading)}</code>${x.instrumentation ? ` <span class="muted">${esc(x.instrumentation)}</span>` : ''}`, true],
+    ['scope', `${esc(x.scope || '')} ${esc(x.scope_version || '')}`, true],
+    ['source', x.source],
+    ['in run totals', `${x.counted ? 'counted' : 'not counted'}: ${esc(x.counted_why)}`, true],
+  ])}
+${(x.reported || []).length ? `<h4>Reported</h4>${kvHTML(x.reported.map((r) => [r.key + (r.on_resource ? ' (resource)' : ''), r.value]))}` : ''}
+<h4>Steps</h4><div id="explain-steps">${list(x.steps || [])}</div>
+${(x.cost_lines || []).length ? `<h4>Cost</h4><div id="explain-cost">${list(x.cost_lines)}</div>` : ''}
+${x.stored ? '<p class="pill warn">The stored figures differ from what the current rules derive: <code>tally reprice</code> re-derives them.</p>' : ''}`;
 }
 
 async function loadContent(traceID, spanID) {

@@ -1,0 +1,71 @@
+package ui_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/tallyhq/tally/internal/conformance"
+)
+
+// TestRunPageExplainsDerivation sends an OpenLLMetry Anthropic call with
+// prompt caching (conformance scenario openllmetry-py-anthropic-cache) and
+// checks what a user sees in the span's "How these numbers were derived"
+// section: the reading, that the span counts, and Anthropic's bill line by
+// line — 40 × $3 + 8,000 × $0.30 + 1,000 × $3.75 + 200 × $15 per million.
+func TestRunPageExplainsDerivation(t *testing.T) {
+	scenarios, err := conformance.Load("../ingest/testdata/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *conformance.Scenario
+	for i := range scenarios {
+		if scenarios[i].Name == "openllmetry-py-anthropic-cache" {
+			sc = &scenarios[i]
+		}
+	}
+	if sc == nil {
+		t.Fatal("scenario openllmetry-py-anthropic-cache missing")
+	}
+	td, err := sc.Traces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := startTally(t)
+	resp, err := http.Post(tally.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/traces: %s", resp.Status)
+	}
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/runs/"+sc.TraceID())
+	run(t, ctx, "waterfall drawn", chromedp.WaitReady(chromedp.CSS("body[data-rendered]")))
+	run(t, ctx, "select the call", chromedp.Click(chromedp.CSS(`#wf-rows .wf-row[data-type="inference"] .name`)))
+	waitFor(t, ctx, `!!document.querySelector('#explain-cost')`)
+	text := run(t, ctx, "explanation", chromedp.Text(chromedp.CSS("#detail-explain")))
+	for _, want := range []string{
+		"openllmetry-anthropic",
+		"counted: its own usage of one call",
+		"input includes cache: 9040 stands",
+		"uncached input 40 × $3/M = $0.00012",
+		"cache read 8000 × $0.3/M = $0.0024",
+		"cache write 1000 × $3.75/M = $0.00375",
+		"output (reasoning included) 200 × $15/M = $0.003",
+		"total $0.00927",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, text)
+		}
+	}
+}
