@@ -129,6 +129,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		}
 		return v
 	}
+	outputWithoutReasoning := false
 	in, outc, cr, cw, rs := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain()
 	c.input = read(in[:], &inputField)
 	c.hasInput = c.any
@@ -158,6 +159,12 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		fill("cache read", &c.cacheRead, raw.cacheRead)
 		fill("cache write", &c.cacheWrite, raw.cacheWrite)
 		fill("reasoning", &c.reasoning, raw.reasoning)
+		if raw.hasCandidates && c.reasoning > 0 && c.output == raw.candidates {
+			// Gemini's candidatesTokenCount leaves thoughts out; an output
+			// equal to it was reported without reasoning (Vercel AI SDK 5).
+			outputWithoutReasoning = true
+			ex.step("output %d equals Gemini's candidatesTokenCount in %s: reasoning is not part of it", c.output, raw.source)
+		}
 	}
 	dialect := ""
 	langfuseExclusive := false
@@ -203,6 +210,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			c.input -= min(c.input, c.cacheRead)
 		}
 		reportedOutput := c.output
+		a.outputExclReasoning = a.outputExclReasoning || outputWithoutReasoning
 		if a.outputExclReasoning {
 			c.output += c.reasoning
 		}

@@ -89,6 +89,25 @@ func TestNormalizeAliases(t *testing.T) {
 				In: 7250, Out: 400, CacheRead: 6000, CacheWrite: 1200, UsageMode: "additive", CostSource: "unpriced"},
 		},
 		{
+			// ai 5 with @ai-sdk/google: outputTokens is candidatesTokenCount,
+			// thoughts reported apart; Google bills thoughts as output:
+			// 420 + 980 = 1400.
+			name:     "vercel 5 with google: output without thoughts",
+			scope:    "ai",
+			spanName: "ai.generateText.doGenerate",
+			attrs: []any{
+				"ai.model.provider", "google.generative-ai",
+				"ai.model.id", "gemini-2.5-flash",
+				"ai.usage.inputTokens", int64(9600),
+				"ai.usage.outputTokens", int64(420),
+				"ai.usage.reasoningTokens", int64(980),
+				"ai.usage.cachedInputTokens", int64(7168),
+				"ai.response.providerMetadata", "{\"google\":{\"usageMetadata\":{\"promptTokenCount\":9600,\"candidatesTokenCount\":420,\"cachedContentTokenCount\":7168,\"thoughtsTokenCount\":980}}}",
+			},
+			want: gist{SpanType: "inference", Operation: "chat", Provider: "gcp.gemini", Model: "gemini-2.5-flash", RequestModel: "gemini-2.5-flash",
+				In: 9600, Out: 1400, CacheRead: 7168, Reasoning: 980, UsageMode: "inclusive", CostSource: "unpriced"},
+		},
+		{
 			name:     "bedrock application inference profile ARN as the model",
 			scope:    "strands.telemetry.tracer",
 			spanName: "chat",

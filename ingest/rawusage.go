@@ -22,7 +22,10 @@ type rawBuckets struct {
 	// Anthropic's or Bedrock's shape (input counted apart from the cache).
 	uncached    uint64
 	hasUncached bool
-	source      string // the attribute key it came from
+	// candidates is Gemini's candidatesTokenCount: output without thoughts.
+	candidates    uint64
+	hasCandidates bool
+	source        string // the attribute key it came from
 }
 
 // rawUsage looks for a provider usage object on the span and reads its
@@ -125,6 +128,11 @@ func usageObjectBuckets(u map[string]any) (rawBuckets, bool) {
 	take(&b.cacheWrite, u["cache_creation_input_tokens"])
 	take(&b.cacheRead, u["cachedContentTokenCount"])
 	take(&b.reasoning, u["thoughtsTokenCount"])
+	if f, ok := u["candidatesTokenCount"].(float64); ok {
+		if c, ok := floatCount(f); ok {
+			b.candidates, b.hasCandidates, found = c, true, true
+		}
+	}
 	take(&b.cacheRead, u["cacheReadInputTokens"])
 	take(&b.cacheWrite, u["cacheWriteInputTokens"])
 	for _, k := range [...]string{"prompt_tokens_details", "input_tokens_details"} {
