@@ -121,9 +121,9 @@ func TestNormalizeAliases(t *testing.T) {
 			// Bedrock by the ARN, although the framework names itself as the
 			// system; the profile id names no model, so it stays unpriced.
 			want: gist{SpanType: "inference", Operation: "chat", Provider: "aws.bedrock",
-				Model: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+				Model:        "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
 				RequestModel: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
-				In: 100, Out: 10, UsageMode: "inclusive", CostSource: "unpriced"},
+				In:           100, Out: 10, UsageMode: "inclusive", CostSource: "unpriced"},
 		},
 		{
 			name:     "ADK tool call without an id: the placeholder identifies nothing",
