@@ -16,6 +16,7 @@ build:
 # Each test binary with ClickHouse tests starts its own server; -p 2 keeps at
 # most two packages (and so two servers) running at once.
 test: deps
+	scripts/test-deps.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 2 -timeout 40m ./...
 	$(MAKE) fuzz
