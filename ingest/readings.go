@@ -122,9 +122,14 @@ func Readings() []Reading {
 		{Name: "openinference-google-genai-double-cache", Instrumentation: "OpenInference google-genai 0.1.12–0.1.15: cached tokens counted twice in prompt",
 			Scopes: []string{"openinference.instrumentation.google_genai"}, MinVersion: "0.1.12", BelowVersion: "0.1.16", Input: InputCountsCacheReadTwice,
 			Source: "Arize-ai/openinference python/instrumentation/openinference-instrumentation-google-genai (fixed in 0.1.16)"},
-		{Name: "openinference-js-anthropic", Instrumentation: "OpenInference JS anthropic: input_tokens as Anthropic reports it",
-			Scopes: []string{"@arizeai/openinference-instrumentation-anthropic"}, Input: InputExcludesCache,
-			Source: "Arize-ai/openinference js/packages/openinference-instrumentation-anthropic @1fe497f1"},
+		{Name: "openinference-js-anthropic-legacy", Instrumentation: "OpenInference JS anthropic before 0.2: input_tokens as Anthropic reports it, cache never read",
+			Scopes: []string{"@arizeai/openinference-instrumentation-anthropic"}, MinVersion: "0.1", BelowVersion: "0.2", Input: InputExcludesCache,
+			Source: "Arize-ai/openinference js/packages/openinference-instrumentation-anthropic @1fe497f1 (0.1.x; published 0.1.7–0.1.22 checked)"},
+		// The Anthropic TypeScript SDK traces itself (0.134+, on by default
+		// when a tracer provider is registered).
+		{Name: "anthropic-sdk-ts", Instrumentation: "Anthropic TypeScript SDK's own tracing: gen_ai.usage.input_tokens includes cache read and write",
+			Scopes: []string{"com.anthropic.sdk.typescript*"}, Input: InputIncludesCache,
+			Source: "@anthropic-ai/sdk 1.14.0 lib/internal/tracing (setUsageSumAttributes), run by internal/realclients"},
 		{Name: "openinference", Instrumentation: "OpenInference instrumentors: llm.token_count.prompt is the whole prompt, prompt_details included",
 			Scopes: []string{"openinference.instrumentation.*", "@arizeai/openinference-*"}, Input: InputIncludesCache,
 			Source: "Arize-ai/openinference spec/semantic_conventions.md; python/instrumentation/openinference-instrumentation-anthropic _utils.py @1fe497f1"},

@@ -164,7 +164,9 @@ func (t *CostTotals) addSpan(a *attributed) {
 	t.Spans++
 	switch a.SpanType {
 	case schema.TypeInference:
-		t.LLMCalls++
+		if !hasOwnUsage(a.UsageMode) || a.UsageCounted { // a wrapper of another span's call is not a call
+			t.LLMCalls++
+		}
 	case schema.TypeTool:
 		t.ToolCalls++
 		if a.ToolRetry {

@@ -125,7 +125,7 @@ const runAggregates = `
 	min(start_ns) AS s_ns,
 	max(end_ns) AS e_ns,
 	count() AS n_spans,
-	countIf(span_type = 'inference') AS n_llm,
+	toUInt64(countIf(span_type = 'inference') - length(_sup)) AS n_llm,
 	countIf(span_type = 'tool') AS n_tool,
 	countIf(status = 'error') AS n_err,
 	` + runCountedSQL + `,
@@ -488,6 +488,9 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	byID := make(map[string]bool, len(uniq))
 	for i, s := range uniq {
 		byID[s.SpanID] = counted[i]
+		if s.SpanType == schema.TypeInference && hasOwnUsage(s.UsageMode) && !counted[i] {
+			rr.LLM-- // a wrapper of another span's call: one call, counted once
+		}
 		if counted[i] {
 			if hasOwnUsage(s.UsageMode) {
 				rr.NUsage++
