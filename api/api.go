@@ -6,8 +6,10 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"regexp"
@@ -32,16 +34,44 @@ type Explainer interface {
 	Explain(ctx context.Context, project, traceID, spanID string) ([]query.SpanExplanation, error)
 }
 
+// DefaultMaxQueryRange is the longest since..until a request may ask for
+// unless SetMaxRange says otherwise: a cost report reads O(days) of the
+// range, so the range bounds the work one request can cause.
+const DefaultMaxQueryRange = 400 * 24 * time.Hour
+
 // Handler serves the JSON API.
 type Handler struct {
-	runs    Runs
-	alerts  AlertLister // nil: GET /alerts answers 501
-	explain Explainer   // nil: the explain endpoints answer 501
-	now    func() time.Time
+	runs     Runs
+	alerts   AlertLister // nil: GET /alerts answers 501
+	explain  Explainer   // nil: the explain endpoints answer 501
+	maxRange time.Duration
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // New returns the API over a reader.
-func New(runs Runs) *Handler { return &Handler{runs: runs, now: time.Now} }
+func New(runs Runs) *Handler {
+	return &Handler{runs: runs, maxRange: DefaultMaxQueryRange, log: slog.New(slog.DiscardHandler), now: time.Now}
+}
+
+// SetMaxRange bounds the since..until of every request (an open until is
+// now): a longer range is answered 400. d <= 0 restores
+// DefaultMaxQueryRange. Call before Register.
+func (h *Handler) SetMaxRange(d time.Duration) {
+	if d <= 0 {
+		d = DefaultMaxQueryRange
+	}
+	h.maxRange = d
+}
+
+// SetLogger sets where the causes of 500 answers are logged (by default
+// nowhere); the answers themselves carry only a request id. Call before
+// Register.
+func (h *Handler) SetLogger(l *slog.Logger) {
+	if l != nil {
+		h.log = l
+	}
+}
 
 // ProjectKey is the gin context key under which authentication stores the
 // caller's project.
@@ -58,8 +88,10 @@ func Project(c *gin.Context) string {
 	return p
 }
 
-// Register mounts the API routes on r (a group at /api/v1).
+// Register mounts the API routes on r (a group at /api/v1). Every route
+// first checks the request's since and until (see checkRange).
 func (h *Handler) Register(r gin.IRoutes) {
+	r.Use(h.checkRange)
 	r.GET("/runs", h.listRuns)
 	r.GET("/runs/:trace_id", h.getRun)
 	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
@@ -85,8 +117,64 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// loggerKey is the gin context key of the logger fail logs 500s with.
+const loggerKey = "tally.api.logger"
+
+// fail answers code with the formatted message. A 500's message names what
+// failed inside (often a ClickHouse error: table names, SQL), so it is
+// logged with a fresh request id and the answer carries only the id (also
+// in X-Request-Id).
 func fail(c *gin.Context, code int, format string, args ...any) {
-	c.AbortWithStatusJSON(code, Error{Error: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if code == http.StatusInternalServerError {
+		id := rand.Text()
+		log, _ := c.Value(loggerKey).(*slog.Logger)
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Error("api: request failed", "request_id", id, "method", c.Request.Method,
+			"path", c.Request.URL.Path, "err", msg)
+		c.Header("X-Request-Id", id)
+		msg = "internal error; the server log has its cause under request id " + id
+	}
+	c.AbortWithStatusJSON(code, Error{Error: msg})
+}
+
+// checkRange runs before every API route: it gives fail the logger, and
+// answers 400 when since or until is malformed or out of range (see
+// TimeRange), or since..until is longer than the maximum (an open until
+// counts as now; an open since is left to each route's default, which is
+// short).
+func (h *Handler) checkRange(c *gin.Context) {
+	c.Set(loggerKey, h.log)
+	sinceArg, untilArg := c.Query("since"), c.Query("until")
+	if sinceArg == "" && untilArg == "" {
+		return
+	}
+	now := h.now()
+	since, until, err := TimeRange(sinceArg, untilArg, now)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if since.IsZero() {
+		return
+	}
+	if until.IsZero() {
+		until = now
+	}
+	if d := until.Sub(since); d > h.maxRange {
+		fail(c, http.StatusBadRequest, "since %s to until %s covers %s, more than the longest range served, %s (--max-query-range)",
+			since.Format(time.RFC3339), until.Format(time.RFC3339), formatDays(d), formatDays(h.maxRange))
+	}
+}
+
+// formatDays writes d in days when it is a whole number of them.
+func formatDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
 }
 
 var traceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
@@ -216,8 +304,16 @@ func failList(c *gin.Context, what string, err error) {
 	fail(c, http.StatusInternalServerError, "%s: %v", what, err)
 }
 
+// Times the API accepts: ClickHouse's DateTime holds 1970 to 2106, so
+// anything outside [1970-01-01, 2100-01-01] is a mistake, not a query.
+const (
+	minUnix = 0
+	maxUnix = 4102444800 // 2100-01-01T00:00:00Z
+)
+
 // TimeRange parses since/until query values: RFC 3339 times, or durations
 // relative to now ("24h", "30m", "7d"). Empty values leave the bound open.
+// Times before 1970 or after 2100, and until before since, are errors.
 func TimeRange(since, until string, now time.Time) (time.Time, time.Time, error) {
 	s, err := ParseTime(since, now)
 	if err != nil {
@@ -234,26 +330,41 @@ func TimeRange(since, until string, now time.Time) (time.Time, time.Time, error)
 }
 
 // ParseTime parses an RFC 3339 time or a duration before now ("24h", "7d").
+// The time must lie in 1970 to 2100 (an empty value is the zero time).
 func ParseTime(v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	d, err := ParseDuration(v)
+	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration like 24h or 7d", v)
+		d, derr := ParseDuration(v)
+		if derr != nil {
+			return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration like 24h or 7d", v)
+		}
+		t = now.Add(-d)
 	}
-	return now.Add(-d).UTC(), nil
+	if t.Before(time.Unix(minUnix, 0)) || t.After(time.Unix(maxUnix, 0)) {
+		return time.Time{}, fmt.Errorf("%q is %s, outside 1970 to 2100", v, t.UTC().Format(time.RFC3339))
+	}
+	return t.UTC(), nil
 }
 
-// ParseDuration is time.ParseDuration plus a "d" (24h) unit.
+// maxDays is the most days a time.Duration holds.
+const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
+
+// ParseDuration is time.ParseDuration plus a "d" (24h) unit, written as
+// decimal digits with an optional fraction ("7d", "1.5d"). Negative
+// durations, and durations too long for a time.Duration, are errors.
 func ParseDuration(v string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(v, "d"); ok {
+		// ParseFloat alone would take NaN, Inf, exponents and hex.
+		whole, frac, _ := strings.Cut(n, ".")
+		if whole+frac == "" || strings.Trim(whole+frac, "0123456789") != "" {
+			return 0, fmt.Errorf("invalid duration %q: want days as decimal digits, like 7d or 1.5d", v)
+		}
 		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days < 0 {
-			return 0, fmt.Errorf("invalid duration %q", v)
+		if err != nil || days > float64(maxDays) {
+			return 0, fmt.Errorf("invalid duration %q: at most %dd", v, maxDays)
 		}
 		return time.Duration(days * float64(24*time.Hour)), nil
 	}

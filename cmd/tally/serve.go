@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/config"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
@@ -124,6 +125,7 @@ func newServeCmd() *cobra.Command {
 		memoryLimit   int64
 		noMigrate     bool
 		externalURL   string
+		maxQueryRange = api.DefaultMaxQueryRange
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -159,6 +161,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.IntVar(&wcfg.MaxBatchSpans, "batch-spans", wcfg.MaxBatchSpans, "rows per ClickHouse INSERT")
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
+	fs.Var(dayDuration{&maxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
 	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
 	fs.Int64Var(&memoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
 	fs.IntVar(&httpLimits.MaxHeaderBytes, "max-header-bytes", httpLimits.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
@@ -223,6 +226,8 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if err != nil {
 			return err
 		}
+		srv.API().SetMaxRange(maxQueryRange)
+		srv.API().SetLogger(log)
 		env := serveEnv{ctx: ctx, srv: srv, store: store, catalog: catalog, dataDir: dataDir,
 			externalURL: externalURL, log: log, flags: fs}
 		for _, hook := range serveHooks {
@@ -243,6 +248,34 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	}
 	return cmd
 }
+
+// dayDuration is a duration flag that also takes days ("400d"), as the
+// API's since and until do.
+type dayDuration struct{ d *time.Duration }
+
+func (f dayDuration) String() string {
+	if f.d == nil {
+		return ""
+	}
+	if *f.d > 0 && *f.d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", *f.d/(24*time.Hour))
+	}
+	return f.d.String()
+}
+
+func (f dayDuration) Set(v string) error {
+	d, err := api.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("duration %q: want more than 0", v)
+	}
+	*f.d = d
+	return nil
+}
+
+func (f dayDuration) Type() string { return "duration" }
 
 // serveEnv is what features that plug into `tally serve` (durable log,
 // rollups, alerts, UI, auth) receive to wire themselves in.

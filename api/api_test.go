@@ -1,0 +1,196 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+)
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"24h", 24 * time.Hour, true},
+		{"30m", 30 * time.Minute, true},
+		{"7d", 7 * 24 * time.Hour, true},
+		{"1.5d", 36 * time.Hour, true},
+		{"0d", 0, true},
+		{"106751d", 106751 * 24 * time.Hour, true}, // the longest time.Duration in whole days
+		{"106752d", 0, false},                      // overflows time.Duration
+		{"100000000000d", 0, false},
+		{"1e308d", 0, false},
+		{"1e3d", 0, false}, // exponents are not durations
+		{"0x10d", 0, false},
+		{"NaNd", 0, false},
+		{"nand", 0, false},
+		{"Infd", 0, false},
+		{"+Infd", 0, false},
+		{"infinityd", 0, false},
+		{"-1d", 0, false},
+		{"+1d", 0, false},
+		{"d", 0, false},
+		{".d", 0, false},
+		{"1..5d", 0, false},
+		{"-1h", 0, false},
+		{"9999999999h", 0, false}, // time.ParseDuration overflow
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseDuration(tt.in)
+			if tt.ok && (err != nil || got != tt.want) {
+				t.Fatalf("ParseDuration(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+			if !tt.ok && err == nil {
+				t.Fatalf("ParseDuration(%q) = %v, want an error", tt.in, got)
+			}
+		})
+	}
+}
+
+func TestTimeRangeEdges(t *testing.T) {
+	now := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, since, until string
+		ok                 bool
+	}{
+		{"open", "", "", true},
+		{"relative", "7d", "", true},
+		{"epoch", "1970-01-01T00:00:00Z", "", true},
+		{"before the epoch", "1969-12-31T23:59:59Z", "", false},
+		{"duration before the epoch", "100000d", "", false},
+		{"last second of 2099", "", "2099-12-31T23:59:59Z", true},
+		{"2100", "", "2100-01-01T00:00:00Z", true},
+		{"after 2100", "", "2100-01-01T00:00:01Z", false},
+		{"year 9999", "", "9999-12-31T23:59:59Z", false},
+		{"year 9999 with a zone", "", "9999-12-31T23:59:59+14:00", false},
+		{"until before since", "1d", "2d", false},
+		{"NaN days", "NaNd", "", false},
+		{"Inf days", "Infd", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := TimeRange(tt.since, tt.until, now)
+			if (err == nil) != tt.ok {
+				t.Fatalf("TimeRange(%q, %q) error %v, want ok %v", tt.since, tt.until, err, tt.ok)
+			}
+		})
+	}
+}
+
+// rangeRouter serves the whole API over fake, as the server mounts it.
+func rangeRouter(t *testing.T, fake Runs, maxRange time.Duration, log *slog.Logger) *gin.Engine {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	h := New(fake)
+	h.now = func() time.Time { return time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC) }
+	if maxRange != 0 {
+		h.SetMaxRange(maxRange)
+	}
+	if log != nil {
+		h.SetLogger(log)
+	}
+	h.Register(r.Group("/api/v1", authenticated))
+	return r
+}
+
+func TestQueryRangeIsBounded(t *testing.T) {
+	tests := []struct {
+		name     string
+		maxRange time.Duration // 0: the default
+		url      string
+		code     int
+	}{
+		{"default range", 0, "/api/v1/costs", http.StatusOK},
+		{"400 days", 0, "/api/v1/costs?since=400d", http.StatusOK},
+		{"400 days and a second", 0, "/api/v1/costs?since=400d&until=2026-01-10T12:00:01Z", http.StatusBadRequest},
+		{"401 days", 0, "/api/v1/costs?since=401d", http.StatusBadRequest},
+		{"2000 days", 0, "/api/v1/costs?since=2000d", http.StatusBadRequest},
+		{"100000 days", 0, "/api/v1/costs?since=100000d", http.StatusBadRequest},
+		{"1e308 days", 0, "/api/v1/costs?since=1e308d", http.StatusBadRequest},
+		{"NaN days", 0, "/api/v1/costs?since=NaNd", http.StatusBadRequest},
+		{"Inf days", 0, "/api/v1/costs?since=Infd", http.StatusBadRequest},
+		{"until year 9999", 0, "/api/v1/costs?until=9999-12-31T23:59:59Z", http.StatusBadRequest},
+		{"absolute range at the limit", 0,
+			"/api/v1/costs?since=2025-01-01T00:00:00Z&until=2026-02-05T00:00:00Z", http.StatusOK},
+		{"absolute range a second over", 0,
+			"/api/v1/costs?since=2025-01-01T00:00:00Z&until=2026-02-05T00:00:01Z", http.StatusBadRequest},
+		{"future until stretches the range", 0, "/api/v1/costs?since=1d&until=2027-06-01T00:00:00Z", http.StatusBadRequest},
+		{"runs", 0, "/api/v1/runs?since=2000d", http.StatusBadRequest},
+		{"cache", 0, "/api/v1/cache?since=2000d", http.StatusBadRequest},
+		{"tools", 0, "/api/v1/tools?since=2000d", http.StatusBadRequest},
+		{"configured 10 days", 10 * 24 * time.Hour, "/api/v1/costs?since=10d", http.StatusOK},
+		{"configured 10 days, 11 asked", 10 * 24 * time.Hour, "/api/v1/costs?since=11d", http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rangeRouter(t, &fakeCosts{}, tt.maxRange, nil)
+			w := serve(r, tt.url)
+			if w.Code != tt.code {
+				t.Fatalf("%s: %d %s, want %d", tt.url, w.Code, w.Body, tt.code)
+			}
+		})
+	}
+}
+
+// failingRuns fails every read with a database error naming internals.
+type failingRuns struct{ fakeCosts }
+
+var errDatabase = errors.New("code: 60, message: Table tally.spans_secret does not exist")
+
+func (failingRuns) Runs(context.Context, query.RunFilter) (query.RunPage, error) {
+	return query.RunPage{}, errDatabase
+}
+
+func (failingRuns) Run(context.Context, string, string) (*query.RunDetail, error) {
+	return nil, errDatabase
+}
+
+func (failingRuns) Costs(context.Context, query.CostFilter) (query.CostReport, error) {
+	return query.CostReport{}, errDatabase
+}
+
+func TestInternalErrorsDoNotLeak(t *testing.T) {
+	tests := []struct{ name, url string }{
+		{"runs", "/api/v1/runs"},
+		{"run", "/api/v1/runs/0123456789abcdef0123456789abcdef"},
+		{"costs", "/api/v1/costs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			r := rangeRouter(t, &failingRuns{}, 0, slog.New(slog.NewTextHandler(&logged, nil)))
+			w := serve(r, tt.url)
+			if w.Code != http.StatusInternalServerError {
+				t.Fatalf("%d %s, want 500", w.Code, w.Body)
+			}
+			var e Error
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(e.Error, "spans_secret") || strings.Contains(e.Error, "code: 60") {
+				t.Errorf("answer %q carries the database error", e.Error)
+			}
+			id := w.Header().Get("X-Request-Id")
+			if id == "" || !strings.Contains(e.Error, id) {
+				t.Errorf("answer %q, X-Request-Id %q: want the request id in both", e.Error, id)
+			}
+			if !strings.Contains(logged.String(), "spans_secret") || !strings.Contains(logged.String(), id) {
+				t.Errorf("log %q: want the cause and the request id", logged.String())
+			}
+		})
+	}
+}
