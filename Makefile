@@ -3,12 +3,16 @@
 
 GO ?= go
 
-.PHONY: deps build test bench run fmt clean fuzz
+.PHONY: deps deps-run build test bench run fmt clean fuzz
 
 # Install clickhouse-server, clickhouse-client, prometheus-alertmanager and
 # chromium from Debian when missing; does nothing when all are present.
 deps:
-	scripts/deps.sh
+	scripts/deps.sh test
+
+# Only what running needs (ClickHouse); test-only tools belong to `make test`.
+deps-run:
+	scripts/deps.sh run
 
 build:
 	$(GO) build -o bin/tally ./cmd/tally
@@ -33,7 +37,7 @@ bench: deps
 
 # Start ClickHouse and tally with the data in .tally/, load demo runs, and
 # wait; Ctrl-C stops both.
-run: deps build
+run: deps-run build
 	scripts/run.sh
 
 fmt:

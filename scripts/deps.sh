@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the external programs tally's tests and `make run` need, from Debian
-# packages: clickhouse-server, clickhouse-client, prometheus-alertmanager,
+# packages. `make run` needs only clickhouse-server and clickhouse-client
+# (deps.sh run); the tests also need prometheus-alertmanager,
 # chromium, zookeeper (the cluster test's ZooKeeper; not zookeeperd, whose
 # service would start on port 2181), docker-compose (validates
 # deploy/docker-compose.yaml without a Docker daemon) and systemd
@@ -22,19 +23,32 @@ has_any() {
 	return 1
 }
 
+# deps.sh run: what `make run` needs (ClickHouse); deps.sh test (the
+# default): everything the test suite needs besides.
+mode="${1:-test}"
+case "$mode" in
+run | test) ;;
+*)
+	echo "deps: usage: scripts/deps.sh [run|test]" >&2
+	exit 2
+	;;
+esac
+
 missing=()
 has_any clickhouse-server /usr/bin/clickhouse-server /usr/sbin/clickhouse-server /usr/bin/clickhouse ||
 	missing+=(clickhouse-server)
 has_any clickhouse-client /usr/bin/clickhouse-client /usr/bin/clickhouse ||
 	missing+=(clickhouse-client)
-has_any /usr/bin/prometheus-alertmanager || missing+=(prometheus-alertmanager)
-has_any /usr/bin/chromium || missing+=(chromium)
-has_any /usr/share/zookeeper/bin/zkServer.sh || missing+=(zookeeper)
-has_any docker-compose /usr/bin/docker-compose || missing+=(docker-compose)
-has_any systemd-analyze /usr/bin/systemd-analyze || missing+=(systemd)
+if [[ "$mode" == test ]]; then
+	has_any /usr/bin/prometheus-alertmanager || missing+=(prometheus-alertmanager)
+	has_any /usr/bin/chromium || missing+=(chromium)
+	has_any /usr/share/zookeeper/bin/zkServer.sh || missing+=(zookeeper)
+	has_any docker-compose /usr/bin/docker-compose || missing+=(docker-compose)
+	has_any systemd-analyze /usr/bin/systemd-analyze || missing+=(systemd)
+fi
 
 if ((${#missing[@]} == 0)); then
-	echo "deps: clickhouse-server, clickhouse-client, prometheus-alertmanager, chromium, zookeeper, docker-compose and systemd are installed"
+	echo "deps ($mode): everything needed is installed"
 	exit 0
 fi
 
