@@ -25,7 +25,8 @@ import (
 // Runs is what the API needs to read runs; *query.Reader implements it.
 type Runs interface {
 	Runs(ctx context.Context, f query.RunFilter) (query.RunPage, error)
-	Run(ctx context.Context, project, traceID string) (*query.RunDetail, error)
+	// RunWithin loads a run holding at most maxSpans spans (0: all).
+	RunWithin(ctx context.Context, project, traceID string, maxSpans int) (*query.RunDetail, error)
 }
 
 // Explainer says how the usage and cost of a run's spans were derived;
@@ -45,13 +46,17 @@ type Handler struct {
 	alerts   AlertLister // nil: GET /alerts answers 501
 	explain  Explainer   // nil: the explain endpoints answer 501
 	maxRange time.Duration
+	reads    RunReadLimits
+	heavy    chan struct{} // one token per run read under way
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // New returns the API over a reader.
 func New(runs Runs) *Handler {
-	return &Handler{runs: runs, maxRange: DefaultMaxQueryRange, log: slog.New(slog.DiscardHandler), now: time.Now}
+	h := &Handler{runs: runs, maxRange: DefaultMaxQueryRange, log: slog.New(slog.DiscardHandler), now: time.Now}
+	h.SetRunReadLimits(DefaultRunReadLimits())
+	return h
 }
 
 // SetMaxRange bounds the since..until of every request (an open until is
@@ -185,7 +190,12 @@ func (h *Handler) getRun(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
 		return
 	}
-	run, err := h.runs.Run(c.Request.Context(), Project(c), strings.ToLower(id))
+	release, ok := h.acquireRunRead(c)
+	if !ok {
+		return
+	}
+	defer release()
+	run, err := h.runs.RunWithin(c.Request.Context(), Project(c), strings.ToLower(id), h.reads.MaxRunSpans)
 	if errors.Is(err, query.ErrNotFound) {
 		fail(c, http.StatusNotFound, "run %s not found", id)
 		return

@@ -155,7 +155,7 @@ func (failingRuns) Runs(context.Context, query.RunFilter) (query.RunPage, error)
 	return query.RunPage{}, errDatabase
 }
 
-func (failingRuns) Run(context.Context, string, string) (*query.RunDetail, error) {
+func (failingRuns) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
 	return nil, errDatabase
 }
 

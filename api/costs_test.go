@@ -25,7 +25,7 @@ func (f *fakeCosts) Runs(_ context.Context, filter query.RunFilter) (query.RunPa
 	return query.RunPage{}, nil
 }
 
-func (f *fakeCosts) Run(context.Context, string, string) (*query.RunDetail, error) {
+func (f *fakeCosts) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
 	return nil, query.ErrNotFound
 }
 
@@ -148,7 +148,7 @@ func (runsOnly) Runs(context.Context, query.RunFilter) (query.RunPage, error) {
 	return query.RunPage{}, nil
 }
 
-func (runsOnly) Run(context.Context, string, string) (*query.RunDetail, error) {
+func (runsOnly) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
 	return nil, query.ErrNotFound
 }
 

@@ -15,7 +15,7 @@ import (
 
 // Fixtures is what the fixture endpoint needs; *query.Reader implements it.
 type Fixtures interface {
-	Fixture(ctx context.Context, project, traceID string, opts ...replay.BuildOption) (*replay.Fixture, error)
+	FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...replay.BuildOption) (*replay.Fixture, error)
 }
 
 // getFixture answers GET /runs/:trace_id/fixture with the run's replay
@@ -45,9 +45,18 @@ func (h *Handler) getFixture(c *gin.Context) {
 			opts = append(opts, replay.WithInferences())
 		}
 	}
-	f, err := fixtures.Fixture(c.Request.Context(), Project(c), id, opts...)
+	release, ok := h.acquireRunRead(c)
+	if !ok {
+		return
+	}
+	defer release()
+	f, err := fixtures.FixtureWithin(c.Request.Context(), Project(c), id, h.reads.MaxRunSpans, opts...)
 	if errors.Is(err, query.ErrNotFound) {
 		fail(c, http.StatusNotFound, "run %s not found", id)
+		return
+	}
+	if errors.Is(err, query.ErrRunTooLarge) {
+		fail(c, http.StatusRequestEntityTooLarge, "run %s has more than %d spans, the most a fixture export reads (--max-run-spans)", id, h.reads.MaxRunSpans)
 		return
 	}
 	if err != nil {

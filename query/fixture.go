@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -29,10 +30,23 @@ func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schem
 // replay/FORMAT.md). It returns ErrNotFound when the project holds no span of
 // the run. The fixture's source_version is this build's version.
 func (r *Reader) Fixture(ctx context.Context, project, traceID string, opts ...replay.BuildOption) (*replay.Fixture, error) {
+	return r.FixtureWithin(ctx, project, traceID, 0, opts...)
+}
+
+// ErrRunTooLarge is returned for a run with more spans than a read allows.
+var ErrRunTooLarge = errors.New("run has more spans than this read allows")
+
+// FixtureWithin is Fixture for a run of at most maxSpans spans (0: no
+// bound); a larger run gives ErrRunTooLarge, since a fixture must hold every
+// call of the run.
+func (r *Reader) FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...replay.BuildOption) (*replay.Fixture, error) {
 	traceID = strings.ToLower(traceID)
-	spans, err := r.Spans(ctx, project, traceID)
+	spans, more, err := r.spans(ctx, project, traceID, maxSpans)
 	if err != nil {
 		return nil, err
+	}
+	if more {
+		return nil, fmt.Errorf("fixture of run %s: %w (%d)", traceID, ErrRunTooLarge, maxSpans)
 	}
 	if len(spans) == 0 {
 		return nil, ErrNotFound

@@ -315,6 +315,9 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 type RunDetail struct {
 	Summary RunSummary  `json:"summary"`
 	Roots   []*SpanNode `json:"roots"`
+	// Truncated is set when the tree holds only the run's earliest spans
+	// (see RunWithin).
+	Truncated *Truncation `json:"truncated,omitempty"`
 }
 
 // Spans loads a run's spans, deduplicated, ordered by start time.
@@ -326,40 +329,92 @@ type RunDetail struct {
 // rows are read from those partitions only, again filtered by PREWHERE
 // before the wide columns are touched.
 func (r *Reader) Spans(ctx context.Context, project, traceID string) ([]schema.Span, error) {
+	spans, _, err := r.spans(ctx, project, traceID, 0)
+	return spans, err
+}
+
+// spans is Spans reading at most limit spans (the earliest; 0: all), and
+// whether the run has more.
+func (r *Reader) spans(ctx context.Context, project, traceID string, limit int) ([]schema.Span, bool, error) {
 	traceID = strings.ToLower(traceID)
 	table := r.store.Table(schema.TableSpans)
 	var lo, hi time.Time
 	var n uint64
 	if err := r.store.Conn().QueryRow(ctx, "SELECT min(start), max(start), count() FROM "+table+
 		" PREWHERE project = ? AND trace_id = ?", project, traceID).Scan(&lo, &hi, &n); err != nil {
-		return nil, fmt.Errorf("locate run %s: %w", traceID, err)
+		return nil, false, fmt.Errorf("locate run %s: %w", traceID, err)
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	q := "SELECT " + schema.SpanSelectList() + " FROM " + table +
 		" FINAL PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
+	// count() counts duplicate deliveries not yet merged: above the limit,
+	// read one span more than it to know whether the run really has more.
+	more := limit > 0 && n > uint64(limit)
+	if more {
+		q += " LIMIT " + strconv.Itoa(limit+1)
+	}
 	rows, err := r.store.Conn().Query(ctx, q, project, traceID, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", traceID, err)
+		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	defer rows.Close()
 	spans, err := schema.ScanSpans(rows)
 	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", traceID, err)
+		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
-	return spans, nil
+	if more && len(spans) <= limit {
+		more = false
+	}
+	if more {
+		spans = spans[:limit]
+	}
+	return spans, more, nil
 }
 
-// Run loads one run's summary and span tree.
-func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, error) {
-	spans, err := r.Spans(ctx, project, traceID)
+// Truncation says that a run's answer holds only its earliest spans.
+type Truncation struct {
+	TotalSpans    int `json:"total_spans"`
+	ReturnedSpans int `json:"returned_spans"`
+}
+
+// RunWithin is Run holding at most maxSpans spans (0: no bound), so that
+// one request for a huge run cannot take the server's memory. A run with
+// more spans answers its earliest maxSpans as the tree, with Truncated set;
+// its summary (spans, tokens, cost, errors) still covers the whole run,
+// computed by ClickHouse, while retries are classified and the counted
+// flags set within the returned spans only.
+func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpans int) (*RunDetail, error) {
+	spans, more, err := r.spans(ctx, project, traceID, maxSpans)
 	if err != nil {
 		return nil, err
 	}
 	if len(spans) == 0 {
 		return nil, ErrNotFound
 	}
+	d := runDetail(spans)
+	if !more {
+		return d, nil
+	}
+	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + r.store.Table(schema.TableSpans) +
+		" FINAL\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
+	var rr runRow
+	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), spans[0].Start).Scan(rr.dest()...); err != nil {
+		return nil, fmt.Errorf("summarize run %s: %w", traceID, err)
+	}
+	d.Summary = rr.summary()
+	d.Truncated = &Truncation{TotalSpans: d.Summary.Spans, ReturnedSpans: len(spans)}
+	return d, nil
+}
+
+// Run loads one run's summary and span tree.
+func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, error) {
+	return r.RunWithin(ctx, project, traceID, 0)
+}
+
+// runDetail builds a run's tree and summary from its spans.
+func runDetail(spans []schema.Span) *RunDetail {
 	roots := BuildTree(spans)
 	summary, counted := summarize(spans)
 	stack := append([]*SpanNode(nil), roots...)
@@ -371,7 +426,7 @@ func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, 
 	}
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
-	return &RunDetail{Summary: summary, Roots: roots}, nil
+	return &RunDetail{Summary: summary, Roots: roots}
 }
 
 // classifyRunTools marks each tool span of a run tree with its retry class

@@ -126,6 +126,7 @@ func newServeCmd() *cobra.Command {
 		noMigrate     bool
 		externalURL   string
 		maxQueryRange = api.DefaultMaxQueryRange
+		runReads      = api.DefaultRunReadLimits()
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -161,6 +162,8 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.IntVar(&wcfg.MaxBatchSpans, "batch-spans", wcfg.MaxBatchSpans, "rows per ClickHouse INSERT")
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
+	fs.IntVar(&runReads.MaxRunSpans, "max-run-spans", runReads.MaxRunSpans, "most spans one run answer holds (a larger run answers its earliest spans, marked truncated; fixtures of larger runs are refused with 413)")
+	fs.IntVar(&runReads.MaxConcurrent, "max-concurrent-run-reads", runReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{&maxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
 	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
 	fs.Int64Var(&memoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
@@ -227,6 +230,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 			return err
 		}
 		srv.API().SetMaxRange(maxQueryRange)
+		srv.API().SetRunReadLimits(runReads)
 		srv.API().SetLogger(log)
 		env := serveEnv{ctx: ctx, srv: srv, store: store, catalog: catalog, dataDir: dataDir,
 			externalURL: externalURL, log: log, flags: fs}
