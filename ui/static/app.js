@@ -421,6 +421,7 @@ async function pageRun() {
   <div class="stat"><dt title="tool calls that retried an earlier attempt: attempt ≥ 2, a repeated call id or step id, or the same tool again after it failed under the same parent">Retries</dt><dd>${num(retries)}</dd></div>
 </dl>
 ${s.usage_from_aggregate ? '<p class="notice warn">No inference span carried usage: token totals come from the agent span\'s aggregated usage.</p>' : ''}
+${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree shows the earliest ${num(run.truncated.returned_spans)} (the server's --max-run-spans). The totals above cover the whole run.</p>` : ''}
 <div class="runbody">
   <section class="waterfall" aria-label="Span waterfall">
     <div class="wf-toolbar">
