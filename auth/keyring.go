@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -59,6 +60,12 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Logger receives refresh failures (never a key).
 	Logger *slog.Logger
+	// StartUnavailable lets NewKeyring succeed when the managed keys cannot
+	// be loaded (a start during a ClickHouse outage, with no KeyCache file):
+	// authentication is then on, static keys work and any other key gets
+	// ErrKeysUnavailable until a refresh succeeds. Without it NewKeyring
+	// fails, so that a server never starts open by mistake.
+	StartUnavailable bool
 }
 
 // Keyring authenticates requests against the configured keys; it implements
@@ -75,6 +82,8 @@ type Keyring struct {
 	byID    map[string]Key // every key, revoked ones included
 	enabled bool
 	revoked map[string]time.Time // signed-out session id → its token's expiry
+	// unavailable: the managed keys were never loaded (Config.StartUnavailable).
+	unavailable bool
 }
 
 // NewKeyring loads the keys once and returns the keyring; it fails when the
@@ -89,10 +98,33 @@ func NewKeyring(ctx context.Context, cfg Config) (*Keyring, error) {
 	}
 	k := &Keyring{cfg: cfg, log: cfg.Logger, revoked: map[string]time.Time{}}
 	if err := k.Refresh(ctx); err != nil {
-		return nil, err
+		if !cfg.StartUnavailable {
+			return nil, err
+		}
+		// Authentication stays on: only static keys are known, any other
+		// key is answered 503 (retry) until a refresh loads the keys.
+		k.mu.Lock()
+		k.unavailable, k.enabled = true, true
+		k.active, k.byID = map[string]Key{}, map[string]Key{}
+		for _, key := range cfg.Static {
+			k.active[key.Hash], k.byID[key.ID] = key, key
+		}
+		k.mu.Unlock()
+		k.log.Warn("api keys: not loaded (ClickHouse unreachable, no cache yet); static keys work, others get 503 until they load", "err", err)
 	}
 	return k, nil
 }
+
+func (k *Keyring) isUnavailable() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.unavailable
+}
+
+// ErrKeysUnavailable is returned for a key the keyring cannot judge yet: the
+// managed keys have not been loaded since start (ClickHouse unreachable, no
+// cache). It is answered 503 with Retry-After, so exporters retry.
+var ErrKeysUnavailable = errors.New("api keys not loaded yet (ClickHouse unreachable): retry")
 
 // Refresh reloads the managed keys and the signed-out sessions now.
 func (k *Keyring) Refresh(ctx context.Context) error {
@@ -144,6 +176,7 @@ func (k *Keyring) Refresh(ctx context.Context) error {
 	}
 	k.revoked = revoked
 	k.active, k.byID = active, byID
+	k.unavailable = false
 	// A revoked key still counts: revoking the last key must not switch
 	// authentication off.
 	k.enabled = len(byID) > 0
@@ -248,6 +281,10 @@ func (k *Keyring) AuthenticateMetrics(r *http.Request) error {
 func (k *Keyring) bearer(r *http.Request) (Key, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
+		if k.isUnavailable() {
+			// Whether any key is needed is not known yet.
+			return Key{}, ErrKeysUnavailable
+		}
 		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>)", receiver.ErrUnauthenticated)
 	}
 	scheme, token, ok := strings.Cut(h, " ")
@@ -262,8 +299,12 @@ func (k *Keyring) lookup(plaintext string) (Key, error) {
 	h := Hash(plaintext)
 	k.mu.RLock()
 	key, ok := k.active[h]
+	unavailable := k.unavailable
 	k.mu.RUnlock()
 	if !ok || subtle.ConstantTimeCompare([]byte(key.Hash), []byte(h)) != 1 {
+		if unavailable {
+			return Key{}, ErrKeysUnavailable
+		}
 		return Key{}, fmt.Errorf("%w: unknown or revoked API key", receiver.ErrUnauthenticated)
 	}
 	return key, nil
@@ -273,6 +314,9 @@ func (k *Keyring) lookup(plaintext string) (Key, error) {
 // in with, which must still be active.
 func (k *Keyring) session(r *http.Request) (Key, error) {
 	c, err := r.Cookie(SessionCookie)
+	if err != nil && k.isUnavailable() {
+		return Key{}, ErrKeysUnavailable
+	}
 	if err != nil || k.cfg.Sessions == nil {
 		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>, or sign in at /login)", receiver.ErrUnauthenticated)
 	}
@@ -283,7 +327,11 @@ func (k *Keyring) session(r *http.Request) (Key, error) {
 	k.mu.RLock()
 	key, ok := k.byID[sess.KeyID]
 	_, signedOut := k.revoked[sess.ID]
+	unavailable := k.unavailable
 	k.mu.RUnlock()
+	if unavailable && !ok {
+		return Key{}, ErrKeysUnavailable
+	}
 	if signedOut {
 		return Key{}, fmt.Errorf("%w: signed out: sign in again at /login", receiver.ErrUnauthenticated)
 	}

@@ -101,6 +101,9 @@ func migrationsTable() tableDef {
 // Migrate creates the database and applies every migration not yet recorded,
 // in order. Running it twice, or from two processes at once, is safe.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.Detect(ctx); err != nil {
+		return err
+	}
 	// In cluster mode the database and the migrations table are created ON
 	// CLUSTER only when this node lacks them: distributed DDL waits for every
 	// node, so issuing it at every start would stall a restart while a node

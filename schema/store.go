@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -42,7 +43,11 @@ type Store struct {
 	conn    driver.Conn
 	db      string
 	cluster string
-	caps    Capabilities
+	addr    string
+
+	mu       sync.Mutex
+	caps     Capabilities
+	detected bool // caps hold the server's (OpenDeferred leaves them to Detect)
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -50,6 +55,10 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Open connects over the native protocol and detects the server's
 // capabilities. The database need not exist yet: Migrate creates it.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, false)
+}
+
+func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 	if !identRE.MatchString(cfg.Database) {
 		return nil, fmt.Errorf("clickhouse database name %q: must match %s", cfg.Database, identRE)
 	}
@@ -69,7 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			addrs = append(addrs, a)
 		}
 	}
-	open := func(settings clickhouse.Settings) (driver.Conn, error) {
+	openConn := func(settings clickhouse.Settings) (driver.Conn, error) {
 		conn, err := clickhouse.Open(&clickhouse.Options{
 			Addr:         addrs,
 			Settings:     settings,
@@ -91,9 +100,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// acknowledging a write means.
 		settings = clickhouse.Settings{"insert_distributed_sync": 1}
 	}
-	conn, err := open(settings)
+	conn, err := openConn(settings)
 	if err != nil {
 		return nil, err
+	}
+	if deferred {
+		if cfg.Cluster != "" {
+			conn.Close()
+			return nil, fmt.Errorf("clickhouse %s: cluster mode needs the server reachable at start (its settings depend on it)", cfg.Addr)
+		}
+		return &Store{conn: conn, db: cfg.Database, addr: cfg.Addr}, nil
 	}
 	caps, err := DetectCapabilities(ctx, conn)
 	if err != nil {
@@ -101,12 +117,38 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("clickhouse %s: %w", cfg.Addr, err)
 	}
 	if cfg.Cluster != "" {
-		if conn, err = clusterSettings(ctx, conn, caps, settings, open); err != nil {
+		if conn, err = clusterSettings(ctx, conn, caps, settings, openConn); err != nil {
 			return nil, fmt.Errorf("clickhouse %s, cluster %s: %w", cfg.Addr, cfg.Cluster, err)
 		}
 	}
-	s := &Store{conn: conn, db: cfg.Database, cluster: cfg.Cluster, caps: caps}
+	s := &Store{conn: conn, db: cfg.Database, cluster: cfg.Cluster, addr: cfg.Addr, caps: caps, detected: true}
 	return s, nil
+}
+
+// OpenDeferred is Open for a server that may not answer yet: it sets up the
+// connection pool (which dials on first use) without talking to the server,
+// so that tally can start, listen and take spans into its durable log during
+// a ClickHouse outage. The capabilities are detected by the first Detect or
+// Migrate; until then reads and writes simply fail while the server is down.
+// Cluster mode needs the server at start: an error.
+func OpenDeferred(cfg Config) (*Store, error) {
+	return open(context.Background(), cfg, true)
+}
+
+// Detect detects the server's capabilities, once: a Store from Open has
+// them already, one from OpenDeferred gets them when the server answers.
+func (s *Store) Detect(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.detected {
+		return nil
+	}
+	caps, err := DetectCapabilities(ctx, s.conn)
+	if err != nil {
+		return fmt.Errorf("clickhouse %s: %w", s.addr, err)
+	}
+	s.caps, s.detected = caps, true
+	return nil
 }
 
 // Close closes the connection pool.
@@ -119,7 +161,12 @@ func (s *Store) Conn() driver.Conn { return s.conn }
 func (s *Store) Database() string { return s.db }
 
 // Capabilities are the detected server capabilities.
-func (s *Store) Capabilities() Capabilities { return s.caps }
+// A Store from OpenDeferred has the zero Capabilities until Detect.
+func (s *Store) Capabilities() Capabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
 
 // Table is a table name qualified with the database, ready for SQL.
 func (s *Store) Table(name string) string { return "`" + s.db + "`.`" + name + "`" }

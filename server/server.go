@@ -122,8 +122,10 @@ type Server struct {
 	mu     sync.Mutex
 	jobs   []func(ctx context.Context)
 	checks map[string]ReadinessCheck
-	api    *api.Handler
-	sink   receiver.Sink
+	// ingestChecks name the checks /readyz/ingest reports.
+	ingestChecks map[string]bool
+	api          *api.Handler
+	sink         receiver.Sink
 }
 
 // New builds a server over an open, migrated store.
@@ -162,6 +164,8 @@ func New(opts Options) (*Server, error) {
 		reader:   query.NewReader(opts.Store),
 		registry: opts.Registry,
 		checks:   map[string]ReadinessCheck{},
+
+		ingestChecks: map[string]bool{},
 	}
 	s.writer = writer.New(opts.Store, opts.Writer, opts.Logger)
 	s.sink = s.writer
@@ -247,6 +251,16 @@ func (s *Server) AddCheck(name string, check ReadinessCheck) {
 	s.checks[name] = check
 }
 
+// AddIngestCheck adds a check that decides whether ingest is accepted,
+// reported by /readyz and by /readyz/ingest. With none, /readyz/ingest
+// reports every check (without the durable log, ingest needs ClickHouse).
+func (s *Server) AddIngestCheck(name string, check ReadinessCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = check
+	s.ingestChecks[name] = true
+}
+
 // Handler builds the HTTP routes. Call once, after SetSink/AddCheck.
 func (s *Server) Handler() (http.Handler, error) {
 	metrics, err := receiver.NewMetrics(s.registry)
@@ -275,6 +289,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	e.GET("/metrics", s.metricsAuth(), gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.readyz)
+	e.GET("/readyz/ingest", s.readyzIngest)
 	for path, h := range s.opts.Public {
 		e.Any(path, gin.WrapH(h))
 	}
@@ -359,7 +374,7 @@ func (s *Server) hostCheck() gin.HandlerFunc {
 			return
 		}
 		switch c.Request.URL.Path {
-		case "/healthz", "/readyz":
+		case "/healthz", "/readyz", "/readyz/ingest":
 			return
 		}
 		host := c.Request.Host
@@ -422,13 +437,25 @@ func (s *Server) metricsAuth() gin.HandlerFunc {
 	}
 }
 
-func (s *Server) readyz(c *gin.Context) {
+// readyz answers /readyz: every check, so a load balancer takes the
+// server out while anything is degraded (ClickHouse unreachable, schema
+// behind, durable log full).
+func (s *Server) readyz(c *gin.Context) { s.report(c, false) }
+
+// readyzIngest answers /readyz/ingest: only whether spans are accepted, so
+// that during a ClickHouse outage, while the durable log takes spans, the
+// ingest path stays in the load balancer.
+func (s *Server) readyzIngest(c *gin.Context) { s.report(c, true) }
+
+func (s *Server) report(c *gin.Context, ingestOnly bool) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 	defer cancel()
 	s.mu.Lock()
 	checks := make(map[string]ReadinessCheck, len(s.checks))
 	for k, v := range s.checks {
-		checks[k] = v
+		if !ingestOnly || len(s.ingestChecks) == 0 || s.ingestChecks[k] {
+			checks[k] = v
+		}
 	}
 	s.mu.Unlock()
 	status := map[string]string{}

@@ -58,7 +58,7 @@ func wireDurable(env *serveEnv, f durableFlags) error {
 			env.log.Error("close durable log", "err", err)
 		}
 	})
-	env.srv.AddCheck("durable_log", func(context.Context) error { return sink.Ready() })
+	env.srv.AddIngestCheck("durable_log", func(context.Context) error { return sink.Ready() })
 	return registerDurableMetrics(env.srv.Registry(), sink)
 }
 

@@ -329,3 +329,56 @@ func TestFaultTornLogTail(t *testing.T) {
 		t.Errorf("tally log does not report the 7-byte torn tail it truncated:\n%s", log)
 	}
 }
+
+// TestFaultStartDuringClickHouseOutage: a tally restarted while ClickHouse
+// is down listens at once (after a few seconds of retries, not 60 s and an
+// exit), authenticates from its key cache, takes spans into its durable log
+// (/readyz/ingest ready, /readyz not), and migrates and delivers them when
+// ClickHouse is back — every acknowledged span stored once.
+func TestFaultStartDuringClickHouseOutage(t *testing.T) {
+	bin := buildTally(t)
+	ch := testenv.StartClickHouse(t)
+	db := ch.NewDatabase(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := startTallyProc(t, bin, ch.Addr, db, dataDir) // runs once: schema, key cache
+	first.kill()
+	ch.Stop(t)
+	p := startTallyProc(t, bin, ch.Addr, db, dataDir)
+	status := func(path string) int {
+		resp, err := http.Get(p.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage: %d, want 503", got)
+	}
+	if got := status("/readyz/ingest"); got != http.StatusOK {
+		t.Errorf("/readyz/ingest during the outage: %d, want 200 (the durable log takes spans)", got)
+	}
+	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.run(ctx, 2); close(done) }()
+	time.Sleep(2 * time.Second)
+	s.mu.Lock()
+	duringOutage := len(s.acked)
+	s.mu.Unlock()
+	ch.Start(t)
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	<-done
+	if duringOutage == 0 {
+		t.Errorf("no request acknowledged while ClickHouse was down")
+	}
+	checkStored(t, ch, db, s.acked)
+	deadline := time.Now().Add(30 * time.Second)
+	for status("/readyz") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz never became ready after ClickHouse came back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +21,9 @@ func init() {
 	serveFlagHooks = append(serveFlagHooks, registerAuthFlags)
 	serveHooks = append(serveHooks, wireAuth)
 }
+
+// keyCacheFile keeps the last loaded API key hashes in the data dir.
+const keyCacheFile = "keys-cache.json"
 
 // registerAuthFlags adds tally serve's authentication flags.
 func registerAuthFlags(fs *pflag.FlagSet) {
@@ -69,9 +73,12 @@ func wireAuth(env *serveEnv) error {
 		return fmt.Errorf("--session-secret: %w", err)
 	}
 	keyStore := auth.NewStore(env.store)
+	// The cache lets a tally started during a ClickHouse outage authenticate
+	// as before it, and take spans into its durable log.
+	cached := &auth.KeyCache{Source: keyStore, Revocations: keyStore, Path: filepath.Join(env.dataDir, keyCacheFile), Logger: env.log}
 	keyring, err := auth.NewKeyring(env.ctx, auth.Config{
-		Static: static, Source: keyStore, Revocations: keyStore, Refresh: refresh, Sessions: sessions,
-		TrustedProxies: proxies, Logger: env.log,
+		Static: static, Source: cached, Revocations: cached, Refresh: refresh, Sessions: sessions,
+		TrustedProxies: proxies, Logger: env.log, StartUnavailable: true,
 	})
 	if err != nil {
 		return err

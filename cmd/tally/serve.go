@@ -39,9 +39,12 @@ func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
 }
 
+func (f *storeFlags) config() schema.Config {
+	return schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password, Cluster: f.cluster}
+}
+
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
-	return schema.Open(ctx, schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password,
-		Cluster: f.cluster})
+	return schema.Open(ctx, f.config())
 }
 
 // configFlag adds --config and returns a function that layers the config
@@ -198,12 +201,12 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if err != nil {
 			return err
 		}
-		store, err := openWithRetry(ctx, &st, log)
+		store, reachable, err := openForServe(ctx, &st, log)
 		if err != nil {
 			return err
 		}
 		defer store.Close()
-		if !noMigrate {
+		if !noMigrate && reachable {
 			if err := store.Migrate(ctx); err != nil {
 				return err
 			}
@@ -232,6 +235,9 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		srv.API().SetMaxRange(maxQueryRange)
 		srv.API().SetRunReadLimits(runReads)
 		srv.API().SetLogger(log)
+		if !noMigrate && !reachable {
+			srv.AddJob(func(ctx context.Context) { migrateWhenReachable(ctx, store, log) })
+		}
 		env := serveEnv{ctx: ctx, srv: srv, store: store, catalog: catalog, dataDir: dataDir,
 			externalURL: externalURL, log: log, flags: fs}
 		for _, hook := range serveHooks {
@@ -303,6 +309,56 @@ var (
 
 // openWithRetry connects to ClickHouse, retrying for a while: at start-up
 // (make run, a container) ClickHouse may still be starting.
+// openForServe opens the store for tally serve. When ClickHouse does not
+// answer within a few seconds, a single server (not a cluster) starts anyway
+// with a deferred store: it listens, takes spans into the durable log and
+// reports the outage on /readyz, and its migrations run once ClickHouse
+// answers (migrateWhenReachable). reachable says which case this is.
+func openForServe(ctx context.Context, st *storeFlags, log *slog.Logger) (store *schema.Store, reachable bool, err error) {
+	for attempt := 0; ; attempt++ {
+		store, err = st.open(ctx)
+		if err == nil {
+			return store, true, nil
+		}
+		if attempt == 2 || ctx.Err() != nil {
+			break
+		}
+		log.Warn("clickhouse not reachable yet, retrying", "addr", st.addr, "err", err)
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+	}
+	if st.cluster != "" || ctx.Err() != nil {
+		return nil, false, err
+	}
+	log.Warn("clickhouse unreachable: serving anyway — spans are taken into the durable log and delivered when it answers; reads answer errors until then",
+		"addr", st.addr, "err", err)
+	store, derr := schema.OpenDeferred(st.config())
+	if derr != nil {
+		return nil, false, derr
+	}
+	return store, false, nil
+}
+
+// migrateWhenReachable applies the migrations as soon as ClickHouse
+// answers, retrying every few seconds until it does or ctx ends.
+func migrateWhenReachable(ctx context.Context, store *schema.Store, log *slog.Logger) {
+	for {
+		err := store.Migrate(ctx)
+		if err == nil {
+			log.Info("clickhouse reachable: schema migrated")
+			return
+		}
+		log.Warn("clickhouse still unreachable: migrations wait", "err", err)
+		select {
+		case <-time.After(3 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func openWithRetry(ctx context.Context, st *storeFlags, log *slog.Logger) (*schema.Store, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
