@@ -11,11 +11,12 @@ import (
 
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
+	"github.com/tallyhq/tally/replay/recording"
 )
 
 // Fixtures is what the fixture endpoint needs; *query.Reader implements it.
 type Fixtures interface {
-	FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...replay.BuildOption) (*replay.Fixture, error)
+	FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...recording.BuildOption) (*replay.Fixture, error)
 }
 
 // getFixture answers GET /runs/:trace_id/fixture with the run's replay
@@ -34,7 +35,7 @@ func (h *Handler) getFixture(c *gin.Context) {
 		fail(c, http.StatusNotImplemented, "this server cannot export fixtures")
 		return
 	}
-	var opts []replay.BuildOption
+	var opts []recording.BuildOption
 	if s := c.Query("inferences"); s != "" {
 		with, err := strconv.ParseBool(s)
 		if err != nil {
@@ -42,7 +43,7 @@ func (h *Handler) getFixture(c *gin.Context) {
 			return
 		}
 		if with {
-			opts = append(opts, replay.WithInferences())
+			opts = append(opts, recording.WithInferences())
 		}
 	}
 	release, ok := h.acquireRunRead(c)

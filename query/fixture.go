@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tallyhq/tally/replay"
+	"github.com/tallyhq/tally/replay/recording"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -29,7 +30,7 @@ func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schem
 // result or error, and the calls whose content was not captured (see
 // replay/FORMAT.md). It returns ErrNotFound when the project holds no span of
 // the run. The fixture's source_version is this build's version.
-func (r *Reader) Fixture(ctx context.Context, project, traceID string, opts ...replay.BuildOption) (*replay.Fixture, error) {
+func (r *Reader) Fixture(ctx context.Context, project, traceID string, opts ...recording.BuildOption) (*replay.Fixture, error) {
 	return r.FixtureWithin(ctx, project, traceID, 0, opts...)
 }
 
@@ -39,7 +40,7 @@ var ErrRunTooLarge = errors.New("run has more spans than this read allows")
 // FixtureWithin is Fixture for a run of at most maxSpans spans (0: no
 // bound); a larger run gives ErrRunTooLarge, since a fixture must hold every
 // call of the run.
-func (r *Reader) FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...replay.BuildOption) (*replay.Fixture, error) {
+func (r *Reader) FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...recording.BuildOption) (*replay.Fixture, error) {
 	traceID = strings.ToLower(traceID)
 	spans, more, err := r.spans(ctx, project, traceID, maxSpans)
 	if err != nil {
@@ -55,7 +56,7 @@ func (r *Reader) FixtureWithin(ctx context.Context, project, traceID string, max
 	if err != nil {
 		return nil, err
 	}
-	f, err := replay.Build(replay.RunInfo{TraceID: traceID, SourceVersion: BuildVersion()}, spans, contents, opts...)
+	f, err := recording.Build(replay.RunInfo{TraceID: traceID, SourceVersion: BuildVersion()}, spans, contents, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("fixture of run %s: %w", traceID, err)
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// testTrace is the trace id of testdata/expected_fixture.json.
+const testTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
 // searchFixture records three calls: two searches and a fetch with a
 // plain-text result.
 func searchFixture() *Fixture {

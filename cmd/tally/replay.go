@@ -21,6 +21,7 @@ import (
 
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
+	"github.com/tallyhq/tally/replay/columnar"
 )
 
 func init() { extraCommands = append(extraCommands, newReplayCmd) }
@@ -297,9 +298,9 @@ func exportBulk(ctx context.Context, c *apiClient, w io.Writer, ids []string, ou
 		return fmt.Errorf("write %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	write := replay.WriteArrow
+	write := columnar.WriteArrow
 	if format == formatParquet {
-		write = replay.WriteParquet
+		write = columnar.WriteParquet
 	}
 	// Hide tmp's Close: the Parquet writer closes a sink that has one.
 	if err := write(struct{ io.Writer }{tmp}, fixtures); err != nil {

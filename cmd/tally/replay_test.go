@@ -202,7 +202,7 @@ func wantRows() []callRow {
 	return rows
 }
 
-// rowsOf reads a record by the column names of replay.CallsSchema.
+// rowsOf reads a record by the column names of columnar.CallsSchema.
 func rowsOf(t *testing.T, rec arrow.Record) []callRow {
 	t.Helper()
 	col := func(name string) arrow.Array {

@@ -1,9 +1,10 @@
-package replay
+package columnar
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tallyhq/tally/replay"
 	"reflect"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
+
+// testTrace is the trace id of testdata/expected_fixture.json.
+const testTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 // callRow is one exported row as read back; nil pointers are nulls.
 type callRow struct {
@@ -60,20 +64,20 @@ func wantRows() []callRow {
 	}
 }
 
-func otherFixture() *Fixture {
-	return &Fixture{Format: FormatV1, Run: RunInfo{TraceID: "ffff", Agent: "other", Task: "t"}, Calls: []Call{
+func otherFixture() *replay.Fixture {
+	return &replay.Fixture{Format: replay.FormatV1, Run: replay.RunInfo{TraceID: "ffff", Agent: "other", Task: "t"}, Calls: []replay.Call{
 		{Seq: 1, SpanID: "d1", Tool: "ping", ArgsHash: "h", Arguments: json.RawMessage(`{ }`), Result: json.RawMessage(`null`),
 			Status: "ok", Attempt: 1, DurationMs: 0.25, StartedAt: "1970-01-01T00:00:01.000001999Z"},
 	}}
 }
 
-func exportFixtures(t *testing.T) []*Fixture {
+func exportFixtures(t *testing.T) []*replay.Fixture {
 	t.Helper()
-	f, err := Load("testdata/expected_fixture.json")
+	f, err := replay.Load("../testdata/expected_fixture.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []*Fixture{f, otherFixture()}
+	return []*replay.Fixture{f, otherFixture()}
 }
 
 func rowsOf(t *testing.T, rec arrow.Record) []callRow {

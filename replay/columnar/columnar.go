@@ -1,8 +1,9 @@
-package replay
+package columnar
 
 import (
 	"errors"
 	"fmt"
+	"github.com/tallyhq/tally/replay"
 	"io"
 	"time"
 
@@ -44,7 +45,7 @@ func CallsSchema() *arrow.Schema {
 // WriteArrow writes the fixtures' calls to w as one Arrow IPC file (one
 // record batch), rows in fixture order then call order. The file starts at
 // w's current position.
-func WriteArrow(w io.Writer, fixtures []*Fixture) error {
+func WriteArrow(w io.Writer, fixtures []*replay.Fixture) error {
 	rec, err := callsRecord(fixtures)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func WriteArrow(w io.Writer, fixtures []*Fixture) error {
 
 // WriteParquet writes the fixtures' calls to w as one Parquet file, with the
 // Arrow schema stored so readers get the UTC timestamp type back.
-func WriteParquet(w io.Writer, fixtures []*Fixture) error {
+func WriteParquet(w io.Writer, fixtures []*replay.Fixture) error {
 	rec, err := callsRecord(fixtures)
 	if err != nil {
 		return err
@@ -86,7 +87,7 @@ func WriteParquet(w io.Writer, fixtures []*Fixture) error {
 }
 
 // callsRecord builds the one-row-per-call record of the fixtures.
-func callsRecord(fixtures []*Fixture) (arrow.Record, error) {
+func callsRecord(fixtures []*replay.Fixture) (arrow.Record, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, CallsSchema())
 	defer b.Release()
 	str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }

@@ -1,8 +1,9 @@
-package replay
+package recording
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tallyhq/tally/replay"
 	"sort"
 	"time"
 
@@ -42,7 +43,7 @@ func WithRedact(redact func(key string, value []byte) []byte) BuildOption {
 // absent is listed in Missing, never given an empty value (a call that ended
 // in error needs no result); a content row with an empty value counts as
 // absent.
-func Build(run RunInfo, spans []schema.Span, contents []schema.Content, opts ...BuildOption) (*Fixture, error) {
+func Build(run replay.RunInfo, spans []schema.Span, contents []schema.Content, opts ...BuildOption) (*replay.Fixture, error) {
 	var cfg buildConfig
 	for _, opt := range opts {
 		opt(&cfg)
@@ -57,11 +58,11 @@ func Build(run RunInfo, spans []schema.Span, contents []schema.Content, opts ...
 		return nil, err
 	}
 
-	f := &Fixture{
-		Format:  FormatV1,
+	f := &replay.Fixture{
+		Format:  replay.FormatV1,
 		Run:     run,
-		Calls:   []Call{},
-		Missing: MissingSummary{Arguments: []int{}, Results: []int{}},
+		Calls:   []replay.Call{},
+		Missing: replay.MissingSummary{Arguments: []int{}, Results: []int{}},
 	}
 	for _, s := range ordered {
 		switch {
@@ -69,9 +70,9 @@ func Build(run RunInfo, spans []schema.Span, contents []schema.Content, opts ...
 			c := buildCall(len(f.Calls)+1, s, byPart, cfg.redact)
 			for _, part := range c.Missing {
 				switch part {
-				case PartArguments:
+				case replay.PartArguments:
 					f.Missing.Arguments = append(f.Missing.Arguments, c.Seq)
-				case PartResult:
+				case replay.PartResult:
 					f.Missing.Results = append(f.Missing.Results, c.Seq)
 				}
 			}
@@ -113,7 +114,7 @@ func orderSpans(traceID string, spans []schema.Span) ([]schema.Span, error) {
 }
 
 // fillRunInfo fills the empty fields of run from the ordered spans.
-func fillRunInfo(run *RunInfo, spans []schema.Span) {
+func fillRunInfo(run *replay.RunInfo, spans []schema.Span) {
 	if len(spans) == 0 {
 		return
 	}
@@ -206,8 +207,8 @@ func readPart(byPart map[partKey]schema.Content, spanID, kind string, redact fun
 	return contentValue{text: string(value)}
 }
 
-func buildCall(seq int, s schema.Span, byPart map[partKey]schema.Content, redact func(string, []byte) []byte) Call {
-	c := Call{
+func buildCall(seq int, s schema.Span, byPart map[partKey]schema.Content, redact func(string, []byte) []byte) replay.Call {
+	c := replay.Call{
 		Seq:          seq,
 		SpanID:       s.SpanID,
 		ParentSpanID: s.ParentSpanID,
@@ -236,7 +237,7 @@ func buildCall(seq int, s schema.Span, byPart map[partKey]schema.Content, redact
 		args = readPart(byPart, s.SpanID, schema.ContentToolArguments, redact)
 	}
 	c.Arguments, c.ArgumentsText = args.json, args.text
-	c.Missing, c.Truncated = notePart(c.Missing, c.Truncated, PartArguments, args)
+	c.Missing, c.Truncated = notePart(c.Missing, c.Truncated, replay.PartArguments, args)
 
 	result := readPart(byPart, s.SpanID, schema.ContentToolResult, redact)
 	if result.missing && c.Error != nil {
@@ -244,12 +245,12 @@ func buildCall(seq int, s schema.Span, byPart map[partKey]schema.Content, redact
 		result.missing = false
 	}
 	c.Result, c.ResultText = result.json, result.text
-	c.Missing, c.Truncated = notePart(c.Missing, c.Truncated, PartResult, result)
+	c.Missing, c.Truncated = notePart(c.Missing, c.Truncated, replay.PartResult, result)
 	return c
 }
 
-func buildInference(seq int, s schema.Span, byPart map[partKey]schema.Content, redact func(string, []byte) []byte) Inference {
-	in := Inference{
+func buildInference(seq int, s schema.Span, byPart map[partKey]schema.Content, redact func(string, []byte) []byte) replay.Inference {
+	in := replay.Inference{
 		Seq:          seq,
 		SpanID:       s.SpanID,
 		ParentSpanID: s.ParentSpanID,
@@ -257,7 +258,7 @@ func buildInference(seq int, s schema.Span, byPart map[partKey]schema.Content, r
 		Operation:    s.Operation,
 		Provider:     s.Provider,
 		Model:        s.Model,
-		Usage: Usage{
+		Usage: replay.Usage{
 			InputTokens:      s.InputTokens,
 			CacheReadTokens:  s.CacheReadTokens,
 			CacheWriteTokens: s.CacheWriteTokens,
@@ -273,7 +274,7 @@ func buildInference(seq int, s schema.Span, byPart map[partKey]schema.Content, r
 	}
 	out := readPart(byPart, s.SpanID, schema.ContentOutputMessages, redact)
 	in.Output, in.OutputText = out.json, out.text
-	in.Missing, in.Truncated = notePart(in.Missing, in.Truncated, PartOutput, out)
+	in.Missing, in.Truncated = notePart(in.Missing, in.Truncated, replay.PartOutput, out)
 	return in
 }
 
@@ -296,11 +297,11 @@ func spanStatus(s schema.Span) string {
 }
 
 // spanError is the recorded error of a span that ended in error, else nil.
-func spanError(s schema.Span) *CallError {
+func spanError(s schema.Span) *replay.CallError {
 	if s.Status != "error" && s.ErrorType == "" {
 		return nil
 	}
-	e := &CallError{Type: s.ErrorType, Message: s.StatusMessage}
+	e := &replay.CallError{Type: s.ErrorType, Message: s.StatusMessage}
 	if e.Type == "" {
 		e.Type = "_OTHER"
 	}

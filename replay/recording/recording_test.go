@@ -1,7 +1,8 @@
-package replay
+package recording
 
 import (
 	"bytes"
+	"github.com/tallyhq/tally/replay"
 	"math/rand"
 	"os"
 	"strings"
@@ -73,12 +74,12 @@ func tripRows() ([]schema.Span, []schema.Content) {
 }
 
 func TestBuildMatchesHandWrittenFixture(t *testing.T) {
-	want, err := os.ReadFile("testdata/expected_fixture.json")
+	want, err := os.ReadFile("../testdata/expected_fixture.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	spans, contents := tripRows()
-	f, err := Build(RunInfo{SourceVersion: "v0.1.0-test"}, spans, contents, WithInferences())
+	f, err := Build(replay.RunInfo{SourceVersion: "v0.1.0-test"}, spans, contents, WithInferences())
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -93,7 +94,7 @@ func TestBuildMatchesHandWrittenFixture(t *testing.T) {
 
 func TestBuildDeterministic(t *testing.T) {
 	spans, contents := tripRows()
-	first, err := Build(RunInfo{SourceVersion: "v"}, spans, contents, WithInferences())
+	first, err := Build(replay.RunInfo{SourceVersion: "v"}, spans, contents, WithInferences())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestBuildDeterministic(t *testing.T) {
 		c2 := append([]schema.Content(nil), contents...)
 		rng.Shuffle(len(s2), func(i, j int) { s2[i], s2[j] = s2[j], s2[i] })
 		rng.Shuffle(len(c2), func(i, j int) { c2[i], c2[j] = c2[j], c2[i] })
-		f, err := Build(RunInfo{SourceVersion: "v"}, s2, c2, WithInferences())
+		f, err := Build(replay.RunInfo{SourceVersion: "v"}, s2, c2, WithInferences())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestBuildArgumentKeyOrderDoesNotChangeHash(t *testing.T) {
 			{TraceID: testTrace, SpanID: "c1", Kind: schema.ContentToolArguments, Value: args},
 			{TraceID: testTrace, SpanID: "c1", Kind: schema.ContentToolResult, Value: `[]`},
 		}
-		f, err := Build(RunInfo{}, []schema.Span{s}, c)
+		f, err := Build(replay.RunInfo{}, []schema.Span{s}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestBuildArgumentKeyOrderDoesNotChangeHash(t *testing.T) {
 
 func TestBuildWithoutInferencesAndRunDefaults(t *testing.T) {
 	spans, contents := tripRows()
-	f, err := Build(RunInfo{TraceID: testTrace, Agent: "given-agent"}, spans, contents)
+	f, err := Build(replay.RunInfo{TraceID: testTrace, Agent: "given-agent"}, spans, contents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestBuildTaskFallsBackToRootName(t *testing.T) {
 		{TraceID: testTrace, SpanID: "r", Name: "handle_ticket", SpanType: schema.TypeAgent, StartNs: base},
 		{TraceID: testTrace, SpanID: "t", ParentSpanID: "r", SpanType: schema.TypeTool, ToolName: "x", StartNs: base + 1, Status: "ok"},
 	}
-	f, err := Build(RunInfo{}, spans, nil)
+	f, err := Build(replay.RunInfo{}, spans, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestBuildRejectsMixedTraces(t *testing.T) {
 		{TraceID: testTrace, SpanID: "a", SpanType: schema.TypeTool, ToolName: "x"},
 		{TraceID: "ffffffffffffffffffffffffffffffff", SpanID: "b", SpanType: schema.TypeTool, ToolName: "x", StartNs: 1},
 	}
-	if _, err := Build(RunInfo{}, spans, nil); err == nil {
+	if _, err := Build(replay.RunInfo{}, spans, nil); err == nil {
 		t.Fatal("Build accepted spans of two traces")
 	}
 }
@@ -219,7 +220,7 @@ func TestBuildTruncatedAndRedacted(t *testing.T) {
 		}
 		return v
 	}
-	f, err := Build(RunInfo{}, spans, contents, WithRedact(redact))
+	f, err := Build(replay.RunInfo{}, spans, contents, WithRedact(redact))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,50 +235,7 @@ func TestBuildTruncatedAndRedacted(t *testing.T) {
 	if c.Result != nil || c.ResultText != `{"body":"abc…[truncated by tally]` {
 		t.Errorf("truncated result: json %s text %q", c.Result, c.ResultText)
 	}
-	if len(c.Truncated) != 1 || c.Truncated[0] != PartResult || len(c.Missing) != 0 {
+	if len(c.Truncated) != 1 || c.Truncated[0] != replay.PartResult || len(c.Missing) != 0 {
 		t.Errorf("truncated = %v, missing = %v", c.Truncated, c.Missing)
-	}
-}
-
-func TestParse(t *testing.T) {
-	b, err := os.ReadFile("testdata/expected_fixture.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Parse(b)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	again, err := f.MarshalDeterministic()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(again, b) {
-		t.Errorf("parse then marshal changed the bytes:\n%s", again)
-	}
-
-	tests := []struct {
-		name, doc, wantErr string
-	}{
-		{"future version", `{"format":"tally.replay/v2","calls":[]}`, `unsupported format "tally.replay/v2": this build reads "tally.replay/v1"`},
-		{"no format", `{"calls":[]}`, `not a tally replay fixture (no "format" field)`},
-		{"unknown field", `{"format":"tally.replay/v1","calls":[],"exported_at":"now"}`, `unknown field "exported_at"`},
-		{"call without tool", `{"format":"tally.replay/v1","calls":[{"seq":1}]}`, `call 0 (seq 1) has no tool`},
-		{"not JSON", `nope`, `parse fixture`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.doc))
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("Parse error = %v, want one containing %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestLoadNamesThePath(t *testing.T) {
-	_, err := Load("testdata/does-not-exist.json")
-	if err == nil || !strings.Contains(err.Error(), "does-not-exist.json") {
-		t.Errorf("Load error = %v", err)
 	}
 }
