@@ -107,13 +107,24 @@ func TestMetrics(t *testing.T) {
 	clk := &clock{T}
 	ev := startEvaluator(t, alerts.Config{
 		Rules:  mustRules(t, "rules:\n  - {name: R, kind: tool_retry_rate}\n"),
-		Source: query.NewReader(store), Registerer: reg, MaxLabelValues: 2, Now: clk.now,
+		Source: query.NewReader(store), Registerer: reg, Now: clk.now,
 	})
-	evaluate(t, ev)
-	// A second evaluation a minute later sees the same spans: counters must
+	x, err := alerts.NewExporter(alerts.ExporterConfig{Source: query.NewReader(store), Registerer: reg, MaxLabelValues: 2, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh := func() {
+		t.Helper()
+		evaluate(t, ev)
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refresh()
+	// A second refresh a minute later sees the same spans: counters must
 	// not count them again.
 	clk.t = T.Add(time.Minute)
-	evaluate(t, ev)
+	refresh()
 
 	f := scrape(t, reg)
 	pa := map[string]string{"project": "p", "tool": "a"}
@@ -158,7 +169,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.t = T.Add(2 * time.Minute)
-	evaluate(t, ev)
+	refresh()
 	f = scrape(t, reg)
 	if got := metricValue(t, f, "tally_tool_calls_total", pa); got != 15 {
 		t.Errorf("calls after late spans = %v, want 10 + 5", got)

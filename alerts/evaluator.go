@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sort"
-	"strconv"
+
 	"strings"
 	"sync"
 	"time"
@@ -74,12 +74,6 @@ type Config struct {
 	ResendInterval time.Duration
 	// ResolvedRetention is how long resolved alerts stay listed (default 24h).
 	ResolvedRetention time.Duration
-	// MetricsWindow is the window of the exported gauges and how far back
-	// counters pick up late spans (default 15m).
-	MetricsWindow time.Duration
-	// MaxLabelValues caps distinct tool, model and agent label values in
-	// metrics (default 200).
-	MaxLabelValues int
 	// QueueSize bounds each target's queue of batches (default 64).
 	QueueSize int
 	// RetryBackoff is the first delay before re-trying a failed delivery;
@@ -102,7 +96,7 @@ type Evaluator struct {
 	metrics     *metrics
 	dispatchers []*dispatcher
 
-	mu        sync.Mutex // guards instances and the metrics' running totals
+	mu        sync.Mutex // guards instances
 	instances map[string]*instance
 }
 
@@ -119,11 +113,7 @@ func NewEvaluator(cfg Config) (*Evaluator, error) {
 	setDefault(&cfg.Interval, time.Minute)
 	setDefault(&cfg.ResendInterval, time.Minute)
 	setDefault(&cfg.ResolvedRetention, 24*time.Hour)
-	setDefault(&cfg.MetricsWindow, 15*time.Minute)
 	setDefault(&cfg.RetryBackoff, 500*time.Millisecond)
-	if cfg.MaxLabelValues <= 0 {
-		cfg.MaxLabelValues = 200
-	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 64
 	}
@@ -137,7 +127,7 @@ func NewEvaluator(cfg Config) (*Evaluator, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	m, err := newMetrics(cfg.Registerer, cfg.MaxLabelValues)
+	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -259,125 +249,13 @@ func (c *cycle) modelStats(ctx context.Context, project string, d time.Duration)
 	return s, nil
 }
 
-// measure evaluates one rule in one project.
+// measure evaluates one rule in one project with its kind's measure.
 func (e *Evaluator) measure(ctx context.Context, c *cycle, r *Rule, project string, window time.Duration) ([]sample, error) {
-	win := formatWindow(window)
-	since := c.now.Add(-window).UTC().Format(time.RFC3339)
-	switch r.Kind {
-	case KindToolRetryRate, KindToolErrorRate, KindToolLatencyP95:
-		stats, err := c.toolStats(ctx, project, window)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]sample, 0, len(stats))
-		for _, s := range stats {
-			sm := sample{subject: map[string]string{"tool": s.Tool}, samples: s.Calls, cond: above,
-				runsQuery: url.Values{"tool": {s.Tool}, "since": {since}}}
-			switch r.Kind {
-			case KindToolRetryRate:
-				sm.value, sm.examples = s.RetryRate, s.RetriedRuns
-				sm.detail = fmt.Sprintf("%d of %d calls retried in %s", s.Retries, s.Calls, win)
-			case KindToolErrorRate:
-				sm.value, sm.examples = s.ErrorRate, s.FailedRuns
-				sm.detail = fmt.Sprintf("%d of %d calls failed in %s", s.Errors, s.Calls, win)
-			default:
-				sm.value, sm.examples = s.P95Ms, s.SlowestRuns
-				sm.detail = fmt.Sprintf("%d calls in %s", s.Calls, win)
-			}
-			out = append(out, sm)
-		}
-		return out, nil
-	case KindModelLatencyP95:
-		stats, err := c.modelStats(ctx, project, window)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]sample, 0, len(stats))
-		for _, s := range stats {
-			sm := sample{subject: map[string]string{"model": s.Model}, examples: s.SlowestRuns, cond: above,
-				runsQuery: url.Values{"model": {s.Model}, "since": {since}}}
-			if r.Measure == MeasureTTFC {
-				sm.value, sm.samples = s.TTFCP95Ms, s.TTFCCalls
-				sm.detail = fmt.Sprintf("%d streamed calls in %s", s.TTFCCalls, win)
-			} else {
-				sm.value, sm.samples = s.P95Ms, s.Calls
-				sm.detail = fmt.Sprintf("%d calls in %s", s.Calls, win)
-			}
-			out = append(out, sm)
-		}
-		return out, nil
-	case KindCacheReadZero:
-		if e.cfg.Cache == nil {
-			return nil, nil
-		}
-		verdicts, err := e.cfg.Cache.CacheVerdicts(ctx, project, c.now.Add(-window), c.now)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]sample, 0, len(verdicts))
-		for _, v := range verdicts {
-			never := v.Verdict == VerdictNeverHit
-			out = append(out, sample{
-				subject: map[string]string{"agent": v.Agent, "model": v.Model},
-				value:   float64(v.CacheReadTokens), samples: v.EligibleCalls, examples: v.ExampleTraceIDs,
-				detail: fmt.Sprintf("%d cacheable calls in %s, verdict %s", v.EligibleCalls, win, v.Verdict),
-				cond: func(_, _ float64, samples, minSamples int) bool {
-					return never && samples >= minSamples
-				},
-				runsQuery: url.Values{"agent": {v.Agent}, "model": {v.Model}, "since": {since}},
-			})
-		}
-		return out, nil
-	case KindRunCost:
-		runs, err := c.src.RunsOverBudget(ctx, c.window(project, window), r.Threshold, 20)
-		if err != nil {
-			return nil, err
-		}
-		if len(runs) == 0 {
-			return nil, nil
-		}
-		ids := make([]string, 0, len(runs))
-		for _, run := range runs {
-			ids = append(ids, run.TraceID)
-		}
-		n := strconv.Itoa(len(runs))
-		if len(runs) == 20 {
-			n = "20 or more"
-		}
-		return []sample{{subject: map[string]string{}, value: runs[0].CostUSD, samples: len(runs), examples: firstN(ids, 5),
-			detail: fmt.Sprintf("%s runs over budget in %s", n, win), cond: above,
-			runsQuery: url.Values{"since": {since}, "min_cost": {strconv.FormatFloat(r.Threshold, 'f', -1, 64)}}}}, nil
-	case KindRepeatLoop:
-		loops, err := c.src.RepeatLoops(ctx, c.window(project, window), int(r.Threshold), 1000)
-		if err != nil {
-			return nil, err
-		}
-		byTool := map[string]*sample{}
-		var order []string
-		for _, l := range loops {
-			s := byTool[l.Tool]
-			if s == nil {
-				s = &sample{subject: map[string]string{"tool": l.Tool}, cond: atLeast,
-					runsQuery: url.Values{"tool": {l.Tool}, "since": {since}}}
-				byTool[l.Tool] = s
-				order = append(order, l.Tool)
-			}
-			s.value = max(s.value, float64(l.Calls))
-			if !contains(s.examples, l.TraceID) {
-				s.samples++
-				s.examples = append(s.examples, l.TraceID)
-			}
-		}
-		out := make([]sample, 0, len(order))
-		for _, tool := range order {
-			s := byTool[tool]
-			s.detail = fmt.Sprintf("same arguments repeated in %d runs in %s", s.samples, win)
-			s.examples = firstN(s.examples, 5)
-			out = append(out, *s)
-		}
-		return out, nil
+	spec, ok := specOf(r.Kind)
+	if !ok {
+		return nil, fmt.Errorf("rule %s: unknown kind %q", r.Name, r.Kind)
 	}
-	return nil, fmt.Errorf("rule %s: unknown kind %q", r.Name, r.Kind)
+	return spec.measure(ctx, e, c, r, project, window)
 }
 
 // formatWindow renders a window briefly: 15m, 1h, 1h30m, 45s.
@@ -413,7 +291,7 @@ func (e *Evaluator) projects(ctx context.Context, now time.Time, rules []Rule) (
 	if len(e.cfg.Projects) > 0 {
 		return e.cfg.Projects, nil
 	}
-	longest := e.cfg.MetricsWindow
+	var longest time.Duration
 	for _, r := range rules {
 		longest = max(longest, time.Duration(r.Window))
 	}
@@ -459,7 +337,6 @@ func (e *Evaluator) Evaluate(ctx context.Context) error {
 			results = append(results, measured{r, p, samples})
 		}
 	}
-	metricsErr := e.updateMetrics(ctx, c, projects)
 
 	e.mu.Lock()
 	seen := map[string]bool{}
@@ -502,9 +379,6 @@ func (e *Evaluator) Evaluate(ctx context.Context) error {
 	}
 	if saveErr != nil {
 		errs = append(errs, saveErr)
-	}
-	if metricsErr != nil {
-		errs = append(errs, metricsErr)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("evaluate alerts: %w", err)
@@ -735,131 +609,22 @@ func SubjectString(subject map[string]string) string {
 
 // summary is the one-line annotation: subject, measured value, threshold.
 func summary(r *Rule, s sample, threshold float64) string {
-	subject := SubjectString(s.subject)
 	v, t := formatValue(r, s.value), formatValue(r, threshold)
-	switch r.Kind {
-	case KindToolRetryRate:
-		return fmt.Sprintf("tool %s retry rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
-	case KindToolErrorRate:
-		return fmt.Sprintf("tool %s error rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
-	case KindToolLatencyP95:
-		return fmt.Sprintf("tool %s p95 latency %s > %s (%s)", s.subject["tool"], v, t, s.detail)
-	case KindModelLatencyP95:
-		what := "p95 latency"
-		if r.Measure == MeasureTTFC {
-			what = "p95 time to first chunk"
-		}
-		return fmt.Sprintf("model %s %s %s > %s (%s)", s.subject["model"], what, v, t, s.detail)
-	case KindCacheReadZero:
-		return fmt.Sprintf("agent %s on model %s read %s tokens from the prompt cache (%s)",
-			s.subject["agent"], s.subject["model"], v, s.detail)
-	case KindRunCost:
-		return fmt.Sprintf("a run cost %s > budget %s (%s)", v, t, s.detail)
-	case KindRepeatLoop:
-		return fmt.Sprintf("tool %s called %s times with the same arguments in one run ≥ %s (%s)",
-			s.subject["tool"], v, t, s.detail)
+	if spec, ok := specOf(r.Kind); ok {
+		return spec.summary(r, s, v, t)
 	}
-	return fmt.Sprintf("%s %s: %s vs %s", r.Name, subject, v, t)
+	return fmt.Sprintf("%s %s: %s vs %s", r.Name, SubjectString(s.subject), v, t)
 }
 
 // formatValue renders a value in the unit of the rule's kind.
 func formatValue(r *Rule, v float64) string {
-	switch r.Kind {
-	case KindToolRetryRate, KindToolErrorRate:
-		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
-	case KindToolLatencyP95, KindModelLatencyP95:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
-	case KindRunCost:
-		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	if spec, ok := specOf(r.Kind); ok {
+		return spec.format(v)
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return formatPlain(v)
 }
 
 func defaultDescription(k Kind) string {
-	switch k {
-	case KindToolRetryRate:
-		return "The tool's calls are being retried more often than the threshold: the tool or what it calls is failing or timing out. A call counts as a retry per tally's retry definition (attempt ≥ 2, repeated call id or step id, or a call after a failed sibling call)."
-	case KindToolErrorRate:
-		return "The tool's calls end in error more often than the threshold."
-	case KindToolLatencyP95:
-		return "The tool's 95th percentile call duration is above the threshold."
-	case KindModelLatencyP95:
-		return "The model's 95th percentile inference latency is above the threshold."
-	case KindCacheReadZero:
-		return "Calls large enough to be cached read nothing from the prompt cache: something at the start of the prompt (a timestamp, a random id, reordered tools) changes on every call and silently invalidates the cache."
-	case KindRunCost:
-		return "Runs cost more than the budget."
-	case KindRepeatLoop:
-		return "A run called the same tool with the same arguments again and again after it succeeded: the agent is looping without progress."
-	}
-	return ""
-}
-
-// updateMetrics refreshes the exported figures from the metrics window.
-func (e *Evaluator) updateMetrics(ctx context.Context, c *cycle, projects []string) error {
-	type perProject struct {
-		tools  []query.ToolStats
-		models []query.ModelStats
-		usage  []query.UsageMinute
-	}
-	data := map[string]perProject{}
-	var errs []error
-	for _, p := range projects {
-		var d perProject
-		var err error
-		if d.tools, err = c.toolStats(ctx, p, e.cfg.MetricsWindow); err != nil {
-			errs = append(errs, fmt.Errorf("tool metrics, project %s: %w", p, err))
-		}
-		if d.models, err = c.modelStats(ctx, p, e.cfg.MetricsWindow); err != nil {
-			errs = append(errs, fmt.Errorf("model metrics, project %s: %w", p, err))
-		}
-		if d.usage, err = c.src.UsageByMinute(ctx, c.window(p, e.cfg.MetricsWindow)); err != nil {
-			errs = append(errs, fmt.Errorf("usage metrics, project %s: %w", p, err))
-		}
-		data[p] = d
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := e.metrics
-	m.toolRetryRatio.Reset()
-	m.toolLatency.Reset()
-	m.modelLatency.Reset()
-	m.modelTTFC.Reset()
-	tool, agent := []string{"tool"}, []string{"agent", "model"}
-	for _, p := range projects {
-		d := data[p]
-		for _, s := range d.tools {
-			for _, mi := range s.PerMinute {
-				m.addMinute(m.toolCalls, tool, p, mi.Minute, float64(mi.Calls), s.Tool)
-				m.addMinute(m.toolErrors, tool, p, mi.Minute, float64(mi.Errors), s.Tool)
-				m.addMinute(m.toolRetries, tool, p, mi.Minute, float64(mi.Retries), s.Tool)
-			}
-			name, ok := m.caps.capped("tool", s.Tool, m.overflow)
-			if !ok {
-				continue
-			}
-			m.toolRetryRatio.WithLabelValues(p, name).Set(s.RetryRate)
-			for _, q := range quantiles {
-				m.toolLatency.WithLabelValues(p, name, q.label).Set(q.pick(s.P50Ms, s.P95Ms, s.P99Ms) / 1000)
-			}
-		}
-		for _, s := range d.models {
-			name, ok := m.caps.capped("model", s.Model, m.overflow)
-			if !ok {
-				continue
-			}
-			for _, q := range quantiles {
-				m.modelLatency.WithLabelValues(p, name, q.label).Set(q.pick(s.P50Ms, s.P95Ms, s.P99Ms) / 1000)
-				if s.TTFCCalls > 0 {
-					m.modelTTFC.WithLabelValues(p, name, q.label).Set(q.pick(s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms) / 1000)
-				}
-			}
-		}
-		for _, u := range d.usage {
-			m.addMinute(m.cacheRead, agent, p, u.Minute, float64(u.CacheReadTokens), u.Agent, u.Model)
-			m.addMinute(m.cost, agent, p, u.Minute, u.CostUSD, u.Agent, u.Model)
-		}
-	}
-	m.forgetBefore(c.now.Add(-e.cfg.MetricsWindow).Truncate(time.Minute))
-	return errors.Join(errs...)
+	spec, _ := specOf(k)
+	return spec.description
 }

@@ -311,6 +311,7 @@ rules:
   - {name: CacheMiss, kind: cache_read_zero, min_samples: 10}
   - {name: RunCost, kind: run_cost, threshold: 1.0}
   - {name: Loop, kind: repeat_loop, threshold: 3}
+  - {name: Repeats, kind: tool_repeat_rate, threshold: 0.1}
 `)
 	cache := fakeCache{
 		{Agent: "summarizer", Model: "gpt-4o-mini", Verdict: "never_hit", EligibleCalls: 40, ExampleTraceIDs: []string{"t1"}},
@@ -334,6 +335,7 @@ rules:
 		"CacheMiss agent=summarizer model=gpt-4o-mini", // never_hit with 40 ≥ 10 cacheable calls; coder has 3
 		"Loop tool=web_search",
 		"ModelSlow model=gpt-4o",
+		"Repeats tool=web_search", // run x repeats its successful call 3 times: 3 of 24 = 12.5% > 10%
 		"RunCost ",
 		"ToolErrors tool=web_search", // 5 of 24 web_search calls = 20.8% > 20%
 		"ToolSlow tool=vector_search",
@@ -350,6 +352,12 @@ rules:
 	}
 	if r := byRule["Loop tool=web_search"]; r.Value != 4 || !reflect.DeepEqual(r.ExampleRunIDs, []string{fmt.Sprintf("%032s", "x")}) {
 		t.Errorf("loop: %+v", r)
+	}
+	if r := byRule["Repeats tool=web_search"]; r.Value != 0.125 || r.Summary != "tool web_search repeat rate 12.5% > 10.0% (3 of 24 calls repeated in 15m)" {
+		t.Errorf("repeat rate: %+v", r)
+	}
+	if r := byRule["Repeats tool=vector_search"]; r.Firing || r.Value != 0 {
+		t.Errorf("vector_search repeat rate: %+v", r)
 	}
 	if r := byRule["ToolSlow tool=code_sandbox"]; r.Firing || r.Threshold != 5000 || r.Value != 3000 {
 		t.Errorf("code_sandbox override: %+v", r)
@@ -368,7 +376,7 @@ rules:
 		names = append(names, a.Rule)
 	}
 	sort.Strings(names)
-	if want := []string{"CacheMiss", "Loop", "ModelSlow", "RunCost", "ToolErrors", "ToolSlow"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"CacheMiss", "Loop", "ModelSlow", "Repeats", "RunCost", "ToolErrors", "ToolSlow"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("alerts %v, want %v", names, want)
 	}
 }

@@ -21,31 +21,18 @@ var quantiles = []struct {
 	{"0.99", func(_, _, p99 float64) float64 { return p99 }},
 }
 
-// metrics are the evaluator's Prometheus metrics. Counters of calls, retries,
-// errors, cache-read tokens and cost advance by what each evaluation newly
-// sees in its per-minute sums (so a span counts once however many cycles see
-// it); gauges hold the latest evaluation's window figures.
+// metrics are the evaluator's own Prometheus metrics: how evaluation and
+// delivery go.
 type metrics struct {
-	toolCalls, toolErrors, toolRetries *prometheus.CounterVec
-	toolRetryRatio                     *prometheus.GaugeVec
-	toolLatency                        *prometheus.GaugeVec
-	modelLatency, modelTTFC            *prometheus.GaugeVec
-	cacheRead, cost                    *prometheus.CounterVec
-	overflow                           *prometheus.CounterVec
-	evalDuration                       prometheus.Histogram
-	evalFailures                       prometheus.Counter
-	alerts                             *prometheus.GaugeVec
-	notifications, notifyFailures      *prometheus.CounterVec
-	notifyDropped                      *prometheus.CounterVec
-	queue                              *prometheus.GaugeVec
-
-	caps *labelCaps
-	// totals holds the last seen per-minute sum of each counter series, to
-	// add only what is new.
-	totals map[minuteKey]float64
+	evalDuration                  prometheus.Histogram
+	evalFailures                  prometheus.Counter
+	alerts                        *prometheus.GaugeVec
+	notifications, notifyFailures *prometheus.CounterVec
+	notifyDropped                 *prometheus.CounterVec
+	queue                         *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer, maxValues int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
@@ -53,6 +40,54 @@ func newMetrics(reg prometheus.Registerer, maxValues int) (*metrics, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	m := &metrics{
+		evalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tally_alert_evaluation_duration_seconds",
+			Help: "Time one alert evaluation cycle took.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+		evalFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_alert_evaluation_failures_total",
+			Help: "Rule evaluations that failed (a query error); the rule's alerts keep their state."}),
+		alerts:         gauge("tally_alerts", "Alert instances by rule and state (pending, firing).", "alertname", "state"),
+		notifications:  counter("tally_alert_notifications_total", "Alerts delivered to a target.", "target"),
+		notifyFailures: counter("tally_alert_notification_failures_total", "Failed delivery attempts to a target.", "target"),
+		notifyDropped:  counter("tally_alert_notifications_dropped_total", "Alert batches given up on (retries exhausted or queue full).", "target"),
+		queue:          gauge("tally_alert_notification_queue_length", "Alert batches waiting for delivery.", "target"),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.evalDuration, m.evalFailures, m.alerts, m.notifications,
+		m.notifyFailures, m.notifyDropped, m.queue} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register alert metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// gauges are the figures the Exporter keeps on /metrics. Counters of calls,
+// retries, errors, cache-read tokens and cost advance by what each refresh
+// newly sees in its per-minute sums (so a span counts once however many
+// refreshes see it); gauges hold the latest refresh's window figures.
+type gauges struct {
+	toolCalls, toolErrors, toolRetries *prometheus.CounterVec
+	toolRetryRatio                     *prometheus.GaugeVec
+	toolLatency                        *prometheus.GaugeVec
+	modelLatency, modelTTFC            *prometheus.GaugeVec
+	cacheRead, cost                    *prometheus.CounterVec
+	overflow                           *prometheus.CounterVec
+
+	caps *labelCaps
+	// totals holds the last seen per-minute sum of each counter series, to
+	// add only what is new.
+	totals map[minuteKey]float64
+}
+
+func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	m := &gauges{
 		toolCalls:      counter("tally_tool_calls_total", "Tool calls (tool spans) seen, by start minute.", "project", "tool"),
 		toolErrors:     counter("tally_tool_errors_total", "Tool calls that ended in error.", "project", "tool"),
 		toolRetries:    counter("tally_tool_retries_total", "Tool calls classified as retries (DESIGN.md retry definition).", "project", "tool"),
@@ -63,15 +98,6 @@ func newMetrics(reg prometheus.Registerer, maxValues int) (*metrics, error) {
 		cacheRead:      counter("tally_cache_read_tokens_total", "Input tokens read from the prompt cache.", "project", "agent", "model"),
 		cost:           counter("tally_cost_usd_total", "Cost of spans in USD.", "project", "agent", "model"),
 		overflow:       counter("tally_metric_label_overflow_total", "Distinct label values counted under __other__ because of the cardinality cap.", "label"),
-		evalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tally_alert_evaluation_duration_seconds",
-			Help: "Time one alert evaluation cycle took.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
-		evalFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_alert_evaluation_failures_total",
-			Help: "Rule evaluations that failed (a query error); the rule's alerts keep their state."}),
-		alerts:         gauge("tally_alerts", "Alert instances by rule and state (pending, firing).", "alertname", "state"),
-		notifications:  counter("tally_alert_notifications_total", "Alerts delivered to a target.", "target"),
-		notifyFailures: counter("tally_alert_notification_failures_total", "Failed delivery attempts to a target.", "target"),
-		notifyDropped:  counter("tally_alert_notifications_dropped_total", "Alert batches given up on (retries exhausted or queue full).", "target"),
-		queue:          gauge("tally_alert_notification_queue_length", "Alert batches waiting for delivery.", "target"),
 		caps:           newLabelCaps(maxValues),
 		totals:         map[minuteKey]float64{},
 	}
@@ -79,10 +105,9 @@ func newMetrics(reg prometheus.Registerer, maxValues int) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.toolCalls, m.toolErrors, m.toolRetries, m.toolRetryRatio,
-		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow, m.evalDuration,
-		m.evalFailures, m.alerts, m.notifications, m.notifyFailures, m.notifyDropped, m.queue} {
+		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register alert metrics: %w", err)
+			return nil, fmt.Errorf("register tool and model metrics: %w", err)
 		}
 	}
 	return m, nil
@@ -100,7 +125,7 @@ type minuteKey struct {
 // last evaluation saw it. Sums of past minutes only grow (late spans); a
 // shrink (a classification changed by a late span) is ignored.
 // names are the capped label names after "project", parallel to labels.
-func (m *metrics) addMinute(c *prometheus.CounterVec, names []string, project string, minute time.Time, value float64, labels ...string) {
+func (m *gauges) addMinute(c *prometheus.CounterVec, names []string, project string, minute time.Time, value float64, labels ...string) {
 	k := minuteKey{counter: c, project: project, minute: minute.Unix()}
 	k.a = labels[0]
 	if len(labels) > 1 {
@@ -118,7 +143,7 @@ func (m *metrics) addMinute(c *prometheus.CounterVec, names []string, project st
 }
 
 // forgetBefore drops the per-minute sums older than the metrics window.
-func (m *metrics) forgetBefore(t time.Time) {
+func (m *gauges) forgetBefore(t time.Time) {
 	for k := range m.totals {
 		if k.minute < t.Unix() {
 			delete(m.totals, k)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,43 +23,8 @@ import (
 // Kind is what a rule measures.
 type Kind string
 
-// Rule kinds. Thresholds are in the unit each kind names.
-const (
-	// KindToolRetryRate: retried calls / all calls per tool (a ratio, 0.10 = 10%).
-	KindToolRetryRate Kind = "tool_retry_rate"
-	// KindToolErrorRate: failed calls / all calls per tool (a ratio).
-	KindToolErrorRate Kind = "tool_error_rate"
-	// KindToolLatencyP95: p95 duration of a tool's calls, milliseconds.
-	KindToolLatencyP95 Kind = "tool_latency_p95"
-	// KindModelLatencyP95: p95 duration (or, with measure: ttfc, time to first
-	// chunk) of a model's inference calls, milliseconds.
-	KindModelLatencyP95 Kind = "model_latency_p95"
-	// KindCacheReadZero: the cache check says never_hit for an (agent, model):
-	// enough cacheable calls, zero cache-read tokens. No threshold.
-	KindCacheReadZero Kind = "cache_read_zero"
-	// KindRunCost: a run whose spans cost more than the threshold, USD.
-	KindRunCost Kind = "run_cost"
-	// KindRepeatLoop: one run calling a tool with the same arguments hash at
-	// least threshold times (successful calls).
-	KindRepeatLoop Kind = "repeat_loop"
-)
-
-// kindDefaults are the values a rule of each kind gets for fields it leaves
-// out. A zero threshold means the rule must set one.
-var kindDefaults = map[Kind]struct {
-	threshold  float64
-	window     time.Duration
-	minSamples int
-	subject    string // the label that names what is measured
-}{
-	KindToolRetryRate:   {0.10, 15 * time.Minute, 20, "tool"},
-	KindToolErrorRate:   {0.20, 15 * time.Minute, 20, "tool"},
-	KindToolLatencyP95:  {0, 15 * time.Minute, 20, "tool"},
-	KindModelLatencyP95: {0, 15 * time.Minute, 20, "model"},
-	KindCacheReadZero:   {0, time.Hour, 10, "agent"},
-	KindRunCost:         {0, 15 * time.Minute, 1, ""},
-	KindRepeatLoop:      {5, 15 * time.Minute, 1, "tool"},
-}
+// The rule kinds and what each measures are in kinds.go and the kind_*.go
+// files beside it. Thresholds are in the unit each kind names.
 
 // Duration is a time.Duration written in YAML as "15m", "1h30m" or "2d".
 type Duration time.Duration
@@ -219,40 +185,43 @@ func (r *Rule) normalize() error {
 	if !nameRE.MatchString(r.Name) {
 		return fmt.Errorf("name %q: want letters, digits and underscores (it becomes the alertname label)", r.Name)
 	}
-	def, ok := kindDefaults[r.Kind]
+	spec, ok := specOf(r.Kind)
 	if !ok {
 		return fmt.Errorf("kind %q: want one of %s", r.Kind, strings.Join(kindNames(), ", "))
 	}
 	if r.Threshold == 0 {
-		r.Threshold = def.threshold
+		r.Threshold = spec.threshold
 	}
 	switch {
-	case r.Kind == KindCacheReadZero:
+	case spec.noThreshold:
 	case r.Threshold <= 0:
-		return fmt.Errorf("threshold: required and > 0 for kind %s (%s)", r.Kind, thresholdUnit(r.Kind))
-	case (r.Kind == KindToolRetryRate || r.Kind == KindToolErrorRate) && r.Threshold >= 1:
+		return fmt.Errorf("threshold: required and > 0 for kind %s (%s)", r.Kind, spec.unit)
+	case spec.ratio && r.Threshold >= 1:
 		return fmt.Errorf("threshold %v: a ratio below 1 (0.10 = 10%%)", r.Threshold)
 	}
 	if r.Window == 0 {
-		r.Window = Duration(def.window)
+		r.Window = Duration(spec.window)
 	}
 	if r.MinSamples == 0 {
-		r.MinSamples = def.minSamples
+		r.MinSamples = spec.minSamples
 	}
 	if r.MinSamples < 0 {
 		return fmt.Errorf("min_samples %d: want ≥ 0", r.MinSamples)
 	}
-	switch r.Measure {
-	case "":
-		if r.Kind == KindModelLatencyP95 {
-			r.Measure = MeasureDuration
+	switch {
+	case r.Measure == "" && len(spec.measures) > 0:
+		r.Measure = spec.measures[0]
+	case r.Measure == "":
+	case len(spec.measures) == 0:
+		var with []string
+		for _, k := range kinds() {
+			if len(k.measures) > 0 {
+				with = append(with, string(k.kind))
+			}
 		}
-	case MeasureDuration, MeasureTTFC:
-		if r.Kind != KindModelLatencyP95 {
-			return fmt.Errorf("measure: only model_latency_p95 takes a measure")
-		}
-	default:
-		return fmt.Errorf("measure %q: want %s or %s", r.Measure, MeasureDuration, MeasureTTFC)
+		return fmt.Errorf("measure: only %s takes a measure", strings.Join(with, ", "))
+	case !slices.Contains(spec.measures, r.Measure):
+		return fmt.Errorf("measure %q: want %s", r.Measure, strings.Join(spec.measures, " or "))
 	}
 	if r.Severity == "" {
 		r.Severity = "warning"
@@ -271,16 +240,16 @@ func (r *Rule) normalize() error {
 		if o.Tool == "" && o.Model == "" && o.Agent == "" {
 			return fmt.Errorf("overrides[%d]: name a tool, model or agent", i)
 		}
-		allowed := map[string]bool{def.subject: true}
-		if r.Kind == KindCacheReadZero {
-			allowed["model"] = true
+		allowed := map[string]bool{}
+		for _, sub := range spec.subjects {
+			allowed[sub] = true
 		}
 		for k, v := range map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent} {
 			if v != "" && !allowed[k] {
 				return fmt.Errorf("overrides[%d]: kind %s has no %s to match", i, r.Kind, k)
 			}
 		}
-		if o.Threshold != nil && *o.Threshold <= 0 && r.Kind != KindCacheReadZero {
+		if o.Threshold != nil && *o.Threshold <= 0 && !spec.noThreshold {
 			return fmt.Errorf("overrides[%d]: threshold must be > 0", i)
 		}
 		if o.MinSamples != nil && *o.MinSamples < 0 {
@@ -288,31 +257,6 @@ func (r *Rule) normalize() error {
 		}
 	}
 	return nil
-}
-
-// Measures of model_latency_p95.
-const (
-	MeasureDuration = "duration"
-	MeasureTTFC     = "ttfc"
-)
-
-func kindNames() []string {
-	return []string{string(KindToolRetryRate), string(KindToolErrorRate), string(KindToolLatencyP95),
-		string(KindModelLatencyP95), string(KindCacheReadZero), string(KindRunCost), string(KindRepeatLoop)}
-}
-
-func thresholdUnit(k Kind) string {
-	switch k {
-	case KindToolRetryRate, KindToolErrorRate:
-		return "a ratio, 0.10 = 10%"
-	case KindToolLatencyP95, KindModelLatencyP95:
-		return "milliseconds"
-	case KindRunCost:
-		return "USD"
-	case KindRepeatLoop:
-		return "calls with the same arguments in one run"
-	}
-	return "unused"
 }
 
 // settingsFor returns the threshold and sample minimum for a subject, and

@@ -54,6 +54,14 @@ func wireAlerts(env *serveEnv) error {
 	resend, _ := f.GetDuration("alerts-resend-interval")
 	window, _ := f.GetDuration("alerts-metrics-window")
 	maxValues, _ := f.GetInt("alerts-max-label-values")
+	// The tool, model and usage figures on /metrics come from their own
+	// exporter, on every replica, whether or not alerting is on.
+	exporter, err := alerts.NewExporter(alerts.ExporterConfig{Source: env.srv.Reader(), Registerer: env.srv.Registry(),
+		Window: window, Interval: interval, MaxLabelValues: maxValues, Logger: env.log.With("component", "metrics")})
+	if err != nil {
+		return err
+	}
+	env.srv.AddJob(exporter.Run)
 	if rulesPath == "" {
 		env.log.Info("alerting off: no --alerts-rules")
 		return nil
@@ -83,8 +91,6 @@ func wireAlerts(env *serveEnv) error {
 		ExternalURL:    env.externalURL,
 		Interval:       interval,
 		ResendInterval: resend,
-		MetricsWindow:  window,
-		MaxLabelValues: maxValues,
 		Registerer:     env.srv.Registry(),
 		Logger:         env.log.With("component", "alerts"),
 	})

@@ -10,10 +10,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -378,6 +380,50 @@ func TestFaultStartDuringClickHouseOutage(t *testing.T) {
 	for status("/readyz") != http.StatusOK {
 		if time.Now().After(deadline) {
 			t.Fatal("/readyz never became ready after ClickHouse came back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMetricsWithoutAlerting: with alerting off (no rules file) the tool
+// figures are on /metrics all the same — they come from their own exporter,
+// not from the alert evaluator.
+func TestMetricsWithoutAlerting(t *testing.T) {
+	bin := buildTally(t)
+	ch := testenv.StartClickHouse(t)
+	db := ch.NewDatabase(t)
+	port := testenv.FreePort(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := &tallyProc{t: t, bin: bin, url: fmt.Sprintf("http://127.0.0.1:%d", port),
+		logPath: filepath.Join(dataDir, "..", "metrics.log"),
+		args: []string{"serve", "--config", "", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--clickhouse-addr", ch.Addr, "--clickhouse-database", db, "--data-dir", dataDir,
+			"--flush-interval", "20ms", "--alerts-rules", "", "--alerts-interval", "200ms", "--log-level", "warn"}}
+	p.start()
+	t.Cleanup(func() { p.kill() })
+	resp, err := http.Post(p.url+"/v1/traces", "application/x-protobuf", bytes.NewReader(faultRequest(1, time.Now().Add(-time.Minute))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/traces: %s", resp.Status)
+	}
+	// faultRequest sends faultSpansPerRequest fetch_url tool calls.
+	want := fmt.Sprintf(`tally_tool_calls_total{project="default",tool="fetch_url"} %d`, faultSpansPerRequest)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %q with alerting off", want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
