@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/query"
 )
 
@@ -32,13 +33,13 @@ func (f *fakeCosts) RunWithin(context.Context, string, string, int) (*query.RunD
 func (f *fakeCosts) Costs(_ context.Context, filter query.CostFilter) (query.CostReport, error) {
 	f.costFilter = filter
 	return query.CostReport{By: filter.By, Groups: []query.CostGroup{{Key: "planner",
-		CostTotals: query.CostTotals{Spans: 3, Cost: query.Cost{Total: 0.5}, RetryTaxUSD: 0.25}}}}, nil
+		CostTotals: query.CostTotals{Spans: 3, Cost: attribution.Cost{Total: 0.5}, RetryTaxUSD: 0.25}}}}, nil
 }
 
 func (f *fakeCosts) Cache(_ context.Context, filter query.CacheFilter) (query.CacheReport, error) {
 	f.cacheFilter = filter
-	return query.CacheReport{Groups: []query.CacheGroup{{Agent: "looper", Model: "m",
-		CacheStats:    query.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: query.VerdictNeverHit},
+	return query.CacheReport{Groups: []attribution.CacheGroup{{Agent: "looper", Model: "m",
+		CacheStats:    attribution.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: attribution.VerdictNeverHit},
 		ExampleRunIDs: []string{"t2", "t1"}}}}, nil
 }
 
@@ -122,7 +123,7 @@ func TestCacheEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := body["groups"].([]any)[0].(map[string]any)
-	if g["verdict"] != query.VerdictNeverHit || g["eligible_calls"] != 6.0 {
+	if g["verdict"] != attribution.VerdictNeverHit || g["eligible_calls"] != 6.0 {
 		t.Errorf("group JSON %v", g)
 	}
 	if ids, _ := g["example_run_ids"].([]any); len(ids) != 2 || ids[0] != "t2" || ids[1] != "t1" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
@@ -70,7 +71,7 @@ func TestCacheHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Thresholds != (query.CacheThresholds{MinEligibleCalls: 5, MinEligibleRunCalls: 2, DefaultMinPrefixTokens: 1024}) {
+	if rep.Thresholds != (attribution.CacheThresholds{MinEligibleCalls: 5, MinEligibleRunCalls: 2, DefaultMinPrefixTokens: 1024}) {
 		t.Errorf("thresholds %+v, want the defaults 5, 2, 1024", rep.Thresholds)
 	}
 	type want struct {
@@ -80,15 +81,15 @@ func TestCacheHealth(t *testing.T) {
 		neverHitRuns               int
 	}
 	wants := map[string]want{
-		"looper": {6, 6, 0, 0, query.VerdictNeverHit, 2},
+		"looper": {6, 6, 0, 0, attribution.VerdictNeverHit, 2},
 		// 6×4000 / 6×5000 = 0.8
-		"cached": {6, 6, 24000, 0.8, query.VerdictHealthy, 0},
-		"tiny":   {6, 0, 0, 0, query.VerdictBelowMinPrefix, 0},
+		"cached": {6, 6, 24000, 0.8, attribution.VerdictHealthy, 0},
+		"tiny":   {6, 0, 0, 0, attribution.VerdictBelowMinPrefix, 0},
 		// each rare run has 1 eligible call (< 2): not never_hit either.
-		"rare":    {2, 2, 0, 0, query.VerdictInsufficientData, 0},
-		"oneshot": {22, 22, 0, 0, query.VerdictNeverHit, 0},
+		"rare":    {2, 2, 0, 0, attribution.VerdictInsufficientData, 0},
+		"oneshot": {22, 22, 0, 0, attribution.VerdictNeverHit, 0},
 		// (3×1000 + 3×2000) / 6×5000 = 0.3
-		"named": {6, 6, 9000, 0.3, query.VerdictHealthy, 0},
+		"named": {6, 6, 9000, 0.3, attribution.VerdictHealthy, 0},
 	}
 	if len(rep.Groups) != len(wants) {
 		t.Fatalf("%d groups, want %d: %+v", len(rep.Groups), len(wants), rep.Groups)
@@ -111,7 +112,7 @@ func TestCacheHealth(t *testing.T) {
 	}
 	for _, g := range rep.Groups {
 		w := wants[g.Agent]
-		if g.Model != "claude-sonnet-4-5" || g.MinPrefixTokens != 1024 || g.PrefixSource != query.PrefixFromCatalog ||
+		if g.Model != "claude-sonnet-4-5" || g.MinPrefixTokens != 1024 || g.PrefixSource != attribution.PrefixFromCatalog ||
 			g.Calls != w.calls || g.EligibleCalls != w.eligible || g.CacheReadTokens != w.cacheRead ||
 			!near(g.HitRatio, w.ratio) || g.Verdict != w.verdict || g.NeverHitRuns != w.neverHitRuns {
 			t.Errorf("group %s: %+v, want %+v", g.Agent, g, w)
@@ -132,11 +133,11 @@ func TestCacheHealth(t *testing.T) {
 	// Filters and thresholds: with MinEligibleCalls 7, looper's 6 calls are
 	// not enough.
 	rep, err = cr.Cache(context.Background(), query.CacheFilter{Project: "cache", Agent: "looper",
-		Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Thresholds: query.CacheThresholds{MinEligibleCalls: 7}})
+		Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Thresholds: attribution.CacheThresholds{MinEligibleCalls: 7}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Groups) != 1 || rep.Groups[0].Verdict != query.VerdictInsufficientData || rep.Thresholds.MinEligibleCalls != 7 {
+	if len(rep.Groups) != 1 || rep.Groups[0].Verdict != attribution.VerdictInsufficientData || rep.Thresholds.MinEligibleCalls != 7 {
 		t.Errorf("looper with min 7 eligible calls: %+v", rep)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/query"
@@ -90,7 +91,7 @@ func TestConformanceRuns(t *testing.T) {
 	}
 }
 
-func checkRunTotals(t *testing.T, reader string, u query.Usage, cost float64, want *conformance.RunExpect) {
+func checkRunTotals(t *testing.T, reader string, u attribution.Usage, cost float64, want *conformance.RunExpect) {
 	t.Helper()
 	got := [5]uint64{u.Input, u.CacheRead, u.CacheWrite, u.Output, u.Reasoning}
 	exp := [5]uint64{want.Input, want.CacheRead, want.CacheWrite, want.Output, want.Reasoning}

@@ -8,19 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
 )
 
 // ConversationSummary is one conversation (gen_ai.conversation.id and its
 // aliases): the runs that carried its id, with their totals.
 type ConversationSummary struct {
-	ConversationID string    `json:"conversation_id"`
-	Runs           int       `json:"runs"`
-	First          time.Time `json:"first"` // start of its first run
-	Last           time.Time `json:"last"`  // end of its last run
-	Errors         int       `json:"errors"`
-	Usage          Usage     `json:"usage"`
-	Cost           Cost      `json:"cost"`
+	ConversationID string            `json:"conversation_id"`
+	Runs           int               `json:"runs"`
+	First          time.Time         `json:"first"` // start of its first run
+	Last           time.Time         `json:"last"`  // end of its last run
+	Errors         int               `json:"errors"`
+	Usage          attribution.Usage `json:"usage"`
+	Cost           attribution.Cost  `json:"cost"`
 }
 
 // ConversationFilter selects conversations by their runs' span start times.
@@ -132,8 +133,8 @@ func (r *Reader) Conversation(ctx context.Context, project, id string) (*Convers
 			d.Last = run.End
 		}
 		d.Errors += run.Errors
-		d.Usage.add(run.Usage)
-		d.Cost.add(run.Cost)
+		d.Usage.Add(run.Usage)
+		d.Cost.Add(run.Cost)
 	}
 	return d, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -71,7 +72,7 @@ type CostFilter struct {
 	Project string
 	// By is the dimension groups are keyed on: agent (the span's agent, else
 	// its nearest enclosing agent's), model, task (the run's), provider,
-	// tool (the enclosing tool call's; see retrytax.go for inference spans
+	// tool (the enclosing tool call's; see attribution/retrytax.go for inference spans
 	// charged to a retried tool), conversation, user or service.
 	By string
 	// Since and Until bound the spans' start times, [Since, Until). A zero
@@ -122,20 +123,20 @@ func (f CostFilter) Validate(now time.Time) error {
 // largest aggregated (agent) span counts, as in Summarize. Costs add up over
 // all spans.
 type CostTotals struct {
-	Spans       uint64 `json:"spans"`
-	LLMCalls    uint64 `json:"llm_calls"`
-	ToolCalls   uint64 `json:"tool_calls"`
-	ToolRetries uint64 `json:"tool_retries"`
-	ToolErrors  uint64 `json:"tool_errors"`
-	Usage       Usage  `json:"usage"`
-	Cost        Cost   `json:"cost"`
+	Spans       uint64            `json:"spans"`
+	LLMCalls    uint64            `json:"llm_calls"`
+	ToolCalls   uint64            `json:"tool_calls"`
+	ToolRetries uint64            `json:"tool_retries"`
+	ToolErrors  uint64            `json:"tool_errors"`
+	Usage       attribution.Usage `json:"usage"`
+	Cost        attribution.Cost  `json:"cost"`
 	// UnpricedSpans carried usage but matched no price entry: their cost is
 	// missing from Cost, not zero.
 	UnpricedSpans uint64 `json:"unpriced_spans"`
 	// ClientCostSpans carried a cost of their own (it wins over the catalog).
 	ClientCostSpans uint64 `json:"client_cost_spans"`
 	// RetryTaxUSD is the part of Cost.Total spent on inference inside failed
-	// or retried tool-call attempts (see retrytax.go); RetryTaxCalls counts
+	// or retried tool-call attempts (see attribution/retrytax.go); RetryTaxCalls counts
 	// those inference spans.
 	RetryTaxUSD   float64 `json:"retry_tax_usd"`
 	RetryTaxCalls uint64  `json:"retry_tax_calls"`
@@ -149,8 +150,8 @@ func (t *CostTotals) add(o *CostTotals) {
 	t.ToolCalls += o.ToolCalls
 	t.ToolRetries += o.ToolRetries
 	t.ToolErrors += o.ToolErrors
-	t.Usage.add(o.Usage)
-	t.Cost.add(o.Cost)
+	t.Usage.Add(o.Usage)
+	t.Cost.Add(o.Cost)
 	t.UnpricedSpans += o.UnpricedSpans
 	t.ClientCostSpans += o.ClientCostSpans
 	t.RetryTaxUSD += o.RetryTaxUSD
@@ -159,12 +160,12 @@ func (t *CostTotals) add(o *CostTotals) {
 	t.unpricedOutput += o.unpricedOutput
 }
 
-// addSpan adds one attributed span.
-func (t *CostTotals) addSpan(a *attributed) {
+// addSpan adds one attribution.Attributed span.
+func (t *CostTotals) addSpan(a *attribution.Attributed) {
 	t.Spans++
 	switch a.SpanType {
 	case schema.TypeInference:
-		if !hasOwnUsage(a.UsageMode) || a.UsageCounted { // a wrapper of another span's call is not a call
+		if !attribution.HasOwnUsage(a.UsageMode) || a.UsageCounted { // a wrapper of another span's call is not a call
 			t.LLMCalls++
 		}
 	case schema.TypeTool:
@@ -177,12 +178,12 @@ func (t *CostTotals) addSpan(a *attributed) {
 		}
 	}
 	if a.UsageCounted {
-		t.Usage.add(a.Usage)
+		t.Usage.Add(a.Usage)
 	}
 	if !a.CostCounted {
 		return
 	}
-	t.Cost.add(a.spanFact.Cost)
+	t.Cost.Add(a.Span.Cost)
 	switch a.CostSource {
 	case schema.CostUnpriced:
 		t.UnpricedSpans++
@@ -192,7 +193,7 @@ func (t *CostTotals) addSpan(a *attributed) {
 		t.ClientCostSpans++
 	}
 	if a.RetryTax {
-		t.RetryTaxUSD += a.spanFact.Cost.Total
+		t.RetryTaxUSD += a.Span.Cost.Total
 		t.RetryTaxCalls++
 	}
 }
@@ -273,8 +274,8 @@ func (g aggregation) at(k bucketKey) *CostTotals {
 	return t
 }
 
-// dimValue is the value of rollup column dim for an attributed span.
-func dimValue(a *attributed, dim string) string {
+// dimValue is the value of rollup column dim for an attribution.Attributed span.
+func dimValue(a *attribution.Attributed, dim string) string {
 	switch dim {
 	case "agent":
 		return a.Agent

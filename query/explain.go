@@ -13,7 +13,7 @@ type SpanExplanation struct {
 	Name    string `json:"name"`
 	Type    string `json:"type"`
 	Counted bool   `json:"counted"`
-	// CountedWhy says why the span counts or not (counted.go's rule).
+	// CountedWhy says why the span counts or not (attribution/counted.go's rule).
 	CountedWhy string `json:"counted_why"`
 	ingest.Explanation
 }
@@ -65,7 +65,7 @@ func (e *Explainer) Explain(ctx context.Context, project, traceID, spanID string
 	return out, nil
 }
 
-// countedWhy puts counted.go's rule for one span in words.
+// countedWhy puts attribution/counted.go's rule for one span in words.
 func countedWhy(counted bool, spanType, mode string) string {
 	switch {
 	case mode == "" && counted:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -30,29 +31,29 @@ func NewReader(store *schema.Store) *Reader { return &Reader{store: store} }
 
 // RunSummary is one run (trace) with its totals.
 type RunSummary struct {
-	TraceID        string    `json:"trace_id"`
-	Name           string    `json:"name"` // the root span's name
-	Task           string    `json:"task"` // task.name if any span has it, else the root's name
-	Service        string    `json:"service"`
-	Agents         []string  `json:"agents"`
-	Models         []string  `json:"models"`
-	ConversationID string    `json:"conversation_id,omitempty"`
-	UserID         string    `json:"user_id,omitempty"`
-	Start          time.Time `json:"start"`
-	End            time.Time `json:"end"`
-	DurationMs     float64   `json:"duration_ms"`
-	Status         string    `json:"status"` // "error" when any span ended in error, else "ok"
-	Spans          int       `json:"spans"`
-	LLMCalls       int       `json:"llm_calls"`
-	ToolCalls      int       `json:"tool_calls"`
-	Errors         int       `json:"errors"`
-	Usage          Usage     `json:"usage"`
+	TraceID        string            `json:"trace_id"`
+	Name           string            `json:"name"` // the root span's name
+	Task           string            `json:"task"` // task.name if any span has it, else the root's name
+	Service        string            `json:"service"`
+	Agents         []string          `json:"agents"`
+	Models         []string          `json:"models"`
+	ConversationID string            `json:"conversation_id,omitempty"`
+	UserID         string            `json:"user_id,omitempty"`
+	Start          time.Time         `json:"start"`
+	End            time.Time         `json:"end"`
+	DurationMs     float64           `json:"duration_ms"`
+	Status         string            `json:"status"` // "error" when any span ended in error, else "ok"
+	Spans          int               `json:"spans"`
+	LLMCalls       int               `json:"llm_calls"`
+	ToolCalls      int               `json:"tool_calls"`
+	Errors         int               `json:"errors"`
+	Usage          attribution.Usage `json:"usage"`
 	// UsageFromAggregate is true when no inference span carried usage and the
 	// totals come from an agent span's aggregated usage instead.
-	UsageFromAggregate bool `json:"usage_from_aggregate,omitempty"`
-	Cost               Cost `json:"cost"`
-	UnpricedSpans      int  `json:"unpriced_spans"`
-	UnreconciledSpans  int  `json:"unreconciled_spans,omitempty"`
+	UsageFromAggregate bool             `json:"usage_from_aggregate,omitempty"`
+	Cost               attribution.Cost `json:"cost"`
+	UnpricedSpans      int              `json:"unpriced_spans"`
+	UnreconciledSpans  int              `json:"unreconciled_spans,omitempty"`
 	// ToolRetries and ToolRepeats classify the run's tool calls by DESIGN.md's
 	// retry rules (the same as /tools); set on one run's detail, not in lists.
 	ToolRetries *int `json:"tool_retries,omitempty"`
@@ -182,8 +183,8 @@ func (r *runRow) summary() RunSummary {
 		Agents: nonNil(r.Agents), Models: nonNil(r.Models), ConversationID: r.Conv, UserID: r.User,
 		Start: nsTime(r.StartNs), End: nsTime(r.EndNs), DurationMs: float64(r.EndNs-r.StartNs) / 1e6,
 		Spans: int(r.Spans), LLMCalls: int(r.LLM), ToolCalls: int(r.Tool), Errors: int(r.Err),
-		Usage: Usage{r.In, r.CR, r.CW, r.Out, r.RS},
-		Cost:  Cost{r.CTotal, r.CIn, r.CCR, r.CCW, r.COut}, UnpricedSpans: int(r.Unpriced),
+		Usage: attribution.Usage{Input: r.In, CacheRead: r.CR, CacheWrite: r.CW, Output: r.Out, Reasoning: r.RS},
+		Cost:  attribution.Cost{Total: r.CTotal, Input: r.CIn, CacheRead: r.CCR, CacheWrite: r.CCW, Output: r.COut}, UnpricedSpans: int(r.Unpriced),
 		UnreconciledSpans: int(r.Unrec), Status: "ok",
 	}
 	if s.Name == "" {
@@ -432,7 +433,7 @@ func runDetail(spans []schema.Span) *RunDetail {
 // classifyRunTools marks each tool span of a run tree with its retry class
 // and counts retries and repeats.
 func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats int) {
-	var calls []ToolCall
+	var calls []attribution.ToolCall
 	seen := map[string]bool{}
 	for i := range spans {
 		s := &spans[i]
@@ -440,18 +441,18 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 			continue
 		}
 		seen[s.SpanID] = true
-		calls = append(calls, ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
+		calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 			Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
 			Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 	}
-	classes := ClassifyRetries(calls)
-	bySpan := make(map[string]Class, len(calls))
+	classes := attribution.ClassifyRetries(calls)
+	bySpan := make(map[string]attribution.Class, len(calls))
 	for i, c := range classes {
 		bySpan[calls[i].SpanID] = c
 		switch {
 		case c.Retry():
 			retries++
-		case c == ClassRepeat:
+		case c == attribution.ClassRepeat:
 			repeats++
 		}
 	}
@@ -468,7 +469,7 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 }
 
 // Summarize computes a run's summary from its spans with the same rules as
-// the run list (see counted.go: each call counted once, aggregated usage
+// the run list (see attribution/counted.go: each call counted once, aggregated usage
 // only when no inference span carries any).
 func Summarize(spans []schema.Span) RunSummary {
 	s, _ := summarize(spans)
@@ -483,7 +484,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	var rootStart, firstStart uint64 = ^uint64(0), ^uint64(0)
 	agents, models := map[string]bool{}, map[string]bool{}
 	uniq := make([]*schema.Span, 0, len(spans))
-	us := make([]usageSpan, 0, len(spans))
+	us := make([]attribution.UsageSpan, 0, len(spans))
 	for i := range spans {
 		s := &spans[i]
 		if seen[s.SpanID] {
@@ -533,21 +534,22 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 			rr.Unrec++
 		}
 		uniq = append(uniq, s)
-		us = append(us, usageSpan{id: s.SpanID, parent: s.ParentSpanID, spanType: s.SpanType, mode: s.UsageMode,
-			start: s.StartNs, end: s.EndNs, in: s.InputTokens, cr: s.CacheReadTokens, cw: s.CacheWriteTokens, out: s.OutputTokens})
+		us = append(us, attribution.UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode,
+			StartNs: s.StartNs, EndNs: s.EndNs, Input: s.InputTokens, CacheRead: s.CacheReadTokens,
+			CacheWrite: s.CacheWriteTokens, Output: s.OutputTokens})
 	}
-	counted, fromAgg := countedUsage(us)
+	counted, fromAgg := attribution.CountedUsage(us)
 	if fromAgg {
 		rr.FromAgg = 1
 	}
 	byID := make(map[string]bool, len(uniq))
 	for i, s := range uniq {
 		byID[s.SpanID] = counted[i]
-		if s.SpanType == schema.TypeInference && hasOwnUsage(s.UsageMode) && !counted[i] {
+		if s.SpanType == schema.TypeInference && attribution.HasOwnUsage(s.UsageMode) && !counted[i] {
 			rr.LLM-- // a wrapper of another span's call: one call, counted once
 		}
 		if counted[i] {
-			if hasOwnUsage(s.UsageMode) {
+			if attribution.HasOwnUsage(s.UsageMode) {
 				rr.NUsage++
 			}
 			rr.In += s.InputTokens
@@ -556,7 +558,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 			rr.Out += s.OutputTokens
 			rr.RS += s.ReasoningTokens
 		}
-		if costCounts(counted[i], s.UsageMode) {
+		if attribution.CostCounts(counted[i], s.UsageMode) {
 			rr.CTotal += s.CostTotal
 			rr.CIn += s.CostInput
 			rr.CCR += s.CostCacheRead

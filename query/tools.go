@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -51,7 +52,7 @@ func (w Window) where() (string, []any) {
 // ToolCalls loads the tool spans of a window, deduplicated, ordered by run
 // and start time. Retries whose earlier attempt started before the window are
 // still seen through the attempt attribute, but not through the other rules.
-func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]ToolCall, error) {
+func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCall, error) {
 	where, args := w.where()
 	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
 		" status = 'error', start_ns, duration_ns, attempt FROM " + r.store.Table(schema.TableSpanFacts) +
@@ -61,9 +62,9 @@ func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]ToolCall, error) {
 		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
 	defer rows.Close()
-	var calls []ToolCall
+	var calls []attribution.ToolCall
 	for rows.Next() {
-		var c ToolCall
+		var c attribution.ToolCall
 		var isErr uint8
 		if err := rows.Scan(&c.TraceID, &c.SpanID, &c.ParentSpanID, &c.Tool, &c.CallID, &c.StepID,
 			&c.ArgsHash, &isErr, &c.StartNs, &c.DurationNs, &c.Attempt); err != nil {
@@ -200,8 +201,8 @@ type toolClassified struct {
 // count.
 func (r *Reader) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
 	out := map[string]*toolClassified{}
-	err := r.classifyCandidates(ctx, f.Window, func(c *candidateCall, class Class) {
-		if class == ClassOriginal || class == ClassRetryAttempt || (f.Tool != "" && c.tool != f.Tool) {
+	err := r.classifyCandidates(ctx, f.Window, func(c *candidateCall, class attribution.Class) {
+		if class == attribution.ClassOriginal || class == attribution.ClassRetryAttempt || (f.Tool != "" && c.tool != f.Tool) {
 			return
 		}
 		t := out[c.tool]
@@ -209,7 +210,7 @@ func (r *Reader) classifyTools(ctx context.Context, f ToolFilter) (map[string]*t
 			t = &toolClassified{minuteRetries: map[time.Time]int{}}
 			out[c.tool] = t
 		}
-		if class == ClassRepeat {
+		if class == attribution.ClassRepeat {
 			t.repeats++
 			return
 		}
@@ -392,8 +393,8 @@ type candidateCall struct {
 // (LIMIT 1 BY, see toolAggregates) groups them per run, keeps the candidate
 // runs and unfolds them again (ARRAY JOIN), so a run's calls arrive together
 // as compact rows: ids and arguments come as cityHash64 keys (see
-// retryCall). visit sees every call of the candidate runs.
-func (r *Reader) classifyCandidates(ctx context.Context, w Window, visit func(c *candidateCall, class Class)) error {
+// attribution.KeyedCall). visit sees every call of the candidate runs.
+func (r *Reader) classifyCandidates(ctx context.Context, w Window, visit func(c *candidateCall, class attribution.Class)) error {
 	where, args := w.where()
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (
@@ -421,21 +422,21 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 	}
 	defer rows.Close()
 	type row struct {
-		call   retryCall
+		call   attribution.KeyedCall
 		spanID string
 		meta   candidateCall
 	}
-	rc := newRetryClassifier()
+	rc := attribution.NewRetryClassifier()
 	toolKeys := map[string]uint64{}
 	var (
 		run     []row
-		calls   []retryCall
-		classes []Class
+		calls   []attribution.KeyedCall
+		classes []attribution.Class
 	)
 	flush := func() {
 		sort.Slice(run, func(a, b int) bool {
-			if run[a].call.start != run[b].call.start {
-				return run[a].call.start < run[b].call.start
+			if run[a].call.StartNs != run[b].call.StartNs {
+				return run[a].call.StartNs < run[b].call.StartNs
 			}
 			return run[a].spanID < run[b].spanID
 		})
@@ -444,7 +445,7 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 			calls = append(calls, run[i].call)
 			classes = append(classes, "")
 		}
-		rc.run(calls, classes)
+		rc.ClassifyRun(calls, classes)
 		for i := range run {
 			visit(&run[i].meta, classes[i])
 		}
@@ -453,8 +454,8 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 	for rows.Next() {
 		var x row
 		var isErr uint8
-		if err := rows.Scan(&x.meta.trace, &x.spanID, &x.meta.tool, &x.call.parent, &x.call.callID, &x.call.stepID,
-			&x.call.args, &isErr, &x.call.start, &x.call.dur, &x.call.attempt); err != nil {
+		if err := rows.Scan(&x.meta.trace, &x.spanID, &x.meta.tool, &x.call.Parent, &x.call.CallID, &x.call.StepID,
+			&x.call.ArgsHash, &isErr, &x.call.StartNs, &x.call.DurationNs, &x.call.Attempt); err != nil {
 			return fmt.Errorf("scan tool call: %w", err)
 		}
 		if len(run) > 0 && run[0].meta.trace != x.meta.trace {
@@ -465,7 +466,7 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 			k = uint64(len(toolKeys) + 1)
 			toolKeys[x.meta.tool] = k
 		}
-		x.call.tool, x.call.err, x.meta.start = k, isErr == 1, x.call.start
+		x.call.Tool, x.call.Error, x.meta.start = k, isErr == 1, x.call.StartNs
 		run = append(run, x)
 	}
 	if err := rows.Err(); err != nil {
@@ -605,7 +606,7 @@ type RunCost struct {
 }
 
 // RunsOverBudget lists the runs whose spans in the window cost more than
-// budgetUSD in total (each call counted once, see counted.go), most expensive first, at
+// budgetUSD in total (each call counted once, see attribution/counted.go), most expensive first, at
 // most limit. A run straddling the window's start counts only its spans
 // inside the window.
 func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {

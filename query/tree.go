@@ -4,46 +4,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
 )
-
-// Usage holds the token buckets of a span or a sum of spans. Buckets do not
-// overlap except as documented: Input includes CacheRead and CacheWrite,
-// Output includes Reasoning.
-type Usage struct {
-	Input      uint64 `json:"input_tokens"`
-	CacheRead  uint64 `json:"cache_read_tokens"`
-	CacheWrite uint64 `json:"cache_write_tokens"`
-	Output     uint64 `json:"output_tokens"`
-	Reasoning  uint64 `json:"reasoning_tokens"`
-}
-
-func (u *Usage) add(o Usage) {
-	u.Input += o.Input
-	u.CacheRead += o.CacheRead
-	u.CacheWrite += o.CacheWrite
-	u.Output += o.Output
-	u.Reasoning += o.Reasoning
-}
-
-func (u Usage) empty() bool { return u == Usage{} }
-
-// Cost is a cost in USD split by what was paid for.
-type Cost struct {
-	Total      float64 `json:"total_usd"`
-	Input      float64 `json:"input_usd"`
-	CacheRead  float64 `json:"cache_read_usd"`
-	CacheWrite float64 `json:"cache_write_usd"`
-	Output     float64 `json:"output_usd"`
-}
-
-func (c *Cost) add(o Cost) {
-	c.Total += o.Total
-	c.Input += o.Input
-	c.CacheRead += o.CacheRead
-	c.CacheWrite += o.CacheWrite
-	c.Output += o.Output
-}
 
 // Event is a span event.
 type Event struct {
@@ -54,50 +17,50 @@ type Event struct {
 
 // SpanNode is one span in a run tree, with its children ordered by start.
 type SpanNode struct {
-	SpanID        string    `json:"span_id"`
-	ParentSpanID  string    `json:"parent_span_id,omitempty"`
-	Name          string    `json:"name"`
-	Type          string    `json:"type"`
-	Operation     string    `json:"operation,omitempty"`
-	Kind          string    `json:"kind"`
-	Status        string    `json:"status"`
-	StatusMessage string    `json:"status_message,omitempty"`
-	Service       string    `json:"service,omitempty"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	DurationMs    float64   `json:"duration_ms"`
-	Depth         int       `json:"depth"`
-	Orphan        bool      `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
-	Provider      string    `json:"provider,omitempty"`
-	Model         string    `json:"model,omitempty"`
-	RequestModel  string    `json:"request_model,omitempty"`
-	AgentName     string    `json:"agent_name,omitempty"`
-	ToolName      string    `json:"tool_name,omitempty"`
-	ToolCallID    string    `json:"tool_call_id,omitempty"`
-	Attempt       uint32    `json:"attempt,omitempty"`
-	ErrorType     string    `json:"error_type,omitempty"`
-	FinishReasons []string  `json:"finish_reasons,omitempty"`
-	TTFCMs        float64   `json:"time_to_first_chunk_ms,omitempty"`
-	Usage         *Usage    `json:"usage,omitempty"`
-	UsageMode     string    `json:"usage_mode,omitempty"`
-	Unreconciled  bool      `json:"usage_unreconciled,omitempty"`
-	Cost          *Cost     `json:"cost,omitempty"`
-	CostSource    string    `json:"cost_source,omitempty"`
+	SpanID        string             `json:"span_id"`
+	ParentSpanID  string             `json:"parent_span_id,omitempty"`
+	Name          string             `json:"name"`
+	Type          string             `json:"type"`
+	Operation     string             `json:"operation,omitempty"`
+	Kind          string             `json:"kind"`
+	Status        string             `json:"status"`
+	StatusMessage string             `json:"status_message,omitempty"`
+	Service       string             `json:"service,omitempty"`
+	Start         time.Time          `json:"start"`
+	End           time.Time          `json:"end"`
+	DurationMs    float64            `json:"duration_ms"`
+	Depth         int                `json:"depth"`
+	Orphan        bool               `json:"orphan,omitempty"` // parent never arrived; shown as an extra root
+	Provider      string             `json:"provider,omitempty"`
+	Model         string             `json:"model,omitempty"`
+	RequestModel  string             `json:"request_model,omitempty"`
+	AgentName     string             `json:"agent_name,omitempty"`
+	ToolName      string             `json:"tool_name,omitempty"`
+	ToolCallID    string             `json:"tool_call_id,omitempty"`
+	Attempt       uint32             `json:"attempt,omitempty"`
+	ErrorType     string             `json:"error_type,omitempty"`
+	FinishReasons []string           `json:"finish_reasons,omitempty"`
+	TTFCMs        float64            `json:"time_to_first_chunk_ms,omitempty"`
+	Usage         *attribution.Usage `json:"usage,omitempty"`
+	UsageMode     string             `json:"usage_mode,omitempty"`
+	Unreconciled  bool               `json:"usage_unreconciled,omitempty"`
+	Cost          *attribution.Cost  `json:"cost,omitempty"`
+	CostSource    string             `json:"cost_source,omitempty"`
 	// Counted says the span's usage and cost count in the run's totals
-	// (counted.go: a wrapper of the same call, or an agent span repeating
+	// (attribution.CountedUsage: a wrapper of the same call, or an agent span repeating
 	// its children's usage, does not).
-	Counted        bool        `json:"counted"`
-	PriceEntry     string      `json:"price_entry,omitempty"`
-	PriceVersion   string      `json:"price_version,omitempty"`
-	ArgsHash       string      `json:"args_hash,omitempty"`
-	RetryClass     Class       `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
-	Attributes     Pairs       `json:"attributes,omitempty"`
-	Resource       Pairs       `json:"resource,omitempty"`
-	Events         []Event     `json:"events,omitempty"`
-	Children       []*SpanNode `json:"children"`
-	ConversationID string      `json:"-"`
-	UserID         string      `json:"-"`
-	TaskName       string      `json:"-"`
+	Counted        bool              `json:"counted"`
+	PriceEntry     string            `json:"price_entry,omitempty"`
+	PriceVersion   string            `json:"price_version,omitempty"`
+	ArgsHash       string            `json:"args_hash,omitempty"`
+	RetryClass     attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
+	Attributes     Pairs             `json:"attributes,omitempty"`
+	Resource       Pairs             `json:"resource,omitempty"`
+	Events         []Event           `json:"events,omitempty"`
+	Children       []*SpanNode       `json:"children"`
+	ConversationID string            `json:"-"`
+	UserID         string            `json:"-"`
+	TaskName       string            `json:"-"`
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
@@ -116,12 +79,14 @@ func newNode(s *schema.Span) *SpanNode {
 		Attributes: pairs(s.AttrKeys, s.AttrValues), Resource: pairs(s.ResourceKeys, s.ResourceValues),
 		Children: []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
 	}
-	u := Usage{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
-	if !u.empty() {
+	u := attribution.Usage{Input: s.InputTokens, CacheRead: s.CacheReadTokens, CacheWrite: s.CacheWriteTokens,
+		Output: s.OutputTokens, Reasoning: s.ReasoningTokens}
+	if !u.IsZero() {
 		n.Usage = &u
 	}
 	if s.CostSource != schema.CostNone {
-		n.Cost = &Cost{s.CostTotal, s.CostInput, s.CostCacheRead, s.CostCacheWrite, s.CostOutput}
+		n.Cost = &attribution.Cost{Total: s.CostTotal, Input: s.CostInput, CacheRead: s.CostCacheRead,
+			CacheWrite: s.CostCacheWrite, Output: s.CostOutput}
 	}
 	for i, name := range s.EventNames {
 		e := Event{Name: name}

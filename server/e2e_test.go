@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
@@ -69,7 +70,7 @@ func checkRun(t *testing.T, run query.RunDetail) {
 	// Usage counts inference spans only; the planner's aggregated 3000/300 is not added.
 	// input: claude 200 + 800 cache read (additive report made inclusive) = 1000; gpt-4o 2000 → 3000
 	// cache read: 800 + 1500 = 2300; output: 100 + 200 = 300.
-	wantUsage := query.Usage{Input: 3000, CacheRead: 2300, Output: 300}
+	wantUsage := attribution.Usage{Input: 3000, CacheRead: 2300, Output: 300}
 	if s.Usage != wantUsage || s.UsageFromAggregate {
 		t.Errorf("usage %+v (from aggregate %v), want %+v", s.Usage, s.UsageFromAggregate, wantUsage)
 	}
@@ -429,9 +430,9 @@ func TestRunRetryClasses(t *testing.T) {
 	if s.ToolRetries == nil || *s.ToolRetries != 1 || s.ToolRepeats == nil || *s.ToolRepeats != 1 {
 		t.Fatalf("retries %v repeats %v, want 1 and 1", s.ToolRetries, s.ToolRepeats)
 	}
-	want := map[string]query.Class{
-		"b000000000000001": query.ClassOriginal, "b000000000000002": query.ClassRetryCallID,
-		"b000000000000003": query.ClassOriginal, "b000000000000004": query.ClassRepeat,
+	want := map[string]attribution.Class{
+		"b000000000000001": attribution.ClassOriginal, "b000000000000002": attribution.ClassRetryCallID,
+		"b000000000000003": attribution.ClassOriginal, "b000000000000004": attribution.ClassRepeat,
 	}
 	if len(run.Roots) != 1 || len(run.Roots[0].Children) != 4 {
 		t.Fatalf("tree: %+v", run.Roots)

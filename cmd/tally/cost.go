@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/query"
 )
@@ -161,9 +162,9 @@ func printCache(w io.Writer, rep query.CacheReport) {
 	for _, g := range rep.Groups {
 		prefix := strconv.Itoa(g.MinPrefixTokens)
 		switch g.PrefixSource {
-		case query.PrefixDefault:
+		case attribution.PrefixDefault:
 			prefix += " (default)"
-		case query.PrefixNoCache:
+		case attribution.PrefixNoCache:
 			prefix = "no cache"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.1f%%\t%s\t%d\n", orNone(g.Agent), orNone(g.Model), g.Calls,
@@ -171,7 +172,7 @@ func printCache(w io.Writer, rep query.CacheReport) {
 	}
 	tw.Flush()
 	for _, g := range rep.Groups {
-		if g.Verdict != query.VerdictNeverHit || len(g.ExampleRunIDs) == 0 {
+		if g.Verdict != attribution.VerdictNeverHit || len(g.ExampleRunIDs) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s on %s never read the cache; its latest runs with cacheable calls (open with `tally run <trace id>`):\n",

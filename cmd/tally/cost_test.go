@@ -6,19 +6,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/query"
 )
 
 func TestPrintCacheListsNeverHitExamples(t *testing.T) {
 	at := time.Date(2026, 1, 12, 8, 0, 0, 0, time.UTC)
 	rep := query.CacheReport{Since: at, Until: at.Add(time.Hour),
-		Thresholds: query.CacheThresholds{MinEligibleCalls: 5, MinEligibleRunCalls: 2, DefaultMinPrefixTokens: 1024},
-		Groups: []query.CacheGroup{
-			{Agent: "summarizer", Model: "gpt-4o-mini", MinPrefixTokens: 1024, PrefixSource: query.PrefixFromCatalog,
-				CacheStats:    query.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: query.VerdictNeverHit},
+		Thresholds: attribution.CacheThresholds{MinEligibleCalls: 5, MinEligibleRunCalls: 2, DefaultMinPrefixTokens: 1024},
+		Groups: []attribution.CacheGroup{
+			{Agent: "summarizer", Model: "gpt-4o-mini", MinPrefixTokens: 1024, PrefixSource: attribution.PrefixFromCatalog,
+				CacheStats:    attribution.CacheStats{Calls: 6, EligibleCalls: 6, Verdict: attribution.VerdictNeverHit},
 				ExampleRunIDs: []string{"trace-b", "trace-a"}},
-			{Agent: "researcher", Model: "claude", MinPrefixTokens: 1024, PrefixSource: query.PrefixFromCatalog,
-				CacheStats: query.CacheStats{Calls: 6, EligibleCalls: 6, CacheReadTokens: 100, Verdict: query.VerdictHealthy}},
+			{Agent: "researcher", Model: "claude", MinPrefixTokens: 1024, PrefixSource: attribution.PrefixFromCatalog,
+				CacheStats: attribution.CacheStats{Calls: 6, EligibleCalls: 6, CacheReadTokens: 100, Verdict: attribution.VerdictHealthy}},
 		}}
 	var out bytes.Buffer
 	printCache(&out, rep)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
@@ -40,7 +41,7 @@ const depsHint = "run scripts/test-deps.sh (make test does)"
 
 // bill is what a run should come to: tokens per bucket and the cost in USD.
 type bill struct {
-	usage query.Usage
+	usage attribution.Usage
 	cost  float64
 }
 
@@ -57,7 +58,7 @@ func anthropicBill() bill {
 	//   total                        9270 µUSD = $0.009270
 	// Input as tally stores it: 40 + 8000 + 1000 = 9040.
 	return bill{
-		usage: query.Usage{Input: 9040, CacheRead: 8000, CacheWrite: 1000, Output: 200},
+		usage: attribution.Usage{Input: 9040, CacheRead: 8000, CacheWrite: 1000, Output: 200},
 		cost:  9270e-6,
 	}
 }
@@ -70,7 +71,7 @@ func openaiBill() bill {
 	//   output                    300 × 10.00      = 3000 (120 of it reasoning)
 	//   total                                        6690 µUSD = $0.006690
 	return bill{
-		usage: query.Usage{Input: 2500, CacheRead: 2048, Output: 300, Reasoning: 120},
+		usage: attribution.Usage{Input: 2500, CacheRead: 2048, Output: 300, Reasoning: 120},
 		cost:  6690e-6,
 	}
 }
@@ -81,7 +82,7 @@ func ai5OpenAIGenerateBill() bill {
 	//   input 2500 × 2.50 = 6250
 	//   output 300 × 10.00 = 3000
 	//   total               9250 µUSD
-	return bill{usage: query.Usage{Input: 2500, Output: 300}, cost: 9250e-6}
+	return bill{usage: attribution.Usage{Input: 2500, Output: 300}, cost: 9250e-6}
 }
 
 // TestRealClients runs each real Node client against the mock LLM, exports

@@ -1,4 +1,4 @@
-package query
+package attribution
 
 import "github.com/tallyhq/tally/schema"
 
@@ -32,7 +32,7 @@ import "github.com/tallyhq/tally/schema"
 // chargeRetryTax classifies the run's tool spans (with ClassifyRetries, the
 // same rules as the tool statistics) and marks retry-tax spans. run is in
 // start order; byID indexes it by span id.
-func chargeRetryTax(run []attributed, byID map[string]int) {
+func chargeRetryTax(run []Attributed, byID map[string]int) {
 	var calls []ToolCall
 	var index []int // run index of each call
 	for i := range run {

@@ -1,4 +1,4 @@
-package query
+package attribution
 
 import "sort"
 
@@ -76,7 +76,7 @@ func ClassifyRetries(calls []ToolCall) []Class {
 	}
 	// Strings become small integer keys ("" is 0, absent), so that the rules
 	// run on the same representation as the keys ClickHouse computes for
-	// Reader.Tools (see retryCall).
+	// query's tool statistics (see KeyedCall).
 	keys := map[string]uint64{"": 0}
 	key := func(s string) uint64 {
 		k, ok := keys[s]
@@ -86,8 +86,8 @@ func ClassifyRetries(calls []ToolCall) []Class {
 		}
 		return k
 	}
-	rc := newRetryClassifier()
-	var run []retryCall
+	rc := NewRetryClassifier()
+	var run []KeyedCall
 	var classes []Class
 	for _, idx := range byTrace {
 		sort.SliceStable(idx, func(a, b int) bool {
@@ -100,12 +100,12 @@ func ClassifyRetries(calls []ToolCall) []Class {
 		run, classes = run[:0], classes[:0]
 		for _, i := range idx {
 			c := &calls[i]
-			run = append(run, retryCall{parent: key(c.ParentSpanID), tool: key(c.Tool), callID: key(c.CallID),
-				stepID: key(c.StepID), args: key(c.ArgsHash), err: c.Error, start: c.StartNs, dur: c.DurationNs,
-				attempt: c.Attempt})
+			run = append(run, KeyedCall{Parent: key(c.ParentSpanID), Tool: key(c.Tool), CallID: key(c.CallID),
+				StepID: key(c.StepID), ArgsHash: key(c.ArgsHash), Error: c.Error, StartNs: c.StartNs,
+				DurationNs: c.DurationNs, Attempt: c.Attempt})
 			classes = append(classes, "")
 		}
-		rc.run(run, classes)
+		rc.ClassifyRun(run, classes)
 		for n, i := range idx {
 			out[i] = classes[n]
 		}
@@ -116,67 +116,70 @@ func ClassifyRetries(calls []ToolCall) []Class {
 // siblingKey identifies the calls of one tool under one parent span.
 type siblingKey struct{ parent, tool string }
 
-// retryCall is a tool call reduced to what the retry rules compare: each key
+// KeyedCall is a tool call reduced to what the retry rules compare: each key
 // stands for the string it was made from, 0 for an empty call id, step id or
 // arguments hash (absent, never equal to anything). Keys need only be
-// distinct within one run: Reader.Tools has ClickHouse compute them as
-// cityHash64 of the strings, where a collision between two of the few values
-// of one run (probability about n²/2⁶⁵) is the only way to differ from
-// comparing the strings.
-type retryCall struct {
-	parent, tool, callID, stepID, args uint64
-	err                                bool
-	start, dur                         uint64
-	attempt                            uint32
+// distinct within one run: query's tool statistics have ClickHouse compute
+// them as cityHash64 of the strings, where a collision between two of the few
+// values of one run (probability about n²/2⁶⁵) is the only way to differ
+// from comparing the strings.
+type KeyedCall struct {
+	Parent, Tool, CallID, StepID, ArgsHash uint64
+	Error                                  bool // the span's status is error
+	StartNs, DurationNs                    uint64
+	Attempt                                uint32 // 0 unknown, 1 first try, ≥ 2 a retry
 }
 
-// retryClassifier applies the rules of ClassifyRetries to one run at a time;
-// its maps are reused from run to run.
-type retryClassifier struct {
+// RetryClassifier applies the rules of ClassifyRetries to one run at a time,
+// over keyed calls; its maps are reused from run to run. It is the one place
+// the retry rules are decided.
+type RetryClassifier struct {
 	seenCall, seenStep map[uint64]bool
 	lastSibling        map[[2]uint64]int // (parent, tool) → index of the latest call
 	succeeded          map[[2]uint64]bool
 }
 
-func newRetryClassifier() *retryClassifier {
-	return &retryClassifier{seenCall: map[uint64]bool{}, seenStep: map[uint64]bool{},
+// NewRetryClassifier returns a RetryClassifier.
+func NewRetryClassifier() *RetryClassifier {
+	return &RetryClassifier{seenCall: map[uint64]bool{}, seenStep: map[uint64]bool{},
 		lastSibling: map[[2]uint64]int{}, succeeded: map[[2]uint64]bool{}}
 }
 
-// run classifies the calls of one run, given in start order (ties broken by
-// span id), into out (parallel to calls).
-func (rc *retryClassifier) run(calls []retryCall, out []Class) {
+// ClassifyRun classifies the calls of one run, given in start order (ties
+// broken by span id), into out (parallel to calls), by the rules of
+// ClassifyRetries.
+func (rc *RetryClassifier) ClassifyRun(calls []KeyedCall, out []Class) {
 	clear(rc.seenCall)
 	clear(rc.seenStep)
 	clear(rc.lastSibling)
 	clear(rc.succeeded)
 	for i := range calls {
 		c := &calls[i]
-		sibling := [2]uint64{c.parent, c.tool}
+		sibling := [2]uint64{c.Parent, c.Tool}
 		prev, hasPrev := rc.lastSibling[sibling]
 		switch {
-		case c.attempt >= 2:
+		case c.Attempt >= 2:
 			out[i] = ClassRetryAttempt
-		case c.callID != 0 && rc.seenCall[c.callID]:
+		case c.CallID != 0 && rc.seenCall[c.CallID]:
 			out[i] = ClassRetryCallID
-		case c.stepID != 0 && rc.seenStep[c.stepID]:
+		case c.StepID != 0 && rc.seenStep[c.StepID]:
 			out[i] = ClassRetryStep
-		case hasPrev && calls[prev].err && calls[prev].start+calls[prev].dur <= c.start:
+		case hasPrev && calls[prev].Error && calls[prev].StartNs+calls[prev].DurationNs <= c.StartNs:
 			out[i] = ClassRetryAfterError
-		case c.args != 0 && rc.succeeded[[2]uint64{c.tool, c.args}]:
+		case c.ArgsHash != 0 && rc.succeeded[[2]uint64{c.Tool, c.ArgsHash}]:
 			out[i] = ClassRepeat
 		default:
 			out[i] = ClassOriginal
 		}
-		if c.callID != 0 {
-			rc.seenCall[c.callID] = true
+		if c.CallID != 0 {
+			rc.seenCall[c.CallID] = true
 		}
-		if c.stepID != 0 {
-			rc.seenStep[c.stepID] = true
+		if c.StepID != 0 {
+			rc.seenStep[c.StepID] = true
 		}
 		rc.lastSibling[sibling] = i
-		if !c.err && c.args != 0 {
-			rc.succeeded[[2]uint64{c.tool, c.args}] = true
+		if !c.Error && c.ArgsHash != 0 {
+			rc.succeeded[[2]uint64{c.Tool, c.ArgsHash}] = true
 		}
 	}
 }

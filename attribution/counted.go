@@ -1,0 +1,103 @@
+package attribution
+
+import (
+	"slices"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// Which spans' usage and cost count in a run's totals — "counted once,
+// always". The rule, decided the same way by CountedUsage (Go, for
+// attribution and single runs) and its SQL twin query.runCountedSQL
+// (ClickHouse, for run lists and budgets; query/counted.go): a change to one
+// is a change to both.
+//
+//  1. An inference span with usage counts, unless another inference span
+//     with usage reports the same call: one of its direct children (Google
+//     ADK's call_llm over the google-genai span), or a span within its time
+//     interval with the same input, output and cache buckets (LangChain's LLM
+//     span and the OpenAI SDK's span for the same call, which OpenInference
+//     makes siblings). The inner span wins: it read the provider's own usage
+//     object. Of two with the same interval and buckets, the one with the
+//     smaller span id counts.
+//  2. Spans whose usage repeats their children's (agent, workflow and tool
+//     spans, gen_ai.aggregated_usage.*: schema.UsageAggregated) count only
+//     in a run where no span counts by rule 1; then the largest of them
+//     (input + output tokens) counts, with its cost — so a run whose only
+//     usage is one agent span (the Claude Agent SDK's) is priced.
+//  3. A cost on a span without usage (a client-sent cost on a paid tool
+//     call) always counts.
+
+// UsageSpan is what the counting rule reads of a span.
+type UsageSpan struct {
+	ID, ParentID string
+	SpanType     string
+	UsageMode    string // schema.Usage*
+	StartNs      uint64
+	EndNs        uint64
+	// Token buckets, as stored (Input includes both cache buckets).
+	Input, CacheRead, CacheWrite, Output uint64
+}
+
+// size orders aggregated spans (rule 2).
+func (s UsageSpan) size() uint64 { return s.Input + s.Output }
+
+// SameCall reports whether y reports the same call as x (rule 1), so that x
+// does not count.
+func SameCall(x, y UsageSpan) bool {
+	if y.ID == x.ID {
+		return false
+	}
+	if y.ParentID == x.ID {
+		return true
+	}
+	return y.StartNs >= x.StartNs && y.EndNs <= x.EndNs && y.Input == x.Input && y.Output == x.Output &&
+		y.CacheRead == x.CacheRead && y.CacheWrite == x.CacheWrite &&
+		(y.StartNs > x.StartNs || y.EndNs < x.EndNs || y.ID < x.ID)
+}
+
+// CountedUsage returns, for each span of one run (deduplicated), whether its
+// usage counts, and whether the run's usage came from an aggregated span
+// (rule 2). A span without usage (rule 3) is never counted here: whether its
+// cost counts is CostCounts'.
+func CountedUsage(spans []UsageSpan) (counted []bool, fromAggregate bool) {
+	counted = make([]bool, len(spans))
+	var inference []int
+	for i, s := range spans {
+		if s.SpanType == schema.TypeInference && HasOwnUsage(s.UsageMode) {
+			inference = append(inference, i)
+		}
+	}
+	n, largest := 0, -1
+	for i, s := range spans {
+		switch {
+		case s.UsageMode == schema.UsageAggregated:
+			if largest < 0 || s.size() > spans[largest].size() {
+				largest = i
+			}
+		case HasOwnUsage(s.UsageMode):
+			if s.SpanType == schema.TypeInference && slices.ContainsFunc(inference, func(j int) bool { return SameCall(s, spans[j]) }) {
+				continue
+			}
+			counted[i] = true
+			n++
+		}
+	}
+	if n == 0 && largest >= 0 {
+		counted[largest] = true
+		fromAggregate = true
+	}
+	return counted, fromAggregate
+}
+
+// HasOwnUsage reports whether a usage mode is a span's own usage (not none,
+// not aggregated).
+func HasOwnUsage(mode string) bool {
+	return mode != schema.UsageNone && mode != schema.UsageAggregated
+}
+
+// CostCounts reports whether a span's cost counts: its usage counts, or it
+// carries a cost without usage (rule 3).
+func CostCounts(usageCounted bool, mode string) bool {
+	return usageCounted || mode == schema.UsageNone
+}
