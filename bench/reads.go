@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/bench/loader"
-	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -160,7 +160,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 	}
 	cfg.logf("rollup: computing the cost rollup of %d spans", st.Spans)
 	began := time.Now()
-	rs, err := query.NewRollup(store, query.RollupConfig{}).RefreshRange(ctx, st.Since.Add(-time.Hour), time.Now())
+	rs, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, st.Since.Add(-time.Hour), time.Now())
 	store.Close()
 	if err != nil {
 		return fmt.Errorf("cost rollup: %w", err)

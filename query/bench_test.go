@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -118,7 +119,7 @@ func BenchmarkCostsByAgent30d(b *testing.B) {
 	b.Run("live/by=agent", measure(query.ByAgent))
 
 	t0 = time.Now()
-	stats, err := query.NewRollup(store, query.RollupConfig{}).RefreshRange(ctx, since.Add(-time.Hour), now)
+	stats, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, since.Add(-time.Hour), now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -144,6 +144,12 @@ type CostTotals struct {
 	unpricedInput, unpricedOutput uint64
 }
 
+// UnpricedTokens returns the input and output tokens of the unpriced spans,
+// which the rollup stores to list the models no price matched.
+func (t *CostTotals) UnpricedTokens() (input, output uint64) {
+	return t.unpricedInput, t.unpricedOutput
+}
+
 func (t *CostTotals) add(o *CostTotals) {
 	t.Spans += o.Spans
 	t.LLMCalls += o.LLMCalls
@@ -160,8 +166,9 @@ func (t *CostTotals) add(o *CostTotals) {
 	t.unpricedOutput += o.unpricedOutput
 }
 
-// addSpan adds one attribution.Attributed span.
-func (t *CostTotals) addSpan(a *attribution.Attributed) {
+// AddSpan adds one attributed span: its counts, and its tokens and cost as
+// far as they count (attribution.Attributed's UsageCounted and CostCounted).
+func (t *CostTotals) AddSpan(a *attribution.Attributed) {
 	t.Spans++
 	switch a.SpanType {
 	case schema.TypeInference:
@@ -274,7 +281,7 @@ func (g aggregation) at(k bucketKey) *CostTotals {
 	return t
 }
 
-// dimValue is the value of rollup column dim for an attribution.Attributed span.
+// dimValue is the value of rollup column dim for an attributed span.
 func dimValue(a *attribution.Attributed, dim string) string {
 	switch dim {
 	case "agent":
@@ -413,7 +420,7 @@ func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange
 				for di, d := range v.dims {
 					vals[di] = dimValue(a, d)
 				}
-				out[vi].at(bucketKey{b, strings.Join(vals, "\x00")}).addSpan(a)
+				out[vi].at(bucketKey{b, strings.Join(vals, "\x00")}).AddSpan(a)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -205,8 +206,8 @@ func TestCostsGoldenExactlyOnce(t *testing.T) {
 
 	t.Run("live", func(t *testing.T) { checkGolden(t, r, since, until, 0) })
 
-	rollup := query.NewRollup(store, query.RollupConfig{})
-	stats, err := rollup.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
+	job := rollup.New(store, rollup.Config{})
+	stats, err := job.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestCostsGoldenExactlyOnce(t *testing.T) {
 	t.Run("rolled up", func(t *testing.T) { checkGolden(t, r, since, until, 4) })
 
 	// Nothing changed: a second refresh recomputes nothing and changes nothing.
-	stats, err = rollup.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
+	stats, err = job.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestCostsGoldenExactlyOnce(t *testing.T) {
 	// A third delivery after the rollup: the hours' fingerprints change,
 	// the refresh recomputes them, and the figures stay the same.
 	insert(t, store, spans, 3)
-	if stats, err = rollup.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z")); err != nil {
+	if stats, err = job.RefreshRange(ctx, mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z")); err != nil {
 		t.Fatal(err)
 	}
 	if stats.HoursRecomputed == 0 {
@@ -245,8 +246,8 @@ func TestCostsMixedRolledAndLive(t *testing.T) {
 	insert(t, store, spans, 2)
 	// Roll up only the 10:00 hour: 11:00 (experimenter, solo) plays the
 	// open hour, read live.
-	rollup := query.NewRollup(store, query.RollupConfig{})
-	if _, err := rollup.RefreshRange(ctx, mustTime(t, "2026-01-10T10:00:00Z"), mustTime(t, "2026-01-10T11:00:00Z")); err != nil {
+	job := rollup.New(store, rollup.Config{})
+	if _, err := job.RefreshRange(ctx, mustTime(t, "2026-01-10T10:00:00Z"), mustTime(t, "2026-01-10T11:00:00Z")); err != nil {
 		t.Fatal(err)
 	}
 	r := query.NewReader(store)

@@ -39,7 +39,7 @@ func RollupGrains() []uint8 {
 
 // CostRollupRow is one row of the hourly cost rollup: the totals of the
 // (deduplicated) spans that started in Hour and share the row's value of its
-// grain's dimension. Package query computes the rows; see query.Rollup for how and when.
+// grain's dimension. Package rollup computes the rows; see rollup.Rollup for how and when.
 //
 // Each computation of an hour writes every key of the hour with one new
 // Version, and a row with zero measures (a tombstone) for every key the hour

@@ -28,6 +28,7 @@ import (
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -190,7 +191,7 @@ func New(opts Options) (*Server, error) {
 	var runs api.Runs = s.reader
 	if cat, ok := opts.Normalize.Pricer.(*pricing.Catalog); ok {
 		runs = query.NewCostReader(s.reader, cat)
-		s.AddJob(query.NewRollup(opts.Store, query.RollupConfig{Logger: opts.Logger}).Run)
+		s.AddJob(rollup.New(opts.Store, rollup.Config{Logger: opts.Logger}).Run)
 	}
 	s.api = api.New(runs)
 	s.api.SetExplainer(query.NewExplainer(s.reader, opts.Normalize))

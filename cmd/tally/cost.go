@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 )
 
 func init() {
@@ -252,9 +253,9 @@ func newRepriceCmd() *cobra.Command {
 			return err
 		}
 		defer store.Close()
-		rollup := query.NewRollup(store, query.RollupConfig{})
-		res, err := query.Reprice(cmd.Context(), store, ingest.Options{Pricer: catalog, Usage: usage},
-			query.RepriceFilter{Project: project, Since: from, Until: to, Model: model}, rollup)
+		job := rollup.New(store, rollup.Config{})
+		res, err := rollup.Reprice(cmd.Context(), store, ingest.Options{Pricer: catalog, Usage: usage},
+			rollup.RepriceFilter{Project: project, Since: from, Until: to, Model: model}, job)
 		if err != nil {
 			return err
 		}

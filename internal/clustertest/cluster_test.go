@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/lease"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
 )
@@ -346,7 +347,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 
 	// The hourly rollup, computed by tally a from every shard and read by
 	// tally b, gives the same figures as the live path.
-	stats, err := query.NewRollup(a.store, query.RollupConfig{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
+	stats, err := rollup.New(a.store, rollup.Config{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
 	if err != nil {
 		t.Fatalf("rollup: %v", err)
 	}
@@ -389,7 +390,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 	// Runs 8–11 landed in the hour rolled up before: the next refresh (the
 	// server's rollup job runs one a minute) notices and recomputes it,
 	// with a replica down.
-	stats, err = query.NewRollup(a.store, query.RollupConfig{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
+	stats, err = rollup.New(a.store, rollup.Config{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
 	if err != nil {
 		t.Fatalf("rollup, replica down: %v", err)
 	}

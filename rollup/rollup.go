@@ -1,14 +1,18 @@
-package query
+// Package rollup runs the jobs that write derived cost data: the hourly cost
+// rollup (Rollup) and repricing (Reprice). They read through package query
+// and write through schema.Store; reports read the rollup back through
+// query.Reader.Costs.
+package rollup
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -31,7 +35,7 @@ import (
 // versions: two numeric columns, no FINAL) read just before computing it. An
 // hour whose fingerprint has changed since — new spans, a duplicate, a
 // reprice (new versions), a background merge collapsing duplicates — is
-// recomputed, with its neighbours within DefaultTraceWindow, whose spans'
+// recomputed, with its neighbours within query.DefaultTraceWindow, whose spans'
 // attribution a late span may also change. An insert of a duplicate that a
 // merge collapses before the next check leaves the fingerprint unchanged,
 // and indeed changes nothing.
@@ -45,19 +49,20 @@ import (
 // late data shows it after the next refresh.
 //
 // Readers take, for each hour, only the rows of its latest computation (see
-// latestGeneration), each a complete image of the hour, so a refresh running
+// query's latestGeneration), each a complete image of the hour, so a refresh running
 // while a report reads, or two servers refreshing the same hour, never mix
 // two computations.
 type Rollup struct {
-	store *schema.Store
-	cfg   RollupConfig
+	store  *schema.Store
+	reader *query.Reader
+	cfg    Config
 
 	mu          sync.Mutex // serializes refreshes of this Rollup
 	lastVersion uint64
 }
 
-// RollupConfig tunes Rollup. Zero fields take the defaults.
-type RollupConfig struct {
+// Config tunes Rollup. Zero fields take the defaults.
+type Config struct {
 	Lookback     time.Duration // hours checked by Refresh; default 48h
 	FullLookback time.Duration // hours checked by the periodic full check; default 35 days
 	Interval     time.Duration // Run: time between refreshes; default 1 min
@@ -66,7 +71,7 @@ type RollupConfig struct {
 	Logger       *slog.Logger  // Run: where failed refreshes are logged; default slog.Default()
 }
 
-func (c RollupConfig) withDefaults() RollupConfig {
+func (c Config) withDefaults() Config {
 	if c.Lookback <= 0 {
 		c.Lookback = 48 * time.Hour
 	}
@@ -88,9 +93,9 @@ func (c RollupConfig) withDefaults() RollupConfig {
 	return c
 }
 
-// NewRollup returns a Rollup over the store's spans and rollup tables.
-func NewRollup(store *schema.Store, cfg RollupConfig) *Rollup {
-	return &Rollup{store: store, cfg: cfg.withDefaults()}
+// New returns a Rollup over the store's spans and rollup tables.
+func New(store *schema.Store, cfg Config) *Rollup {
+	return &Rollup{store: store, reader: query.NewReader(store), cfg: cfg.withDefaults()}
 }
 
 // RefreshStats says what a refresh did.
@@ -146,17 +151,17 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 		return stats, nil
 	}
 	// Neighbours whose runs may reach into a changed hour.
-	margin := DefaultTraceWindow.Truncate(time.Hour)
-	if margin < DefaultTraceWindow {
+	margin := query.DefaultTraceWindow.Truncate(time.Hour)
+	if margin < query.DefaultTraceWindow {
 		margin += time.Hour
 	}
 	// Fingerprints first, state second, computation last: a span arriving
 	// after the fingerprint was read changes it again, so it is never missed.
-	raw, err := r.rawFingerprints(ctx, from.Add(-margin), to)
+	raw, err := r.reader.SpanFingerprints(ctx, from.Add(-margin), to)
 	if err != nil {
 		return stats, err
 	}
-	state, err := r.hourState(ctx, from.Add(-margin), to)
+	state, err := r.reader.RollupFingerprints(ctx, from.Add(-margin), to)
 	if err != nil {
 		return stats, err
 	}
@@ -198,51 +203,6 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 	return stats, nil
 }
 
-// fingerprint identifies the state of an hour of the spans table.
-type fingerprint struct {
-	rows, versionSum uint64
-}
-
-// rawFingerprints reads the fingerprint of each hour of span_facts, the
-// table recompute reads: fingerprint and computation see the same rows.
-func (r *Rollup) rawFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]fingerprint, error) {
-	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
-		r.store.Table(schema.TableSpanFacts)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
-	if err != nil {
-		return nil, fmt.Errorf("fingerprint spans: %w", err)
-	}
-	defer rows.Close()
-	out := map[time.Time]fingerprint{}
-	for rows.Next() {
-		var h uint64
-		var fp fingerprint
-		if err := rows.Scan(&h, &fp.rows, &fp.versionSum); err != nil {
-			return nil, fmt.Errorf("scan fingerprint: %w", err)
-		}
-		out[time.Unix(int64(h), 0).UTC()] = fp
-	}
-	return out, rows.Err()
-}
-
-func (r *Rollup) hourState(ctx context.Context, from, to time.Time) (map[time.Time]fingerprint, error) {
-	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM "+
-		r.store.Table(schema.TableCostRollupHours)+" WHERE hour >= ? AND hour < ? GROUP BY h", from, to)
-	if err != nil {
-		return nil, fmt.Errorf("read rollup state: %w", err)
-	}
-	defer rows.Close()
-	out := map[time.Time]fingerprint{}
-	for rows.Next() {
-		var h uint32
-		var fp fingerprint
-		if err := rows.Scan(&h, &fp.rows, &fp.versionSum); err != nil {
-			return nil, fmt.Errorf("scan rollup state: %w", err)
-		}
-		out[time.Unix(int64(h), 0).UTC()] = fp
-	}
-	return out, rows.Err()
-}
-
 // nextVersion returns a version newer than any this Rollup wrote before.
 func (r *Rollup) nextVersion() uint64 {
 	v := uint64(time.Now().UnixNano())
@@ -270,9 +230,8 @@ type rollupKey struct {
 
 // recompute rewrites the rollup rows of the hours in [from, to), all
 // projects, and records the hours with the fingerprints read before.
-func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]fingerprint) (int, error) {
-	reader := NewReader(r.store)
-	spans, err := reader.loadSpans(ctx, "", from, to, DefaultTraceWindow)
+func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint) (int, error) {
+	spans, err := r.reader.AttributedSpans(ctx, "", from, to, query.DefaultTraceWindow)
 	if err != nil {
 		return 0, err
 	}
@@ -289,9 +248,9 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 	}
 	for i := range spans {
 		a := &spans[i]
-		hour := nsTime(a.StartNs).Truncate(time.Hour).Unix()
-		var t CostTotals
-		t.addSpan(a)
+		hour := time.Unix(0, int64(a.StartNs)).UTC().Truncate(time.Hour).Unix()
+		var t query.CostTotals
+		t.AddSpan(a)
 		for _, k := range []rollupKey{
 			{grain: schema.GrainAgent, agent: a.Agent},
 			{grain: schema.GrainModel, provider: a.Provider, model: a.Model},
@@ -306,11 +265,14 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 			addTotals(row(k), &t)
 		}
 	}
-	old, err := r.existingKeys(ctx, from, to)
+	old, err := r.reader.RollupKeys(ctx, from, to)
 	if err != nil {
 		return 0, err
 	}
-	for _, k := range old {
+	for i := range old {
+		o := &old[i]
+		k := rollupKey{project: o.Project, grain: o.Grain, hour: o.Hour.Unix(), agent: o.Agent, model: o.Model,
+			provider: o.Provider, task: o.Task, service: o.Service, tool: o.Tool, conversation: o.Conversation, user: o.User}
 		if rows[k] == nil {
 			row(k) // a tombstone: zero measures replace the old row
 		}
@@ -328,8 +290,8 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 	var hours []schema.RollupHourRow
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		fp := raw[h]
-		hours = append(hours, schema.RollupHourRow{Hour: h, Version: version, RawRows: fp.rows,
-			RawVersionSum: fp.versionSum, ComputedAt: computedAt})
+		hours = append(hours, schema.RollupHourRow{Hour: h, Version: version, RawRows: fp.Rows,
+			RawVersionSum: fp.VersionSum, ComputedAt: computedAt})
 	}
 	if err := r.store.InsertRollupHours(ctx, hours); err != nil {
 		return 0, fmt.Errorf("record rollup hours: %w", err)
@@ -337,7 +299,7 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 	return len(out), nil
 }
 
-func addTotals(x *schema.CostRollupRow, t *CostTotals) {
+func addTotals(x *schema.CostRollupRow, t *query.CostTotals) {
 	x.Spans += t.Spans
 	x.LLMCalls += t.LLMCalls
 	x.ToolCalls += t.ToolCalls
@@ -354,37 +316,10 @@ func addTotals(x *schema.CostRollupRow, t *CostTotals) {
 	x.CostCacheWrite += t.Cost.CacheWrite
 	x.CostOutput += t.Cost.Output
 	x.UnpricedSpans += t.UnpricedSpans
-	x.UnpricedInputTokens += t.unpricedInput
-	x.UnpricedOutputTokens += t.unpricedOutput
+	in, out := t.UnpricedTokens()
+	x.UnpricedInputTokens += in
+	x.UnpricedOutputTokens += out
 	x.ClientCostSpans += t.ClientCostSpans
 	x.RetryTaxUSD += t.RetryTaxUSD
 	x.RetryTaxCalls += t.RetryTaxCalls
-}
-
-// existingKeys lists the keys of the rollup rows in [from, to) that are not
-// tombstones.
-func (r *Rollup) existingKeys(ctx context.Context, from, to time.Time) ([]rollupKey, error) {
-	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
-		"service", "tool", "conversation_id", "user_id", "spans"}
-	table := r.store.Table(schema.TableCostRollup)
-	last := to.Add(-time.Hour)
-	rows, err := r.store.Conn().Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+table+
-		" WHERE hour >= ? AND hour <= ? AND "+latestGeneration(table), from, last, from, last)
-	if err != nil {
-		return nil, fmt.Errorf("read cost rollup keys: %w", err)
-	}
-	defer rows.Close()
-	var out []rollupKey
-	for rows.Next() {
-		var k rollupKey
-		var spans uint64
-		if err := rows.Scan(&k.project, &k.grain, &k.hour, &k.agent, &k.model, &k.provider, &k.task,
-			&k.service, &k.tool, &k.conversation, &k.user, &spans); err != nil {
-			return nil, fmt.Errorf("scan cost rollup key: %w", err)
-		}
-		if spans > 0 {
-			out = append(out, k)
-		}
-	}
-	return out, rows.Err()
 }

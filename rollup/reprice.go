@@ -1,4 +1,4 @@
-package query
+package rollup
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -60,12 +61,13 @@ func Reprice(ctx context.Context, store *schema.Store, rules ingest.Options, f R
 		return false
 	}
 	since, until := f.Since.UTC(), f.Until.UTC()
+	reader := query.NewReader(store)
 	for from := since; from.Before(until); from = from.Add(repriceChunk) {
 		to := from.Add(repriceChunk)
 		if to.After(until) {
 			to = until
 		}
-		spans, err := readSpanRows(ctx, store, f.Project, from, to)
+		spans, err := reader.SpanRows(ctx, f.Project, from, to)
 		if err != nil {
 			return res, err
 		}
@@ -93,7 +95,10 @@ func Reprice(ctx context.Context, store *schema.Store, rules ingest.Options, f R
 		res.Changed += len(changed)
 	}
 	if rollup != nil && res.Changed > 0 {
-		end := ceilHour(until)
+		end := until.Truncate(time.Hour)
+		if end.Before(until) {
+			end = end.Add(time.Hour)
+		}
 		if now := time.Now(); end.After(now) {
 			end = now
 		}
@@ -104,20 +109,4 @@ func Reprice(ctx context.Context, store *schema.Store, rules ingest.Options, f R
 		res.Rollup = stats
 	}
 	return res, nil
-}
-
-// readSpanRows reads whole span rows, deduplicated, starting in [from, to).
-func readSpanRows(ctx context.Context, store *schema.Store, project string, from, to time.Time) ([]schema.Span, error) {
-	q := "SELECT " + schema.SpanColumnNames() + " FROM " + store.Table(schema.TableSpans) +
-		" FINAL WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
-	args := []any{from.Truncate(time.Second), to.Truncate(time.Second), uint64(from.UnixNano()), uint64(to.UnixNano())}
-	if project != "" {
-		q += " AND project = ?"
-		args = append(args, project)
-	}
-	var spans []schema.Span
-	if err := store.Conn().Select(ctx, &spans, q, args...); err != nil {
-		return nil, fmt.Errorf("read spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
-	}
-	return spans, nil
 }

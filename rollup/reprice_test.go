@@ -1,4 +1,4 @@
-package query_test
+package rollup_test
 
 import (
 	"context"
@@ -8,16 +8,17 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
 
 func TestRepriceAfterOverride(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
-	insert(t, store, loadCorpus(t, "testdata/golden.json", "golden", builtin(t)), 1)
+	insert(t, store, loadCorpus(t, "../query/testdata/golden.json", "golden", builtin(t)), 1)
 	since, until := mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z")
-	rollup := query.NewRollup(store, query.RollupConfig{})
-	if _, err := rollup.RefreshRange(ctx, since, until); err != nil {
+	job := rollup.New(store, rollup.Config{})
+	if _, err := job.RefreshRange(ctx, since, until); err != nil {
 		t.Fatal(err)
 	}
 
@@ -35,7 +36,7 @@ func TestRepriceAfterOverride(t *testing.T) {
 		// acme-large-2: (100×1 + 50×2)/1e6 = 200/1e6
 		newAcme = 0.0002
 	)
-	res, err := query.Reprice(ctx, store, ingest.Options{Pricer: catalog}, query.RepriceFilter{Since: since, Until: until}, rollup)
+	res, err := rollup.Reprice(ctx, store, ingest.Options{Pricer: catalog}, rollup.RepriceFilter{Since: since, Until: until}, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestRepriceAfterOverride(t *testing.T) {
 	}
 	check("after one reprice")
 
-	res, err = query.Reprice(ctx, store, ingest.Options{Pricer: catalog}, query.RepriceFilter{Since: since, Until: until}, rollup)
+	res, err = rollup.Reprice(ctx, store, ingest.Options{Pricer: catalog}, rollup.RepriceFilter{Since: since, Until: until}, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestRepriceAfterOverride(t *testing.T) {
 
 	// A model filter limits the reprice: back to the built-in prices for
 	// gpt-4o only ("gpt-4o" matches the stored gpt-4o-2024-08-06).
-	res, err = query.Reprice(ctx, store, ingest.Options{Pricer: builtin(t)}, query.RepriceFilter{Since: since, Until: until, Model: "gpt-4o"}, rollup)
+	res, err = rollup.Reprice(ctx, store, ingest.Options{Pricer: builtin(t)}, rollup.RepriceFilter{Since: since, Until: until, Model: "gpt-4o"}, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestRepriceRederivesUsage(t *testing.T) {
 	check("as stored", 18040, 0.03627)
 	since, until := start.Add(-time.Hour), start.Add(time.Hour)
 	rules := ingest.Options{Pricer: catalog}
-	res, err := query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil)
+	res, err := rollup.Reprice(ctx, store, rules, rollup.RepriceFilter{Since: since, Until: until}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestRepriceRederivesUsage(t *testing.T) {
 		t.Errorf("first reprice: %+v, want 1 scanned, 1 changed", res)
 	}
 	check("re-derived", 9040, 0.00927)
-	res, err = query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil)
+	res, err = rollup.Reprice(ctx, store, rules, rollup.RepriceFilter{Since: since, Until: until}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestRepriceRederivesUsage(t *testing.T) {
 	// A configured reading applies on the next reprice: declaring this
 	// instrumentation exclusive brings the double count back, on purpose.
 	rules.Usage = ingest.UsagePolicy{Readings: map[string]bool{"openllmetry-anthropic": true}}
-	if _, err := query.Reprice(ctx, store, rules, query.RepriceFilter{Since: since, Until: until}, nil); err != nil {
+	if _, err := rollup.Reprice(ctx, store, rules, rollup.RepriceFilter{Since: since, Until: until}, nil); err != nil {
 		t.Fatal(err)
 	}
 	check("configured exclusive", 18040, 0.03627)

@@ -1,0 +1,127 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/schema"
+)
+
+// The reads package rollup's jobs need: the attributed spans they aggregate,
+// the fingerprints that tell a stale hour, the keys an hour had, and whole
+// span rows to reprice. The jobs write through schema.Store.
+
+// AttributedSpans loads and attributes the spans of every run that has a
+// span starting in [from, to), reading runs within window of the range, and
+// returns the spans starting in [from, to) (see loadSpans). project "" loads
+// every project.
+func (r *Reader) AttributedSpans(ctx context.Context, project string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
+	return r.loadSpans(ctx, project, from, to, window)
+}
+
+// HourFingerprint identifies the state of an hour of span_facts: its row
+// count and the sum of its rows' versions. A new span, a duplicate, a
+// reprice or a merge collapsing duplicates changes it.
+type HourFingerprint struct {
+	Rows, VersionSum uint64
+}
+
+// SpanFingerprints reads the fingerprint of each hour in [from, to) of
+// span_facts, the table AttributedSpans reads. Duplicates are not collapsed:
+// they are part of what the fingerprint records.
+func (r *Reader) SpanFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
+	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
+		r.store.Table(schema.TableSpanFacts)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint spans: %w", err)
+	}
+	type row struct {
+		hour uint64
+		fp   HourFingerprint
+	}
+	hours, err := scanAll(rows, func(x *row) []any { return []any{&x.hour, &x.fp.Rows, &x.fp.VersionSum} })
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint spans: %w", err)
+	}
+	out := make(map[time.Time]HourFingerprint, len(hours))
+	for _, x := range hours {
+		out[time.Unix(int64(x.hour), 0).UTC()] = x.fp
+	}
+	return out, nil
+}
+
+// RollupFingerprints reads, for each hour in [from, to) the rollup has
+// computed, the span fingerprint its latest computation recorded.
+func (r *Reader) RollupFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
+	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM "+
+		r.store.Table(schema.TableCostRollupHours)+" WHERE hour >= ? AND hour < ? GROUP BY h", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read rollup state: %w", err)
+	}
+	type row struct {
+		hour uint32
+		fp   HourFingerprint
+	}
+	hours, err := scanAll(rows, func(x *row) []any { return []any{&x.hour, &x.fp.Rows, &x.fp.VersionSum} })
+	if err != nil {
+		return nil, fmt.Errorf("read rollup state: %w", err)
+	}
+	out := make(map[time.Time]HourFingerprint, len(hours))
+	for _, x := range hours {
+		out[time.Unix(int64(x.hour), 0).UTC()] = x.fp
+	}
+	return out, nil
+}
+
+// RollupKeys lists the rollup rows of the latest computation of the hours in
+// [from, to) that are not tombstones, with only their key columns (project,
+// grain, hour and the dimensions) and Spans set.
+func (r *Reader) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.CostRollupRow, error) {
+	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
+		"service", "tool", "conversation_id", "user_id", "spans"}
+	table := r.store.Table(schema.TableCostRollup)
+	last := to.Add(-time.Hour)
+	rows, err := r.store.Conn().Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+table+
+		" WHERE hour >= ? AND hour <= ? AND "+latestGeneration(table)+" AND spans > 0", from, last, from, last)
+	if err != nil {
+		return nil, fmt.Errorf("read cost rollup keys: %w", err)
+	}
+	type row struct {
+		key  schema.CostRollupRow
+		hour int64
+	}
+	keys, err := scanAll(rows, func(x *row) []any {
+		k := &x.key
+		return []any{&k.Project, &k.Grain, &x.hour, &k.Agent, &k.Model, &k.Provider, &k.Task,
+			&k.Service, &k.Tool, &k.Conversation, &k.User, &k.Spans}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read cost rollup keys: %w", err)
+	}
+	out := make([]schema.CostRollupRow, len(keys))
+	for i, x := range keys {
+		out[i] = x.key
+		out[i].Hour = time.Unix(x.hour, 0).UTC()
+	}
+	return out, nil
+}
+
+// SpanRows reads whole span rows, deduplicated (FINAL), starting in
+// [from, to); project "" reads every project.
+func (r *Reader) SpanRows(ctx context.Context, project string, from, to time.Time) ([]schema.Span, error) {
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + r.store.Table(schema.TableSpans) +
+		" FINAL WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
+	args := []any{from.Truncate(time.Second), to.Truncate(time.Second), uint64(from.UnixNano()), uint64(to.UnixNano())}
+	if project != "" {
+		q += " AND project = ?"
+		args = append(args, project)
+	}
+	var spans []schema.Span
+	if err := r.store.Conn().Select(ctx, &spans, q, args...); err != nil {
+		return nil, fmt.Errorf("read spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+	}
+	return spans, nil
+}
