@@ -1,0 +1,71 @@
+package attribution
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// usage builds an inference span with its own usage over [start, end).
+func usage(id, parent string, start, end uint64, in, out uint64) UsageSpan {
+	return UsageSpan{ID: id, ParentID: parent, SpanType: schema.TypeInference, UsageMode: schema.UsageInclusive,
+		StartNs: start, EndNs: end, Input: in, Output: out}
+}
+
+func TestCountedUsage(t *testing.T) {
+	agg := func(id string, in, out uint64) UsageSpan {
+		return UsageSpan{ID: id, SpanType: schema.TypeAgent, UsageMode: schema.UsageAggregated, StartNs: 0, EndNs: 100, Input: in, Output: out}
+	}
+	for _, c := range []struct {
+		name     string
+		spans    []UsageSpan
+		want     []bool
+		fromAggr bool
+	}{
+		{"one call counts", []UsageSpan{usage("a", "", 0, 10, 100, 10)}, []bool{true}, false},
+		{"wrapper over a child inference span: the child counts",
+			[]UsageSpan{usage("w", "", 0, 10, 100, 10), usage("c", "w", 1, 9, 100, 10)}, []bool{false, true}, false},
+		{"wrapper with other buckets than its child still yields to it",
+			[]UsageSpan{usage("w", "", 0, 10, 120, 12), usage("c", "w", 1, 9, 100, 10)}, []bool{false, true}, false},
+		{"sibling within the interval, same buckets: the inner one counts",
+			[]UsageSpan{usage("outer", "p", 0, 10, 100, 10), usage("inner", "p", 2, 8, 100, 10)}, []bool{false, true}, false},
+		{"sibling with the same interval and buckets: the smaller span id counts",
+			[]UsageSpan{usage("b", "p", 0, 10, 100, 10), usage("a", "p", 0, 10, 100, 10)}, []bool{false, true}, false},
+		{"sibling within the interval with other buckets: both count",
+			[]UsageSpan{usage("x", "p", 0, 10, 100, 10), usage("y", "p", 2, 8, 50, 5)}, []bool{true, true}, false},
+		{"sibling outside the interval, same buckets: both count (two calls)",
+			[]UsageSpan{usage("x", "p", 0, 10, 100, 10), usage("y", "p", 20, 30, 100, 10)}, []bool{true, true}, false},
+		{"aggregated span repeats counted children: not counted",
+			[]UsageSpan{agg("agent", 200, 20), usage("c", "agent", 1, 9, 100, 10)}, []bool{false, true}, false},
+		{"only aggregated usage: the largest aggregated span counts",
+			[]UsageSpan{agg("outer", 500, 50), agg("inner", 300, 30)}, []bool{true, false}, true},
+		{"no usage at all: nothing counts",
+			[]UsageSpan{{ID: "t", SpanType: schema.TypeTool, UsageMode: schema.UsageNone}}, []bool{false}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, fromAggr := CountedUsage(c.spans)
+			if !reflect.DeepEqual(got, c.want) || fromAggr != c.fromAggr {
+				t.Fatalf("CountedUsage = %v, from aggregate %v; want %v, %v", got, fromAggr, c.want, c.fromAggr)
+			}
+		})
+	}
+}
+
+func TestCostCounts(t *testing.T) {
+	for _, c := range []struct {
+		counted bool
+		mode    string
+		want    bool
+	}{
+		{true, schema.UsageInclusive, true},
+		{false, schema.UsageInclusive, false}, // a wrapper of another span's call
+		{false, schema.UsageAggregated, false},
+		{true, schema.UsageAggregated, true}, // the run's aggregated fallback
+		{false, schema.UsageNone, true},      // a cost without usage always counts
+	} {
+		if got := CostCounts(c.counted, c.mode); got != c.want {
+			t.Errorf("CostCounts(%v, %q) = %v, want %v", c.counted, c.mode, got, c.want)
+		}
+	}
+}
