@@ -123,6 +123,8 @@ func newServeCmd() *cobra.Command {
 		usageProvider []string
 		limits        = ingest.DefaultLimits()
 		maxInFlight   int64
+		minBodyRate   int64
+		bodyRateGrace time.Duration
 		wcfg          = writer.DefaultConfig()
 		httpLimits    = server.DefaultHTTPLimits()
 		memoryLimit   int64
@@ -161,6 +163,8 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.IntVar(&limits.MaxAttrsPerSpan, "max-attrs-per-span", limits.MaxAttrsPerSpan, "most attributes kept per span; the rest are counted in tally.dropped_attributes")
 	fs.IntVar(&limits.MaxEventsPerSpan, "max-events-per-span", limits.MaxEventsPerSpan, "most events kept per span")
 	fs.Int64Var(&maxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above)")
+	fs.Int64Var(&minBodyRate, "min-body-rate", receiver.DefaultMinBodyRate, "slowest a request body may arrive after --body-rate-grace, in bytes/s on the wire (408 below); 0 for none")
+	fs.DurationVar(&bodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")
 	fs.IntVar(&wcfg.QueueSpans, "queue-spans", wcfg.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
 	fs.IntVar(&wcfg.MaxBatchSpans, "batch-spans", wcfg.MaxBatchSpans, "rows per ClickHouse INSERT")
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
@@ -217,9 +221,14 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if externalURL == "" {
 			externalURL = "http://" + listen
 		}
+		rcfg := receiver.Config{Limits: limits, MaxInFlightBytes: maxInFlight,
+			MinBodyRate: minBodyRate, BodyRateGrace: bodyRateGrace}
+		if minBodyRate == 0 {
+			rcfg.MinBodyRate = -1 // receiver.Config: negative is none, zero the default
+		}
 		opts := server.Options{
 			Store:    store,
-			Receiver: receiver.Config{Limits: limits, MaxInFlightBytes: maxInFlight},
+			Receiver: rcfg,
 			Writer:   wcfg,
 			HTTP:     httpLimits,
 			Normalize: ingest.Options{

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -30,14 +33,21 @@ func (e *tooLargeError) Error() string {
 
 // readBody reads the request body, decompressing it when gzipped, into a
 // pooled buffer that the caller returns with putBuffer. Neither the
-// compressed nor the decompressed body is read past limit+1 bytes, and every
-// byte held is first reserved on res.
-func (h *Handler) readBody(r *http.Request, gzipped bool, res *reservation) (*bytes.Buffer, *requestError) {
+// compressed nor the decompressed body is read past limit+1 bytes, every
+// byte held is first reserved on res as it arrives (never from the declared
+// Content-Length), and a body arriving slower than MinBodyRate is cut
+// through rc.
+func (h *Handler) readBody(rc *http.ResponseController, r *http.Request, gzipped bool, res *reservation) (*bytes.Buffer, *requestError) {
 	limit := h.cfg.Limits.MaxBodyBytes
 	buf := h.getBuffer()
-	body := r.Body
-	if body == nil || (!gzipped && r.ContentLength == 0) {
+	if r.Body == nil || (!gzipped && r.ContentLength == 0) {
 		return buf, nil
+	}
+	var body io.Reader = r.Body
+	if h.cfg.MinBodyRate > 0 {
+		g := newRateGuard(r.Body, rc, h.cfg.MinBodyRate, h.cfg.BodyRateGrace)
+		defer g.stop()
+		body = g
 	}
 
 	var src io.Reader = body
@@ -55,13 +65,6 @@ func (h *Handler) readBody(r *http.Request, gzipped bool, res *reservation) (*by
 		}
 		defer h.gzipReaders.Put(zr)
 		src = zr
-	} else if r.ContentLength > 0 {
-		// The size is known: reserve it at once, plus the byte that sees EOF.
-		if !res.grow(r.ContentLength + 1) {
-			h.putBuffer(buf)
-			return nil, h.busy()
-		}
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 
 	decoded := &maxReader{r: src, left: limit + 1, err: &tooLargeError{limit: limit, decompressed: gzipped}}
@@ -81,6 +84,9 @@ func (h *Handler) readBody(r *http.Request, gzipped bool, res *reservation) (*by
 	return buf, nil
 }
 
+// errTooSlow reports a body arriving slower than Config.MinBodyRate.
+var errTooSlow = errors.New("request body arrives too slowly")
+
 // busy is the answer when the in-flight byte budget is exhausted.
 func (h *Handler) busy() *requestError {
 	return &requestError{status: http.StatusTooManyRequests, reason: "in_flight",
@@ -92,6 +98,9 @@ func readError(err error, gzipped bool) *requestError {
 	var tooLarge *tooLargeError
 	var maxBytes *http.MaxBytesError
 	switch {
+	case errors.Is(err, errTooSlow):
+		return &requestError{status: http.StatusRequestTimeout, reason: "slow_body",
+			message: "request body arrived slower than the minimum transfer rate"}
 	case errors.As(err, &tooLarge):
 		return &requestError{status: http.StatusRequestEntityTooLarge, reason: "too_large", message: tooLarge.Error()}
 	case errors.As(err, &maxBytes):
@@ -130,12 +139,15 @@ func (m *maxReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// minReservation is the first reservation of a body whose size is unknown.
-const minReservation = 64 << 10
+// readAhead is the most bytes reserved for one read of the body before
+// they arrive: a request that trickles holds at most this much more than it
+// has sent.
+const readAhead = 32 << 10
 
-// reservingReader reads from r only as many bytes as res holds, growing the
-// reservation (doubling it, up to max) as the body grows. When the budget is
-// exhausted it fails with errInFlightExhausted, unless the body turns out to
+// reservingReader reads from r only bytes reserved on res: before each read
+// it reserves room for that read (at most readAhead, and never past max in
+// total; less when the budget is nearly spent), and after it gives back
+// what did not arrive. When the budget is exhausted it fails with errInFlightExhausted, unless the body turns out to
 // be complete already.
 type reservingReader struct {
 	r    io.Reader
@@ -148,23 +160,26 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if rr.read >= rr.res.held {
-		more := min(max(rr.res.held, minReservation), rr.max-rr.res.held)
-		if more <= 0 || !rr.res.grow(more) {
-			// Probe one byte: a body that ends right here needs no more room.
-			var probe [1]byte
-			n, err := rr.r.Read(probe[:])
-			if n == 0 && err != nil {
-				return 0, err
-			}
-			return 0, errInFlightExhausted
+	want := min(int64(len(p)), readAhead, rr.max-rr.read)
+	if want <= 0 {
+		// max bytes are read: r (limited to max) reports why it ends.
+		return rr.r.Read(p[:0])
+	}
+	for want > 0 && !rr.res.grow(want) {
+		want /= 2 // a nearly spent budget still takes a small body
+	}
+	if want == 0 {
+		// Probe one byte: a body that ends right here needs no more room.
+		var probe [1]byte
+		n, err := rr.r.Read(probe[:])
+		if n == 0 && err != nil {
+			return 0, err
 		}
+		return 0, errInFlightExhausted
 	}
-	if room := rr.res.held - rr.read; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := rr.r.Read(p)
+	n, err := rr.r.Read(p[:want])
 	rr.read += int64(n)
+	rr.res.shrink(want - int64(n))
 	return n, err
 }
 
@@ -185,11 +200,87 @@ func (r *reservation) grow(n int64) bool {
 	return true
 }
 
-// release gives back everything held.
-func (r *reservation) release() {
-	if r.held > 0 {
-		r.sem.Release(r.held)
-		r.metrics.inFlight(-r.held)
-		r.held = 0
+// shrink gives back n of the bytes held.
+func (r *reservation) shrink(n int64) {
+	if n > 0 {
+		r.sem.Release(n)
+		r.metrics.inFlight(-n)
+		r.held -= n
 	}
+}
+
+// release gives back everything held.
+func (r *reservation) release() { r.shrink(r.held) }
+
+// rateGuard passes a request body through and cuts it once it arrives
+// slower than rate bytes per second: after grace, n bytes are due by
+// start + grace + n/rate. A timer checks when the next byte is due; a late
+// body is marked slow and the read waiting for it is ended by moving the
+// connection's read deadline to now (where the connection does not support
+// deadlines, the next read ends it). The guard only ever shortens the
+// deadline, so the server's read timeout still holds.
+type rateGuard struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	grace time.Duration
+	rate  int64
+	read  atomic.Int64
+	slow  atomic.Bool
+
+	mu    sync.Mutex // guards done and the timer; held while using rc
+	done  bool
+	timer *time.Timer
+}
+
+func newRateGuard(r io.Reader, rc *http.ResponseController, rate int64, grace time.Duration) *rateGuard {
+	g := &rateGuard{r: r, rc: rc, start: time.Now(), grace: grace, rate: rate}
+	g.mu.Lock()
+	g.timer = time.AfterFunc(grace, g.check)
+	g.mu.Unlock()
+	return g
+}
+
+// due is when more than n bytes must have arrived.
+func (g *rateGuard) due(n int64) time.Time {
+	return g.start.Add(g.grace + time.Duration(n/g.rate)*time.Second +
+		time.Duration(n%g.rate)*time.Second/time.Duration(g.rate))
+}
+
+// check runs when the next byte is due: it waits on if it came, and cuts
+// the body if not.
+func (g *rateGuard) check() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return
+	}
+	if wait := time.Until(g.due(g.read.Load())); wait > 0 {
+		g.timer.Reset(wait)
+		return
+	}
+	g.slow.Store(true)
+	_ = g.rc.SetReadDeadline(time.Now()) // http.ErrNotSupported: the next Read ends it
+}
+
+// Read reads from the body, failing with errTooSlow once it is late.
+func (g *rateGuard) Read(p []byte) (int, error) {
+	if g.slow.Load() {
+		return 0, errTooSlow
+	}
+	n, err := g.r.Read(p)
+	g.read.Add(int64(n))
+	if err != nil && !errors.Is(err, io.EOF) && g.slow.Load() {
+		err = errTooSlow // the deadline check set ended this read
+	}
+	return n, err
+}
+
+// stop ends the checks; after it returns the guard no longer touches the
+// connection.
+func (g *rateGuard) stop() {
+	g.mu.Lock()
+	g.done = true
+	g.timer.Stop()
+	g.mu.Unlock()
 }

@@ -178,6 +178,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, format wire
 		hdr.Set("Allow", http.MethodPost)
 	case http.StatusUnauthorized:
 		hdr.Set("WWW-Authenticate", `Bearer realm="tally"`)
+	case http.StatusRequestTimeout:
+		// The rest of a body cut for arriving too slowly is never read.
+		hdr.Set("Connection", "close")
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		if fail.retryAfter > 0 {
 			hdr.Set("Retry-After", retryAfterSeconds(fail.retryAfter))

@@ -11,7 +11,9 @@
 //	content coding  gzip, identity or none                      415 (see below)
 //	size            Content-Length, compressed and decompressed
 //	                bytes each at most Limits.MaxBodyBytes       413
-//	in-flight bytes Config.MaxInFlightBytes over all requests   429 + Retry-After
+//	in-flight bytes Config.MaxInFlightBytes over all requests,
+//	                reserved as the bytes arrive                429 + Retry-After
+//	body rate       Config.MinBodyRate after BodyRateGrace      408, connection closed
 //	decode          pdata (ptraceotlp); JSON nesting bounded    400
 //	spans           at most Limits.MaxSpansPerRequest           413
 //	normalize       invalid spans dropped                       200 + partial_success
@@ -72,6 +74,8 @@ const (
 	DefaultMaxJSONDepth     = 128
 	DefaultRetryAfter       = 5 * time.Second
 	DefaultAcceptTimeout    = 30 * time.Second
+	DefaultMinBodyRate      = 16 << 10
+	DefaultBodyRateGrace    = 5 * time.Second
 )
 
 // Sink takes a normalized batch and returns only once it is accepted durably,
@@ -113,11 +117,13 @@ type Config struct {
 
 	// MaxInFlightBytes bounds the request body bytes held by all requests
 	// being served at once (default 64 MiB). A request reserves its body
-	// bytes as it reads them and keeps the reservation until it is answered;
-	// when the budget is exhausted it is answered 429 with Retry-After at
-	// once rather than queued, so memory stays bounded and one huge request
-	// cannot starve the others. It is raised to MaxBodyBytes+1 when smaller,
-	// so a request at the body limit can always be served on its own.
+	// bytes as they arrive (one read ahead, at most 32 KiB), never from the
+	// Content-Length it declares, and keeps the reservation until it is
+	// answered; when the budget is exhausted it is answered 429 with
+	// Retry-After at once rather than queued, so memory stays bounded and
+	// one huge request, or many slow ones, cannot starve the others. It is
+	// raised to MaxBodyBytes+1 when smaller, so a request at the body limit
+	// can always be served on its own.
 	MaxInFlightBytes int64
 
 	// MaxJSONDepth bounds how deeply objects and arrays of a JSON body nest
@@ -133,6 +139,19 @@ type Config struct {
 	// AcceptTimeout bounds how long Sink.Accept may take (default 30s);
 	// past it the request is answered 503 with Retry-After.
 	AcceptTimeout time.Duration
+
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second on the wire (compressed), averaged from the start of the body:
+	// after BodyRateGrace, n bytes must have arrived by BodyRateGrace +
+	// n/MinBodyRate. A slower body is answered 408 and its connection
+	// closed, so a trickling client holds neither a connection nor budget
+	// until the server's read timeout (default 16 KiB/s; negative: no
+	// minimum).
+	MinBodyRate int64
+
+	// BodyRateGrace is how long any body may take before MinBodyRate
+	// applies (default 5s).
+	BodyRateGrace time.Duration
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -158,6 +177,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AcceptTimeout <= 0 {
 		c.AcceptTimeout = DefaultAcceptTimeout
+	}
+	if c.MinBodyRate == 0 {
+		c.MinBodyRate = DefaultMinBodyRate
+	}
+	if c.BodyRateGrace <= 0 {
+		c.BodyRateGrace = DefaultBodyRateGrace
 	}
 	return c
 }
@@ -202,7 +227,7 @@ func New(cfg Config, normalize Normalizer, sink Sink, auth Authenticator, logger
 // ServeHTTP answers one OTLP/HTTP export request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	format := formatOf(r.Header.Get("Content-Type"))
-	rejected, fail := h.serveRecovering(r, format)
+	rejected, fail := h.serveRecovering(http.NewResponseController(w), r, format)
 	if fail != nil {
 		h.writeError(w, r, format, fail)
 		return
@@ -212,7 +237,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveRecovering runs serve, turning a panic into a 500 answer. The response
 // writer is untouched until serve returns, so a 500 can always be written.
-func (h *Handler) serveRecovering(r *http.Request, format wireFormat) (rejected ingest.Rejected, fail *requestError) {
+func (h *Handler) serveRecovering(rc *http.ResponseController, r *http.Request, format wireFormat) (rejected ingest.Rejected, fail *requestError) {
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -226,12 +251,12 @@ func (h *Handler) serveRecovering(r *http.Request, format wireFormat) (rejected 
 		fail = &requestError{status: http.StatusInternalServerError, reason: "panic",
 			message: "internal error while processing the request"}
 	}()
-	return h.serve(r, format)
+	return h.serve(rc, r, format)
 }
 
 // serve does the work of one request and says what to answer. It does not
-// write to the response.
-func (h *Handler) serve(r *http.Request, format wireFormat) (ingest.Rejected, *requestError) {
+// write to the response; rc only cuts a body that arrives too slowly.
+func (h *Handler) serve(rc *http.ResponseController, r *http.Request, format wireFormat) (ingest.Rejected, *requestError) {
 	if r.Method != http.MethodPost {
 		return ingest.Rejected{}, &requestError{status: http.StatusMethodNotAllowed, reason: "method",
 			message: fmt.Sprintf("method %s not allowed: use POST", r.Method)}
@@ -258,7 +283,7 @@ func (h *Handler) serve(r *http.Request, format wireFormat) (ingest.Rejected, *r
 
 	res := &reservation{sem: h.inFlight, metrics: h.metrics}
 	defer res.release()
-	buf, fail := h.readBody(r, gzipped, res)
+	buf, fail := h.readBody(rc, r, gzipped, res)
 	if fail != nil {
 		return ingest.Rejected{}, fail
 	}

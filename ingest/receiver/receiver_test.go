@@ -971,12 +971,12 @@ func TestInFlightBytesExhausted(t *testing.T) {
 	h := New(Config{Limits: ingest.Limits{MaxBodyBytes: limit}, MaxInFlightBytes: 1},
 		fakeNormalize, bs, nil, nil, nil)
 
-	// The first request reserves its 40000 bytes + 1 and waits in the sink.
+	// The first request holds its 40000 bytes and waits in the sink.
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- serve(h, request(paddedBody(t, 40000), contentProtobuf)) }()
 	<-bs.entered
 
-	// 65537 - 40001 = 25536 bytes are left: a 30000-byte request does not fit,
+	// 65537 - 40000 = 25537 bytes are left: a 30000-byte request does not fit,
 	// neither with a known length nor chunked.
 	w := serve(h, request(paddedBody(t, 30000), contentProtobuf))
 	status(t, w, http.StatusTooManyRequests)
