@@ -1,15 +1,12 @@
 package ui_test
 
 import (
-	"bytes"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/tallyhq/tally/internal/conformance"
+	"github.com/tallyhq/tally/internal/tallytest"
 )
 
 // TestRunPageExplainsDerivation sends an OpenLLMetry Anthropic call with
@@ -18,36 +15,8 @@ import (
 // section: the reading, that the span counts, and Anthropic's bill line by
 // line — 40 × $3 + 8,000 × $0.30 + 1,000 × $3.75 + 200 × $15 per million.
 func TestRunPageExplainsDerivation(t *testing.T) {
-	scenarios, err := conformance.Load("../ingest/testdata/conformance")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc *conformance.Scenario
-	for i := range scenarios {
-		if scenarios[i].Name == "openllmetry-py-anthropic-cache" {
-			sc = &scenarios[i]
-		}
-	}
-	if sc == nil {
-		t.Fatal("scenario openllmetry-py-anthropic-cache missing")
-	}
-	td, err := sc.Traces()
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tally := startTally(t)
-	resp, err := http.Post(tally.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/traces: %s", resp.Status)
-	}
+	sc := tallytest.SendScenario(t, tally.URL, "openllmetry-py-anthropic-cache")
 	ctx := newBrowser(t)
 	open(t, ctx, tally.URL+"/runs/"+sc.TraceID())
 	run(t, ctx, "waterfall drawn", chromedp.WaitReady(chromedp.CSS("body[data-rendered]")))

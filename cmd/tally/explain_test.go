@@ -2,13 +2,9 @@ package main
 
 import (
 	"bytes"
-	"net/http"
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-
-	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/tallytest"
 )
 
@@ -16,36 +12,8 @@ import (
 // conformance scenario read from OpenLLMetry's source) to a real tally and
 // checks that `tally explain` shows the reading, the arithmetic and the bill.
 func TestExplain(t *testing.T) {
-	scenarios, err := conformance.Load("../../ingest/testdata/conformance")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc *conformance.Scenario
-	for i := range scenarios {
-		if scenarios[i].Name == "openllmetry-py-anthropic-cache" {
-			sc = &scenarios[i]
-		}
-	}
-	if sc == nil {
-		t.Fatal("scenario openllmetry-py-anthropic-cache missing from the corpus")
-	}
-	td, err := sc.Traces()
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tally := tallytest.Start(t)
-	resp, err := http.Post(tally.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/traces: %s", resp.Status)
-	}
+	sc := tallytest.SendScenario(t, tally.URL, "openllmetry-py-anthropic-cache")
 
 	run := func(args ...string) (string, error) {
 		cmd := newExplainCmd()
