@@ -129,15 +129,12 @@ const exampleRuns = 5
 
 // Tools computes per-tool statistics over a window, sorted by tool name.
 //
-// ClickHouse computes every figure it can over the window's deduplicated
-// tool spans (toolAggregates, toolExamples): calls, errors, calls with
-// attempt ≥ 2 (retry rule 1), duration percentiles, the per-minute split and
-// the example runs. The other retry rules and repeats depend on the order of
-// a run's calls, so they are classified in Go with ClassifyRetries' rules,
-// but only for the runs that could hold such a call — a failed call, a call
-// id, step id or (tool, arguments) seen twice — and from compact rows (see
-// classifyCandidates). The counts add up: rule 1 decides first, so a call
-// with attempt ≥ 2 is counted by ClickHouse and by nobody else.
+// ClickHouse computes the figures that need no retry rule over the window's
+// deduplicated tool spans (toolAggregates, toolExamples): calls, errors,
+// duration percentiles, the per-minute split and the slowest and failed
+// runs. Retries and repeats are decided in one place, Go's
+// attribution.RetryClassifier, over compact rows of every run's calls (see
+// classifyWindow): ClickHouse only loads them.
 func (r *Reader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
 	// The three queries are independent: run them at once, so that one's
 	// single-threaded stages (deduplication, transfer, classification)
@@ -163,7 +160,7 @@ func (r *Reader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
 		s := a.stats
 		ex := examples[s.Tool]
 		s.SlowestRuns, s.FailedRuns = nonNil(ex.slowest), nonNil(ex.failed)
-		retried := ex.retried
+		var retried []example
 		if c := classified[s.Tool]; c != nil {
 			s.Retries += c.retries
 			s.Repeats += c.repeats
@@ -189,20 +186,19 @@ func (r *Reader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
 }
 
 // toolClassified is what Go's classification adds to one tool's figures:
-// retries by rules 2–4, repeats, and the runs and minutes of those retries.
+// retries (every rule), repeats, and the runs and minutes of those retries.
 type toolClassified struct {
 	retries, repeats int
 	retried          []example
 	minuteRetries    map[time.Time]int
 }
 
-// classifyTools classifies the candidate runs' calls (classifyCandidates)
-// and sums, per tool (f.Tool only when set), the classes ClickHouse cannot
-// count.
+// classifyTools classifies the window's calls (classifyWindow) and sums,
+// per tool (f.Tool only when set), retries and repeats.
 func (r *Reader) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
 	out := map[string]*toolClassified{}
-	err := r.classifyCandidates(ctx, f.Window, func(c *candidateCall, class attribution.Class) {
-		if class == attribution.ClassOriginal || class == attribution.ClassRetryAttempt || (f.Tool != "" && c.tool != f.Tool) {
+	err := r.classifyWindow(ctx, f.Window, func(c *windowCall, class attribution.Class) {
+		if class == attribution.ClassOriginal || (f.Tool != "" && c.tool != f.Tool) {
 			return
 		}
 		t := out[c.tool]
@@ -251,15 +247,14 @@ func recentRuns(exs []example) []string {
 }
 
 // toolAgg is one tool's figures as ClickHouse computed them, before the
-// retries only Go can classify are added.
+// retries Go classifies are added.
 type toolAgg struct {
 	stats   ToolStats
 	minutes map[time.Time]*ToolMinute
 }
 
-// toolAggregates computes per tool calls, errors, calls with attempt ≥ 2,
-// duration percentiles and per-minute counts (sumMap) over the window's
-// deduplicated tool spans.
+// toolAggregates computes per tool calls, errors, duration percentiles and
+// per-minute counts (sumMap) over the window's deduplicated tool spans.
 //
 // Deduplication is LIMIT 1 BY the span's identity rather than FINAL: the
 // rows of one span differ only in version and cost columns (a reprice), which
@@ -268,12 +263,12 @@ type toolAgg struct {
 // nor reading the rows of other span types.
 func (r *Reader) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, error) {
 	where, args := f.toolWhere()
-	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'), countIf(attempt >= 2),
+	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'),
 	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
-	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')], [toUInt64(attempt >= 2)]) AS pm, 1),
-	tupleElement(pm, 2), tupleElement(pm, 3), tupleElement(pm, 4)
+	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')]) AS pm, 1),
+	tupleElement(pm, 2), tupleElement(pm, 3)
 FROM (
-	SELECT trace_id, span_id, tool_name, status, attempt, duration_ns, start
+	SELECT trace_id, span_id, tool_name, status, duration_ns, start
 	FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'tool'
 	LIMIT 1 BY trace_id, span_id)
@@ -286,16 +281,16 @@ GROUP BY tool ORDER BY tool`
 	var out []toolAgg
 	for rows.Next() {
 		var (
-			a                   toolAgg
-			calls, errs, att    uint64
-			qs                  []float64
-			minutes             []uint32
-			mCalls, mErrs, mAtt []uint64
+			a             toolAgg
+			calls, errs   uint64
+			qs            []float64
+			minutes       []uint32
+			mCalls, mErrs []uint64
 		)
-		if err := rows.Scan(&a.stats.Tool, &calls, &errs, &att, &qs, &minutes, &mCalls, &mErrs, &mAtt); err != nil {
+		if err := rows.Scan(&a.stats.Tool, &calls, &errs, &qs, &minutes, &mCalls, &mErrs); err != nil {
 			return nil, fmt.Errorf("scan tool statistics: %w", err)
 		}
-		a.stats.Calls, a.stats.Errors, a.stats.Retries = int(calls), int(errs), int(att)
+		a.stats.Calls, a.stats.Errors = int(calls), int(errs)
 		if len(qs) == 3 {
 			a.stats.P50Ms, a.stats.P95Ms, a.stats.P99Ms = finite(qs[0]), finite(qs[1]), finite(qs[2])
 		}
@@ -303,7 +298,7 @@ GROUP BY tool ORDER BY tool`
 		a.minutes = make(map[time.Time]*ToolMinute, len(minutes))
 		for i, m := range minutes {
 			at := time.Unix(int64(m), 0).UTC()
-			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(mCalls[i]), Errors: int(mErrs[i]), Retries: int(mAtt[i])}
+			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(mCalls[i]), Errors: int(mErrs[i])}
 		}
 		out = append(out, a)
 	}
@@ -327,11 +322,10 @@ func (f ToolFilter) toolWhere() (string, []any) {
 // toolExampleRuns are one tool's example runs as ClickHouse picks them.
 type toolExampleRuns struct {
 	slowest, failed []string
-	retried         []example // the latest runs with a call of attempt ≥ 2
 }
 
 // toolExamples picks per tool the runs of the slowest calls and the runs
-// with the latest failed and retried (attempt ≥ 2) calls. It reads each
+// with the latest failed calls. It reads each
 // run's maximum per tool, which a duplicate row cannot change, so it needs
 // no deduplication.
 func (r *Reader) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
@@ -341,12 +335,10 @@ func (r *Reader) toolExamples(ctx context.Context, f ToolFilter) (map[string]too
 	}
 	q := `SELECT tool,
 	arrayMap(t -> tupleElement(t, 2), ` + top("groupArray((max_dur, trace_id))") + `),
-	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `),
-	arrayMap(t -> tupleElement(t, 1), ` + top("groupArrayIf((last_att, trace_id), last_att > 0)") + ` AS att),
-	arrayMap(t -> tupleElement(t, 2), att)
+	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `)
 FROM (
 	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
-		maxIf(start_ns, status = 'error') AS last_err, maxIf(start_ns, attempt >= 2) AS last_att
+		maxIf(start_ns, status = 'error') AS last_err
 	FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'tool'
 	GROUP BY tool, trace_id)
@@ -359,16 +351,11 @@ GROUP BY tool`
 	out := map[string]toolExampleRuns{}
 	for rows.Next() {
 		var (
-			tool      string
-			ex        toolExampleRuns
-			attIDs    []string
-			attStarts []uint64
+			tool string
+			ex   toolExampleRuns
 		)
-		if err := rows.Scan(&tool, &ex.slowest, &ex.failed, &attStarts, &attIDs); err != nil {
+		if err := rows.Scan(&tool, &ex.slowest, &ex.failed); err != nil {
 			return nil, fmt.Errorf("scan tool example runs: %w", err)
-		}
-		for j := range attIDs {
-			ex.retried = append(ex.retried, example{attIDs[j], attStarts[j]})
 		}
 		out[tool] = ex
 	}
@@ -378,23 +365,19 @@ GROUP BY tool`
 	return out, nil
 }
 
-// candidateCall is one call of a run classifyCandidates classified.
-type candidateCall struct {
+// windowCall is one call of a run classifyWindow classified.
+type windowCall struct {
 	trace, tool string
 	start       uint64
 }
 
-// classifyCandidates classifies, with ClassifyRetries' rules, the tool calls
-// in the window of every run that may hold a call whose class is neither
-// original nor retry_attempt: a run with a failed call (rule 4), or with a
-// call id, a step id or a (tool, arguments hash) seen twice (rules 2 and 3,
-// repeats). Other runs' calls are original or retry_attempt, which
-// toolAggregates counts. One pass over the window's deduplicated tool spans
-// (LIMIT 1 BY, see toolAggregates) groups them per run, keeps the candidate
-// runs and unfolds them again (ARRAY JOIN), so a run's calls arrive together
-// as compact rows: ids and arguments come as cityHash64 keys (see
-// attribution.KeyedCall). visit sees every call of the candidate runs.
-func (r *Reader) classifyCandidates(ctx context.Context, w Window, visit func(c *candidateCall, class attribution.Class)) error {
+// classifyWindow classifies the tool calls in the window of every run with
+// attribution.RetryClassifier, the one place the retry rules are decided.
+// One pass over the window's deduplicated tool spans (LIMIT 1 BY, see
+// toolAggregates) groups them per run and unfolds them again (ARRAY JOIN),
+// so a run's calls arrive together as compact rows: ids and arguments come as
+// cityHash64 keys (see attribution.KeyedCall). visit sees every call.
+func (r *Reader) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
 	where, args := w.where()
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (
@@ -410,11 +393,7 @@ FROM (
 		FROM ` + r.store.Table(schema.TableSpanFacts) + `
 		WHERE ` + where + ` AND span_type = 'tool'
 		LIMIT 1 BY trace_id, span_id)
-	GROUP BY trace_id
-	HAVING count() >= 2 AND (countIf(err) > 0
-		OR countIf(call != 0) > uniqExactIf(call, call != 0)
-		OR countIf(step != 0) > uniqExactIf(step, step != 0)
-		OR countIf(args != 0) > uniqExactIf(tool, args, args != 0)))
+	GROUP BY trace_id)
 ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
 	if err != nil {
@@ -424,7 +403,7 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 	type row struct {
 		call   attribution.KeyedCall
 		spanID string
-		meta   candidateCall
+		meta   windowCall
 	}
 	rc := attribution.NewRetryClassifier()
 	toolKeys := map[string]uint64{}
