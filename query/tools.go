@@ -61,23 +61,26 @@ func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCal
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
-	defer rows.Close()
+	type row struct {
+		call  attribution.ToolCall
+		isErr uint8
+	}
+	read, err := scanAll(rows, func(x *row) []any {
+		c := &x.call
+		return []any{&c.TraceID, &c.SpanID, &c.ParentSpanID, &c.Tool, &c.CallID, &c.StepID,
+			&c.ArgsHash, &x.isErr, &c.StartNs, &c.DurationNs, &c.Attempt}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load tool calls: %w", err)
+	}
 	var calls []attribution.ToolCall
-	for rows.Next() {
-		var c attribution.ToolCall
-		var isErr uint8
-		if err := rows.Scan(&c.TraceID, &c.SpanID, &c.ParentSpanID, &c.Tool, &c.CallID, &c.StepID,
-			&c.ArgsHash, &isErr, &c.StartNs, &c.DurationNs, &c.Attempt); err != nil {
-			return nil, fmt.Errorf("scan tool call: %w", err)
-		}
-		c.Error = isErr == 1
+	for _, x := range read {
+		c := x.call
+		c.Error = x.isErr == 1
 		if c.Tool == "" {
 			c.Tool = UnknownName
 		}
 		calls = append(calls, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
 	return calls, nil
 }
@@ -596,19 +599,18 @@ func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64
 	if err != nil {
 		return nil, fmt.Errorf("runs over budget: %w", err)
 	}
-	defer rows.Close()
-	out := []RunCost{}
-	for rows.Next() {
-		var rc RunCost
-		var start uint64
-		if err := rows.Scan(&rc.TraceID, &start, &rc.CostUSD); err != nil {
-			return nil, fmt.Errorf("scan run cost: %w", err)
-		}
-		rc.Start = nsTime(start)
-		out = append(out, rc)
+	type row struct {
+		cost  RunCost
+		start uint64
 	}
-	if err := rows.Err(); err != nil {
+	read, err := scanAll(rows, func(x *row) []any { return []any{&x.cost.TraceID, &x.start, &x.cost.CostUSD} })
+	if err != nil {
 		return nil, fmt.Errorf("runs over budget: %w", err)
+	}
+	out := make([]RunCost, len(read))
+	for i, x := range read {
+		out[i] = x.cost
+		out[i].Start = nsTime(x.start)
 	}
 	return out, nil
 }
@@ -637,19 +639,18 @@ func (r *Reader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int)
 	if err != nil {
 		return nil, fmt.Errorf("repeat loops: %w", err)
 	}
-	defer rows.Close()
-	out := []RepeatLoop{}
-	for rows.Next() {
-		var l RepeatLoop
-		var n uint64
-		if err := rows.Scan(&l.Tool, &l.TraceID, &l.ArgsHash, &n); err != nil {
-			return nil, fmt.Errorf("scan repeat loop: %w", err)
-		}
-		l.Calls = int(n)
-		out = append(out, l)
+	type row struct {
+		loop RepeatLoop
+		n    uint64
 	}
-	if err := rows.Err(); err != nil {
+	read, err := scanAll(rows, func(x *row) []any { return []any{&x.loop.Tool, &x.loop.TraceID, &x.loop.ArgsHash, &x.n} })
+	if err != nil {
 		return nil, fmt.Errorf("repeat loops: %w", err)
+	}
+	out := make([]RepeatLoop, len(read))
+	for i, x := range read {
+		out[i] = x.loop
+		out[i].Calls = int(x.n)
 	}
 	return out, nil
 }
@@ -677,18 +678,14 @@ func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, er
 	if err != nil {
 		return nil, fmt.Errorf("usage by minute: %w", err)
 	}
-	defer rows.Close()
-	var out []UsageMinute
-	for rows.Next() {
-		var u UsageMinute
-		if err := rows.Scan(&u.Agent, &u.Model, &u.Minute, &u.CacheReadTokens, &u.CostUSD); err != nil {
-			return nil, fmt.Errorf("scan usage minute: %w", err)
-		}
-		u.Minute = u.Minute.UTC()
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, func(u *UsageMinute) []any {
+		return []any{&u.Agent, &u.Model, &u.Minute, &u.CacheReadTokens, &u.CostUSD}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("usage by minute: %w", err)
+	}
+	for i := range out {
+		out[i].Minute = out[i].Minute.UTC()
 	}
 	return out, nil
 }
@@ -700,17 +697,9 @@ func (r *Reader) Projects(ctx context.Context, since time.Time) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, fmt.Errorf("scan project: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, func(p *string) []any { return []any{p} })
+	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
-	return out, nil
+	return nonNil(out), nil
 }
