@@ -87,6 +87,11 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			MaxOpenConns: 16,
 			MaxIdleConns: 8,
 			Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+			// Drop a connection's encode and compress buffers when it goes
+			// back to the pool: they grow to the largest INSERT it sent, and
+			// with large content (1 MiB tool results) every pooled
+			// connection would keep a batch's worth.
+			FreeBufOnConnRelease: true,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open clickhouse %s: %w", cfg.Addr, err)

@@ -44,6 +44,7 @@ func wireDurable(env *serveEnv, f durableFlags) error {
 	}
 	cfg := durable.DefaultConfig()
 	cfg.MaxBatchSpans = env.srv.Writer().MaxBatchSpans() // --batch-spans
+	cfg.MaxBatchBytes = env.srv.Writer().MaxBatchBytes() // --batch-bytes
 	cfg.WAL = wal.Options{MaxBytes: f.maxBytes, SegmentBytes: f.segmentBytes, NoSync: f.noSync, Logger: env.log}
 	sink, err := durable.Open(filepath.Join(env.dataDir, "wal"), env.srv.Writer(), cfg, env.log)
 	if err != nil {

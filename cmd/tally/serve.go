@@ -167,6 +167,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 	fs.DurationVar(&bodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")
 	fs.IntVar(&wcfg.QueueSpans, "queue-spans", wcfg.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
 	fs.IntVar(&wcfg.MaxBatchSpans, "batch-spans", wcfg.MaxBatchSpans, "rows per ClickHouse INSERT")
+	fs.Int64Var(&wcfg.MaxBatchBytes, "batch-bytes", wcfg.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log")
 	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
 	fs.IntVar(&runReads.MaxRunSpans, "max-run-spans", runReads.MaxRunSpans, "most spans one run answer holds (a larger run answers its earliest spans, marked truncated; fixtures of larger runs are refused with 413)")

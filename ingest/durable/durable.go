@@ -9,7 +9,8 @@
 //
 // Sink.Run drains the log, in order, into the downstream writer: it
 // coalesces consecutive records into batches of up to Config.MaxBatchSpans
-// spans, retries a failed write with exponential backoff (at least the
+// spans and Config.MaxBatchBytes record bytes (a decoded record takes about
+// its encoded size: its strings share one copy of the record), retries a failed write with exponential backoff (at least the
 // Retry-After a refusing downstream asks for) until it succeeds or Run's
 // context ends, and never drops a record. After each successful write it
 // truncates the log up to the last record written (a durable checkpoint).
@@ -68,6 +69,10 @@ type Config struct {
 	// MaxBatchSpans bounds the spans of one downstream write assembled from
 	// consecutive records (a single larger record is written alone).
 	MaxBatchSpans int
+	// MaxBatchBytes bounds the record bytes of one downstream write the same
+	// way, so that spans with large content (1 MiB tool results) cannot
+	// gather into a batch of gigabytes after an outage.
+	MaxBatchBytes int64
 	// RetryMin and RetryMax bound the backoff between failed downstream writes.
 	RetryMin time.Duration
 	RetryMax time.Duration
@@ -79,6 +84,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxBatchSpans: 10000,
+		MaxBatchBytes: 16 << 20, // writer.DefaultMaxBatchBytes
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      10 * time.Second,
 		RetryAfter:    5 * time.Second,
@@ -150,6 +156,9 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 	d := DefaultConfig()
 	if cfg.MaxBatchSpans <= 0 {
 		cfg.MaxBatchSpans = d.MaxBatchSpans
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = d.MaxBatchBytes
 	}
 	if cfg.RetryMin <= 0 {
 		cfg.RetryMin = d.RetryMin
@@ -281,8 +290,8 @@ func (s *Sink) Run(ctx context.Context) error {
 	for {
 		p := carry
 		carry = pending{}
-		// Add committed records up to MaxBatchSpans.
-		for len(p.batch.Spans) < s.cfg.MaxBatchSpans {
+		// Add committed records up to MaxBatchSpans and MaxBatchBytes.
+		for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
 			seq, rec, err := r.Next()
 			if errors.Is(err, io.EOF) {
 				break
@@ -293,7 +302,8 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 			n, err := rowcodec.SpanCount(rec)
 			into := &p
-			if err == nil && p.upto != 0 && len(p.batch.Spans)+n > s.cfg.MaxBatchSpans {
+			if err == nil && p.upto != 0 &&
+				(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
 				into = &carry
 			}
 			// Decoded in place at the end of the batch: no copy when
@@ -304,6 +314,7 @@ func (s *Sink) Run(ctx context.Context) error {
 				return err
 			}
 			into.upto = seq
+			into.bytes += int64(len(rec))
 			if carry.upto != 0 {
 				break
 			}
@@ -333,10 +344,12 @@ func (s *Sink) Run(ctx context.Context) error {
 	}
 }
 
-// pending is a batch gathered from the log and the last record in it.
+// pending is a batch gathered from the log, the last record in it and the
+// bytes of its records.
 type pending struct {
 	batch ingest.Batch
 	upto  uint64
+	bytes int64
 }
 
 // caughtUp ends the replay phase once every record from before Open is

@@ -8,11 +8,22 @@
 // Accept fails with an *Overloaded error and the receiver answers 503 with
 // Retry-After, so well-behaved exporters back off and retry; nothing that was
 // acknowledged is ever dropped.
+//
+// # Memory
+//
+// An INSERT holds its rows two or three times over (the rows, clickhouse-go's
+// columns, the encoded and compressed block), so a batch is bounded by bytes
+// as well as by spans: pending requests are flushed once they hold
+// Config.MaxBatchBytes of row data, and one flush is split into INSERTs of at
+// most MaxBatchBytes each (a single larger row goes alone). Row data is the
+// bytes of a row's strings plus its fixed-width fields, as RowBytes counts
+// them, the same measure the durable log's records have.
 package writer
 
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -33,6 +44,7 @@ type Store interface {
 // Config tunes batching, queueing and retries.
 type Config struct {
 	MaxBatchSpans int           // flush once this many spans are pending
+	MaxBatchBytes int64         // flush once this much row data is pending; also the most one INSERT takes
 	FlushInterval time.Duration // flush at most this long after the first pending span
 	QueueSpans    int           // spans accepted but not yet written; beyond it Accept refuses
 	AckTimeout    time.Duration // longest Accept waits for its rows to be written
@@ -46,6 +58,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxBatchSpans: 10000,
+		MaxBatchBytes: DefaultMaxBatchBytes,
 		FlushInterval: 100 * time.Millisecond,
 		QueueSpans:    200000,
 		AckTimeout:    15 * time.Second,
@@ -55,6 +68,11 @@ func DefaultConfig() Config {
 		RetryAfter:    5 * time.Second,
 	}
 }
+
+// DefaultMaxBatchBytes is Config.MaxBatchBytes unless overridden: 10,000
+// typical spans are 5–10 MiB of row data, so spans bound ordinary batches
+// and bytes bound batches of large content (1 MiB tool results).
+const DefaultMaxBatchBytes = 16 << 20
 
 // Overloaded is returned by Accept when the rows were not taken: the caller
 // should answer Code with a Retry-After of After.
@@ -84,6 +102,7 @@ type Stats struct {
 
 type request struct {
 	batch ingest.Batch
+	bytes int64 // RowBytes of the batch
 	done  chan error
 }
 
@@ -110,6 +129,9 @@ func New(store Store, cfg Config, log *slog.Logger) *Writer {
 	d := DefaultConfig()
 	if cfg.MaxBatchSpans <= 0 {
 		cfg.MaxBatchSpans = d.MaxBatchSpans
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = d.MaxBatchBytes
 	}
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = d.FlushInterval
@@ -156,7 +178,7 @@ func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
 		return &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter,
 			Reason: fmt.Sprintf("write queue full (%d rows queued, limit %d)", q-n, w.cfg.QueueSpans)}
 	}
-	r := &request{batch: b, done: make(chan error, 1)}
+	r := &request{batch: b, bytes: RowBytes(b), done: make(chan error, 1)}
 	timer := time.NewTimer(w.cfg.AckTimeout)
 	defer timer.Stop()
 	select {
@@ -183,6 +205,10 @@ func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
 // so a component batching for the writer can batch to the same size.
 func (w *Writer) MaxBatchSpans() int { return w.cfg.MaxBatchSpans }
 
+// MaxBatchBytes is the row data one INSERT takes at most
+// (Config.MaxBatchBytes), for components batching for the writer.
+func (w *Writer) MaxBatchBytes() int64 { return w.cfg.MaxBatchBytes }
+
 // Stats returns the current counters.
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
@@ -202,7 +228,7 @@ func (w *Writer) Stats() Stats {
 // it writes what is pending (bounded by AckTimeout) and returns.
 func (w *Writer) Run(ctx context.Context) {
 	var pending []*request
-	spans := 0
+	spans, size := 0, int64(0)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	flush := func(ctx context.Context) {
@@ -210,7 +236,7 @@ func (w *Writer) Run(ctx context.Context) {
 			return
 		}
 		w.flush(ctx, pending)
-		pending, spans = pending[:0:0], 0
+		pending, spans, size = pending[:0:0], 0, 0
 	}
 	for {
 		select {
@@ -220,11 +246,13 @@ func (w *Writer) Run(ctx context.Context) {
 			}
 			pending = append(pending, r)
 			spans += len(r.batch.Spans)
+			size += r.bytes
 			// A request that alone fills half a batch (the durable log
 			// hands over coalesced batches, one at a time) is written at
 			// once: waiting could at most double the INSERT and would cost
 			// its caller FlushInterval per batch.
-			if spans >= w.cfg.MaxBatchSpans || 2*len(r.batch.Spans) >= w.cfg.MaxBatchSpans {
+			if spans >= w.cfg.MaxBatchSpans || 2*len(r.batch.Spans) >= w.cfg.MaxBatchSpans ||
+				size >= w.cfg.MaxBatchBytes || 2*r.bytes >= w.cfg.MaxBatchBytes {
 				timer.Stop()
 				flush(ctx)
 			}
@@ -310,16 +338,88 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 	}
 }
 
+// insert writes b in INSERTs of at most MaxBatchBytes of row data each,
+// contents first: a span row is what makes a run visible, and its content
+// should be there when it is. A retry after a failure rewrites the parts
+// already written; reads collapse the copies by span identity.
 func (w *Writer) insert(ctx context.Context, b ingest.Batch) error {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.InsertTimeout)
 	defer cancel()
-	// Content first: a span row is what makes a run visible, and its content
-	// should be there when it is.
-	if err := w.store.InsertContents(ctx, b.Contents); err != nil {
-		return err
+	for part := range parts(b.Contents, contentBytes, w.cfg.MaxBatchBytes) {
+		if err := w.store.InsertContents(ctx, part); err != nil {
+			return fmt.Errorf("insert %d content rows: %w", len(part), err)
+		}
 	}
-	if err := w.store.InsertSpans(ctx, b.Spans); err != nil {
-		return err
+	for part := range parts(b.Spans, spanBytes, w.cfg.MaxBatchBytes) {
+		if err := w.store.InsertSpans(ctx, part); err != nil {
+			return fmt.Errorf("insert %d span rows: %w", len(part), err)
+		}
 	}
 	return nil
+}
+
+// parts splits rows into consecutive runs of at most limit bytes (size
+// measures a row); a row larger than limit is a run of its own.
+func parts[R any](rows []R, size func(*R) int64, limit int64) iter.Seq[[]R] {
+	return func(yield func([]R) bool) {
+		start, n := 0, int64(0)
+		for i := range rows {
+			b := size(&rows[i])
+			if i > start && n+b > limit {
+				if !yield(rows[start:i]) {
+					return
+				}
+				start, n = i, 0
+			}
+			n += b
+		}
+		if start < len(rows) {
+			yield(rows[start:])
+		}
+	}
+}
+
+// RowBytes is the row data of b: the bytes of its rows' strings plus their
+// fixed-width fields (times as 12 bytes). It is what a batch costs in
+// memory per copy, Go's per-row overhead aside, and close to the size of
+// b's durable log record (package ingest/rowcodec).
+func RowBytes(b ingest.Batch) int64 {
+	var n int64
+	for i := range b.Spans {
+		n += spanBytes(&b.Spans[i])
+	}
+	for i := range b.Contents {
+		n += contentBytes(&b.Contents[i])
+	}
+	return n
+}
+
+// Fixed-width fields: a span's 9 uint64, 6 float64, a uint32, a uint8 and 2
+// times; a content row's uint8, uint64 and time.
+const (
+	spanFixedBytes    = 9*8 + 6*8 + 4 + 1 + 2*12
+	contentFixedBytes = 1 + 8 + 12
+)
+
+func spanBytes(s *schema.Span) int64 {
+	n := spanFixedBytes + len(s.Project) + len(s.TraceID) + len(s.SpanID) + len(s.ParentSpanID) +
+		len(s.Name) + len(s.Kind) + len(s.Status) + len(s.StatusMessage) + len(s.Service) +
+		len(s.ScopeName) + len(s.ScopeVersion) +
+		len(s.SpanType) + len(s.Operation) + len(s.Provider) + len(s.RequestModel) + len(s.ResponseModel) + len(s.Model) +
+		len(s.AgentName) + len(s.AgentID) + len(s.ConversationID) + len(s.UserID) + len(s.TaskName) +
+		len(s.ToolName) + len(s.ToolCallID) + len(s.ToolType) + len(s.StepID) + len(s.ArgsHash) +
+		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.PriceEntry) + len(s.PriceVersion) +
+		len(s.LinksJSON) + 8*len(s.EventTimeNs)
+	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ResourceKeys, s.ResourceValues,
+		s.EventNames, s.EventAttrs} {
+		for _, v := range ss {
+			n += len(v)
+		}
+	}
+	return int64(n)
+}
+
+func contentBytes(c *schema.Content) int64 {
+	return int64(contentFixedBytes + len(c.Project) + len(c.TraceID) + len(c.SpanID) + len(c.Kind) +
+		len(c.SourceKey) + len(c.Value))
 }
