@@ -9,11 +9,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tallyhq/tally/params"
 	"io"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,14 +47,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 func parseDuration(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err == nil && days >= 0 {
-			return time.Duration(days * float64(24*time.Hour)), nil
-		}
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
+	v, err := params.ParseDuration(s)
+	if err != nil {
 		return 0, fmt.Errorf("invalid duration %q: want a non-negative duration like 30s, 15m, 1h or 1d", s)
 	}
 	return v, nil

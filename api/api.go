@@ -10,15 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 )
 
@@ -78,15 +76,28 @@ func (h *Handler) SetLogger(l *slog.Logger) {
 	}
 }
 
-// ProjectKey is the gin context key under which authentication stores the
-// caller's project.
-const ProjectKey = "tally.project"
+// projectKey is the request-context key under which authentication stores
+// the caller's project: the one place it travels, for the API and the UI.
+type projectKey struct{}
+
+// WithProject returns r carrying project as its caller's, for the handlers
+// behind authentication (the server's middleware calls it).
+func WithProject(r *http.Request, project string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), projectKey{}, project))
+}
+
+// RequestProject returns the authenticated project of a request, "" when
+// authentication did not set one (the UI uses it to scope its lookups).
+func RequestProject(r *http.Request) string {
+	p, _ := r.Context().Value(projectKey{}).(string)
+	return p
+}
 
 // Project returns the caller's project, set by the server's authentication
 // middleware. A request that reached a handler without it is a wiring bug:
 // it panics rather than read another project's data.
 func Project(c *gin.Context) string {
-	p := c.GetString(ProjectKey)
+	p := RequestProject(c.Request)
 	if p == "" {
 		panic("api: request without an authenticated project")
 	}
@@ -157,7 +168,7 @@ func (h *Handler) checkRange(c *gin.Context) {
 		return
 	}
 	now := h.now()
-	since, until, err := TimeRange(sinceArg, untilArg, now)
+	since, until, err := params.TimeRange(sinceArg, untilArg, now)
 	if err != nil {
 		fail(c, http.StatusBadRequest, "%v", err)
 		return
@@ -182,12 +193,10 @@ func formatDays(d time.Duration) string {
 	return d.String()
 }
 
-var traceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
-
 func (h *Handler) getRun(c *gin.Context) {
-	id := c.Param("trace_id")
-	if !traceIDRE.MatchString(id) {
-		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+	id, err := params.TraceID(c.Param("trace_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
 	release, ok := h.acquireRunRead(c)
@@ -195,7 +204,7 @@ func (h *Handler) getRun(c *gin.Context) {
 		return
 	}
 	defer release()
-	run, err := h.runs.RunWithin(c.Request.Context(), Project(c), strings.ToLower(id), h.reads.MaxRunSpans)
+	run, err := h.runs.RunWithin(c.Request.Context(), Project(c), id, h.reads.MaxRunSpans)
 	if errors.Is(err, query.ErrNotFound) {
 		fail(c, http.StatusNotFound, "run %s not found", id)
 		return
@@ -211,20 +220,23 @@ func (h *Handler) getRun(c *gin.Context) {
 // derived: the instrumentation reading, each step, the price entry and the
 // arithmetic, and whether each span counts in the run's totals.
 func (h *Handler) getExplain(c *gin.Context) {
-	id, spanID := c.Param("trace_id"), c.Param("span_id")
-	if !traceIDRE.MatchString(id) {
-		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+	id, err := params.TraceID(c.Param("trace_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if spanID != "" && !spanIDRE.MatchString(spanID) {
-		fail(c, http.StatusBadRequest, "span id %q: want 16 hex characters", spanID)
-		return
+	spanID := c.Param("span_id")
+	if spanID != "" {
+		if spanID, err = params.SpanID(spanID); err != nil {
+			fail(c, http.StatusBadRequest, "%v", err)
+			return
+		}
 	}
 	if h.explain == nil {
 		fail(c, http.StatusNotImplemented, "explanations need a price catalog")
 		return
 	}
-	out, err := h.explain.Explain(c.Request.Context(), Project(c), strings.ToLower(id), strings.ToLower(spanID))
+	out, err := h.explain.Explain(c.Request.Context(), Project(c), id, spanID)
 	if errors.Is(err, query.ErrNotFound) {
 		if spanID != "" {
 			fail(c, http.StatusNotFound, "span %s of run %s not found", spanID, id)
@@ -237,37 +249,16 @@ func (h *Handler) getExplain(c *gin.Context) {
 		fail(c, http.StatusInternalServerError, "explain: %v", err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"trace_id": strings.ToLower(id), "spans": out})
+	c.JSON(http.StatusOK, gin.H{"trace_id": id, "spans": out})
 }
 
 func (h *Handler) listRuns(c *gin.Context) {
-	f := query.RunFilter{
-		Project:      Project(c),
-		Agent:        c.Query("agent"),
-		Model:        c.Query("model"),
-		Service:      c.Query("service"),
-		Task:         c.Query("task"),
-		Conversation: c.Query("conversation"),
-		Tool:         c.Query("tool"),
-		Status:       c.Query("status"),
-		Search:       c.Query("q"),
-		Cursor:       c.Query("cursor"),
-	}
-	var ok bool
-	if f.Since, f.Until, f.Limit, ok = pageQuery(c, h.now()); !ok {
+	f, err := params.RunFilter(c.Request.URL.Query(), h.now())
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if s := c.Query("min_cost"); s != "" {
-		var err error
-		if f.MinCost, err = strconv.ParseFloat(s, 64); err != nil || f.MinCost < 0 || math.IsNaN(f.MinCost) || math.IsInf(f.MinCost, 0) {
-			fail(c, http.StatusBadRequest, "min_cost %q: want a non-negative number of USD", s)
-			return
-		}
-	}
-	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
-		fail(c, http.StatusBadRequest, "status %q: want ok or error", f.Status)
-		return
-	}
+	f.Project = Project(c)
 	page, err := h.runs.Runs(c.Request.Context(), f)
 	if err != nil {
 		failList(c, "list runs", err)
@@ -279,7 +270,7 @@ func (h *Handler) listRuns(c *gin.Context) {
 // queryRange parses the request's since and until (see TimeRange); on a bad
 // value it answers 400 and returns ok false.
 func queryRange(c *gin.Context, now time.Time) (since, until time.Time, ok bool) {
-	since, until, err := TimeRange(c.Query("since"), c.Query("until"), now)
+	since, until, err := params.TimeRange(c.Query("since"), c.Query("until"), now)
 	if err != nil {
 		fail(c, http.StatusBadRequest, "%v", err)
 		return time.Time{}, time.Time{}, false
@@ -293,13 +284,10 @@ func pageQuery(c *gin.Context, now time.Time) (since, until time.Time, limit int
 	if since, until, ok = queryRange(c, now); !ok {
 		return
 	}
-	if s := c.Query("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to 1000", s)
-			return time.Time{}, time.Time{}, 0, false
-		}
-		limit = n
+	limit, err := params.Limit(c.Query("limit"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return time.Time{}, time.Time{}, 0, false
 	}
 	return since, until, limit, true
 }
@@ -312,75 +300,4 @@ func failList(c *gin.Context, what string, err error) {
 		return
 	}
 	fail(c, http.StatusInternalServerError, "%s: %v", what, err)
-}
-
-// Times the API accepts: ClickHouse's DateTime holds 1970 to 2106, so
-// anything outside [1970-01-01, 2100-01-01] is a mistake, not a query.
-const (
-	minUnix = 0
-	maxUnix = 4102444800 // 2100-01-01T00:00:00Z
-)
-
-// TimeRange parses since/until query values: RFC 3339 times, or durations
-// relative to now ("24h", "30m", "7d"). Empty values leave the bound open.
-// Times before 1970 or after 2100, and until before since, are errors.
-func TimeRange(since, until string, now time.Time) (time.Time, time.Time, error) {
-	s, err := ParseTime(since, now)
-	if err != nil {
-		return time.Time{}, time.Time{}, fmt.Errorf("since: %w", err)
-	}
-	u, err := ParseTime(until, now)
-	if err != nil {
-		return time.Time{}, time.Time{}, fmt.Errorf("until: %w", err)
-	}
-	if !s.IsZero() && !u.IsZero() && u.Before(s) {
-		return time.Time{}, time.Time{}, fmt.Errorf("until %s is before since %s", u.Format(time.RFC3339), s.Format(time.RFC3339))
-	}
-	return s, u, nil
-}
-
-// ParseTime parses an RFC 3339 time or a duration before now ("24h", "7d").
-// The time must lie in 1970 to 2100 (an empty value is the zero time).
-func ParseTime(v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		d, derr := ParseDuration(v)
-		if derr != nil {
-			return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration like 24h or 7d", v)
-		}
-		t = now.Add(-d)
-	}
-	if t.Before(time.Unix(minUnix, 0)) || t.After(time.Unix(maxUnix, 0)) {
-		return time.Time{}, fmt.Errorf("%q is %s, outside 1970 to 2100", v, t.UTC().Format(time.RFC3339))
-	}
-	return t.UTC(), nil
-}
-
-// maxDays is the most days a time.Duration holds.
-const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
-
-// ParseDuration is time.ParseDuration plus a "d" (24h) unit, written as
-// decimal digits with an optional fraction ("7d", "1.5d"). Negative
-// durations, and durations too long for a time.Duration, are errors.
-func ParseDuration(v string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(v, "d"); ok {
-		// ParseFloat alone would take NaN, Inf, exponents and hex.
-		whole, frac, _ := strings.Cut(n, ".")
-		if whole+frac == "" || strings.Trim(whole+frac, "0123456789") != "" {
-			return 0, fmt.Errorf("invalid duration %q: want days as decimal digits, like 7d or 1.5d", v)
-		}
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days > float64(maxDays) {
-			return 0, fmt.Errorf("invalid duration %q: at most %dd", v, maxDays)
-		}
-		return time.Duration(days * float64(24*time.Hour)), nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("invalid duration %q", v)
-	}
-	return d, nil
 }

@@ -3,12 +3,12 @@ package api
 import (
 	"context"
 	"net/http"
-	"regexp"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/tallyhq/tally/schema"
+
+	"github.com/tallyhq/tally/params"
 )
 
 // ContentReader is what the span-content endpoint needs; *query.Reader
@@ -33,16 +33,15 @@ type ContentItem struct {
 	Truncated bool   `json:"truncated,omitempty"` // cut at the configured maximum size
 }
 
-var spanIDRE = regexp.MustCompile(`^[0-9a-fA-F]{16}$`)
-
 func (h *Handler) getSpanContent(c *gin.Context) {
-	traceID, spanID := c.Param("trace_id"), c.Param("span_id")
-	if !traceIDRE.MatchString(traceID) {
-		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", traceID)
+	traceID, err := params.TraceID(c.Param("trace_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if !spanIDRE.MatchString(spanID) {
-		fail(c, http.StatusBadRequest, "span id %q: want 16 hex characters", spanID)
+	spanID, err := params.SpanID(c.Param("span_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
 	cr, ok := h.runs.(ContentReader)
@@ -50,7 +49,6 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 		fail(c, http.StatusNotFound, "span content is not available in this build")
 		return
 	}
-	traceID, spanID = strings.ToLower(traceID), strings.ToLower(spanID)
 	rows, err := cr.SpanContent(c.Request.Context(), Project(c), traceID, spanID)
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "load span content: %v", err)

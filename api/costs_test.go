@@ -53,7 +53,7 @@ func costsRouter(fake any) *gin.Engine {
 }
 
 // authenticated stands in for the server's authentication: project "p1".
-func authenticated(c *gin.Context) { c.Set(ProjectKey, "p1") }
+func authenticated(c *gin.Context) { c.Request = WithProject(c.Request, "p1") }
 
 func serve(r *gin.Engine, url string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/replay/recording"
@@ -24,12 +24,11 @@ type Fixtures interface {
 // replay.Fixture.MarshalDeterministic, so the same run always downloads as
 // the same file. ?inferences=true adds the run's model calls.
 func (h *Handler) getFixture(c *gin.Context) {
-	id := c.Param("trace_id")
-	if !traceIDRE.MatchString(id) {
-		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+	id, err := params.TraceID(c.Param("trace_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	id = strings.ToLower(id)
 	fixtures, ok := h.runs.(Fixtures)
 	if !ok {
 		fail(c, http.StatusNotImplemented, "this server cannot export fixtures")

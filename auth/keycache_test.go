@@ -42,8 +42,6 @@ func TestKeyCacheAnswersDuringOutage(t *testing.T) {
 	}
 }
 
-
-
 // TestKeyringStartUnavailable: without a cache, a keyring started during an
 // outage keeps authentication on, accepts static keys, answers every other
 // request ErrKeysUnavailable (503, retry) — never open, never 401 — and

@@ -299,10 +299,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	read := s.readAuth()
 	s.api.Register(e.Group("/api/v1", read))
 	if s.opts.UI != nil {
-		e.NoRoute(read, func(c *gin.Context) {
-			ctx := context.WithValue(c.Request.Context(), projectKey{}, api.Project(c))
-			s.opts.UI.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
-		})
+		e.NoRoute(read, func(c *gin.Context) { s.opts.UI.ServeHTTP(c.Writer, c.Request) })
 	} else {
 		e.GET("/", func(c *gin.Context) {
 			c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(placeholder))
@@ -314,18 +311,6 @@ func (s *Server) Handler() (http.Handler, error) {
 const placeholder = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>tally</title></head>
 <body><h1>tally</h1><p>Runs: <a href="/api/v1/runs">/api/v1/runs</a>. Send OTLP/HTTP traces to <code>/v1/traces</code>.</p></body></html>`
 
-// projectKey is the request-context key under which the UI's requests carry
-// the caller's project.
-type projectKey struct{}
-
-// RequestProject returns the authenticated project of a request the server
-// passed to Options.UI ("" for any other request). The UI uses it to scope
-// its own lookups, e.g. ui.WithRuns(reader, server.RequestProject).
-func RequestProject(r *http.Request) string {
-	p, _ := r.Context().Value(projectKey{}).(string)
-	return p
-}
-
 // ingestAuthFunc adapts a function to receiver.Authenticator.
 type ingestAuthFunc func(r *http.Request) (string, error)
 
@@ -335,13 +320,13 @@ func (f ingestAuthFunc) Authenticate(r *http.Request) (string, error) { return f
 func (s *Server) readAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if s.opts.Auth == nil {
-			c.Set(api.ProjectKey, "default")
+			c.Request = api.WithProject(c.Request, "default")
 			return
 		}
 		project, err := s.opts.Auth.AuthenticateRead(c.Request)
 		switch {
 		case err == nil:
-			c.Set(api.ProjectKey, project)
+			c.Request = api.WithProject(c.Request, project)
 		case errors.Is(err, receiver.ErrForbidden):
 			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
 		case errors.Is(err, receiver.ErrUnauthenticated):

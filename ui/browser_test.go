@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func startTally(t testing.TB) *tallytest.Instance {
 	t.Helper()
 	return tallytest.Start(t, func(o *server.Options) {
-		o.UI = ui.Handler(ui.WithRuns(query.NewReader(o.Store), server.RequestProject))
+		o.UI = ui.Handler(ui.WithRuns(query.NewReader(o.Store), api.RequestProject))
 	})
 }
 

@@ -10,20 +10,19 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/params"
 )
 
 //go:embed templates/*.html
@@ -50,7 +49,7 @@ type config struct {
 
 // WithRuns makes run pages answer 404 for runs that do not exist in the
 // caller's project; project reads the caller's project from a request (for
-// example server.RequestProject). Without it every well-formed run id is
+// example api.RequestProject). Without it every well-formed run id is
 // served and the page itself reports a missing run.
 func WithRuns(runs RunChecker, project func(*http.Request) string) Option {
 	return func(c *config) { c.runs, c.project = runs, project }
@@ -180,8 +179,6 @@ func selected(a, b string) template.HTMLAttr {
 	return ""
 }
 
-var traceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
-
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if strings.HasPrefix(path, "/static/") {
@@ -197,7 +194,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// "not available in this build" for it.
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, `{"error":%s}`, strconv.Quote("not available in this build: "+path))
+		json.NewEncoder(w).Encode(api.Error{Error: "not available in this build: " + path}) //nolint:errcheck // the client went away
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -216,12 +213,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case len(parts) == 2 && parts[0] == "runs":
-		id := parts[1]
-		if !traceIDRE.MatchString(id) {
-			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a trace id: want 32 hex characters.", id))
+		id, err := params.TraceID(parts[1])
+		if err != nil {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a trace id: want 32 hex characters.", parts[1]))
 			return
 		}
-		id = strings.ToLower(id)
 		if h.cfg.runs != nil {
 			ok, err := h.cfg.runs.RunExists(r.Context(), h.cfg.project(r), id)
 			if err != nil {
@@ -269,7 +265,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // checkTimes validates since and until like the API does.
 func (h *handler) checkTimes(q url.Values) error {
-	_, _, err := api.TimeRange(q.Get("since"), q.Get("until"), h.cfg.now())
+	_, _, err := params.TimeRange(q.Get("since"), q.Get("until"), h.cfg.now())
 	return err
 }
 
@@ -277,23 +273,11 @@ func (h *handler) checkTimes(q url.Values) error {
 var runSortKeys = map[string]bool{"start": true, "task": true, "duration": true, "llm": true, "tools": true,
 	"input": true, "cache_read": true, "output": true, "cost": true, "errors": true}
 
+// checkRunFilters refuses the filters the API would refuse (the same
+// parser), and the UI's own sort and direction.
 func (h *handler) checkRunFilters(q url.Values) error {
-	if err := h.checkTimes(q); err != nil {
+	if _, err := params.RunFilter(q, h.cfg.now()); err != nil {
 		return err
-	}
-	if s := q.Get("status"); s != "" && s != "ok" && s != "error" {
-		return fmt.Errorf("status %q: want ok or error", s)
-	}
-	if s := q.Get("min_cost"); s != "" {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("min_cost %q: want a non-negative number of USD", s)
-		}
-	}
-	if s := q.Get("limit"); s != "" {
-		if n, err := strconv.Atoi(s); err != nil || n < 1 || n > 1000 {
-			return fmt.Errorf("limit %q: want an integer from 1 to 1000", s)
-		}
 	}
 	if s := q.Get("sort"); s != "" && !runSortKeys[s] {
 		return fmt.Errorf("sort %q: not a column of the run list", s)

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tallyhq/tally/alerts"
-	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 )
 
@@ -152,7 +152,7 @@ when none would, 2 on errors — usable in the CI of an agent repository.`,
 		var window time.Duration
 		if since != "" {
 			now := time.Now()
-			t, err := api.ParseTime(since, now)
+			t, err := params.ParseTime(since, now)
 			if err != nil || !t.Before(now) {
 				return fmt.Errorf("--since %q: want a duration like 1h or 7d, or a past RFC 3339 time", since)
 			}

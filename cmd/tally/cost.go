@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 )
@@ -237,7 +237,7 @@ func newRepriceCmd() *cobra.Command {
 			return fmt.Errorf("--since is required")
 		}
 		now := time.Now()
-		from, to, err := api.TimeRange(since, until, now)
+		from, to, err := params.TimeRange(since, until, now)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/replay/columnar"
@@ -49,8 +49,6 @@ const (
 
 // maxExportRuns bounds how many runs one export selects by filter.
 const maxExportRuns = 10000
-
-var cliTraceIDRE = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
 
 // exportFilter selects runs through GET /api/v1/runs.
 type exportFilter struct {
@@ -141,7 +139,7 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		}
 	}
 	for _, a := range args {
-		id, err := checkTraceID(a)
+		id, err := params.TraceID(a)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +166,7 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		for _, r := range page.Runs {
 			// The id names a file under -o: trust the server no more than
 			// the command line.
-			id, err := checkTraceID(r.TraceID)
+			id, err := params.TraceID(r.TraceID)
 			if err != nil {
 				return nil, fmt.Errorf("select runs: the server answered %w", err)
 			}
@@ -187,15 +185,6 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		add(id)
 	}
 	return ids, nil
-}
-
-// checkTraceID checks a trace id, from the command line or from the server,
-// and returns it in lower case.
-func checkTraceID(id string) (string, error) {
-	if !cliTraceIDRE.MatchString(id) {
-		return "", fmt.Errorf("trace id %q: want 32 hex characters", id)
-	}
-	return strings.ToLower(id), nil
 }
 
 // fetchFixture downloads one run's fixture: the server's deterministic bytes,

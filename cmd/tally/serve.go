@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
@@ -236,7 +237,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 				Limits: limits, Pricer: catalog, Usage: usage, Privacy: privacy,
 			},
 			Logger: log,
-			UI:     ui.Handler(ui.WithRuns(query.NewReader(store), server.RequestProject), ui.WithLogger(log)),
+			UI:     ui.Handler(ui.WithRuns(query.NewReader(store), api.RequestProject), ui.WithLogger(log)),
 		}
 		srv, err := server.New(opts)
 		if err != nil {
@@ -284,7 +285,7 @@ func (f dayDuration) String() string {
 }
 
 func (f dayDuration) Set(v string) error {
-	d, err := api.ParseDuration(v)
+	d, err := params.ParseDuration(v)
 	if err != nil {
 		return err
 	}
