@@ -3,16 +3,19 @@ package query
 import (
 	"context"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 )
 
 // SpanExplanation is how one span's stored usage and cost were derived,
 // and whether they count in the run's totals.
 type SpanExplanation struct {
-	SpanID  string `json:"span_id"`
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Counted bool   `json:"counted"`
+	SpanID string `json:"span_id"`
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	// Counted says the span's usage and cost count in the run's totals
+	// (a cost on a span without usage always does).
+	Counted bool `json:"counted"`
 	// CountedWhy says why the span counts or not (attribution/counted.go's rule).
 	CountedWhy string `json:"counted_why"`
 	ingest.Explanation
@@ -54,7 +57,8 @@ func (e *Explainer) Explain(ctx context.Context, project, traceID, spanID string
 		if spanID == "" && s.UsageMode == "" && s.CostSource == "" {
 			continue
 		}
-		x := SpanExplanation{SpanID: s.SpanID, Name: s.Name, Type: s.SpanType, Counted: counted[s.SpanID],
+		x := SpanExplanation{SpanID: s.SpanID, Name: s.Name, Type: s.SpanType,
+			Counted:     attribution.CostCounts(counted[s.SpanID], s.UsageMode),
 			Explanation: ingest.Explain(s, e.opts)}
 		x.CountedWhy = countedWhy(x.Counted, s.SpanType, s.UsageMode)
 		out = append(out, x)
