@@ -34,7 +34,7 @@ type Explainer interface {
 }
 
 // DefaultMaxQueryRange is the longest since..until a request may ask for
-// unless SetMaxRange says otherwise: a cost report reads O(days) of the
+// unless Options.MaxQueryRange says otherwise: a cost report reads O(days) of the
 // range, so the range bounds the work one request can cause.
 const DefaultMaxQueryRange = 400 * 24 * time.Hour
 
@@ -50,30 +50,37 @@ type Handler struct {
 	now      func() time.Time
 }
 
+// Options are what the API needs besides its reader; zero fields take the
+// defaults given.
+type Options struct {
+	// Alerts lists the server's alerts (*alerts.Evaluator); nil: GET
+	// /alerts answers 501.
+	Alerts AlertLister
+	// Explain explains spans' usage and cost (*query.Explainer); nil: the
+	// explain endpoints answer 501.
+	Explain Explainer
+	// MaxQueryRange bounds the since..until of every request (an open until
+	// is now): a longer range is answered 400 (DefaultMaxQueryRange).
+	MaxQueryRange time.Duration
+	// RunReads bound run and fixture reads (DefaultRunReadLimits).
+	RunReads RunReadLimits
+	// Logger receives the causes of 500 answers (by default nowhere); the
+	// answers themselves carry only a request id.
+	Logger *slog.Logger
+}
+
 // New returns the API over a reader.
-func New(runs Runs) *Handler {
-	h := &Handler{runs: runs, maxRange: DefaultMaxQueryRange, log: slog.New(slog.DiscardHandler), now: time.Now}
-	h.SetRunReadLimits(DefaultRunReadLimits())
+func New(runs Runs, opts Options) *Handler {
+	h := &Handler{runs: runs, alerts: opts.Alerts, explain: opts.Explain, maxRange: opts.MaxQueryRange,
+		log: opts.Logger, now: time.Now}
+	if h.maxRange <= 0 {
+		h.maxRange = DefaultMaxQueryRange
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.setRunReadLimits(opts.RunReads)
 	return h
-}
-
-// SetMaxRange bounds the since..until of every request (an open until is
-// now): a longer range is answered 400. d <= 0 restores
-// DefaultMaxQueryRange. Call before Register.
-func (h *Handler) SetMaxRange(d time.Duration) {
-	if d <= 0 {
-		d = DefaultMaxQueryRange
-	}
-	h.maxRange = d
-}
-
-// SetLogger sets where the causes of 500 answers are logged (by default
-// nowhere); the answers themselves carry only a request id. Call before
-// Register.
-func (h *Handler) SetLogger(l *slog.Logger) {
-	if l != nil {
-		h.log = l
-	}
 }
 
 // projectKey is the request-context key under which authentication stores
@@ -119,14 +126,6 @@ func (h *Handler) Register(r gin.IRoutes) {
 	h.registerTools(r)
 	h.RegisterAlerts(r, h.alerts)
 }
-
-// SetExplainer turns on GET /api/v1/runs/{trace_id}/explain and
-// /runs/{trace_id}/spans/{span_id}/explain. Call before Register.
-func (h *Handler) SetExplainer(e Explainer) { h.explain = e }
-
-// SetAlerts turns on GET /api/v1/alerts; *alerts.Evaluator implements
-// AlertLister. Call before Register; without it the endpoint answers 501.
-func (h *Handler) SetAlerts(a AlertLister) { h.alerts = a }
 
 // Error is the body of every non-2xx API answer.
 type Error struct {

@@ -21,14 +21,8 @@ func rangeRouter(t *testing.T, fake Runs, maxRange time.Duration, log *slog.Logg
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	h := New(fake)
+	h := New(fake, Options{MaxQueryRange: maxRange, Logger: log})
 	h.now = func() time.Time { return time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC) }
-	if maxRange != 0 {
-		h.SetMaxRange(maxRange)
-	}
-	if log != nil {
-		h.SetLogger(log)
-	}
 	h.Register(r.Group("/api/v1", authenticated))
 	return r
 }

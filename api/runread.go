@@ -24,9 +24,8 @@ func DefaultRunReadLimits() RunReadLimits {
 	return RunReadLimits{MaxRunSpans: 10000, MaxConcurrent: 2, Wait: 10 * time.Second}
 }
 
-// SetRunReadLimits replaces the run read limits; zero fields take the
-// defaults. Call before Register.
-func (h *Handler) SetRunReadLimits(l RunReadLimits) {
+// setRunReadLimits sets the run read limits; zero fields take the defaults.
+func (h *Handler) setRunReadLimits(l RunReadLimits) {
 	d := DefaultRunReadLimits()
 	if l.MaxRunSpans <= 0 {
 		l.MaxRunSpans = d.MaxRunSpans

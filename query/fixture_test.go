@@ -159,7 +159,7 @@ func TestRegenerateDemoFixture(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send demo: %v", err)
 	}
-	reader := tally.Server.Reader()
+	reader := query.NewReader(tally.Store)
 	var best *replay.Fixture
 	for _, id := range sum.TraceIDs {
 		f, err := reader.Fixture(ctx, "default", id)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/pricing"
@@ -76,13 +77,26 @@ func DefaultHTTPLimits() HTTPLimits {
 
 // Options configure a Server. Store is required; zero fields take defaults.
 type Options struct {
-	Store     *schema.Store
-	Receiver  receiver.Config
-	Writer    writer.Config
+	Store    *schema.Store
+	Receiver receiver.Config
+	Writer   writer.Config
+	// Durable, when set, puts the durable log between the receiver and the
+	// writer: a 200 from /v1/traces then means fsynced in Durable.Dir. Nil
+	// acknowledges only after the ClickHouse INSERT.
+	Durable   *DurableLog
 	Normalize ingest.Options // Project is ignored: it comes from authentication
-	Logger    *slog.Logger
+	// Catalog turns on costs, cache health and the cost rollup (it is also
+	// Normalize's pricer); nil serves runs only.
+	Catalog *pricing.Catalog
+	// Reader is the query reader, shared with what is built beside the
+	// server (the alert evaluator, the metrics exporter); nil builds one.
+	Reader *query.Reader
+	// API configures the JSON API (alerts, limits, logger); the server adds
+	// the explainer.
+	API    api.Options
+	Logger *slog.Logger
 	// Registry receives tally's metrics and is served at /metrics; nil makes
-	// a fresh one with the Go and process collectors.
+	// a fresh one (NewRegistry).
 	Registry *prometheus.Registry
 	// UI serves everything not otherwise routed (the web UI); nil serves a
 	// placeholder page.
@@ -102,6 +116,28 @@ type Options struct {
 	// address cannot use a visitor's browser to read the server. With
 	// authentication on, every Host is served: the key is what protects.
 	AllowedHosts []string
+	// Jobs run in the background for as long as the server serves (key
+	// refresh, alert evaluation, metrics export, late migrations), besides
+	// the server's own (writer, durable log, rollup).
+	Jobs []func(ctx context.Context)
+	// Checks are reported by /readyz besides the server's own (ClickHouse,
+	// schema, durable log).
+	Checks map[string]ReadinessCheck
+}
+
+// DurableLog is where the durable log lives and how it behaves; its batch
+// bounds follow the writer's (Options.Writer).
+type DurableLog struct {
+	Dir    string
+	Config durable.Config
+}
+
+// NewRegistry returns a metrics registry with the Go and process collectors,
+// for Options.Registry (build it first when other components register on it).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // Switchable is implemented by an Authenticator that can be off (package
@@ -129,7 +165,8 @@ type Server struct {
 	sink         receiver.Sink
 }
 
-// New builds a server over an open, migrated store.
+// New builds a server in data-flow order: writer, durable log, receiver,
+// readers, API; every component comes from opts, none is switched on later.
 func New(opts Options) (*Server, error) {
 	if opts.Store == nil {
 		return nil, errors.New("server: a store is required")
@@ -138,8 +175,10 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
-		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Registry = NewRegistry()
+	}
+	if opts.Reader == nil {
+		opts.Reader = query.NewReader(opts.Store)
 	}
 	def := DefaultHTTPLimits()
 	if opts.HTTP.ReadHeaderTimeout <= 0 {
@@ -162,20 +201,26 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		engine:   gin.New(),
-		reader:   query.NewReader(opts.Store),
+		reader:   opts.Reader,
 		registry: opts.Registry,
+		jobs:     append([]func(context.Context){}, opts.Jobs...),
 		checks:   map[string]ReadinessCheck{},
 
 		ingestChecks: map[string]bool{},
 	}
+	for name, check := range opts.Checks {
+		s.checks[name] = check
+	}
+
+	// Writer, then the durable log in front of it.
 	s.writer = writer.New(opts.Store, opts.Writer, opts.Logger)
 	s.sink = s.writer
-	s.AddJob(s.writer.Run)
+	s.jobs = append(s.jobs, s.writer.Run)
 	if err := registerWriterMetrics(opts.Registry, s.writer); err != nil {
 		return nil, err
 	}
-	s.AddCheck("clickhouse", func(ctx context.Context) error { return opts.Store.Ping(ctx) })
-	s.AddCheck("schema", func(ctx context.Context) error {
+	s.checks["clickhouse"] = func(ctx context.Context) error { return opts.Store.Ping(ctx) }
+	s.checks["schema"] = func(ctx context.Context) error {
 		v, err := opts.Store.SchemaVersion(ctx)
 		if err != nil {
 			return err
@@ -184,52 +229,52 @@ func New(opts Options) (*Server, error) {
 			return fmt.Errorf("schema version %d, want %d: run tally migrate", v, schema.LatestVersion())
 		}
 		return nil
-	})
-	// With a price catalog, the API also serves costs and cache health; the
-	// cost reader embeds the plain reader, so runs, content and fixtures
-	// are served the same either way.
-	var runs api.Runs = s.reader
-	if cat, ok := opts.Normalize.Pricer.(*pricing.Catalog); ok {
-		runs = query.NewCostReader(s.reader, cat)
-		s.AddJob(rollup.New(opts.Store, rollup.Config{Logger: opts.Logger}).Run)
 	}
-	s.api = api.New(runs)
-	s.api.SetExplainer(query.NewExplainer(s.reader, opts.Normalize))
+	if opts.Durable != nil {
+		if err := s.openDurable(*opts.Durable); err != nil {
+			return nil, err
+		}
+	}
+
+	// Readers and the API: with a price catalog, costs and cache health
+	// too; the cost reader embeds the plain reader, so runs, content and
+	// fixtures are served the same either way.
+	var runs api.Runs = s.reader
+	if opts.Catalog != nil {
+		runs = query.NewCostReader(s.reader, opts.Catalog)
+		s.jobs = append(s.jobs, rollup.New(opts.Store, rollup.Config{Logger: opts.Logger}).Run)
+	}
+	apiOpts := opts.API
+	apiOpts.Explain = query.NewExplainer(s.reader, opts.Normalize)
+	if apiOpts.Logger == nil {
+		apiOpts.Logger = opts.Logger
+	}
+	s.api = api.New(runs, apiOpts)
 	return s, nil
 }
 
-// Reader is the server's query reader, for components mounted beside it.
-func (s *Server) Reader() *query.Reader { return s.reader }
-
-// Writer is the ClickHouse writer (the sink's downstream).
-func (s *Server) Writer() *writer.Writer { return s.writer }
-
-// Registry is where metrics are registered.
-func (s *Server) Registry() *prometheus.Registry { return s.registry }
-
-// API is the JSON API handler, for registering more routes before Handler.
-func (s *Server) API() *api.Handler { return s.api }
-
-// SetSink replaces the receiver's sink (e.g. with the durable log in front
-// of the writer). Call before Handler.
-func (s *Server) SetSink(sink receiver.Sink) { s.sink = sink }
-
-// SetAuth sets the authenticator (see Options.Auth). Call before Handler.
-func (s *Server) SetAuth(a Authenticator) { s.opts.Auth = a }
-
-// SetPublic serves h at path without authentication (see Options.Public).
-// Call before Handler.
-func (s *Server) SetPublic(path string, h http.Handler) {
-	public := make(map[string]http.Handler, len(s.opts.Public)+1)
-	for p, ph := range s.opts.Public {
-		public[p] = ph
+// openDurable opens the durable log in front of the writer and runs it.
+func (s *Server) openDurable(d DurableLog) error {
+	cfg := d.Config
+	cfg.MaxBatchSpans = s.writer.MaxBatchSpans()
+	cfg.MaxBatchBytes = s.writer.MaxBatchBytes()
+	sink, err := durable.Open(d.Dir, s.writer, cfg, s.log)
+	if err != nil {
+		return fmt.Errorf("open durable log: %w", err)
 	}
-	public[path] = h
-	s.opts.Public = public
+	s.sink = sink
+	s.jobs = append(s.jobs, func(ctx context.Context) {
+		if err := sink.Run(ctx); err != nil {
+			s.log.Error("durable log stopped delivering; spans stay in the log until this is fixed", "err", err)
+		}
+		if err := sink.Close(); err != nil {
+			s.log.Error("close durable log", "err", err)
+		}
+	})
+	s.checks["durable_log"] = func(context.Context) error { return sink.Ready() }
+	s.ingestChecks["durable_log"] = true
+	return registerDurableMetrics(s.registry, sink)
 }
-
-// SetAllowedHosts sets Options.AllowedHosts. Call before Handler.
-func (s *Server) SetAllowedHosts(hosts []string) { s.opts.AllowedHosts = hosts }
 
 // LoginRedirector is implemented by an Authenticator that signs browsers in
 // on a page of its own: for an unauthenticated request it returns where to
@@ -238,31 +283,7 @@ type LoginRedirector interface {
 	LoginURL(r *http.Request) string
 }
 
-// AddJob adds background work run by Run until its context ends.
-func (s *Server) AddJob(job func(ctx context.Context)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.jobs = append(s.jobs, job)
-}
-
-// AddCheck adds a readiness check reported by /readyz.
-func (s *Server) AddCheck(name string, check ReadinessCheck) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.checks[name] = check
-}
-
-// AddIngestCheck adds a check that decides whether ingest is accepted,
-// reported by /readyz and by /readyz/ingest. With none, /readyz/ingest
-// reports every check (without the durable log, ingest needs ClickHouse).
-func (s *Server) AddIngestCheck(name string, check ReadinessCheck) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.checks[name] = check
-	s.ingestChecks[name] = true
-}
-
-// Handler builds the HTTP routes. Call once, after SetSink/AddCheck.
+// Handler builds the HTTP routes. Call once.
 func (s *Server) Handler() (http.Handler, error) {
 	metrics, err := receiver.NewMetrics(s.registry)
 	if err != nil {
@@ -524,6 +545,30 @@ func registerWriterMetrics(reg prometheus.Registerer, w *writer.Writer) error {
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register writer metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// registerDurableMetrics exports the durable log's figures.
+func registerDurableMetrics(reg prometheus.Registerer, sink *durable.Sink) error {
+	gauge := func(name, help string, f func(durable.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(sink.Stats()) })
+	}
+	counter := func(name, help string, f func(durable.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(sink.Stats()) })
+	}
+	for _, c := range []prometheus.Collector{
+		gauge("tally_wal_bytes", "Bytes of acknowledged spans in the durable log not yet in ClickHouse.", func(s durable.Stats) float64 { return float64(s.WALBytes) }),
+		gauge("tally_wal_max_bytes", "Durable log size cap.", func(s durable.Stats) float64 { return float64(s.WALMaxBytes) }),
+		gauge("tally_wal_pending_records", "Durable log records not yet delivered to ClickHouse.", func(s durable.Stats) float64 { return float64(s.PendingRecords) }),
+		counter("tally_wal_appended_spans_total", "Spans appended (acknowledged).", func(s durable.Stats) float64 { return float64(s.AppendedSpans) }),
+		counter("tally_wal_delivered_spans_total", "Spans delivered from the durable log to ClickHouse.", func(s durable.Stats) float64 { return float64(s.DeliveredSpans) }),
+		counter("tally_wal_delivery_retries_total", "Retries delivering to ClickHouse.", func(s durable.Stats) float64 { return float64(s.Retries) }),
+		counter("tally_wal_refused_full_total", "Requests refused because the durable log was full.", func(s durable.Stats) float64 { return float64(s.RefusedFull) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register durable log metrics: %w", err)
 		}
 	}
 	return nil

@@ -1,112 +1,18 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tallyhq/tally/alerts"
 	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 )
-
-func init() {
-	extraCommands = append(extraCommands, newAlertsCmd)
-	serveFlagHooks = append(serveFlagHooks, registerAlertFlags)
-	serveHooks = append(serveHooks, wireAlerts)
-}
-
-// defaultRulesFile is the documented default rule set, relative to the
-// working directory (the repository root for make run).
-const defaultRulesFile = "deploy/alerts.yaml"
-
-// alertStateFile is where alert state survives restarts, in the data dir.
-const alertStateFile = "alerts-state.json"
-
-// registerAlertFlags adds tally serve's alerting flags.
-func registerAlertFlags(fs *pflag.FlagSet) {
-	fs.String("alerts-rules", defaultRulesFile, "alert rules file (YAML); alerting is off when the default file is missing")
-	fs.StringSlice("alertmanager-url", nil, "Alertmanager base URL to push alerts to (POST /api/v2/alerts); repeatable")
-	fs.StringSlice("alerts-webhook-url", nil, "URL receiving alerts as a generic JSON webhook; repeatable")
-	fs.Duration("alerts-interval", time.Minute, "how often alert rules are evaluated")
-	fs.Duration("alerts-resend-interval", time.Minute, "how often a firing alert is re-sent to Alertmanager")
-	fs.Duration("alerts-metrics-window", 15*time.Minute, "window of the tool and model gauges on /metrics")
-	fs.Int("alerts-max-label-values", 200, "most distinct tool, model and agent label values on /metrics; more are counted as __other__")
-}
-
-// wireAlerts starts the alert evaluator as a server job: rules, state in the
-// data dir, delivery targets, metrics on the server's registry.
-func wireAlerts(env *serveEnv) error {
-	f := env.flags
-	rulesPath, _ := f.GetString("alerts-rules")
-	amURLs, _ := f.GetStringSlice("alertmanager-url")
-	hookURLs, _ := f.GetStringSlice("alerts-webhook-url")
-	interval, _ := f.GetDuration("alerts-interval")
-	resend, _ := f.GetDuration("alerts-resend-interval")
-	window, _ := f.GetDuration("alerts-metrics-window")
-	maxValues, _ := f.GetInt("alerts-max-label-values")
-	// The tool, model and usage figures on /metrics come from their own
-	// exporter, on every replica, whether or not alerting is on.
-	exporter, err := alerts.NewExporter(alerts.ExporterConfig{Source: env.srv.Reader(), Registerer: env.srv.Registry(),
-		Window: window, Interval: interval, MaxLabelValues: maxValues, Logger: env.log.With("component", "metrics")})
-	if err != nil {
-		return err
-	}
-	env.srv.AddJob(exporter.Run)
-	if rulesPath == "" {
-		env.log.Info("alerting off: no --alerts-rules")
-		return nil
-	}
-	rules, err := alerts.LoadRules(rulesPath)
-	if errors.Is(err, fs.ErrNotExist) && !f.Changed("alerts-rules") {
-		env.log.Info("alerting off: no rules file", "path", rulesPath)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var targets []alerts.Target
-	for _, u := range amURLs {
-		targets = append(targets, alerts.NewAlertmanager(u, nil))
-	}
-	for _, u := range hookURLs {
-		targets = append(targets, alerts.NewWebhook(u, nil))
-	}
-	reader := env.srv.Reader()
-	ev, err := alerts.NewEvaluator(alerts.Config{
-		Rules:          rules,
-		Source:         reader,
-		Cache:          alerts.CacheFromReports(query.NewCostReader(reader, env.catalog)),
-		Targets:        targets,
-		StatePath:      filepath.Join(env.dataDir, alertStateFile),
-		ExternalURL:    env.externalURL,
-		Interval:       interval,
-		ResendInterval: resend,
-		Registerer:     env.srv.Registry(),
-		Logger:         env.log.With("component", "alerts"),
-	})
-	if err != nil {
-		return err
-	}
-	job, err := evaluatorJob(env, func(ctx context.Context) { _ = ev.Run(ctx) })
-	if err != nil {
-		return err
-	}
-	env.srv.AddJob(job)
-	env.srv.API().SetAlerts(ev)
-	env.log.Info("alerting on", "rules", len(rules), "file", rulesPath, "alertmanagers", len(amURLs),
-		"webhooks", len(hookURLs), "interval", interval)
-	return nil
-}
 
 // newAlertsCmd is `tally alerts`.
 func newAlertsCmd() *cobra.Command {

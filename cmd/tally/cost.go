@@ -19,10 +19,6 @@ import (
 	"github.com/tallyhq/tally/rollup"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newCostCmd, newCacheCmd, newRepriceCmd)
-}
-
 func newCostCmd() *cobra.Command {
 	var (
 		by, since, until, bucket string

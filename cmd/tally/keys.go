@@ -5,117 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tallyhq/tally/auth"
 )
-
-func init() {
-	extraCommands = append(extraCommands, newKeysCmd)
-	serveFlagHooks = append(serveFlagHooks, registerAuthFlags)
-	serveHooks = append(serveHooks, wireAuth)
-}
-
-// keyCacheFile keeps the last loaded API key hashes in the data dir.
-const keyCacheFile = "keys-cache.json"
-
-// registerAuthFlags adds tally serve's authentication flags.
-func registerAuthFlags(fs *pflag.FlagSet) {
-	fs.Var(&auth.StaticKeys{}, "auth-key",
-		"static API key as project:scope[,scope]:sha256hex (the key's hash from `tally keys hash`, never the key); repeatable")
-	fs.Duration("auth-refresh", auth.DefaultRefresh, "how often managed keys are reloaded from ClickHouse: a created or revoked key takes effect within it")
-	fs.String("session-secret", "", "secret (32+ bytes) signing UI session cookies; default: generated once into <data-dir>/"+auth.SecretFile+". Give replicas the same one")
-	fs.Duration("session-ttl", auth.DefaultSessionTTL, "how long a UI sign-in lasts")
-	fs.StringSlice("allowed-hosts", nil, "Host names (or IPs) served while no API key exists, besides localhost, 127.0.0.1 and [::1] (DNS rebinding guard); * for any")
-	fs.StringSlice("trusted-proxies", nil, "reverse proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Host and X-Forwarded-Proto are believed; default none")
-}
-
-// wireAuth builds the keyring from static and managed keys, decides whether
-// serving is allowed (no keys: loopback only, unless --insecure), and mounts
-// authentication, /login and /logout, and the key refresh job.
-func wireAuth(env *serveEnv) error {
-	fs := env.flags
-	static := fs.Lookup("auth-key").Value.(*auth.StaticKeys).Keys
-	refresh, err := fs.GetDuration("auth-refresh")
-	if err != nil {
-		return err
-	}
-	secretFlag, err := fs.GetString("session-secret")
-	if err != nil {
-		return err
-	}
-	ttl, err := fs.GetDuration("session-ttl")
-	if err != nil {
-		return err
-	}
-	proxySpecs, err := fs.GetStringSlice("trusted-proxies")
-	if err != nil {
-		return err
-	}
-	proxies, err := auth.ParseTrustedProxies(proxySpecs)
-	if err != nil {
-		return fmt.Errorf("--trusted-proxies: %w", err)
-	}
-	secret := []byte(secretFlag)
-	if secretFlag == "" {
-		if secret, err = auth.LoadOrCreateSecret(env.dataDir); err != nil {
-			return err
-		}
-	}
-	sessions, err := auth.NewSessions(secret, ttl)
-	if err != nil {
-		return fmt.Errorf("--session-secret: %w", err)
-	}
-	keyStore := auth.NewStore(env.store)
-	// The cache lets a tally started during a ClickHouse outage authenticate
-	// as before it, and take spans into its durable log.
-	cached := &auth.KeyCache{Source: keyStore, Revocations: keyStore, Path: filepath.Join(env.dataDir, keyCacheFile), Logger: env.log}
-	keyring, err := auth.NewKeyring(env.ctx, auth.Config{
-		Static: static, Source: cached, Revocations: cached, Refresh: refresh, Sessions: sessions,
-		TrustedProxies: proxies, Logger: env.log, StartUnavailable: true,
-	})
-	if err != nil {
-		return err
-	}
-	allowedHosts, err := fs.GetStringSlice("allowed-hosts")
-	if err != nil {
-		return err
-	}
-	listen, err := fs.GetString("listen")
-	if err != nil {
-		return err
-	}
-	insecure, err := fs.GetBool("insecure")
-	if err != nil {
-		return err
-	}
-	switch {
-	case keyring.Enabled():
-		env.log.Info("authentication on: API keys required", "static_keys", len(static), "refresh", refresh)
-	case isLoopback(listen):
-		env.log.Warn("authentication off: no API key configured, serving project \"default\" to anyone on this machine; create a key with `tally keys create` to turn it on", "listen", listen)
-	case !insecure:
-		return fmt.Errorf("refusing to serve on non-loopback %s without API keys; configure keys (tally keys create, --auth-key) or pass --insecure", listen)
-	default:
-		env.log.Warn("SERVING WITHOUT AUTHENTICATION ON A NON-LOOPBACK ADDRESS (--insecure): anyone who can reach it can read and write all data", "listen", listen)
-		if len(allowedHosts) == 0 {
-			env.log.Warn("authentication off: only loopback Host names are answered; list the names clients use in --allowed-hosts", "listen", listen)
-		}
-	}
-	env.srv.SetAllowedHosts(allowedHosts)
-	env.srv.SetAuth(keyring)
-	for path, h := range keyring.Public() {
-		env.srv.SetPublic(path, h)
-	}
-	env.srv.AddJob(keyring.Run)
-	return nil
-}
 
 func newKeysCmd() *cobra.Command {
 	cmd := &cobra.Command{

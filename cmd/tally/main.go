@@ -56,14 +56,13 @@ func newRootCmd() *cobra.Command {
 		newRunsCmd(),
 		newRunCmd(),
 		newExplainCmd(),
+		newCostCmd(),
+		newCacheCmd(),
+		newRepriceCmd(),
+		newAlertsCmd(),
+		newReplayCmd(),
+		newKeysCmd(),
+		newProbeCmd(),
 	)
-	for _, extra := range extraCommands {
-		root.AddCommand(extra())
-	}
 	return root
 }
-
-// extraCommands are subcommands contributed by other files of this package
-// (cost, cache, alerts, replay, keys), kept in a list so each feature's file
-// adds itself without touching this one.
-var extraCommands []func() *cobra.Command

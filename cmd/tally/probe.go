@@ -8,10 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newProbeCmd)
-}
-
 // newProbeCmd is `tally probe`: GET a health endpoint of a running tally and
 // exit 0 on 200, 1 otherwise. The container image has no shell or curl
 // (distroless), so its HEALTHCHECK and docker-compose healthchecks run this.

@@ -24,8 +24,6 @@ import (
 	"github.com/tallyhq/tally/replay/columnar"
 )
 
-func init() { extraCommands = append(extraCommands, newReplayCmd) }
-
 func newReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",

@@ -7,23 +7,15 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/config"
-	"github.com/tallyhq/tally/ingest"
-	"github.com/tallyhq/tally/ingest/receiver"
-	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/pricing"
-	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
-	"github.com/tallyhq/tally/server"
-	"github.com/tallyhq/tally/ui"
 )
 
 // storeFlags are the ClickHouse connection flags shared by every command
@@ -110,30 +102,7 @@ func isLoopback(listen string) bool {
 }
 
 func newServeCmd() *cobra.Command {
-	var (
-		st            storeFlags
-		listen        string
-		dataDir       string
-		logLevel      string
-		insecure      bool
-		priceFile     string
-		litellmFile   string
-		noContent     bool
-		privacyRules  []string
-		usageReading  []string
-		usageProvider []string
-		limits        = ingest.DefaultLimits()
-		maxInFlight   int64
-		minBodyRate   int64
-		bodyRateGrace time.Duration
-		wcfg          = writer.DefaultConfig()
-		httpLimits    = server.DefaultHTTPLimits()
-		memoryLimit   int64
-		noMigrate     bool
-		externalURL   string
-		maxQueryRange = api.DefaultMaxQueryRange
-		runReads      = api.DefaultRunReadLimits()
-	)
+	var cfg serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve OTLP/HTTP ingest, the JSON API, the UI and /metrics on one listener",
@@ -144,128 +113,36 @@ Every flag can also be set as TALLY_<FLAG> (upper case, dashes as underscores)
 or in tally.yaml; flags win over the environment, which wins over the file.`,
 	}
 	apply := configFlag(cmd)
-	fs := cmd.Flags()
-	st.register(fs)
-	fs.StringVar(&listen, "listen", "127.0.0.1:4318", "address for OTLP, API and UI")
-	fs.StringVar(&dataDir, "data-dir", ".tally/data", "directory for tally's local state (durable log, alert state)")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.BoolVar(&insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
-	fs.StringVar(&externalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
-	fs.StringVar(&priceFile, "prices", "", "YAML price file adding to or overriding the built-in catalog")
-	fs.StringVar(&litellmFile, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
-	fs.BoolVar(&noContent, "no-content", false, "store no prompt, message or tool content at all")
-	fs.StringSliceVar(&privacyRules, "privacy-rule", nil, "attribute privacy rule KEY=drop|redact|hash (repeatable)")
-	fs.StringSliceVar(&usageReading, "usage-reading", nil, "override how an instrumentation reports input: READING_OR_SCOPE=inclusive|exclusive (of cache tokens; repeatable; see the README's instrumentation table)")
-	fs.StringSliceVar(&usageProvider, "usage-provider", nil, "how spans of unknown instrumentations report input, by provider: PROVIDER=inclusive|exclusive (repeatable; prefix.* matches a family)")
-	fs.Int64Var(&limits.MaxBodyBytes, "max-body-bytes", limits.MaxBodyBytes, "largest request body, after decompression (413 above)")
-	fs.IntVar(&limits.MaxSpansPerRequest, "max-spans-per-request", limits.MaxSpansPerRequest, "most spans in one request (413 above)")
-	fs.IntVar(&limits.MaxAttrValueBytes, "max-attr-value-bytes", limits.MaxAttrValueBytes, "longest attribute value kept; longer ones are truncated with a marker")
-	fs.IntVar(&limits.MaxContentBytes, "max-content-bytes", limits.MaxContentBytes, "longest content value (tool arguments/results, messages) kept")
-	fs.IntVar(&limits.MaxAttrsPerSpan, "max-attrs-per-span", limits.MaxAttrsPerSpan, "most attributes kept per span; the rest are counted in tally.dropped_attributes")
-	fs.IntVar(&limits.MaxEventsPerSpan, "max-events-per-span", limits.MaxEventsPerSpan, "most events kept per span")
-	fs.Int64Var(&maxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above)")
-	fs.Int64Var(&minBodyRate, "min-body-rate", receiver.DefaultMinBodyRate, "slowest a request body may arrive after --body-rate-grace, in bytes/s on the wire (408 below); 0 for none")
-	fs.DurationVar(&bodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")
-	fs.IntVar(&wcfg.QueueSpans, "queue-spans", wcfg.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
-	fs.IntVar(&wcfg.MaxBatchSpans, "batch-spans", wcfg.MaxBatchSpans, "rows per ClickHouse INSERT")
-	fs.Int64Var(&wcfg.MaxBatchBytes, "batch-bytes", wcfg.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log")
-	fs.DurationVar(&wcfg.FlushInterval, "flush-interval", wcfg.FlushInterval, "longest a row waits before its INSERT")
-	fs.DurationVar(&wcfg.AckTimeout, "ack-timeout", wcfg.AckTimeout, "longest a request waits for its rows to be stored before 503")
-	fs.IntVar(&runReads.MaxRunSpans, "max-run-spans", runReads.MaxRunSpans, "most spans one run answer holds (a larger run answers its earliest spans, marked truncated; fixtures of larger runs are refused with 413)")
-	fs.IntVar(&runReads.MaxConcurrent, "max-concurrent-run-reads", runReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
-	fs.Var(dayDuration{&maxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
-	fs.BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start-up")
-	fs.Int64Var(&memoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
-	fs.IntVar(&httpLimits.MaxHeaderBytes, "max-header-bytes", httpLimits.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
-	fs.DurationVar(&httpLimits.ReadHeaderTimeout, "read-header-timeout", httpLimits.ReadHeaderTimeout, "time to read a request's headers")
-	fs.DurationVar(&httpLimits.ReadTimeout, "read-timeout", httpLimits.ReadTimeout, "time to read a whole request")
-	fs.DurationVar(&httpLimits.WriteTimeout, "write-timeout", httpLimits.WriteTimeout, "time to write an answer")
+	cfg.bind(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
 			return err
 		}
-		log := newLogger(logLevel)
+		cfg.Alerts.RulesExplicit = cmd.Flags().Changed("alerts-rules")
+		log := newLogger(cfg.LogLevel)
 		ctx := cmd.Context()
-		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && memoryLimit > 0 {
-			debug.SetMemoryLimit(memoryLimit)
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && cfg.MemoryLimit > 0 {
+			debug.SetMemoryLimit(cfg.MemoryLimit)
 		}
-		// Whether a non-loopback --listen is allowed depends on whether API
-		// keys exist (also in ClickHouse): the auth hook (keys.go) decides.
-		privacy := ingest.Privacy{NoContent: noContent, Rules: map[string]ingest.Action{}}
-		for _, r := range privacyRules {
-			k, a, ok := strings.Cut(r, "=")
-			if !ok || !ingest.Action(a).Valid() {
-				return fmt.Errorf("--privacy-rule %q: want KEY=drop|redact|hash", r)
-			}
-			privacy.Rules[k] = ingest.Action(a)
-		}
-		usage, err := ingest.ParseUsagePolicy(usageReading, usageProvider)
-		if err != nil {
-			return err
-		}
-		catalog, err := loadCatalog(priceFile, litellmFile)
-		if err != nil {
-			return err
-		}
-		store, reachable, err := openForServe(ctx, &st, log)
+		srv, store, err := assemble(ctx, &cfg, log)
 		if err != nil {
 			return err
 		}
 		defer store.Close()
-		if !noMigrate && reachable {
-			if err := store.Migrate(ctx); err != nil {
-				return err
-			}
-		}
-		if err := os.MkdirAll(dataDir, 0o750); err != nil {
-			return fmt.Errorf("data dir: %w", err)
-		}
-		if externalURL == "" {
-			externalURL = "http://" + listen
-		}
-		rcfg := receiver.Config{Limits: limits, MaxInFlightBytes: maxInFlight,
-			MinBodyRate: minBodyRate, BodyRateGrace: bodyRateGrace}
-		if minBodyRate == 0 {
-			rcfg.MinBodyRate = -1 // receiver.Config: negative is none, zero the default
-		}
-		opts := server.Options{
-			Store:    store,
-			Receiver: rcfg,
-			Writer:   wcfg,
-			HTTP:     httpLimits,
-			Normalize: ingest.Options{
-				Limits: limits, Pricer: catalog, Usage: usage, Privacy: privacy,
-			},
-			Logger: log,
-			UI:     ui.Handler(ui.WithRuns(query.NewReader(store), api.RequestProject), ui.WithLogger(log)),
-		}
-		srv, err := server.New(opts)
-		if err != nil {
+		if err := startDebugListener(ctx, cfg.Debug.Listen, cfg.Insecure, log); err != nil {
 			return err
 		}
-		srv.API().SetMaxRange(maxQueryRange)
-		srv.API().SetRunReadLimits(runReads)
-		srv.API().SetLogger(log)
-		if !noMigrate && !reachable {
-			srv.AddJob(func(ctx context.Context) { migrateWhenReachable(ctx, store, log) })
-		}
-		env := serveEnv{ctx: ctx, srv: srv, store: store, catalog: catalog, dataDir: dataDir,
-			externalURL: externalURL, log: log, flags: fs}
-		for _, hook := range serveHooks {
-			if err := hook(&env); err != nil {
-				return err
-			}
-		}
-		ln, err := net.Listen("tcp", listen)
+		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		log.Info("tally serving", "listen", ln.Addr().String(), "clickhouse", st.addr, "database", st.database,
+		externalURL := cfg.ExternalURL
+		if externalURL == "" {
+			externalURL = "http://" + cfg.Listen
+		}
+		log.Info("tally serving", "listen", ln.Addr().String(), "clickhouse", cfg.Store.addr, "database", cfg.Store.database,
 			"ui", externalURL+"/", "otlp", externalURL+"/v1/traces")
 		return srv.Serve(ctx, ln)
-	}
-	for _, reg := range serveFlagHooks {
-		reg(fs)
 	}
 	return cmd
 }
@@ -300,26 +177,6 @@ func (f dayDuration) Type() string { return "duration" }
 
 // serveEnv is what features that plug into `tally serve` (durable log,
 // rollups, alerts, UI, auth) receive to wire themselves in.
-type serveEnv struct {
-	ctx         context.Context
-	srv         *server.Server
-	store       *schema.Store
-	catalog     *pricing.Catalog
-	dataDir     string
-	externalURL string
-	log         *slog.Logger
-	flags       *pflag.FlagSet
-}
-
-// serveHooks wire features into the server before it starts listening;
-// serveFlagHooks add their flags. Each feature's file appends to them.
-var (
-	serveHooks     []func(*serveEnv) error
-	serveFlagHooks []func(*pflag.FlagSet)
-)
-
-// openWithRetry connects to ClickHouse, retrying for a while: at start-up
-// (make run, a container) ClickHouse may still be starting.
 // openForServe opens the store for tally serve. When ClickHouse does not
 // answer within a few seconds, a single server (not a cluster) starts anyway
 // with a deferred store: it listens, takes spans into the durable log and

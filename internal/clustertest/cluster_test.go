@@ -58,7 +58,7 @@ func startTally(t *testing.T, addr string) *tally {
 		t.Fatal(err)
 	}
 	o := server.Options{Store: store}
-	o.Normalize.Pricer = catalog
+	o.Normalize.Pricer, o.Catalog = catalog, catalog
 	o.Writer.FlushInterval = 20 * time.Millisecond
 	srv, err := server.New(o)
 	if err != nil {

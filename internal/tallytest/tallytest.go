@@ -45,6 +45,7 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	}
 	o := server.Options{Store: store}
 	o.Normalize.Pricer = catalog
+	o.Catalog = catalog
 	o.Writer.FlushInterval = 20e6 // 20ms: tests wait on acknowledgements
 	for _, opt := range opts {
 		opt(&o)

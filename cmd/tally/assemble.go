@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tallyhq/tally/alerts"
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/auth"
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/durable"
+	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/ingest/wal"
+	"github.com/tallyhq/tally/lease"
+	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/ui"
+)
+
+// Files in the data dir.
+const (
+	alertStateFile = "alerts-state.json" // alert state across restarts
+	keyCacheFile   = "keys-cache.json"   // the last loaded API key hashes
+)
+
+// alertsEvaluatorLease is the lease the alert evaluator runs under.
+const alertsEvaluatorLease = "alerts-evaluator"
+
+// assemble builds tally serve from its configuration, in data-flow order:
+// normalization rules and prices, the store (and its migrations), then the
+// parts that read it — authentication, the metrics exporter, the alert
+// evaluator under its lease, the UI — and the server that wires the
+// receiver, durable log, writer, readers and API around them. It is the one
+// place that decides what runs; the caller closes the store.
+func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.Server, *schema.Store, error) {
+	// Ingest: what a span becomes.
+	normalize, catalog, err := normalizeOptions(cfg.Ingest)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// The store: reachable now, or later (the durable log takes spans in
+	// the meantime and the migrations wait).
+	store, reachable, err := openForServe(ctx, &cfg.Store, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*server.Server, *schema.Store, error) { store.Close(); return nil, nil, err }
+	var jobs []func(context.Context)
+	if !cfg.NoMigrate {
+		if reachable {
+			if err := store.Migrate(ctx); err != nil {
+				return fail(err)
+			}
+		} else {
+			jobs = append(jobs, func(ctx context.Context) { migrateWhenReachable(ctx, store, log) })
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fail(fmt.Errorf("data dir: %w", err))
+	}
+	externalURL := cfg.ExternalURL
+	if externalURL == "" {
+		externalURL = "http://" + cfg.Listen
+	}
+
+	// Readers and metrics, shared by what follows.
+	registry := server.NewRegistry()
+	reader := query.NewReader(store)
+
+	// Authentication.
+	keyring, err := buildAuth(ctx, cfg, store, log)
+	if err != nil {
+		return fail(err)
+	}
+	jobs = append(jobs, keyring.Run)
+
+	// The /metrics figures, on every replica, alerting or not.
+	exporter, err := alerts.NewExporter(alerts.ExporterConfig{Source: reader, Registerer: registry,
+		Window: cfg.Alerts.MetricsWindow, Interval: cfg.Alerts.Interval, MaxLabelValues: cfg.Alerts.MaxLabelValues,
+		Logger: log.With("component", "metrics")})
+	if err != nil {
+		return fail(err)
+	}
+	jobs = append(jobs, exporter.Run)
+
+	// Alert evaluation, under the lease.
+	evaluator, evaluate, err := buildAlerts(cfg, store, reader, catalog, registry, externalURL, log)
+	if err != nil {
+		return fail(err)
+	}
+	apiOpts := api.Options{MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log}
+	if evaluator != nil {
+		jobs = append(jobs, evaluate)
+		apiOpts.Alerts = evaluator
+	}
+
+	// The server: receiver → durable log → writer → ClickHouse, and the
+	// readers behind the API and the UI.
+	rcfg := receiver.Config{Limits: cfg.Ingest.Limits, MaxInFlightBytes: cfg.Ingest.MaxInFlight,
+		MinBodyRate: cfg.Ingest.MinBodyRate, BodyRateGrace: cfg.Ingest.BodyRateGrace}
+	if cfg.Ingest.MinBodyRate == 0 {
+		rcfg.MinBodyRate = -1 // receiver.Config: negative is none, zero the default
+	}
+	srv, err := server.New(server.Options{
+		Store:        store,
+		Receiver:     rcfg,
+		Durable:      durableLog(cfg, log),
+		Writer:       cfg.Writer,
+		Normalize:    normalize,
+		Catalog:      catalog,
+		Reader:       reader,
+		API:          apiOpts,
+		Logger:       log,
+		Registry:     registry,
+		UI:           ui.Handler(ui.WithRuns(reader, api.RequestProject), ui.WithLogger(log)),
+		HTTP:         cfg.HTTP,
+		Auth:         keyring,
+		Public:       keyring.Public(),
+		AllowedHosts: cfg.Auth.AllowedHosts,
+		Jobs:         jobs,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return srv, store, nil
+}
+
+// normalizeOptions turns the ingest settings into Normalize's options and
+// the price catalog.
+func normalizeOptions(in ingestConfig) (ingest.Options, *pricing.Catalog, error) {
+	privacy := ingest.Privacy{NoContent: in.NoContent, Rules: map[string]ingest.Action{}}
+	for _, r := range in.PrivacyRules {
+		k, a, ok := strings.Cut(r, "=")
+		if !ok || !ingest.Action(a).Valid() {
+			return ingest.Options{}, nil, fmt.Errorf("--privacy-rule %q: want KEY=drop|redact|hash", r)
+		}
+		privacy.Rules[k] = ingest.Action(a)
+	}
+	usage, err := ingest.ParseUsagePolicy(in.UsageReading, in.UsageProvider)
+	if err != nil {
+		return ingest.Options{}, nil, err
+	}
+	catalog, err := loadCatalog(in.Prices, in.LiteLLMPrices)
+	if err != nil {
+		return ingest.Options{}, nil, err
+	}
+	return ingest.Options{Limits: in.Limits, Pricer: catalog, Usage: usage, Privacy: privacy}, catalog, nil
+}
+
+// durableLog is where the durable log lives, nil with --no-wal.
+func durableLog(cfg *serveConfig, log *slog.Logger) *server.DurableLog {
+	d := cfg.Durable
+	if d.Disabled {
+		log.Warn("durable log disabled (--no-wal): spans are acknowledged only once in ClickHouse, and refused while it is down")
+		return nil
+	}
+	if d.NoSync {
+		log.Warn("durable log without fsync (--wal-no-sync): acknowledged spans can be lost if the machine crashes")
+	}
+	dc := durable.DefaultConfig()
+	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
+	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc}
+}
+
+// buildAuth builds the keyring from static and managed keys (with their
+// cache in the data dir) and decides whether serving is allowed: without
+// keys, loopback only unless --insecure.
+func buildAuth(ctx context.Context, cfg *serveConfig, store *schema.Store, log *slog.Logger) (*auth.Keyring, error) {
+	au := cfg.Auth
+	proxies, err := auth.ParseTrustedProxies(au.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	secret := []byte(au.SessionSecret)
+	if au.SessionSecret == "" {
+		if secret, err = auth.LoadOrCreateSecret(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	sessions, err := auth.NewSessions(secret, au.SessionTTL)
+	if err != nil {
+		return nil, fmt.Errorf("--session-secret: %w", err)
+	}
+	keyStore := auth.NewStore(store)
+	// The cache lets a tally started during a ClickHouse outage authenticate
+	// as before it, and take spans into its durable log.
+	cached := &auth.KeyCache{Source: keyStore, Revocations: keyStore, Path: filepath.Join(cfg.DataDir, keyCacheFile), Logger: log}
+	keyring, err := auth.NewKeyring(ctx, auth.Config{
+		Static: au.StaticKeys.Keys, Source: cached, Revocations: cached, Refresh: au.Refresh, Sessions: sessions,
+		TrustedProxies: proxies, Logger: log, StartUnavailable: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case keyring.Enabled():
+		log.Info("authentication on: API keys required", "static_keys", len(au.StaticKeys.Keys), "refresh", au.Refresh)
+	case isLoopback(cfg.Listen):
+		log.Warn("authentication off: no API key configured, serving project \"default\" to anyone on this machine; create a key with `tally keys create` to turn it on", "listen", cfg.Listen)
+	case !cfg.Insecure:
+		return nil, fmt.Errorf("refusing to serve on non-loopback %s without API keys; configure keys (tally keys create, --auth-key) or pass --insecure", cfg.Listen)
+	default:
+		log.Warn("SERVING WITHOUT AUTHENTICATION ON A NON-LOOPBACK ADDRESS (--insecure): anyone who can reach it can read and write all data", "listen", cfg.Listen)
+		if len(au.AllowedHosts) == 0 {
+			log.Warn("authentication off: only loopback Host names are answered; list the names clients use in --allowed-hosts", "listen", cfg.Listen)
+		}
+	}
+	return keyring, nil
+}
+
+// buildAlerts builds the alert evaluator and the job that runs it as
+// --alerts-evaluator says: under a lease in ClickHouse (auto: one replica
+// evaluates and notifies), always (on) or never (off). With no rules file it
+// returns nil: alerting is off, the metrics exporter still runs.
+func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, catalog *pricing.Catalog,
+	reg prometheus.Registerer, externalURL string, log *slog.Logger) (*alerts.Evaluator, func(context.Context), error) {
+	a := cfg.Alerts
+	if a.RulesPath == "" {
+		log.Info("alerting off: no --alerts-rules")
+		return nil, nil, nil
+	}
+	rules, err := alerts.LoadRules(a.RulesPath)
+	if errors.Is(err, fs.ErrNotExist) && !a.RulesExplicit {
+		log.Info("alerting off: no rules file", "path", a.RulesPath)
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var targets []alerts.Target
+	for _, u := range a.Alertmanagers {
+		targets = append(targets, alerts.NewAlertmanager(u, nil))
+	}
+	for _, u := range a.Webhooks {
+		targets = append(targets, alerts.NewWebhook(u, nil))
+	}
+	ev, err := alerts.NewEvaluator(alerts.Config{
+		Rules:          rules,
+		Source:         reader,
+		Cache:          alerts.CacheFromReports(query.NewCostReader(reader, catalog)),
+		Targets:        targets,
+		StatePath:      filepath.Join(cfg.DataDir, alertStateFile),
+		ExternalURL:    externalURL,
+		Interval:       a.Interval,
+		ResendInterval: a.ResendInterval,
+		Registerer:     reg,
+		Logger:         log.With("component", "alerts"),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	run := func(ctx context.Context) { _ = ev.Run(ctx) }
+	switch a.Evaluator {
+	case "on":
+	case "off":
+		log.Info("alert evaluation off on this replica (--alerts-evaluator=off)")
+		run = func(context.Context) {}
+	case "auto":
+		holder := a.ReplicaID
+		if holder == "" {
+			if holder, err = defaultReplicaID(); err != nil {
+				return nil, nil, err
+			}
+		}
+		l, err := lease.New(store, lease.Config{Name: alertsEvaluatorLease, Holder: holder,
+			Logger: log.With("component", "lease")})
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("alert evaluation under a lease: one replica evaluates at a time", "lease", alertsEvaluatorLease,
+			"holder", holder, "ttl", lease.DefaultTTL)
+		evaluate := run
+		run = func(ctx context.Context) { l.Run(ctx, evaluate) }
+	default:
+		return nil, nil, fmt.Errorf("--alerts-evaluator %q: want auto, on or off", a.Evaluator)
+	}
+	log.Info("alerting on", "rules", len(rules), "file", a.RulesPath, "alertmanagers", len(a.Alertmanagers),
+		"webhooks", len(a.Webhooks), "interval", a.Interval)
+	return ev, run, nil
+}
+
+// defaultReplicaID is the host name with a random suffix, unique per process.
+func defaultReplicaID() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "tally"
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return "", fmt.Errorf("replica id: %w", err)
+	}
+	return host + "-" + hex.EncodeToString(suffix), nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/auth"
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/server"
+)
+
+// serveConfig is every setting of tally serve, typed, one sub-struct per
+// part of the system. bind registers them all as flags in one place (the
+// environment and tally.yaml layer under the flags, see configFlag);
+// assemble reads only this struct.
+type serveConfig struct {
+	Store       storeFlags
+	Listen      string
+	DataDir     string
+	LogLevel    string
+	Insecure    bool
+	ExternalURL string
+	MemoryLimit int64
+	NoMigrate   bool
+
+	Ingest  ingestConfig
+	Durable durableConfig
+	Writer  writer.Config
+	HTTP    server.HTTPLimits
+	API     apiConfig
+	Alerts  alertsConfig
+	Auth    authConfig
+	Debug   debugConfig
+}
+
+// ingestConfig is how spans are received and normalized.
+type ingestConfig struct {
+	Limits        ingest.Limits
+	MaxInFlight   int64
+	MinBodyRate   int64
+	BodyRateGrace time.Duration
+	NoContent     bool
+	PrivacyRules  []string
+	UsageReading  []string
+	UsageProvider []string
+	Prices        string
+	LiteLLMPrices string
+}
+
+// durableConfig is the durable log in front of the writer.
+type durableConfig struct {
+	Disabled     bool
+	MaxBytes     int64
+	SegmentBytes int64
+	NoSync       bool
+}
+
+// apiConfig bounds the JSON API.
+type apiConfig struct {
+	MaxQueryRange time.Duration
+	RunReads      api.RunReadLimits
+}
+
+// alertsConfig is alerting, the metrics exporter and which replica evaluates.
+type alertsConfig struct {
+	RulesPath string
+	// RulesExplicit: the rules file was named (a missing one is then an
+	// error; the default may be missing, and alerting is off).
+	RulesExplicit  bool
+	Alertmanagers  []string
+	Webhooks       []string
+	Interval       time.Duration
+	ResendInterval time.Duration
+	MetricsWindow  time.Duration
+	MaxLabelValues int
+	Evaluator      string // auto, on, off
+	ReplicaID      string
+}
+
+// authConfig is API keys, UI sessions and what is trusted.
+type authConfig struct {
+	StaticKeys     auth.StaticKeys
+	Refresh        time.Duration
+	SessionSecret  string
+	SessionTTL     time.Duration
+	AllowedHosts   []string
+	TrustedProxies []string
+}
+
+// debugConfig is the opt-in profiling listener.
+type debugConfig struct {
+	Listen string
+}
+
+// defaultRulesFile is the documented default rule set, relative to the
+// working directory (the repository root for make run).
+const defaultRulesFile = "deploy/alerts.yaml"
+
+// bind registers every setting of tally serve as a flag of fs, with its
+// default.
+func (c *serveConfig) bind(fs *pflag.FlagSet) {
+	c.Ingest.Limits = ingest.DefaultLimits()
+	c.Writer = writer.DefaultConfig()
+	c.HTTP = server.DefaultHTTPLimits()
+	c.API = apiConfig{MaxQueryRange: api.DefaultMaxQueryRange, RunReads: api.DefaultRunReadLimits()}
+
+	c.Store.register(fs)
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:4318", "address for OTLP, API and UI")
+	fs.StringVar(&c.DataDir, "data-dir", ".tally/data", "directory for tally's local state (durable log, alert state, key cache)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&c.Insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
+	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
+	fs.Int64Var(&c.MemoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
+	fs.BoolVar(&c.NoMigrate, "no-migrate", false, "do not apply migrations at start-up")
+
+	in := &c.Ingest
+	fs.StringVar(&in.Prices, "prices", "", "YAML price file adding to or overriding the built-in catalog")
+	fs.StringVar(&in.LiteLLMPrices, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
+	fs.BoolVar(&in.NoContent, "no-content", false, "store no prompt, message or tool content at all")
+	fs.StringSliceVar(&in.PrivacyRules, "privacy-rule", nil, "attribute privacy rule KEY=drop|redact|hash (repeatable)")
+	fs.StringSliceVar(&in.UsageReading, "usage-reading", nil, "override how an instrumentation reports input: READING_OR_SCOPE=inclusive|exclusive (of cache tokens; repeatable; see the README's instrumentation table)")
+	fs.StringSliceVar(&in.UsageProvider, "usage-provider", nil, "how spans of unknown instrumentations report input, by provider: PROVIDER=inclusive|exclusive (repeatable; prefix.* matches a family)")
+	fs.Int64Var(&in.Limits.MaxBodyBytes, "max-body-bytes", in.Limits.MaxBodyBytes, "largest request body, after decompression (413 above)")
+	fs.IntVar(&in.Limits.MaxSpansPerRequest, "max-spans-per-request", in.Limits.MaxSpansPerRequest, "most spans in one request (413 above)")
+	fs.IntVar(&in.Limits.MaxAttrValueBytes, "max-attr-value-bytes", in.Limits.MaxAttrValueBytes, "longest attribute value kept; longer ones are truncated with a marker")
+	fs.IntVar(&in.Limits.MaxContentBytes, "max-content-bytes", in.Limits.MaxContentBytes, "longest content value (tool arguments/results, messages) kept")
+	fs.IntVar(&in.Limits.MaxAttrsPerSpan, "max-attrs-per-span", in.Limits.MaxAttrsPerSpan, "most attributes kept per span; the rest are counted in tally.dropped_attributes")
+	fs.IntVar(&in.Limits.MaxEventsPerSpan, "max-events-per-span", in.Limits.MaxEventsPerSpan, "most events kept per span")
+	fs.Int64Var(&in.MaxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above)")
+	fs.Int64Var(&in.MinBodyRate, "min-body-rate", receiver.DefaultMinBodyRate, "slowest a request body may arrive after --body-rate-grace, in bytes/s on the wire (408 below); 0 for none")
+	fs.DurationVar(&in.BodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")
+
+	d := &c.Durable
+	fs.Int64Var(&d.MaxBytes, "wal-max-bytes", 1<<30, "durable log size cap; above it ingest answers 503 with Retry-After and /readyz is not ready")
+	fs.Int64Var(&d.SegmentBytes, "wal-segment-bytes", 64<<20, "durable log segment size")
+	fs.BoolVar(&d.NoSync, "wal-no-sync", false, "UNSAFE, benchmarks only: acknowledge before fsync (a machine crash can lose acknowledged spans)")
+	fs.BoolVar(&d.Disabled, "no-wal", false, "acknowledge only after ClickHouse took the rows, without a local log (a ClickHouse outage then refuses ingest)")
+
+	w := &c.Writer
+	fs.IntVar(&w.QueueSpans, "queue-spans", w.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
+	fs.IntVar(&w.MaxBatchSpans, "batch-spans", w.MaxBatchSpans, "rows per ClickHouse INSERT")
+	fs.Int64Var(&w.MaxBatchBytes, "batch-bytes", w.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log")
+	fs.DurationVar(&w.FlushInterval, "flush-interval", w.FlushInterval, "longest a row waits before its INSERT")
+	fs.DurationVar(&w.AckTimeout, "ack-timeout", w.AckTimeout, "longest a request waits for its rows to be stored before 503")
+
+	fs.IntVar(&c.API.RunReads.MaxRunSpans, "max-run-spans", c.API.RunReads.MaxRunSpans, "most spans one run answer holds (a larger run answers its earliest spans, marked truncated; fixtures of larger runs are refused with 413)")
+	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
+	fs.Var(dayDuration{&c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
+
+	h := &c.HTTP
+	fs.IntVar(&h.MaxHeaderBytes, "max-header-bytes", h.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")
+	fs.DurationVar(&h.ReadHeaderTimeout, "read-header-timeout", h.ReadHeaderTimeout, "time to read a request's headers")
+	fs.DurationVar(&h.ReadTimeout, "read-timeout", h.ReadTimeout, "time to read a whole request")
+	fs.DurationVar(&h.WriteTimeout, "write-timeout", h.WriteTimeout, "time to write an answer")
+
+	a := &c.Alerts
+	fs.StringVar(&a.RulesPath, "alerts-rules", defaultRulesFile, "alert rules file (YAML); alerting is off when the default file is missing")
+	fs.StringSliceVar(&a.Alertmanagers, "alertmanager-url", nil, "Alertmanager base URL to push alerts to (POST /api/v2/alerts); repeatable")
+	fs.StringSliceVar(&a.Webhooks, "alerts-webhook-url", nil, "URL receiving alerts as a generic JSON webhook; repeatable")
+	fs.DurationVar(&a.Interval, "alerts-interval", time.Minute, "how often alert rules are evaluated and the /metrics figures refreshed")
+	fs.DurationVar(&a.ResendInterval, "alerts-resend-interval", time.Minute, "how often a firing alert is re-sent to Alertmanager")
+	fs.DurationVar(&a.MetricsWindow, "alerts-metrics-window", 15*time.Minute, "window of the tool and model gauges on /metrics")
+	fs.IntVar(&a.MaxLabelValues, "alerts-max-label-values", 200, "most distinct tool, model and agent label values on /metrics; more are counted as __other__")
+	fs.StringVar(&a.Evaluator, "alerts-evaluator", "auto", "which replicas evaluate alerts: auto (the one holding a lease in ClickHouse), on (this one, always), off (never)")
+	fs.StringVar(&a.ReplicaID, "replica-id", "", "this replica's name in the alert evaluator lease; default <hostname>-<random>")
+
+	au := &c.Auth
+	fs.Var(&au.StaticKeys, "auth-key", "static API key as project:scope[,scope]:sha256hex (the key's hash from `tally keys hash`, never the key); repeatable")
+	fs.DurationVar(&au.Refresh, "auth-refresh", auth.DefaultRefresh, "how often managed keys are reloaded from ClickHouse: a created or revoked key takes effect within it")
+	fs.StringVar(&au.SessionSecret, "session-secret", "", "secret (32+ bytes) signing UI session cookies; default: generated once into <data-dir>/"+auth.SecretFile+". Give replicas the same one")
+	fs.DurationVar(&au.SessionTTL, "session-ttl", auth.DefaultSessionTTL, "how long a UI sign-in lasts")
+	fs.StringSliceVar(&au.AllowedHosts, "allowed-hosts", nil, "Host names (or IPs) served while no API key exists, besides localhost, 127.0.0.1 and [::1] (DNS rebinding guard); * for any")
+	fs.StringSliceVar(&au.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Host and X-Forwarded-Proto are believed; default none")
+
+	fs.StringVar(&c.Debug.Listen, "debug-listen", "", "serve Go profiling (net/http/pprof under /debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty")
+}
