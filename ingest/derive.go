@@ -229,7 +229,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		}
 		if out.SpanType != schema.TypeInference || n.span.aggregated {
 			out.UsageMode = schema.UsageAggregated
-			ex.step("a %s span: its usage repeats its children's and counts only in a run whose inference spans carry none", out.SpanType)
+			ex.step("this %s span's usage repeats its children's and counts only in a run whose inference spans carry none", out.SpanType)
 		}
 		if r.unreconciled {
 			out.UsageUnreconciled = 1
