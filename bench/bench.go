@@ -10,7 +10,8 @@
 //  4. cost by agent and by model over 30 days, tool p95 over an hour;
 //  5. peak RSS of tally serve at maximum sustained ingest and under 2×
 //     overload;
-//  6. bytes per span on disk after OPTIMIZE … FINAL.
+//  6. bytes per span on disk after OPTIMIZE … FINAL;
+//  7. peak RSS of tally serve ingesting spans with 1 MiB tool results.
 //
 // Run takes a ClickHouse address and a tally binary; cmd/tallybench starts
 // a private ClickHouse and builds the binary.
@@ -49,6 +50,9 @@ type Config struct {
 	// BaselineRows and BaselineBatch shape the direct bulk insert.
 	BaselineRows  int `json:"baseline_rows"`
 	BaselineBatch int `json:"baseline_batch"`
+	// LargeContentRequests is how many requests of 8 spans with 1 MiB tool
+	// results the large-content figure sends.
+	LargeContentRequests int `json:"large_content_requests"`
 	// DecodeDuration is how long each decode loop runs.
 	DecodeDuration time.Duration `json:"decode_duration"`
 	// TreeSamples (per run size; half for 5000+) and RollupSamples are the
@@ -73,19 +77,20 @@ type Config struct {
 // minutes on the 2-core machine (BENCH_SPANS=1000000 for a quicker look).
 func DefaultConfig() Config {
 	return Config{
-		DBPrefix:         "bench_",
-		Spans:            10_000_000,
-		LargeRuns:        []int{500, 500, 500, 500, 5000, 5000},
-		RequestSpans:     512,
-		Concurrency:      8,
-		IngestDuration:   30 * time.Second,
-		OverloadDuration: 15 * time.Second,
-		BaselineRows:     200_000,
-		BaselineBatch:    20_000,
-		DecodeDuration:   3 * time.Second,
-		TreeSamples:      40,
-		RollupSamples:    20,
-		Seed:             1,
+		DBPrefix:             "bench_",
+		Spans:                10_000_000,
+		LargeRuns:            []int{500, 500, 500, 500, 5000, 5000},
+		RequestSpans:         512,
+		Concurrency:          8,
+		IngestDuration:       30 * time.Second,
+		OverloadDuration:     15 * time.Second,
+		BaselineRows:         200_000,
+		BaselineBatch:        20_000,
+		LargeContentRequests: 48,
+		DecodeDuration:       3 * time.Second,
+		TreeSamples:          40,
+		RollupSamples:        20,
+		Seed:                 1,
 	}
 }
 
@@ -139,6 +144,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	if err := ingestFigures(ctx, cfg, res); err != nil {
 		return finish(fmt.Errorf("ingest: %w", err))
+	}
+	if err := largeContentFigures(ctx, cfg, res); err != nil {
+		return finish(fmt.Errorf("large content: %w", err))
 	}
 	cfg.logf("storage: OPTIMIZE … FINAL")
 	if err := storageFigures(ctx, cfg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",

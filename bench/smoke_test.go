@@ -44,7 +44,7 @@ func TestSmoke(t *testing.T) {
 			return
 		}
 		defer store.Close()
-		for _, db := range []string{"ingest", "direct", "load"} {
+		for _, db := range []string{"ingest", "direct", "load", "large"} {
 			store.Conn().Exec(ctx, "DROP DATABASE IF EXISTS "+prefix+db) //nolint:errcheck // best-effort cleanup
 		}
 	})
@@ -57,6 +57,7 @@ func TestSmoke(t *testing.T) {
 	cfg.OverloadDuration = time.Second
 	cfg.Concurrency = 2
 	cfg.BaselineRows, cfg.BaselineBatch = 5000, 1000
+	cfg.LargeContentRequests = 4
 	cfg.DecodeDuration = 200 * time.Millisecond
 	cfg.TreeSamples, cfg.RollupSamples = 4, 2
 	cfg.ProfileDir = filepath.Join(work, "profiles")
@@ -71,7 +72,7 @@ func TestSmoke(t *testing.T) {
 	want := []string{
 		"decode.normalize_spans_per_core", "decode.unmarshal_spans_per_core",
 		"ingest.efficiency", "ingest.spans_per_s", "ingest.ack_latency_p50", "ingest.ack_latency_p99",
-		"memory.sustained_peak_rss", "memory.overload_peak_rss",
+		"memory.sustained_peak_rss", "memory.overload_peak_rss", "memory.large_content_peak_rss",
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
 		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99",
 		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
