@@ -84,21 +84,24 @@ LIMIT ` + strconv.Itoa(f.Limit+1)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
-	defer rows.Close()
-	page := ConversationPage{Conversations: []ConversationSummary{}}
-	for rows.Next() {
-		var c ConversationSummary
-		var runs, errs, firstNs, lastNs uint64
-		if err := rows.Scan(&c.ConversationID, &runs, &firstNs, &lastNs, &errs,
-			&c.Usage.Input, &c.Usage.CacheRead, &c.Usage.CacheWrite, &c.Usage.Output, &c.Usage.Reasoning,
-			&c.Cost.Total, &c.Cost.Input, &c.Cost.CacheRead, &c.Cost.CacheWrite, &c.Cost.Output); err != nil {
-			return ConversationPage{}, fmt.Errorf("scan conversation: %w", err)
-		}
-		c.Runs, c.Errors, c.First, c.Last = int(runs), int(errs), nsTime(firstNs), nsTime(lastNs)
-		page.Conversations = append(page.Conversations, c)
+	type row struct {
+		c                           ConversationSummary
+		runs, errs, firstNs, lastNs uint64
 	}
-	if err := rows.Err(); err != nil {
+	found, err := scanAll(rows, func(r *row) []any {
+		c := &r.c
+		return []any{&c.ConversationID, &r.runs, &r.firstNs, &r.lastNs, &r.errs,
+			&c.Usage.Input, &c.Usage.CacheRead, &c.Usage.CacheWrite, &c.Usage.Output, &c.Usage.Reasoning,
+			&c.Cost.Total, &c.Cost.Input, &c.Cost.CacheRead, &c.Cost.CacheWrite, &c.Cost.Output}
+	})
+	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
+	}
+	page := ConversationPage{Conversations: make([]ConversationSummary, 0, len(found))}
+	for _, r := range found {
+		c := r.c
+		c.Runs, c.Errors, c.First, c.Last = int(r.runs), int(r.errs), nsTime(r.firstNs), nsTime(r.lastNs)
+		page.Conversations = append(page.Conversations, c)
 	}
 	if len(page.Conversations) > f.Limit {
 		page.Conversations = page.Conversations[:f.Limit]

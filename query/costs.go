@@ -437,16 +437,15 @@ func (r *Reader) rolledHours(ctx context.Context, from, to time.Time) ([]time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("read rollup hours: %w", err)
 	}
-	defer rows.Close()
+	found, err := scanAll(rows, func(h *uint32) []any { return []any{h} })
+	if err != nil {
+		return nil, fmt.Errorf("read rollup hours: %w", err)
+	}
 	var hours []time.Time
-	for rows.Next() {
-		var h uint32
-		if err := rows.Scan(&h); err != nil {
-			return nil, fmt.Errorf("scan rollup hour: %w", err)
-		}
+	for _, h := range found {
 		hours = append(hours, time.Unix(int64(h), 0).UTC())
 	}
-	return hours, rows.Err()
+	return hours, nil
 }
 
 // rollupMeasures is the SELECT list of measures over the rollup, in
@@ -495,25 +494,31 @@ func (r *Reader) readRollup(ctx context.Context, project string, hours []time.Ti
 	if err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var h uint32
-		vals := make([]string, len(v.dims))
-		var t CostTotals
-		dest := []any{&h}
-		for i := range vals {
-			dest = append(dest, &vals[i])
+	type row struct {
+		h    uint32
+		vals []string
+		t    CostTotals
+	}
+	found, err := scanAll(rows, func(r *row) []any {
+		r.vals = make([]string, len(v.dims))
+		dest := []any{&r.h}
+		for i := range r.vals {
+			dest = append(dest, &r.vals[i])
 		}
-		if err := rows.Scan(append(dest, t.dest()...)...); err != nil {
-			return fmt.Errorf("scan cost rollup: %w", err)
-		}
-		if t.Spans == 0 {
+		return append(dest, r.t.dest()...)
+	})
+	if err != nil {
+		return fmt.Errorf("read cost rollup: %w", err)
+	}
+	for i := range found {
+		r := &found[i]
+		if r.t.Spans == 0 {
 			continue // a tombstone
 		}
-		b := bucketStart(time.Unix(int64(h), 0).UTC(), bucket)
-		agg.at(bucketKey{b, strings.Join(vals, "\x00")}).add(&t)
+		b := bucketStart(time.Unix(int64(r.h), 0).UTC(), bucket)
+		agg.at(bucketKey{b, strings.Join(r.vals, "\x00")}).add(&r.t)
 	}
-	return rows.Err()
+	return nil
 }
 
 var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}}

@@ -292,17 +292,13 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
-	page := RunPage{Runs: []RunSummary{}}
-	for rows.Next() {
-		var rr runRow
-		if err := rows.Scan(rr.dest()...); err != nil {
-			return RunPage{}, fmt.Errorf("scan run: %w", err)
-		}
-		page.Runs = append(page.Runs, rr.summary())
-	}
-	if err := rows.Err(); err != nil {
+	found, err := scanAll(rows, (*runRow).dest)
+	if err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	page := RunPage{Runs: make([]RunSummary, 0, len(found))}
+	for i := range found {
+		page.Runs = append(page.Runs, found[i].summary())
 	}
 	if len(page.Runs) > f.Limit {
 		page.Runs = page.Runs[:f.Limit]

@@ -350,20 +350,17 @@ GROUP BY tool`
 	if err != nil {
 		return nil, fmt.Errorf("tool example runs: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]toolExampleRuns{}
-	for rows.Next() {
-		var (
-			tool string
-			ex   toolExampleRuns
-		)
-		if err := rows.Scan(&tool, &ex.slowest, &ex.failed); err != nil {
-			return nil, fmt.Errorf("scan tool example runs: %w", err)
-		}
-		out[tool] = ex
+	type row struct {
+		tool string
+		ex   toolExampleRuns
 	}
-	if err := rows.Err(); err != nil {
+	found, err := scanAll(rows, func(r *row) []any { return []any{&r.tool, &r.ex.slowest, &r.ex.failed} })
+	if err != nil {
 		return nil, fmt.Errorf("tool example runs: %w", err)
+	}
+	out := make(map[string]toolExampleRuns, len(found))
+	for _, r := range found {
+		out[r.tool] = r.ex
 	}
 	return out, nil
 }
@@ -524,26 +521,25 @@ GROUP BY m ORDER BY m`
 	if err != nil {
 		return nil, fmt.Errorf("model latency: %w", err)
 	}
-	defer rows.Close()
-	out := []ModelStats{}
-	for rows.Next() {
-		var s ModelStats
-		var calls, ttfcCalls uint64
-		var d, t []float64
-		if err := rows.Scan(&s.Model, &calls, &d, &ttfcCalls, &t); err != nil {
-			return nil, fmt.Errorf("scan model latency: %w", err)
+	type row struct {
+		model            string
+		calls, ttfcCalls uint64
+		d, t             []float64
+	}
+	found, err := scanAll(rows, func(r *row) []any { return []any{&r.model, &r.calls, &r.d, &r.ttfcCalls, &r.t} })
+	if err != nil {
+		return nil, fmt.Errorf("model latency: %w", err)
+	}
+	out := make([]ModelStats, 0, len(found))
+	for _, r := range found {
+		s := ModelStats{Model: r.model, Calls: int(r.calls), TTFCCalls: int(r.ttfcCalls)}
+		if len(r.d) == 3 {
+			s.P50Ms, s.P95Ms, s.P99Ms = finite(r.d[0]), finite(r.d[1]), finite(r.d[2])
 		}
-		s.Calls, s.TTFCCalls = int(calls), int(ttfcCalls)
-		if len(d) == 3 {
-			s.P50Ms, s.P95Ms, s.P99Ms = finite(d[0]), finite(d[1]), finite(d[2])
-		}
-		if len(t) == 3 && ttfcCalls > 0 {
-			s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms = finite(t[0]), finite(t[1]), finite(t[2])
+		if len(r.t) == 3 && r.ttfcCalls > 0 {
+			s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms = finite(r.t[0]), finite(r.t[1]), finite(r.t[2])
 		}
 		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("model latency: %w", err)
 	}
 	return out, nil
 }
@@ -564,18 +560,17 @@ GROUP BY m`
 	if err != nil {
 		return nil, fmt.Errorf("slowest model calls: %w", err)
 	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var m string
-		var traces []string
-		if err := rows.Scan(&m, &traces); err != nil {
-			return nil, fmt.Errorf("scan slowest model calls: %w", err)
-		}
-		out[m] = traces
+	type row struct {
+		model  string
+		traces []string
 	}
-	if err := rows.Err(); err != nil {
+	found, err := scanAll(rows, func(r *row) []any { return []any{&r.model, &r.traces} })
+	if err != nil {
 		return nil, fmt.Errorf("slowest model calls: %w", err)
+	}
+	out := make(map[string][]string, len(found))
+	for _, r := range found {
+		out[r.model] = r.traces
 	}
 	return out, nil
 }
