@@ -9,8 +9,9 @@ import (
 // scanAll reads every row of rows into a T, through dest (the scan
 // destinations of one T's fields, in the query's column order), closes rows
 // and returns the Ts in row order. Every multi-row read of package query
-// goes through it; post-processing (a flag from a UInt8, a map key) runs on
-// the result, not inside the loop.
+// goes through it (but classifyWindow, which streams a window's tool calls
+// run by run); post-processing (a flag from a UInt8, a map key) runs on the
+// result, not inside the loop.
 func scanAll[T any](rows driver.Rows, dest func(*T) []any) ([]T, error) {
 	defer rows.Close()
 	var out []T

@@ -280,33 +280,33 @@ GROUP BY tool ORDER BY tool`
 	if err != nil {
 		return nil, fmt.Errorf("tool statistics: %w", err)
 	}
-	defer rows.Close()
-	var out []toolAgg
-	for rows.Next() {
-		var (
-			a             toolAgg
-			calls, errs   uint64
-			qs            []float64
-			minutes       []uint32
-			mCalls, mErrs []uint64
-		)
-		if err := rows.Scan(&a.stats.Tool, &calls, &errs, &qs, &minutes, &mCalls, &mErrs); err != nil {
-			return nil, fmt.Errorf("scan tool statistics: %w", err)
-		}
-		a.stats.Calls, a.stats.Errors = int(calls), int(errs)
-		if len(qs) == 3 {
-			a.stats.P50Ms, a.stats.P95Ms, a.stats.P99Ms = finite(qs[0]), finite(qs[1]), finite(qs[2])
+	type row struct {
+		tool          string
+		calls, errs   uint64
+		qs            []float64
+		minutes       []uint32
+		mCalls, mErrs []uint64
+	}
+	found, err := scanAll(rows, func(r *row) []any {
+		return []any{&r.tool, &r.calls, &r.errs, &r.qs, &r.minutes, &r.mCalls, &r.mErrs}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool statistics: %w", err)
+	}
+	out := make([]toolAgg, 0, len(found))
+	for _, r := range found {
+		var a toolAgg
+		a.stats.Tool, a.stats.Calls, a.stats.Errors = r.tool, int(r.calls), int(r.errs)
+		if len(r.qs) == 3 {
+			a.stats.P50Ms, a.stats.P95Ms, a.stats.P99Ms = finite(r.qs[0]), finite(r.qs[1]), finite(r.qs[2])
 		}
 		a.stats.SlowestRuns, a.stats.FailedRuns = []string{}, []string{}
-		a.minutes = make(map[time.Time]*ToolMinute, len(minutes))
-		for i, m := range minutes {
+		a.minutes = make(map[time.Time]*ToolMinute, len(r.minutes))
+		for i, m := range r.minutes {
 			at := time.Unix(int64(m), 0).UTC()
-			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(mCalls[i]), Errors: int(mErrs[i])}
+			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(r.mCalls[i]), Errors: int(r.mErrs[i])}
 		}
 		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("tool statistics: %w", err)
 	}
 	return out, nil
 }
@@ -430,6 +430,8 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 		}
 		run = run[:0]
 	}
+	// Streamed, not scanAll: a window's tool calls are classified run by
+	// run as they arrive, so only one run is held at a time.
 	for rows.Next() {
 		var x row
 		var isErr uint8
