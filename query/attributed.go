@@ -82,7 +82,7 @@ func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []stri
 	for i, t := range traces {
 		ids.Value[i] = t
 	}
-	q := "SELECT " + factColumns + "\nFROM " + r.store.Table(schema.TableSpans) + " FINAL\nWHERE project = ? AND trace_id IN ?" +
+	q := "SELECT " + factColumns + "\nFROM " + final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ?" +
 		" AND start >= ? AND start <= ?"
 	args := []any{project, ids, from.UTC().Truncate(time.Second).Add(-window), to.UTC().Truncate(time.Second).Add(window)}
 	return r.attributeFacts(ctx, q, args, from, to)

@@ -181,7 +181,7 @@ FROM (
 		input_tokens >= transform(cityHash64(provider, model), ?, ?, toUInt64(18446744073709551615)) AS elig
 	FROM ` + c.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')
-	LIMIT 1 BY trace_id, span_id)
+	` + onePerSpan + `)
 GROUP BY trace_id, agent_name, provider, model`
 	rows, err := c.store.Conn().Query(ctx, q, append([]any{keys, from}, args...)...)
 	if err != nil {

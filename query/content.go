@@ -13,8 +13,8 @@ import (
 // then source key. A span without content, or not in the project, has none.
 func (r *Reader) SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error) {
 	var rows []schema.Content
-	q := "SELECT " + schema.ContentColumnNames() + " FROM " + r.store.Table(schema.TableContent) +
-		" FINAL WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key"
+	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
+		" WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key"
 	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID), strings.ToLower(spanID)); err != nil {
 		return nil, fmt.Errorf("load content of span %s/%s: %w", traceID, spanID, err)
 	}

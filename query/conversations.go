@@ -72,7 +72,7 @@ func (r *Reader) Conversations(ctx context.Context, f ConversationFilter) (Conve
 FROM (
 	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
 		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,` + runCountedSQL + `
-	FROM ` + r.store.Table(schema.TableSpans) + ` FINAL
+	FROM ` + final(r.store.Table(schema.TableSpans)) + `
 	WHERE ` + strings.Join(where, " AND ") + `
 	GROUP BY trace_id
 	HAVING conv != ''

@@ -17,8 +17,8 @@ import (
 // source key. A run without content, or not in the project, has none.
 func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schema.Content, error) {
 	var rows []schema.Content
-	q := "SELECT " + schema.ContentColumnNames() + " FROM " + r.store.Table(schema.TableContent) +
-		" FINAL WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
+	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
+		" WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
 	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID)); err != nil {
 		return nil, fmt.Errorf("load content of run %s: %w", traceID, err)
 	}

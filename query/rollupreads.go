@@ -112,8 +112,8 @@ func (r *Reader) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.C
 // SpanRows reads whole span rows, deduplicated (FINAL), starting in
 // [from, to); project "" reads every project.
 func (r *Reader) SpanRows(ctx context.Context, project string, from, to time.Time) ([]schema.Span, error) {
-	q := "SELECT " + schema.SpanColumnNames() + " FROM " + r.store.Table(schema.TableSpans) +
-		" FINAL WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + final(r.store.Table(schema.TableSpans)) +
+		" WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
 	args := []any{from.Truncate(time.Second), to.Truncate(time.Second), uint64(from.UnixNano()), uint64(to.UnixNano())}
 	if project != "" {
 		q += " AND project = ?"

@@ -280,7 +280,7 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		having = append(having, "(s_ns < ? OR (s_ns = ? AND trace_id < ?))")
 		hargs = append(hargs, c.Ns, c.Ns, c.Key)
 	}
-	q := "SELECT " + runAggregates + "\nFROM " + r.store.Table(schema.TableSpans) + " FINAL\nWHERE " +
+	q := "SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) + "\nWHERE " +
 		strings.Join(where, " AND ") + "\nGROUP BY trace_id"
 	if len(having) > 0 {
 		q += "\nHAVING " + strings.Join(having, " AND ")
@@ -344,8 +344,8 @@ func (r *Reader) spans(ctx context.Context, project, traceID string, limit int) 
 	if n == 0 {
 		return nil, false, nil
 	}
-	q := "SELECT " + schema.SpanSelectList() + " FROM " + table +
-		" FINAL PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
+	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(table) +
+		" PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
 	// count() counts duplicate deliveries not yet merged: above the limit,
 	// read one span more than it to know whether the run really has more.
 	more := limit > 0 && n > uint64(limit)
@@ -394,8 +394,8 @@ func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpan
 	if !more {
 		return d, nil
 	}
-	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + r.store.Table(schema.TableSpans) +
-		" FINAL\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
+	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) +
+		"\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
 	var rr runRow
 	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), spans[0].Start).Scan(rr.dest()...); err != nil {
 		return nil, fmt.Errorf("summarize run %s: %w", traceID, err)

@@ -55,8 +55,8 @@ func (w Window) where() (string, []any) {
 func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCall, error) {
 	where, args := w.where()
 	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
-		" status = 'error', start_ns, duration_ns, attempt FROM " + r.store.Table(schema.TableSpanFacts) +
-		" FINAL WHERE " + where + " AND span_type = 'tool' ORDER BY trace_id, start_ns, span_id"
+		" status = 'error', start_ns, duration_ns, attempt FROM " + final(r.store.Table(schema.TableSpanFacts)) +
+		" WHERE " + where + " AND span_type = 'tool' ORDER BY trace_id, start_ns, span_id"
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
@@ -274,7 +274,7 @@ FROM (
 	SELECT trace_id, span_id, tool_name, status, duration_ns, start
 	FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'tool'
-	LIMIT 1 BY trace_id, span_id)
+	` + onePerSpan + `)
 GROUP BY tool ORDER BY tool`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
 	if err != nil {
@@ -392,7 +392,7 @@ FROM (
 			status = 'error' AS err, start_ns, duration_ns, attempt
 		FROM ` + r.store.Table(schema.TableSpanFacts) + `
 		WHERE ` + where + ` AND span_type = 'tool'
-		LIMIT 1 BY trace_id, span_id)
+		` + onePerSpan + `)
 	GROUP BY trace_id)
 ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
@@ -517,7 +517,7 @@ func (r *Reader) modelLatency(ctx context.Context, w Window) ([]ModelStats, erro
 FROM (
 	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + r.store.Table(schema.TableSpanFacts) + `
 	WHERE ` + where + ` AND span_type = 'inference'
-	LIMIT 1 BY trace_id, span_id)
+	` + onePerSpan + `)
 GROUP BY m ORDER BY m`
 	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
 	if err != nil {
@@ -590,8 +590,8 @@ type RunCost struct {
 // inside the window.
 func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
 	where, args := w.where()
-	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + r.store.Table(schema.TableSpanFacts) +
-		" FINAL WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
+	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + final(r.store.Table(schema.TableSpanFacts)) +
+		" WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
 	rows, err := r.store.Conn().Query(ctx, q, append(args, budgetUSD)...)
 	if err != nil {
 		return nil, fmt.Errorf("runs over budget: %w", err)
@@ -668,7 +668,7 @@ func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, er
 	where, args := w.where()
 	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
 		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sumIf(cost_total, usage_mode != 'aggregated')" +
-		" FROM " + r.store.Table(schema.TableSpanFacts) + " FINAL WHERE " + where +
+		" FROM " + final(r.store.Table(schema.TableSpanFacts)) + " WHERE " + where +
 		" AND (usage_mode NOT IN ('', 'aggregated') OR (cost_total != 0 AND usage_mode = ''))" +
 		" GROUP BY agent_name, model, minute ORDER BY minute, agent_name, model"
 	rows, err := r.store.Conn().Query(ctx, q, args...)

@@ -1,0 +1,26 @@
+package query
+
+// Deduplication: how each read sees every span once.
+//
+// Rows of one span identity (project, trace id, span id) repeat until
+// ClickHouse merges them: an exporter retry, a replay from the durable log,
+// a reprice's newer version. Every read names one of these ways, the
+// cheapest that is right for what it reads:
+//
+//   - final(table): whole rows, the highest version (FINAL). For reads of
+//     one run or a few (run trees, content, fixtures, a run summary) and
+//     for reads that need the latest version of each row.
+//   - onePerSpan: LIMIT 1 BY the identity, in a subquery. For aggregates
+//     over a window's spans whose figures are the same in every copy
+//     (durations, statuses, tool names): it keeps the first copy seen and
+//     spares FINAL's merge, single-threaded on ClickHouse 18.16.
+//   - no deduplication in SQL, the highest version kept in Go
+//     (attribution.Attribute): cost attribution, which loads whole runs.
+//   - a figure a duplicate cannot change: min/max per span (a run's start,
+//     a tool's slowest call), uniqExact of the identity (counts).
+
+// final is table read deduplicated, whole rows at their highest version.
+func final(table string) string { return table + " FINAL" }
+
+// onePerSpan ends a subquery that keeps one copy of each span.
+const onePerSpan = "LIMIT 1 BY trace_id, span_id"
