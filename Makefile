@@ -25,15 +25,15 @@ test: deps
 	$(GO) test -count=1 -p 2 -timeout 40m ./...
 	$(MAKE) fuzz
 
-# The benchmark suite (bench/cmd/tallybench): starts a private ClickHouse on
+# The benchmark suite (tools/bench/cmd/tallybench): starts a private ClickHouse on
 # free ports, builds ./cmd/tally, prints every figure and writes
-# bench/results.json and bench/results.md. BENCH_SPANS sets the spans loaded
+# tools/bench/results.json and tools/bench/results.md. BENCH_SPANS sets the spans loaded
 # for the read benchmarks: the default is the issue's 10M, about 10 minutes on
 # a 2-core machine; make bench BENCH_SPANS=1000000 for a quicker look.
-# `make test` runs a tiny version of it (bench/smoke_test.go).
+# `make test` runs a tiny version of it (tools/bench/smoke_test.go).
 BENCH_SPANS ?= 10000000
 bench: deps
-	BENCH_SPANS=$(BENCH_SPANS) $(GO) run ./bench/cmd/tallybench --out bench
+	BENCH_SPANS=$(BENCH_SPANS) $(GO) run ./tools/bench/cmd/tallybench --out tools/bench
 
 # Start ClickHouse and tally with the data in .tally/, load demo runs, and
 # wait; Ctrl-C stops both.
@@ -56,4 +56,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $$((50000 * $(FUZZX)))x ./ingest/receiver
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $$((5000 * $(FUZZX)))x ./ingest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $$((100000 * $(FUZZX)))x ./ingest/rowcodec
-	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $$((100000 * $(FUZZX)))x ./canonical
+	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $$((100000 * $(FUZZX)))x ./support/canonical

@@ -10,10 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tallyhq/tally/alerts"
-	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // The demo traffic, normalized by ingest, against the shipped default rules:

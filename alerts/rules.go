@@ -9,7 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/tallyhq/tally/params"
+	"github.com/tallyhq/tally/support/params"
 	"io"
 	"os"
 	"regexp"

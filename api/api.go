@@ -16,8 +16,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // Runs is what the API needs to read runs; *query.Reader implements it.

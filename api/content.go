@@ -8,7 +8,7 @@ import (
 
 	"github.com/tallyhq/tally/schema"
 
-	"github.com/tallyhq/tally/params"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // ContentReader is what the span-content endpoint needs; *query.Reader

@@ -8,10 +8,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/replay/recording"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // Fixtures is what the fixture endpoint needs; *query.Reader implements it.

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/tallyhq/tally/canonical"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // Options configure Normalize.

@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/tallyhq/tally/canonical"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // validUTF8 repairs s: every invalid byte sequence becomes U+FFFD. It does

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 var updateDemoFixture = flag.Bool("update", false, "rewrite ../replay/testdata/demo_fixture.json (TestRegenerateDemoFixture)")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/tallyhq/tally/canonical"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // Pair is one attribute: a key and its value as text.

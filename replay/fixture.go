@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tallyhq/tally/canonical"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // FormatV1 is the format identifier of the fixtures this package writes and

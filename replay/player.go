@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tallyhq/tally/canonical"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // ErrNotRecorded is returned by a non-strict Player for a call the fixture

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tallyhq/tally/demo"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // BenchmarkRunPageFirstRender measures, in headless Chromium, the time from

@@ -18,11 +18,11 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tallyhq/tally/api"
-	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/tools/demo"
 	"github.com/tallyhq/tally/ui"
 )
 

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/api"
-	"github.com/tallyhq/tally/params"
+	"github.com/tallyhq/tally/support/params"
 )
 
 //go:embed templates/*.html

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/alerts"
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // newAlertsCmd is `tally alerts`.

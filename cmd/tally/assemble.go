@@ -16,16 +16,16 @@ import (
 
 	"github.com/tallyhq/tally/alerts"
 	"github.com/tallyhq/tally/api"
-	"github.com/tallyhq/tally/auth"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/wal"
-	"github.com/tallyhq/tally/lease"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/support/auth"
+	"github.com/tallyhq/tally/support/lease"
 	"github.com/tallyhq/tally/ui"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
+	"github.com/tallyhq/tally/support/params"
 )
 
 func newCostCmd() *cobra.Command {

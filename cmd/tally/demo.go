@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tallyhq/tally/demo"
-	"github.com/tallyhq/tally/loadgen"
+	"github.com/tallyhq/tally/tools/demo"
+	"github.com/tallyhq/tally/tools/loadgen"
 )
 
 // ingestFlags adds --endpoint, --header and --key to a command that sends

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tallyhq/tally/auth"
+	"github.com/tallyhq/tally/support/auth"
 )
 
 func newKeysCmd() *cobra.Command {

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tallyhq/tally/auth"
-	"github.com/tallyhq/tally/config"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/auth"
+	"github.com/tallyhq/tally/support/config"
 )
 
 // tallyCLI runs the tally command line in-process and returns its output.

@@ -18,10 +18,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/replay/columnar"
+	"github.com/tallyhq/tally/support/params"
 )
 
 func newReplayCmd() *cobra.Command {

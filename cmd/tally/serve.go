@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tallyhq/tally/config"
-	"github.com/tallyhq/tally/params"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/config"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // storeFlags are the ClickHouse connection flags shared by every command

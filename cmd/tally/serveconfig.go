@@ -6,11 +6,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tallyhq/tally/api"
-	"github.com/tallyhq/tally/auth"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/support/auth"
 )
 
 // serveConfig is every setting of tally serve, typed, one sub-struct per

@@ -22,12 +22,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/testenv"
-	"github.com/tallyhq/tally/lease"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/support/lease"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
-	"github.com/tallyhq/tally/canonical"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // CallsSchema returns the Arrow schema of WriteArrow and WriteParquet: one

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tallyhq/tally/canonical"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 // BuildOption changes what Build puts in a fixture.

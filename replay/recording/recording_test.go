@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tallyhq/tally/canonical"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/canonical"
 )
 
 const testTrace = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -46,7 +46,7 @@ import (
 )
 
 // ScopeName is the instrumentation scope the demo spans are recorded under.
-const ScopeName = "github.com/tallyhq/tally/demo"
+const ScopeName = "github.com/tallyhq/tally/tools/demo"
 
 // Config says what to generate and where to send it.
 type Config struct {

@@ -20,11 +20,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tallyhq/tally/auth"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/support/auth"
 )
 
 // TestMain stops the ClickHouse server the package's integration tests share.

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tallyhq/tally/demo"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // poolBase is the start time of the runs in the templates; every request

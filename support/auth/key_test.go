@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tallyhq/tally/config"
+	"github.com/tallyhq/tally/support/config"
 )
 
 // The SHA-256 test vectors of FIPS 180-2 (appendix B.1) and of the empty

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/testenv"
-	"github.com/tallyhq/tally/lease"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/lease"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // templateBase is the start time of the demo runs the templates are made

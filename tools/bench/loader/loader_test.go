@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tallyhq/tally/bench/loader"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/bench/loader"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

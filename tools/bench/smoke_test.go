@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tallyhq/tally/bench"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/bench"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tallyhq/tally/bench/loader"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/bench/loader"
 )
 
 // loadFigures fills the read benchmarks' database with cfg.Spans spans

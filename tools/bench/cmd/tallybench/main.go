@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tallyhq/tally/bench"
+	"github.com/tallyhq/tally/tools/bench"
 )
 
 func main() {

@@ -9,9 +9,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tallyhq/tally/demo"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // requestBody is an OTLP protobuf request of exactly n spans made of whole

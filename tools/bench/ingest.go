@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tallyhq/tally/loadgen"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/tools/loadgen"
 )
 
 // queryableTimeout bounds the wait for acknowledged spans to be counted.
