@@ -6,44 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/internal/goldentest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
-)
-
-// Prices used below, USD per million tokens, from pricing/catalog.yaml:
-//
-//	gpt-4o             input 2.50, cache read 1.25, output 10.00
-//	gpt-4o-mini        input 0.15, output 0.60
-//	gpt-4.1            input 2.00, cache read 0.50, output 8.00
-//	claude-sonnet-4-5  input 3.00, cache read 0.30, cache write 3.75, output 15.00;
-//	                   above 200k input: input 6.00, output 22.50
-//	claude-3-5-haiku   input 0.80, output 4.00 (Bedrock entry, same prices)
-const (
-	// OpenAI inclusive, dated model: 1200 input of which 1000 cache read, 300 output.
-	// (200×2.50 + 1000×1.25 + 300×10)/1e6 = (500 + 1250 + 3000)/1e6
-	costGPT4o = 0.00475
-	// Anthropic additive: input 100 without cache, cache read 2000, cache
-	// write 500 (stored input 2600), output 400.
-	// (100×3 + 2000×0.30 + 500×3.75 + 400×15)/1e6 = (300 + 600 + 1875 + 6000)/1e6
-	costClaudeAdditive = 0.008775
-	// The solo run's only usage is its agent span (gpt-4o-mini): 500 in, 50 out.
-	// (500×0.15 + 50×0.60)/1e6 = (75 + 30)/1e6
-	costSolo = 0.000105
-	// Vercel ai.* usage, provider-prefixed model: 1000 in, 200 out.
-	// (1000×0.15 + 200×0.60)/1e6 = (150 + 120)/1e6
-	costVercelMini = 0.00027
-	// OpenInference llm.token_count.*: 5000 in of which 4000 cache read, 1000 out.
-	// (1000×2 + 4000×0.50 + 1000×8)/1e6 = (2000 + 2000 + 8000)/1e6
-	costOpenInference = 0.012
-	// Long-context tier: 250000 in (> 200000), 1000 out, all at tier prices.
-	// (250000×6 + 1000×22.50)/1e6 = (1500000 + 22500)/1e6
-	costLongContext = 1.5225
-	// Bedrock name of Claude 3.5 Haiku: 2000 in, 100 out.
-	// (2000×0.80 + 100×4)/1e6 = (1600 + 400)/1e6
-	costBedrockHaiku = 0.002
-	// Client-sent cost on an unknown model.
-	costClient = 0.0123
 )
 
 func TestGoldenSpanCosts(t *testing.T) {
@@ -57,16 +23,16 @@ func TestGoldenSpanCosts(t *testing.T) {
 		// Agent spans are priced like any span (no model here: unpriced);
 		// readers count them only when the run's inference spans carry no usage.
 		"0000000000000101": {schema.CostUnpriced, "", 0, 3800},
-		"0000000000000102": {schema.CostCatalog, "openai/gpt-4o", costGPT4o, 1200},
-		"0000000000000104": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", costClaudeAdditive, 2600},
-		"0000000000000201": {schema.CostCatalog, "openai/gpt-4o-mini", costVercelMini, 1000},
-		"0000000000000202": {schema.CostCatalog, "openai/gpt-4o-mini", costVercelMini, 1000},
-		"0000000000000302": {schema.CostCatalog, "openai/gpt-4.1", costOpenInference, 5000},
-		"0000000000000303": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", costLongContext, 250000},
+		"0000000000000102": {schema.CostCatalog, "openai/gpt-4o", goldentest.CostGPT4o, 1200},
+		"0000000000000104": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", goldentest.CostClaudeAdditive, 2600},
+		"0000000000000201": {schema.CostCatalog, "openai/gpt-4o-mini", goldentest.CostVercelMini, 1000},
+		"0000000000000202": {schema.CostCatalog, "openai/gpt-4o-mini", goldentest.CostVercelMini, 1000},
+		"0000000000000302": {schema.CostCatalog, "openai/gpt-4.1", goldentest.CostOpenInference, 5000},
+		"0000000000000303": {schema.CostCatalog, "anthropic/claude-sonnet-4-5", goldentest.CostLongContext, 250000},
 		"0000000000000402": {schema.CostUnpriced, "", 0, 100},
-		"0000000000000403": {schema.CostClient, "", costClient, 10},
-		"0000000000000404": {schema.CostCatalog, "aws.bedrock/claude-3-5-haiku", costBedrockHaiku, 2000},
-		"0000000000000501": {schema.CostCatalog, "openai/gpt-4o-mini", costSolo, 500},
+		"0000000000000403": {schema.CostClient, "", goldentest.CostClient, 10},
+		"0000000000000404": {schema.CostCatalog, "aws.bedrock/claude-3-5-haiku", goldentest.CostBedrockHaiku, 2000},
+		"0000000000000501": {schema.CostCatalog, "openai/gpt-4o-mini", goldentest.CostSolo, 500},
 	}
 	seen := 0
 	for _, s := range spans {
@@ -85,30 +51,22 @@ func TestGoldenSpanCosts(t *testing.T) {
 	}
 }
 
-// expected group totals of the golden corpus, by dimension and key.
-type groupWant struct {
-	spans, llm, toolCalls, retries, errors uint64
-	input, cacheRead, cacheWrite, output   uint64
-	cost, tax                              float64
-	unpriced, client                       uint64
-}
-
-var goldenByAgent = map[string]groupWant{
+var goldenByAgent = map[string]goldentest.GroupWant{
 	// 5 spans; usage from the two chats only (the agent span repeats them):
 	// input 1200+2600, cache read 1000+2000, write 500, output 300+400.
 	// The Claude call between the failed search and its retry is retry tax.
-	"planner": {spans: 5, llm: 2, toolCalls: 2, retries: 1, errors: 1, input: 3800, cacheRead: 3000,
-		cacheWrite: 500, output: 700, cost: costGPT4o + costClaudeAdditive, tax: costClaudeAdditive},
-	"summarizer": {spans: 2, llm: 1, input: 1000, output: 200, cost: costVercelMini},
+	"planner": {Spans: 5, LLM: 2, ToolCalls: 2, Retries: 1, Errors: 1, Input: 3800, CacheRead: 3000,
+		CacheWrite: 500, Output: 700, Cost: goldentest.CostGPT4o + goldentest.CostClaudeAdditive, Tax: goldentest.CostClaudeAdditive},
+	"summarizer": {Spans: 2, LLM: 1, Input: 1000, Output: 200, Cost: goldentest.CostVercelMini},
 	// input 5000+250000, cache read 4000, output 1000+1000.
-	"researcher": {spans: 3, llm: 2, input: 255000, cacheRead: 4000, output: 2000, cost: costOpenInference + costLongContext},
+	"researcher": {Spans: 3, LLM: 2, Input: 255000, CacheRead: 4000, Output: 2000, Cost: goldentest.CostOpenInference + goldentest.CostLongContext},
 	// input 100+10+2000, output 50+5+100.
-	"experimenter": {spans: 4, llm: 3, input: 2110, output: 155, cost: costClient + costBedrockHaiku, unpriced: 1, client: 1},
+	"experimenter": {Spans: 4, LLM: 3, Input: 2110, Output: 155, Cost: goldentest.CostClient + goldentest.CostBedrockHaiku, Unpriced: 1, Client: 1},
 	// only aggregated usage in the run: the agent span's counts, and is priced.
-	"solo": {spans: 1, input: 500, output: 50, cost: costSolo},
+	"solo": {Spans: 1, Input: 500, Output: 50, Cost: goldentest.CostSolo},
 }
 
-var goldenByTask = map[string]groupWant{
+var goldenByTask = map[string]goldentest.GroupWant{
 	"plan-trip":                 goldenByAgent["planner"],
 	"ai.generateText":           goldenByAgent["summarizer"],
 	"research":                  goldenByAgent["researcher"],
@@ -116,46 +74,21 @@ var goldenByTask = map[string]groupWant{
 	"invoke_agent solo":         goldenByAgent["solo"],
 }
 
-var goldenByTool = map[string]groupWant{
+var goldenByTool = map[string]goldentest.GroupWant{
 	// the two search calls and the Claude call charged to the retry.
-	"search": {spans: 3, llm: 1, toolCalls: 2, retries: 1, errors: 1, input: 2600, cacheRead: 2000,
-		cacheWrite: 500, output: 400, cost: costClaudeAdditive, tax: costClaudeAdditive},
+	"search": {Spans: 3, LLM: 1, ToolCalls: 2, Retries: 1, Errors: 1, Input: 2600, CacheRead: 2000,
+		CacheWrite: 500, Output: 400, Cost: goldentest.CostClaudeAdditive, Tax: goldentest.CostClaudeAdditive},
 }
 
 // goldenTotalCost is every priced span: the sum of the agents' costs.
-const goldenTotalCost = costGPT4o + costClaudeAdditive + costVercelMini + costOpenInference + costLongContext + costClient + costBedrockHaiku + costSolo
-
-func checkGroups(t *testing.T, label string, rep query.CostReport, wants map[string]groupWant, exhaustive bool) {
-	t.Helper()
-	got := map[string]query.CostGroup{}
-	for _, g := range rep.Groups {
-		got[g.Key] = g
-	}
-	if exhaustive && len(got) != len(wants) {
-		t.Errorf("%s: %d groups, want %d: %+v", label, len(got), len(wants), rep.Groups)
-	}
-	for key, w := range wants {
-		g, ok := got[key]
-		if !ok {
-			t.Errorf("%s: no group %q", label, key)
-			continue
-		}
-		ok = g.Spans == w.spans && g.LLMCalls == w.llm && g.ToolCalls == w.toolCalls && g.ToolRetries == w.retries &&
-			g.ToolErrors == w.errors && g.Usage.Input == w.input && g.Usage.CacheRead == w.cacheRead &&
-			g.Usage.CacheWrite == w.cacheWrite && g.Usage.Output == w.output && near(g.Cost.Total, w.cost) &&
-			near(g.RetryTaxUSD, w.tax) && g.UnpricedSpans == w.unpriced && g.ClientCostSpans == w.client
-		if !ok {
-			t.Errorf("%s %q:\n got %+v\nwant %+v", label, key, g.CostTotals, w)
-		}
-	}
-}
+const goldenTotalCost = goldentest.CostGPT4o + goldentest.CostClaudeAdditive + goldentest.CostVercelMini + goldentest.CostOpenInference + goldentest.CostLongContext + goldentest.CostClient + goldentest.CostBedrockHaiku + goldentest.CostSolo
 
 func checkGolden(t *testing.T, r *query.Reader, since, until time.Time, wantRolled int) {
 	t.Helper()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		by         string
-		wants      map[string]groupWant
+		wants      map[string]goldentest.GroupWant
 		exhaustive bool
 	}{
 		{query.ByAgent, goldenByAgent, true},
@@ -166,7 +99,7 @@ func checkGolden(t *testing.T, r *query.Reader, since, until time.Time, wantRoll
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGroups(t, "by "+tc.by, rep, tc.wants, tc.exhaustive)
+		goldentest.CheckGroups(t, "by "+tc.by, rep, tc.wants, tc.exhaustive)
 		if rep.Total.Spans != 15 || !near(rep.Total.Cost.Total, goldenTotalCost) {
 			t.Errorf("by %s: total %d spans, %v USD; want 15, %v", tc.by, rep.Total.Spans, rep.Total.Cost.Total, goldenTotalCost)
 		}
@@ -181,13 +114,13 @@ func checkGolden(t *testing.T, r *query.Reader, since, until time.Time, wantRoll
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGroups(t, "by model", rep, map[string]groupWant{
-		"gpt-4o-2024-08-06":          {spans: 1, llm: 1, input: 1200, cacheRead: 1000, output: 300, cost: costGPT4o},
-		"claude-sonnet-4-5-20250929": {spans: 1, llm: 1, input: 2600, cacheRead: 2000, cacheWrite: 500, output: 400, cost: costClaudeAdditive, tax: costClaudeAdditive},
-		"gpt-4.1":                    {spans: 1, llm: 1, input: 5000, cacheRead: 4000, output: 1000, cost: costOpenInference},
-		"claude-sonnet-4-5":          {spans: 1, llm: 1, input: 250000, output: 1000, cost: costLongContext},
-		"acme-large-2":               {spans: 1, llm: 1, input: 100, output: 50, unpriced: 1},
-		"acme-mini":                  {spans: 1, llm: 1, input: 10, output: 5, cost: costClient, client: 1},
+	goldentest.CheckGroups(t, "by model", rep, map[string]goldentest.GroupWant{
+		"gpt-4o-2024-08-06":          {Spans: 1, LLM: 1, Input: 1200, CacheRead: 1000, Output: 300, Cost: goldentest.CostGPT4o},
+		"claude-sonnet-4-5-20250929": {Spans: 1, LLM: 1, Input: 2600, CacheRead: 2000, CacheWrite: 500, Output: 400, Cost: goldentest.CostClaudeAdditive, Tax: goldentest.CostClaudeAdditive},
+		"gpt-4.1":                    {Spans: 1, LLM: 1, Input: 5000, CacheRead: 4000, Output: 1000, Cost: goldentest.CostOpenInference},
+		"claude-sonnet-4-5":          {Spans: 1, LLM: 1, Input: 250000, Output: 1000, Cost: goldentest.CostLongContext},
+		"acme-large-2":               {Spans: 1, LLM: 1, Input: 100, Output: 50, Unpriced: 1},
+		"acme-mini":                  {Spans: 1, LLM: 1, Input: 10, Output: 5, Cost: goldentest.CostClient, Client: 1},
 	}, false)
 }
 
@@ -260,7 +193,7 @@ func TestCostsMixedRolledAndLive(t *testing.T) {
 	if rep.Freshness.RolledUpHours != 2 {
 		t.Errorf("rolled-up hours %d, want 2 (09:00, 10:00); live %+v", rep.Freshness.RolledUpHours, rep.Freshness.Live)
 	}
-	checkGroups(t, "mixed by agent", rep, goldenByAgent, true)
+	goldentest.CheckGroups(t, "mixed by agent", rep, goldenByAgent, true)
 	// Series: planner in the 10:00 bucket only; experimenter in 11:00 only.
 	for _, g := range rep.Groups {
 		var want time.Time

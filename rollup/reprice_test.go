@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/internal/goldentest"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
@@ -53,9 +54,9 @@ func TestRepriceAfterOverride(t *testing.T) {
 			total  float64
 		}{
 			"0000000000000102": {schema.CostCatalog, newGPT4o},
-			"0000000000000104": {schema.CostCatalog, costClaudeAdditive},
+			"0000000000000104": {schema.CostCatalog, goldentest.CostClaudeAdditive},
 			"0000000000000402": {schema.CostCatalog, newAcme},
-			"0000000000000403": {schema.CostClient, costClient},
+			"0000000000000403": {schema.CostClient, goldentest.CostClient},
 		}
 		for _, trace := range []string{"00000000000000000000000000000001", "00000000000000000000000000000004"} {
 			spans, err := r.Spans(ctx, "golden", trace)
@@ -76,10 +77,10 @@ func TestRepriceAfterOverride(t *testing.T) {
 		if rep.Freshness.RolledUpHours != 24 {
 			t.Errorf("%s: %d rolled-up hours, want 24", label, rep.Freshness.RolledUpHours)
 		}
-		checkGroups(t, label, rep, map[string]groupWant{
-			"planner": {spans: 5, llm: 2, toolCalls: 2, retries: 1, errors: 1, input: 3800, cacheRead: 3000,
-				cacheWrite: 500, output: 700, cost: newGPT4o + costClaudeAdditive, tax: costClaudeAdditive},
-			"experimenter": {spans: 4, llm: 3, input: 2110, output: 155, cost: newAcme + costClient + costBedrockHaiku, client: 1},
+		goldentest.CheckGroups(t, label, rep, map[string]goldentest.GroupWant{
+			"planner": {Spans: 5, LLM: 2, ToolCalls: 2, Retries: 1, Errors: 1, Input: 3800, CacheRead: 3000,
+				CacheWrite: 500, Output: 700, Cost: newGPT4o + goldentest.CostClaudeAdditive, Tax: goldentest.CostClaudeAdditive},
+			"experimenter": {Spans: 4, LLM: 3, Input: 2110, Output: 155, Cost: newAcme + goldentest.CostClient + goldentest.CostBedrockHaiku, Client: 1},
 		}, false)
 		if len(rep.Unmatched) != 0 {
 			t.Errorf("%s: unmatched %+v, want none after pricing acme-large-2", label, rep.Unmatched)
