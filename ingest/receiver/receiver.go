@@ -70,7 +70,11 @@ const DefaultProject = "default"
 
 // Defaults for the Config fields left zero.
 const (
-	DefaultMaxInFlightBytes = 64 << 20
+	// DefaultMaxInFlightBytes is 32 MiB: each admitted request holds about
+	// three copies of its body (wire, decoded traces, log record), so this
+	// bounds about 100 MiB of memory and keeps RSS under 300 MiB with 1 MiB
+	// tool results; a single body at --max-body-bytes (20 MiB) still fits.
+	DefaultMaxInFlightBytes = 32 << 20
 	DefaultMaxJSONDepth     = 128
 	DefaultRetryAfter       = 5 * time.Second
 	DefaultAcceptTimeout    = 30 * time.Second
@@ -116,7 +120,7 @@ type Config struct {
 	Limits ingest.Limits
 
 	// MaxInFlightBytes bounds the request body bytes held by all requests
-	// being served at once (default 64 MiB). A request reserves its body
+	// being served at once (default 32 MiB). A request reserves its body
 	// bytes as they arrive (one read ahead, at most 32 KiB), never from the
 	// Content-Length it declares, and keeps the reservation until it is
 	// answered; when the budget is exhausted it is answered 429 with

@@ -60,7 +60,7 @@ func tenants(authenticated chan<- struct{}) Authenticator {
 
 func TestSlowTenantCannotStarveOthers(t *testing.T) {
 	// The attack: connections declaring 16 MB bodies (4 of them are
-	// the whole default 64 MiB budget) and trickling bytes. The rate check
+	// twice the default 32 MiB budget) and trickling bytes. The rate check
 	// is off here, so the slow bodies stay in flight for the whole test:
 	// only reserving bytes as they arrive keeps the budget for others.
 	const slowConns = 4

@@ -40,7 +40,7 @@ func run(ctx context.Context) error {
 		}
 		cfg.Spans = n
 	}
-	out := flag.String("out", "bench", "directory for results.json and results.md")
+	out := flag.String("out", "tools/bench", "directory for results.json and results.md")
 	keep := flag.Bool("keep", false, "keep the ClickHouse data and tally logs (printed at the end)")
 	tallyBin := flag.String("tally", "", "tally binary to benchmark (default: build ./cmd/tally)")
 	flag.IntVar(&cfg.Spans, "spans", cfg.Spans, "spans loaded for the read benchmarks (env BENCH_SPANS)")
