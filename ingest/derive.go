@@ -190,7 +190,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 
 	hasUsage := c.any
 	if hasUsage {
-		a := n.opts.Usage.resolve(n.table, spanIdentity{scope: out.ScopeName, version: out.ScopeVersion,
+		a := n.reading(spanIdentity{scope: out.ScopeName, version: out.ScopeVersion,
 			provider: out.Provider, name: out.Name, model: out.Model, dialect: dialect})
 		if dialect == "langfuse" {
 			a.exclusive, a.why = langfuseExclusive, "langfuse usage_details"
@@ -214,7 +214,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		if a.outputExclReasoning {
 			c.output += c.reasoning
 		}
-		r := reconcile(c, a.exclusive)
+		r := reconcile(c, a.exclusive, ex != nil)
 		ex.step("input: %s", r.why)
 		out.InputTokens = r.input
 		out.OutputTokens = c.output
@@ -369,6 +369,20 @@ func (n *normalizer) langfuseCost() (float64, bool) {
 		sum += v
 	}
 	return sum, true
+}
+
+// reading resolves a span's reading once per distinct identity in a
+// request: the spans of one instrumentation share it.
+func (n *normalizer) reading(id spanIdentity) appliedReading {
+	if a, ok := n.readings[id]; ok {
+		return a
+	}
+	if n.readings == nil {
+		n.readings = make(map[spanIdentity]appliedReading, 4)
+	}
+	a := n.opts.Usage.resolve(n.table, id)
+	n.readings[id] = a
+	return a
 }
 
 // has reports whether the span (or its resource) carries f.

@@ -161,7 +161,8 @@ type normalizer struct {
 	pairs    []kv
 	notes    []kv // tally.* attributes derive adds to the span
 	table    []Reading
-	keep     [2]pcommon.Map // maps the views point into, for stored spans
+	readings map[spanIdentity]appliedReading // resolved readings, per request
+	keep     [2]pcommon.Map                  // maps the views point into, for stored spans
 	scratch  []byte
 	scratch2 []byte
 }

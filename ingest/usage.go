@@ -206,10 +206,11 @@ type reconciled struct {
 	input        uint64
 	mode         string
 	unreconciled bool
-	why          string // how input was derived, for explanations
+	why          string // how input was derived, when explaining
 }
 
-// reconcile turns reported counts into the stored, inclusive form
+// reconcile turns reported counts into the stored, inclusive form (why is
+// written only when explain is set: ingest does not pay for the words)
 // (input includes cache read and write; output includes reasoning).
 //
 //   - the uncached input was reported outright: input = it + cache read +
@@ -230,7 +231,7 @@ type reconciled struct {
 //   - a reported total that is neither the uncached part nor the sum;
 //   - a bucket was negative, fractional or not a number (it counts as 0);
 //   - the sum overflows (input keeps its reported value).
-func reconcile(c tokenCounts, exclusive bool) reconciled {
+func reconcile(c tokenCounts, exclusive, explain bool) reconciled {
 	r := reconciled{input: c.input, mode: schema.UsageInclusive, unreconciled: c.malformed}
 	cache, carry := bits.Add64(c.cacheRead, c.cacheWrite, 0)
 	if carry != 0 {
@@ -246,14 +247,18 @@ func reconcile(c tokenCounts, exclusive bool) reconciled {
 			return r
 		}
 		r.input = sum
-		r.why = fmt.Sprintf("uncached input reported outright: %d + cache read %d + cache write %d = %d", c.noCache, c.cacheRead, c.cacheWrite, sum)
+		if explain {
+			r.why = fmt.Sprintf("uncached input reported outright: %d + cache read %d + cache write %d = %d", c.noCache, c.cacheRead, c.cacheWrite, sum)
+		}
 		switch {
 		case c.hasInput && c.input == sum:
 		case c.hasInput && c.input == c.noCache && cache > 0:
 			r.mode = schema.UsageAdditive
 		case c.hasInput:
 			r.unreconciled = true
-			r.why += fmt.Sprintf("; the reported input %d is neither", c.input)
+			if explain {
+				r.why += fmt.Sprintf("; the reported input %d is neither", c.input)
+			}
 		}
 	} else if cache > c.input || (cache > 0 && exclusive) {
 		sum, carry := bits.Add64(c.input, cache, 0)
@@ -262,15 +267,17 @@ func reconcile(c tokenCounts, exclusive bool) reconciled {
 			r.why = "input + cache overflows"
 			return r
 		}
-		if cache > c.input {
+		switch {
+		case !explain:
+		case cache > c.input:
 			r.why = fmt.Sprintf("cache %d > reported input %d, so input cannot include it: %d + %d = %d", cache, c.input, c.input, cache, sum)
-		} else {
+		default:
 			r.why = fmt.Sprintf("input excludes cache: %d + cache read %d + cache write %d = %d", c.input, c.cacheRead, c.cacheWrite, sum)
 		}
 		r.input, r.mode = sum, schema.UsageAdditive
-	} else if cache > 0 {
+	} else if explain && cache > 0 {
 		r.why = fmt.Sprintf("input includes cache: %d stands (cache read %d and write %d are part of it)", c.input, c.cacheRead, c.cacheWrite)
-	} else {
+	} else if explain {
 		r.why = fmt.Sprintf("no cache tokens: input %d stands", c.input)
 	}
 	if cache > 0 && !c.hasInput && !c.hasNoCache {

@@ -36,7 +36,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := reconcile(tc.c, tc.additive)
+			r := reconcile(tc.c, tc.additive, false)
 			if r.input != tc.wantInput || r.mode != tc.wantMode || r.unreconciled != tc.unreconciled {
 				t.Errorf("got input %d mode %q unreconciled %v, want %d %q %v",
 					r.input, r.mode, r.unreconciled, tc.wantInput, tc.wantMode, tc.unreconciled)
