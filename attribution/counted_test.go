@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -67,5 +68,20 @@ func TestCostCounts(t *testing.T) {
 		if got := CostCounts(c.counted, c.mode); got != c.want {
 			t.Errorf("CostCounts(%v, %q) = %v, want %v", c.counted, c.mode, got, c.want)
 		}
+	}
+}
+
+// TestCostJSONHasNoFloatNoise: sums of prices carry float noise
+// (0.1 + 0.2 = 0.30000000000000004); the API writes amounts rounded to
+// 1e-10 USD.
+func TestCostJSONHasNoFloatNoise(t *testing.T) {
+	c := Cost{Total: 0.1 + 0.2, Input: 4.420340110000005, Output: 1e-12}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"total_usd":0.3,"input_usd":4.42034011,"cache_read_usd":0,"cache_write_usd":0,"output_usd":0}`
+	if string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }

@@ -10,6 +10,11 @@
 // queries that need it.
 package attribution
 
+import (
+	"encoding/json"
+	"math"
+)
+
 // Usage holds the token buckets of a span or a sum of spans. Buckets do not
 // overlap except as documented: Input includes CacheRead and CacheWrite,
 // Output includes Reasoning.
@@ -41,6 +46,17 @@ type Cost struct {
 	CacheWrite float64 `json:"cache_write_usd"`
 	Output     float64 `json:"output_usd"`
 }
+
+// MarshalJSON writes each amount rounded to 1e-10 USD (a ten-thousandth of
+// a micro-dollar, far below any price), so sums do not show float noise
+// such as 4.420340110000005.
+func (c Cost) MarshalJSON() ([]byte, error) {
+	type plain Cost
+	return json.Marshal(plain{roundUSD(c.Total), roundUSD(c.Input), roundUSD(c.CacheRead), roundUSD(c.CacheWrite), roundUSD(c.Output)})
+}
+
+// roundUSD rounds an amount to 1e-10 USD.
+func roundUSD(v float64) float64 { return math.Round(v*1e10) / 1e10 }
 
 // Add adds o's parts to c's.
 func (c *Cost) Add(o Cost) {
