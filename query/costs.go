@@ -210,6 +210,9 @@ func (t *CostTotals) AddSpan(a *attribution.Attributed) {
 // report has a bucket.
 type CostGroup struct {
 	Key string `json:"key"`
+	// Models are the raw model names of a by=model group keyed by its
+	// catalog model (CostReader.Costs).
+	Models []string `json:"models,omitempty"`
 	CostTotals
 	Series []CostPoint `json:"series,omitempty"`
 }
@@ -595,4 +598,67 @@ func unmatchedFrom(agg aggregation) []UnmatchedModel {
 		return out[i].Provider+"/"+out[i].Model < out[j].Provider+"/"+out[j].Model
 	})
 	return out
+}
+
+// Costs is Reader.Costs, with the model dimension grouped by the catalog
+// model: the raw names a provider returns for one model (a dated snapshot on
+// success, the requested alias on an error) are one group, its Models the
+// raw names beneath. Models no catalog entry matches keep their own group.
+func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
+	rep, err := c.Reader.Costs(ctx, f)
+	if err != nil || rep.By != ByModel || c.catalog == nil {
+		return rep, err
+	}
+	merged := map[string]*CostGroup{}
+	var order []string
+	for _, g := range rep.Groups {
+		key := g.Key
+		if e, _, ok := c.catalog.Lookup("", g.Key, rep.Until); ok && g.Key != "" {
+			key = e.Model
+		}
+		m := merged[key]
+		if m == nil {
+			m = &CostGroup{Key: key}
+			merged[key] = m
+			order = append(order, key)
+		}
+		m.add(&g.CostTotals)
+		m.Models = append(m.Models, g.Key)
+		m.Series = mergeSeries(m.Series, g.Series)
+	}
+	rep.Groups = rep.Groups[:0]
+	for _, k := range order {
+		g := merged[k]
+		sort.Strings(g.Models)
+		rep.Groups = append(rep.Groups, *g)
+	}
+	sort.Slice(rep.Groups, func(i, j int) bool {
+		a, b := rep.Groups[i], rep.Groups[j]
+		if a.Cost.Total != b.Cost.Total {
+			return a.Cost.Total > b.Cost.Total
+		}
+		return a.Key < b.Key
+	})
+	return rep, nil
+}
+
+// mergeSeries adds b's points into a, bucket by bucket, in time order.
+func mergeSeries(a, b []CostPoint) []CostPoint {
+	if len(b) == 0 {
+		return a
+	}
+	at := make(map[time.Time]int, len(a))
+	for i, p := range a {
+		at[p.Time] = i
+	}
+	for _, p := range b {
+		if i, ok := at[p.Time]; ok {
+			a[i].CostTotals.add(&p.CostTotals)
+			continue
+		}
+		at[p.Time] = len(a)
+		a = append(a, p)
+	}
+	sort.Slice(a, func(i, j int) bool { return a[i].Time.Before(a[j].Time) })
+	return a
 }

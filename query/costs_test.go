@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"reflect"
 	"errors"
 	"testing"
 	"time"
@@ -234,5 +235,41 @@ func TestCostsDayAndMinuteBuckets(t *testing.T) {
 		Since: mustTime(t, "2026-01-01T00:00:00Z"), Until: mustTime(t, "2026-01-10T00:00:00Z")})
 	if !errors.Is(err, query.ErrInvalidFilter) {
 		t.Errorf("minute buckets over 9 days: err %v, want ErrInvalidFilter", err)
+	}
+}
+
+// TestCostsByCatalogModel: by=model through the cost reader groups the raw
+// names of one catalog model. In the golden corpus claude-sonnet-4-5
+// (250,000 in, 1,000 out: goldentest.CostLongContext) and
+// claude-sonnet-4-5-20250929 (goldentest.CostClaudeAdditive) are one model;
+// gpt-4o-2024-08-06 is gpt-4o; acme-large-2 matches no entry and keeps its
+// name.
+func TestCostsByCatalogModel(t *testing.T) {
+	store := openStore(t)
+	insert(t, store, loadCorpus(t, "testdata/golden.json", "golden", builtin(t)), 1)
+	r := query.NewCostReader(query.NewReader(store), builtin(t))
+	rep, err := r.Costs(context.Background(), query.CostFilter{Project: "golden", By: query.ByModel,
+		Since: mustTime(t, "2026-01-10T09:00:00Z"), Until: mustTime(t, "2026-01-10T13:00:00Z")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]query.CostGroup{}
+	for _, g := range rep.Groups {
+		groups[g.Key] = g
+	}
+	sonnet := groups["claude-sonnet-4-5"]
+	if !reflect.DeepEqual(sonnet.Models, []string{"claude-sonnet-4-5", "claude-sonnet-4-5-20250929"}) || sonnet.Spans != 2 ||
+		!near(sonnet.Cost.Total, goldentest.CostLongContext+goldentest.CostClaudeAdditive) {
+		t.Errorf("claude-sonnet-4-5: models %v, %d spans, %v USD; want both names, 2 spans, %v", sonnet.Models, sonnet.Spans,
+			sonnet.Cost.Total, goldentest.CostLongContext+goldentest.CostClaudeAdditive)
+	}
+	if g := groups["gpt-4o"]; !reflect.DeepEqual(g.Models, []string{"gpt-4o-2024-08-06"}) || !near(g.Cost.Total, goldentest.CostGPT4o) {
+		t.Errorf("gpt-4o: %+v", g)
+	}
+	if g, ok := groups["acme-large-2"]; !ok || !reflect.DeepEqual(g.Models, []string{"acme-large-2"}) {
+		t.Errorf("acme-large-2 (no price): %+v, present %v", g, ok)
+	}
+	if _, ok := groups["claude-sonnet-4-5-20250929"]; ok {
+		t.Error("the dated name is still a group of its own")
 	}
 }

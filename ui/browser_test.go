@@ -415,3 +415,23 @@ func checkCacheExamples(t *testing.T, ctx context.Context, base string) {
 		t.Errorf("cache page example links %v, want the API's %v", got, want)
 	}
 }
+
+// TestCostPageGroupsByCatalogModel: the agent run's Claude calls answer as
+// claude-sonnet-4-5-20250929; the model table shows the catalog model with
+// the raw name beneath it, linking to that name's runs.
+func TestCostPageGroupsByCatalogModel(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Gzip: true, Base: base})
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/costs?since=3h")
+	waitFor(t, ctx, `!!document.querySelector('#cost-by-model .raw-models')`)
+	row := run(t, ctx, "model row", chromedp.Evaluate[string](`[...document.querySelectorAll('#cost-by-model tbody tr')].map(r => r.querySelector('th, td').innerText).find(t => t.startsWith('claude-sonnet-4-5')) || ''`))
+	if !strings.Contains(row, "claude-sonnet-4-5") || !strings.Contains(row, "claude-sonnet-4-5-20250929") {
+		t.Errorf("model cell %q: want claude-sonnet-4-5 with claude-sonnet-4-5-20250929 beneath", row)
+	}
+	href := run(t, ctx, "raw model link", chromedp.Evaluate[string](`document.querySelector('#cost-by-model .raw-models a')?.getAttribute('href') || ''`))
+	if href != "/runs?model=claude-sonnet-4-5-20250929" {
+		t.Errorf("raw model link %q", href)
+	}
+}

@@ -986,7 +986,13 @@ function costTable(label, report, by) {
   const total = report.total.cost.total_usd || 0;
   const link = (k) => (by === 'agent' || by === 'model' || by === 'task' ? `<a href="/runs?${new URLSearchParams({ [by]: k })}">${esc(k)}</a>` : esc(k));
   const cols = [
-    { key: 'key', label, html: (g) => (g.key ? link(g.key) : '<span class="muted">(none)</span>') },
+    { key: 'key', label, html: (g) => {
+      if (!g.key) return '<span class="muted">(none)</span>';
+      // A catalog model with the raw names the provider returned beneath it.
+      const raw = g.models || [];
+      if (raw.length > 1 || (raw.length === 1 && raw[0] !== g.key)) return `${esc(g.key)}<div class="muted raw-models">${raw.map(link).join(', ')}</div>`;
+      return link(g.key);
+    } },
     { key: 'cost', label: 'Cost', num: true, html: (g) => moneyHTML(g.cost.total_usd) + (g.unpriced_spans ? ' <span class="pill warn" title="spans without a price">+?</span>' : '') },
     { key: 'share', label: 'Share', num: true, html: (g) => { const s = total ? g.cost.total_usd / total : 0; return `<span class="share" style="width:${Math.round(s * 50)}px"></span>${pct(s)}`; } },
     { key: 'llm', label: 'LLM calls', num: true, html: (g) => num(g.llm_calls) },
