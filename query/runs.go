@@ -63,7 +63,7 @@ type RunSummary struct {
 // RunFilter selects runs. Zero fields do not filter.
 type RunFilter struct {
 	Project      string
-	Since, Until time.Time // on the run's spans' start times
+	Since, Until time.Time // on the run's start (its earliest span's start)
 	Agent        string
 	Model        string
 	Service      string
@@ -213,19 +213,24 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		f.Limit = 50
 	}
 	f.Limit = min(f.Limit, 1000)
-	var where []string
+	// A run is filed under its start (its earliest span's start) and its
+	// figures are always the whole run's: the window picks runs, never
+	// spans (see runsStartingIn).
+	where := []string{"project = ?"}
 	args := []any{f.Project}
-	where = append(where, "project = ?")
-	if !f.Since.IsZero() {
-		where = append(where, "start >= ?")
-		args = append(args, f.Since.UTC().Truncate(time.Second))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "start <= ?")
-		args = append(args, f.Until.UTC())
-	}
 	var having []string
 	var hargs []any
+	if !f.Since.IsZero() {
+		sub, subArgs := r.runsStartingIn(f.Project, f.Since, f.Until)
+		where = append(where, "trace_id IN ("+sub+")")
+		args = append(args, subArgs...)
+		having = append(having, "s_ns >= ?")
+		hargs = append(hargs, uint64(f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		having = append(having, "s_ns <= ?")
+		hargs = append(hargs, uint64(f.Until.UnixNano()))
+	}
 	if f.Agent != "" {
 		having = append(having, "has(agents, ?)")
 		hargs = append(hargs, f.Agent)
@@ -306,6 +311,30 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		page.NextCursor = cursor{uint64(last.Start.UnixNano()), last.TraceID}.encode()
 	}
 	return page, nil
+}
+
+// runsStartingIn is a subquery of the trace ids of project's runs that
+// start in [since, until] (until zero: open), read from span_facts, which is
+// sorted by hour: a window's runs are a few hours' key ranges there, where
+// the spans table (sorted by run) would be read whole.
+//
+// A run starting in the window has all its spans at or after since, so its
+// earliest span among those starting from DefaultTraceWindow before since
+// is its start. A run started earlier still, with no span in that hour, may
+// come through; the caller's HAVING on the whole run's start drops it.
+func (r *Reader) runsStartingIn(project string, since, until time.Time) (string, []any) {
+	q := "SELECT trace_id FROM " + r.store.Table(schema.TableSpanFacts) +
+		" WHERE project = ? AND start >= ?"
+	args := []any{project, since.UTC().Truncate(time.Second).Add(-DefaultTraceWindow)}
+	having := "min(start_ns) >= ?"
+	hargs := []any{uint64(since.UnixNano())}
+	if !until.IsZero() {
+		q += " AND start <= ?"
+		args = append(args, until.UTC().Truncate(time.Second))
+		having += " AND min(start_ns) <= ?"
+		hargs = append(hargs, uint64(until.UnixNano()))
+	}
+	return q + " GROUP BY trace_id HAVING " + having, append(args, hargs...)
 }
 
 // RunDetail is one run: its summary and its span tree.
