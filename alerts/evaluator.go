@@ -610,10 +610,26 @@ func SubjectString(subject map[string]string) string {
 // summary is the one-line annotation: subject, measured value, threshold.
 func summary(r *Rule, s sample, threshold float64) string {
 	v, t := formatValue(r, s.value), formatValue(r, threshold)
-	if spec, ok := specOf(r.Kind); ok {
-		return spec.summary(r, s, v, t)
+	spec, ok := specOf(r.Kind)
+	if !ok {
+		return fmt.Sprintf("%s %s: %s vs %s", r.Name, SubjectString(s.subject), v, t)
 	}
-	return fmt.Sprintf("%s %s: %s vs %s", r.Name, SubjectString(s.subject), v, t)
+	return spec.summary(r, s, v, compareOp(s.cond(s.value, threshold, max(s.samples, 1), 0), spec.inclusive), t)
+}
+
+// compareOp is how a value compares with its threshold in a summary: ">"
+// or "≥" (inclusive kinds) when the condition holds, "≤" or "<" when not,
+// so a rule that is fine never reads as breached.
+func compareOp(holds, inclusive bool) string {
+	switch {
+	case holds && inclusive:
+		return "≥"
+	case holds:
+		return ">"
+	case inclusive:
+		return "<"
+	}
+	return "≤"
 }
 
 // formatValue renders a value in the unit of the rule's kind.

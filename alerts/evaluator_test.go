@@ -359,6 +359,13 @@ rules:
 	if r := byRule["Repeats tool=vector_search"]; r.Firing || r.Value != 0 {
 		t.Errorf("vector_search repeat rate: %+v", r)
 	}
+	// A rule that is fine reads as fine (it read "3000 ms > 5000 ms").
+	if r := byRule["ToolSlow tool=code_sandbox"]; r.Summary != "tool code_sandbox p95 latency 3000 ms ≤ 5000 ms (20 calls in 15m)" {
+		t.Errorf("code_sandbox summary %q", r.Summary)
+	}
+	if r := byRule["Loop tool=web_search"]; r.Summary != "tool web_search called 4 times with the same arguments in one run ≥ 3 (same arguments repeated in 1 runs in 15m)" {
+		t.Errorf("loop summary %q", r.Summary)
+	}
 	if r := byRule["ToolSlow tool=code_sandbox"]; r.Firing || r.Threshold != 5000 || r.Value != 3000 {
 		t.Errorf("code_sandbox override: %+v", r)
 	}

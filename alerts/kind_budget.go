@@ -40,8 +40,8 @@ func runCost() kindSpec {
 				detail: fmt.Sprintf("%s runs over budget in %s", n, win), cond: above,
 				runsQuery: url.Values{"since": {since}, "min_cost": {strconv.FormatFloat(r.Threshold, 'f', -1, 64)}}}}, nil
 		},
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("a run cost %s > budget %s (%s)", v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("a run cost %s %s budget %s (%s)", v, op, t, s.detail)
 		},
 	}
 }

@@ -41,7 +41,7 @@ func cacheReadZero() kindSpec {
 			}
 			return out, nil
 		},
-		summary: func(_ *Rule, s sample, v, _ string) string {
+		summary: func(_ *Rule, s sample, v, op, _ string) string {
 			return fmt.Sprintf("agent %s on model %s read %s tokens from the prompt cache (%s)",
 				s.subject["agent"], s.subject["model"], v, s.detail)
 		},

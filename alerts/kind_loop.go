@@ -16,7 +16,7 @@ func repeatLoop() kindSpec {
 		kind:        KindRepeatLoop,
 		description: "A run called the same tool with the same arguments again and again after it succeeded: the agent is looping without progress.",
 		unit:        "calls with the same arguments in one run", subjects: []string{"tool"},
-		threshold: 5, window: 15 * time.Minute, minSamples: 1, format: formatPlain,
+		threshold: 5, window: 15 * time.Minute, minSamples: 1, format: formatPlain, inclusive: true,
 		measure: func(ctx context.Context, _ *Evaluator, c *cycle, r *Rule, project string, window time.Duration) ([]sample, error) {
 			loops, err := c.src.RepeatLoops(ctx, c.window(project, window), int(r.Threshold), 1000)
 			if err != nil {
@@ -48,9 +48,9 @@ func repeatLoop() kindSpec {
 			}
 			return out, nil
 		},
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("tool %s called %s times with the same arguments in one run ≥ %s (%s)",
-				s.subject["tool"], v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("tool %s called %s times with the same arguments in one run %s %s (%s)",
+				s.subject["tool"], v, op, t, s.detail)
 		},
 	}
 }

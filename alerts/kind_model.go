@@ -44,12 +44,12 @@ func modelLatencyP95() kindSpec {
 			}
 			return out, nil
 		},
-		summary: func(r *Rule, s sample, v, t string) string {
+		summary: func(r *Rule, s sample, v, op, t string) string {
 			what := "p95 latency"
 			if r.Measure == MeasureTTFC {
 				what = "p95 time to first chunk"
 			}
-			return fmt.Sprintf("model %s %s %s > %s (%s)", s.subject["model"], what, v, t, s.detail)
+			return fmt.Sprintf("model %s %s %s %s %s (%s)", s.subject["model"], what, v, op, t, s.detail)
 		},
 	}
 }

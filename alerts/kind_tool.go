@@ -48,8 +48,8 @@ func toolRetryRate() kindSpec {
 		measure: toolKind(func(s query.ToolStats, win string) (float64, []string, string) {
 			return s.RetryRate, s.RetriedRuns, fmt.Sprintf("%d of %d calls retried in %s", s.Retries, s.Calls, win)
 		}),
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("tool %s retry rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("tool %s retry rate %s %s %s (%s)", s.subject["tool"], v, op, t, s.detail)
 		},
 	}
 }
@@ -63,8 +63,8 @@ func toolErrorRate() kindSpec {
 		measure: toolKind(func(s query.ToolStats, win string) (float64, []string, string) {
 			return s.ErrorRate, s.FailedRuns, fmt.Sprintf("%d of %d calls failed in %s", s.Errors, s.Calls, win)
 		}),
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("tool %s error rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("tool %s error rate %s %s %s (%s)", s.subject["tool"], v, op, t, s.detail)
 		},
 	}
 }
@@ -78,8 +78,8 @@ func toolLatencyP95() kindSpec {
 		measure: toolKind(func(s query.ToolStats, win string) (float64, []string, string) {
 			return s.P95Ms, s.SlowestRuns, fmt.Sprintf("%d calls in %s", s.Calls, win)
 		}),
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("tool %s p95 latency %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("tool %s p95 latency %s %s %s (%s)", s.subject["tool"], v, op, t, s.detail)
 		},
 	}
 }

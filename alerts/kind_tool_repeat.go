@@ -26,8 +26,8 @@ func toolRepeatRate() kindSpec {
 			}
 			return rate, nil, fmt.Sprintf("%d of %d calls repeated in %s", s.Repeats, s.Calls, win)
 		}),
-		summary: func(_ *Rule, s sample, v, t string) string {
-			return fmt.Sprintf("tool %s repeat rate %s > %s (%s)", s.subject["tool"], v, t, s.detail)
+		summary: func(_ *Rule, s sample, v, op, t string) string {
+			return fmt.Sprintf("tool %s repeat rate %s %s %s (%s)", s.subject["tool"], v, op, t, s.detail)
 		},
 	}
 }

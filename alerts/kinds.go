@@ -39,8 +39,11 @@ type kindSpec struct {
 	// measure evaluates one rule in one project over window.
 	measure func(ctx context.Context, e *Evaluator, c *cycle, r *Rule, project string, window time.Duration) ([]sample, error)
 	// summary is the one-line annotation; v and t are the formatted value
-	// and threshold.
-	summary func(r *Rule, s sample, v, t string) string
+	// and threshold, op how they compare (">" when the condition holds,
+	// "≤" when it does not; "≥" and "<" for an inclusive kind).
+	summary func(r *Rule, s sample, v, op, t string) string
+	// inclusive: the threshold itself fires (at least, not above).
+	inclusive bool
 }
 
 // kinds is the table of alert kinds, in the order the docs list them.
