@@ -133,6 +133,11 @@ type CacheGroup struct {
 	// NeverHitRuns counts the group's runs judged never_hit on their own
 	// (at least MinEligibleRunCalls eligible calls, no cache read).
 	NeverHitRuns int `json:"never_hit_runs"`
+	// RunsWithoutCacheRead counts, for a never_hit group, every run with an
+	// eligible call of the group and no cache read by the group's calls —
+	// the runs ExampleRunIDs lists the latest of (a run with one eligible
+	// call is one of them, though too small to be judged never_hit alone).
+	RunsWithoutCacheRead int `json:"runs_without_cache_read"`
 	// ExampleRunIDs are, for a never_hit group, the runs to open: the runs
 	// with at least one eligible call of the group and no cache read by the
 	// group's calls, most recent call first, at most CacheExampleRuns. A run
@@ -320,6 +325,7 @@ func JudgeCache(rows []CacheCalls, prefixOf func(provider, model string) Prefix,
 					exs = append(exs, example{gr.TraceID, gr.LastNs})
 				}
 			}
+			g.group.RunsWithoutCacheRead = len(exs)
 			sort.Slice(exs, func(i, j int) bool {
 				if exs[i].start != exs[j].start {
 					return exs[i].start > exs[j].start

@@ -63,7 +63,7 @@ func TestJudgeCacheGroupsWorstFirst(t *testing.T) {
 	}
 	groups, runs, truncated := JudgeCache(rows, prefix, CacheThresholds{}.WithDefaults(), 1)
 	if len(groups) != 2 || groups[0].Agent != "looper" || groups[0].Verdict != VerdictNeverHit ||
-		groups[0].NeverHitRuns != 2 || len(groups[0].ExampleRunIDs) != 2 || groups[0].ExampleRunIDs[0] != "r2" ||
+		groups[0].NeverHitRuns != 2 || groups[0].RunsWithoutCacheRead != 2 || len(groups[0].ExampleRunIDs) != 2 || groups[0].ExampleRunIDs[0] != "r2" ||
 		groups[1].Verdict != VerdictHealthy || len(groups[1].ExampleRunIDs) != 0 {
 		t.Fatalf("groups %+v", groups)
 	}

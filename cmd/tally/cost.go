@@ -155,7 +155,7 @@ func printCache(w io.Writer, rep query.CacheReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tMODEL\tCALLS\tELIGIBLE\tMIN PREFIX\tCACHE READ\tHIT RATIO\tVERDICT\tNEVER-HIT RUNS")
+	fmt.Fprintln(tw, "AGENT\tMODEL\tCALLS\tELIGIBLE\tMIN PREFIX\tCACHE READ\tHIT RATIO\tVERDICT\tRUNS WITHOUT CACHE READ")
 	for _, g := range rep.Groups {
 		prefix := strconv.Itoa(g.MinPrefixTokens)
 		switch g.PrefixSource {
@@ -165,15 +165,15 @@ func printCache(w io.Writer, rep query.CacheReport) {
 			prefix = "no cache"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.1f%%\t%s\t%d\n", orNone(g.Agent), orNone(g.Model), g.Calls,
-			g.EligibleCalls, prefix, fmtTokens(g.CacheReadTokens), 100*g.HitRatio, g.Verdict, g.NeverHitRuns)
+			g.EligibleCalls, prefix, fmtTokens(g.CacheReadTokens), 100*g.HitRatio, g.Verdict, g.RunsWithoutCacheRead)
 	}
 	tw.Flush()
 	for _, g := range rep.Groups {
 		if g.Verdict != attribution.VerdictNeverHit || len(g.ExampleRunIDs) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s on %s never read the cache; its latest runs with cacheable calls (open with `tally run <trace id>`):\n",
-			orNone(g.Agent), orNone(g.Model))
+		fmt.Fprintf(w, "\n%s on %s never read the cache; the latest %d of its %d runs with cacheable calls and no cache read (open with `tally run <trace id>`):\n",
+			orNone(g.Agent), orNone(g.Model), len(g.ExampleRunIDs), g.RunsWithoutCacheRead)
 		for _, id := range g.ExampleRunIDs {
 			fmt.Fprintf(w, "  %s\n", id)
 		}
