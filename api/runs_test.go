@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,78 @@ func TestRunListWindowIsRunStart(t *testing.T) {
 				t.Errorf("runs %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestRunStatusAndErrors: status is the run's outcome, errors and
+// recovered_errors count error spans, and all three filter the list.
+//
+// Trace ids fa11 (failed), bec0 (recovered), c1ea (clean):
+//
+//	fail:  root 0–1 min error, tool 0–1 error → error, 2 errors, 0 recovered
+//	recov: root 2–3 ok, tool 2–3 error, tool 2.5–3 ok → ok, 1 error, 1 recovered
+//	clean: root 4–5 ok                             → ok, 0 errors
+func TestRunStatusAndErrors(t *testing.T) {
+	m, s := time.Minute, 30*time.Second
+	base := startRuns(t, []schema.Span{
+		apiSpan("fa11", "f0", "", schema.TypeAgent, 0, m, "error"),
+		apiSpan("fa11", "f1", "f0", schema.TypeTool, 0, m, "error"),
+		apiSpan("bec0", "r0", "", schema.TypeAgent, 2*m, m, "ok"),
+		apiSpan("bec0", "r1", "r0", schema.TypeTool, 2*m, s, "error"),
+		apiSpan("bec0", "r2", "r0", schema.TypeTool, 2*m+s, s, "ok"),
+		apiSpan("c1ea", "c0", "", schema.TypeAgent, 4*m, m, "ok"),
+	})
+	type outcome struct {
+		Status          string `json:"status"`
+		Errors          int    `json:"errors"`
+		RecoveredErrors int    `json:"recovered_errors"`
+	}
+	want := map[string]outcome{"fa11": {"error", 2, 0}, "bec0": {"ok", 1, 1}, "c1ea": {"ok", 0, 0}}
+	for name, w := range want {
+		code, _, body := get(t, base+"/api/v1/runs/"+fmt.Sprintf("%032s", name), "")
+		var d struct{ Summary outcome }
+		if err := json.Unmarshal(body, &d); code != http.StatusOK || err != nil {
+			t.Fatalf("run %s: %d %s", name, code, body)
+		}
+		if d.Summary != w {
+			t.Errorf("GET /runs/%s: %+v, want %+v", name, d.Summary, w)
+		}
+	}
+	tests := []struct {
+		query string
+		want  []string // newest first
+	}{
+		{"", []string{"c1ea", "bec0", "fa11"}},
+		{"status=error", []string{"fa11"}},
+		{"status=ok", []string{"c1ea", "bec0"}},
+		{"has_errors=true", []string{"bec0", "fa11"}},
+		{"has_errors=false", []string{"c1ea"}},
+		{"has_recovered_errors=true", []string{"bec0"}},
+		{"has_recovered_errors=false", []string{"c1ea", "fa11"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			q, err := url.ParseQuery(tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := getRuns(t, base, q)
+			var got []string
+			for _, r := range page.Runs {
+				name := strings.TrimLeft(r.TraceID, "0")
+				got = append(got, name)
+				if o := (outcome{r.Status, r.Errors, r.RecoveredErrors}); o != want[name] {
+					t.Errorf("listed %s: %+v, want %+v", name, o, want[name])
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("runs %v, want %v", got, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"has_errors=yes", "has_recovered_errors=1", "status=recovered"} {
+		if code, _, body := get(t, base+"/api/v1/runs?"+bad, ""); code != http.StatusBadRequest {
+			t.Errorf("runs?%s: %d %s, want 400", bad, code, body)
+		}
 	}
 }

@@ -31,23 +31,29 @@ func NewReader(store *schema.Store) *Reader { return &Reader{store: store} }
 
 // RunSummary is one run (trace) with its totals.
 type RunSummary struct {
-	TraceID        string            `json:"trace_id"`
-	Name           string            `json:"name"` // the root span's name
-	Task           string            `json:"task"` // task.name if any span has it, else the root's name
-	Service        string            `json:"service"`
-	Agents         []string          `json:"agents"`
-	Models         []string          `json:"models"`
-	ConversationID string            `json:"conversation_id,omitempty"`
-	UserID         string            `json:"user_id,omitempty"`
-	Start          time.Time         `json:"start"`
-	End            time.Time         `json:"end"`
-	DurationMs     float64           `json:"duration_ms"`
-	Status         string            `json:"status"` // "error" when any span ended in error, else "ok"
-	Spans          int               `json:"spans"`
-	LLMCalls       int               `json:"llm_calls"`
-	ToolCalls      int               `json:"tool_calls"`
-	Errors         int               `json:"errors"`
-	Usage          attribution.Usage `json:"usage"`
+	TraceID        string    `json:"trace_id"`
+	Name           string    `json:"name"` // the root span's name
+	Task           string    `json:"task"` // task.name if any span has it, else the root's name
+	Service        string    `json:"service"`
+	Agents         []string  `json:"agents"`
+	Models         []string  `json:"models"`
+	ConversationID string    `json:"conversation_id,omitempty"`
+	UserID         string    `json:"user_id,omitempty"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	DurationMs     float64   `json:"duration_ms"`
+	// Status is the run's outcome: "error" when its root span ended in error
+	// (a run without a root: when its last span to end did), else "ok".
+	// Errors inside a run that recovered do not make it an error.
+	Status    string `json:"status"`
+	Spans     int    `json:"spans"`
+	LLMCalls  int    `json:"llm_calls"`
+	ToolCalls int    `json:"tool_calls"`
+	Errors    int    `json:"errors"` // spans with status error
+	// RecoveredErrors are the errors of a run whose status is ok (a retry or
+	// fallback recovered them): Errors when Status is "ok", else 0.
+	RecoveredErrors int               `json:"recovered_errors"`
+	Usage           attribution.Usage `json:"usage"`
 	// UsageFromAggregate is true when no inference span carried usage and the
 	// totals come from an agent span's aggregated usage instead.
 	UsageFromAggregate bool             `json:"usage_from_aggregate,omitempty"`
@@ -69,12 +75,16 @@ type RunFilter struct {
 	Service      string
 	Task         string
 	Conversation string
-	Tool         string  // runs that called this tool ("unknown": a tool span without a name)
-	Status       string  // "error" or "ok"
-	Search       string  // trace id prefix, conversation id or span name substring
-	MinCost      float64 // runs costing at least this many USD; 0 does not filter
-	Cursor       string  // from a previous page's NextCursor
-	Limit        int     // default 50, at most 1000
+	Tool         string // runs that called this tool ("unknown": a tool span without a name)
+	Status       string // the run's outcome (RunSummary.Status): "error" or "ok"
+	HasErrors    string // "true": runs with an error span; "false": runs without
+	// HasRecoveredErrors "true": runs that are ok with errors inside them;
+	// "false": runs without recovered errors.
+	HasRecoveredErrors string
+	Search             string  // trace id prefix, conversation id or span name substring
+	MinCost            float64 // runs costing at least this many USD; 0 does not filter
+	Cursor             string  // from a previous page's NextCursor
+	Limit              int     // default 50, at most 1000
 }
 
 // RunPage is one page of runs, newest first.
@@ -129,13 +139,15 @@ const runAggregates = `
 	toUInt64(countIf(span_type = 'inference') - length(_sup)) AS n_llm,
 	countIf(span_type = 'tool') AS n_tool,
 	countIf(status = 'error') AS n_err,
+	toUInt8(if(countIf(parent_span_id = '') > 0, argMinIf(status, start_ns, parent_span_id = '') = 'error',
+		n_err > 0 AND maxIf(end_ns, status = 'error') = e_ns)) AS run_err,
 	` + runCountedSQL + `,
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec`
 
 // runColumns are the columns of runAggregates a runRow scans, in its order.
 const runColumns = `trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
-	n_spans, n_llm, n_tool, n_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
+	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
 	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec`
 
 type runRow struct {
@@ -154,6 +166,7 @@ type runRow struct {
 	LLM       uint64
 	Tool      uint64
 	Err       uint64
+	RunErr    uint8 // 1: the run's outcome is an error (see RunSummary.Status)
 	NUsage    uint64
 	FromAgg   uint8
 	In        uint64
@@ -172,7 +185,7 @@ type runRow struct {
 
 func (r *runRow) dest() []any {
 	return []any{&r.TraceID, &r.RootName, &r.FirstName, &r.Task, &r.Service, &r.Agents, &r.Models,
-		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.NUsage, &r.FromAgg,
+		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.RunErr, &r.NUsage, &r.FromAgg,
 		&r.In, &r.CR, &r.CW, &r.Out, &r.RS, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
 		&r.Unpriced, &r.Unrec}
 }
@@ -193,8 +206,10 @@ func (r *runRow) summary() RunSummary {
 	if s.Task == "" {
 		s.Task = s.Name
 	}
-	if s.Errors > 0 {
+	if r.RunErr == 1 {
 		s.Status = "error"
+	} else {
+		s.RecoveredErrors = s.Errors
 	}
 	s.UsageFromAggregate = r.FromAgg == 1
 	return s
@@ -257,14 +272,24 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
 		hargs = append(hargs, UnknownName, f.Tool)
 	}
-	switch f.Status {
-	case "":
-	case "error":
-		having = append(having, "n_err > 0")
-	case "ok":
-		having = append(having, "n_err = 0")
-	default:
-		return RunPage{}, fmt.Errorf("status %q: want error or ok", f.Status)
+	for _, c := range []struct{ name, v, yes, no string }{
+		{"status", f.Status, "run_err = 1", "run_err = 0"},
+		{"has_errors", f.HasErrors, "n_err > 0", "n_err = 0"},
+		{"has_recovered_errors", f.HasRecoveredErrors, "(run_err = 0 AND n_err > 0)", "(run_err = 1 OR n_err = 0)"},
+	} {
+		yes, no := "true", "false"
+		if c.name == "status" {
+			yes, no = "error", "ok"
+		}
+		switch c.v {
+		case "":
+		case yes:
+			having = append(having, c.yes)
+		case no:
+			having = append(having, c.no)
+		default:
+			return RunPage{}, fmt.Errorf("%s %q: want %s or %s", c.name, c.v, yes, no)
+		}
 	}
 	if f.MinCost > 0 {
 		having = append(having, "c_total >= ?")
@@ -507,6 +532,10 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	var rr runRow
 	rr.StartNs = ^uint64(0)
 	var rootStart, firstStart uint64 = ^uint64(0), ^uint64(0)
+	// The outcome (runRow.RunErr): the earliest root's status, or without a
+	// root whether a span ending last errored (run_err in runAggregates).
+	hasRoot, rootErr := false, false
+	var errEnd uint64
 	agents, models := map[string]bool{}, map[string]bool{}
 	uniq := make([]*schema.Span, 0, len(spans))
 	us := make([]attribution.UsageSpan, 0, len(spans))
@@ -521,6 +550,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		}
 		if s.ParentSpanID == "" && s.StartNs < rootStart {
 			rootStart, rr.RootName = s.StartNs, s.Name
+			hasRoot, rootErr = true, s.Status == "error"
 		}
 		if s.StartNs < firstStart {
 			firstStart, rr.FirstName, rr.Service = s.StartNs, s.Name, s.Service
@@ -551,6 +581,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		}
 		if s.Status == "error" {
 			rr.Err++
+			errEnd = max(errEnd, s.EndNs)
 		}
 		if s.CostSource == schema.CostUnpriced && s.UsageMode != schema.UsageAggregated {
 			rr.Unpriced++
@@ -562,6 +593,9 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		us = append(us, attribution.UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode,
 			StartNs: s.StartNs, EndNs: s.EndNs, Input: s.InputTokens, CacheRead: s.CacheReadTokens,
 			CacheWrite: s.CacheWriteTokens, Output: s.OutputTokens})
+	}
+	if rootErr || !hasRoot && rr.Err > 0 && errEnd == rr.EndNs {
+		rr.RunErr = 1
 	}
 	counted, fromAgg := attribution.CountedUsage(us)
 	if fromAgg {

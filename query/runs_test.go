@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,79 @@ func TestRunsFiledUnderStart(t *testing.T) {
 	}
 	if len(page.Runs) != 0 {
 		t.Errorf("since 45: %d runs (first %s), want none", len(page.Runs), page.Runs[0].TraceID)
+	}
+}
+
+// TestRunStatusIsOutcome: a run's status is its outcome (windowRuns' doc
+// works out each), the same from the run list (SQL) and the run detail (Go),
+// and status, has_errors and has_recovered_errors filter on it. Run f
+// (root 50–51 ok, nothing else) is clean.
+func TestRunStatusIsOutcome(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	clean := span("f", "rf", schema.TypeAgent, 50*time.Minute, time.Minute)
+	clean.ParentSpanID = ""
+	insert(t, s, append(windowRuns(), clean), 1)
+	type outcome struct {
+		status            string
+		errors, recovered int
+	}
+	want := map[string]outcome{
+		"a": {"ok", 1, 1}, "b": {"error", 2, 0}, "c": {"error", 1, 0}, "d": {"ok", 1, 1}, "f": {"ok", 0, 0},
+	}
+	all, err := r.Runs(ctx, query.RunFilter{Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(all.Runs), len(want))
+	}
+	for _, run := range all.Runs {
+		id := strings.TrimLeft(run.TraceID, "0")
+		detail, err := r.Run(ctx, "p", run.TraceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []struct {
+			path string
+			s    query.RunSummary
+		}{{"list", run}, {"detail", detail.Summary}} {
+			if o := (outcome{got.s.Status, got.s.Errors, got.s.RecoveredErrors}); o != want[id] {
+				t.Errorf("run %s (%s): %+v, want %+v", id, got.path, o, want[id])
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		f    query.RunFilter
+		want string // trace ids without their zeros, newest first
+	}{
+		{"failed", query.RunFilter{Status: "error"}, "c b"},
+		{"succeeded", query.RunFilter{Status: "ok"}, "f d a"},
+		{"with errors", query.RunFilter{HasErrors: "true"}, "d c b a"},
+		{"without errors", query.RunFilter{HasErrors: "false"}, "f"},
+		{"recovered", query.RunFilter{HasRecoveredErrors: "true"}, "d a"},
+		{"not recovered", query.RunFilter{HasRecoveredErrors: "false"}, "f c b"},
+		{"ok with errors", query.RunFilter{Status: "ok", HasErrors: "true"}, "d a"},
+		{"failed without errors", query.RunFilter{Status: "error", HasErrors: "false"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.f.Project = "p"
+			page, err := r.Runs(ctx, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, run := range page.Runs {
+				got = append(got, strings.TrimLeft(run.TraceID, "0"))
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("runs %q, want %q", g, tt.want)
+			}
+		})
+	}
+	if _, err := r.Runs(ctx, query.RunFilter{Project: "p", HasErrors: "yes"}); err == nil {
+		t.Error("has_errors=yes: no error")
 	}
 }

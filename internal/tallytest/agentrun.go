@@ -40,7 +40,8 @@ type AgentRun struct {
 //
 // Expected figures, worked out by hand:
 //
-//	spans 6, LLM calls 2, tool calls 2, errors 1, status error, duration 4000 ms
+//	spans 6, LLM calls 2, tool calls 2, errors 1, recovered errors 1 (the root
+//	ended ok, so the run's status is ok), duration 4000 ms
 //	usage counts inference spans only (the root's 3000/300 is not added):
 //	  input: claude 200 + 800 cache read (additive made inclusive) = 1000; gpt-4o 2000 → 3000
 //	  cache read: 800 + 1500 = 2300; output: 100 + 200 = 300

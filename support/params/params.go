@@ -122,13 +122,15 @@ func Limit(v string) (int, error) {
 
 // RunFilter parses a run-list request (the API's GET /runs, the UI's runs
 // page, tally runs): since, until, agent, model, service, task,
-// conversation, tool, status (ok or error), q, min_cost (USD), cursor and
+// conversation, tool, status (the run's outcome: ok or error), has_errors
+// and has_recovered_errors (true or false), q, min_cost (USD), cursor and
 // limit. The project is the caller's to set.
 func RunFilter(q url.Values, now time.Time) (query.RunFilter, error) {
 	f := query.RunFilter{
 		Agent: q.Get("agent"), Model: q.Get("model"), Service: q.Get("service"), Task: q.Get("task"),
 		Conversation: q.Get("conversation"), Tool: q.Get("tool"), Status: q.Get("status"),
 		Search: q.Get("q"), Cursor: q.Get("cursor"),
+		HasErrors: q.Get("has_errors"), HasRecoveredErrors: q.Get("has_recovered_errors"),
 	}
 	var err error
 	if f.Since, f.Until, err = TimeRange(q.Get("since"), q.Get("until"), now); err != nil {
@@ -144,6 +146,11 @@ func RunFilter(q url.Values, now time.Time) (query.RunFilter, error) {
 	}
 	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
 		return f, fmt.Errorf("status %q: want ok or error", f.Status)
+	}
+	for _, b := range []struct{ name, v string }{{"has_errors", f.HasErrors}, {"has_recovered_errors", f.HasRecoveredErrors}} {
+		if b.v != "" && b.v != "true" && b.v != "false" {
+			return f, fmt.Errorf("%s %q: want true or false", b.name, b.v)
+		}
 	}
 	return f, nil
 }

@@ -265,8 +265,15 @@ const RUN_COLS = [
   { key: 'cache_read', label: 'Cache read', title: 'cache-read input tokens', num: true, value: (r) => r.usage.cache_read_tokens, html: (r) => num(r.usage.cache_read_tokens) },
   { key: 'output', label: 'Out', title: 'output tokens (reasoning included)', num: true, value: (r) => r.usage.output_tokens, html: (r) => num(r.usage.output_tokens) },
   { key: 'cost', label: 'Cost', num: true, value: (r) => r.cost.total_usd, html: (r) => moneyHTML(r.cost.total_usd) + (r.unpriced_spans ? ` <span class="pill warn" title="${r.unpriced_spans} span(s) matched no price: cost missing">+?</span>` : '') },
-  { key: 'errors', label: 'Errors', num: true, value: (r) => r.errors, html: (r) => (r.errors ? `<span class="pill error">${num(r.errors)}</span>` : '0') },
+  { key: 'errors', label: 'Errors', title: 'spans that ended in error (recovered: the run still succeeded)', num: true, value: (r) => r.errors, html: errorsHTML },
 ];
+
+/** errorsHTML shows a run's error spans: red when the run failed, amber when it recovered. */
+function errorsHTML(r) {
+  if (!r.errors) return '0';
+  if (r.status === 'error') return `<span class="pill error" data-errors="failed">${num(r.errors)}</span>`;
+  return `<span class="pill warn" data-errors="recovered" title="the run succeeded: ${num(r.recovered_errors)} recovered">${num(r.errors)} recovered</span>`;
+}
 
 /** runColumns adds a retries column when the API reports retries per run. */
 function runColumns(runs) {
@@ -283,7 +290,7 @@ async function pageRuns() {
   const params = new URLSearchParams(location.search);
   setupRangeForm(document.getElementById('filters'), params);
   const el = document.getElementById('runs');
-  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'q', 'min_cost', 'cursor', 'limit']);
+  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor', 'limit']);
   let page;
   try {
     page = await api(`/api/v1/runs?${apiParams}`);
@@ -292,7 +299,7 @@ async function pageRuns() {
     return;
   }
   fillDatalists(page.runs);
-  const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
+  const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
   if (!page.runs.length) {
     el.innerHTML = filtered
       ? `<p class="empty" data-empty>No runs match these filters. <a href="/runs">Clear the filters</a> or widen the time range.</p>`
@@ -402,7 +409,7 @@ async function pageRun() {
   el.innerHTML = `
 <div class="runhead">
   <h1>${esc(s.task)} <code title="trace id">${esc(s.trace_id)}</code></h1>
-  <span class="pill ${s.status === 'error' ? 'error' : 'ok'}">${esc(s.status)}</span>
+  <span class="pill ${s.status === 'error' ? 'error' : 'ok'}" id="run-status" title="the run's outcome: its root span's status">${esc(s.status)}</span>${s.errors ? ` <span class="pill ${s.status === 'error' ? 'error' : 'warn'}" id="run-errors">${num(s.errors)} error span${s.errors === 1 ? '' : 's'}${s.recovered_errors ? ', recovered' : ''}</span>` : ''}
   <span class="muted">${esc(s.service)} · started ${timeHTML(s.start, true)}${s.agents.length ? ` · agents ${esc(s.agents.join(', '))}` : ''}</span>
   ${s.conversation_id ? `<a href="/conversations/${encodeURIComponent(s.conversation_id)}">conversation ${esc(s.conversation_id)}</a>` : ''}
   <button type="button" id="export-fixture">Export replay fixture</button>
