@@ -60,7 +60,7 @@ func TestDemoTrafficFiresTheDefaultRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := ev.Check(ctx, now.Sub(T0)+time.Minute)
+	results, err := ev.Check(ctx, now.Sub(T0)+time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -540,10 +540,17 @@ type CheckResult struct {
 	ExampleRunIDs []string `json:"example_run_ids"`
 }
 
+// Rules returns a copy of the loaded rules, in file order.
+func (e *Evaluator) Rules() []Rule {
+	return append([]Rule(nil), e.cfg.Rules...)
+}
+
 // Check evaluates every rule once, without state, `for` or delivery. A
-// non-zero window replaces every rule's window. Results are sorted: firing
-// first, then by rule, project and subject.
-func (e *Evaluator) Check(ctx context.Context, window time.Duration) ([]CheckResult, error) {
+// non-zero window replaces every rule's window. Projects limits the check
+// to those projects; empty means the configured ones (or every project
+// with recent spans). Results are sorted: firing first, then by rule,
+// project and subject.
+func (e *Evaluator) Check(ctx context.Context, window time.Duration, projects []string) ([]CheckResult, error) {
 	now := e.cfg.Now().UTC()
 	rules := e.cfg.Rules
 	if window > 0 {
@@ -553,9 +560,11 @@ func (e *Evaluator) Check(ctx context.Context, window time.Duration) ([]CheckRes
 			rules[i].Window = Duration(window)
 		}
 	}
-	projects, err := e.projects(ctx, now, rules)
-	if err != nil {
-		return nil, fmt.Errorf("check alerts: %w", err)
+	if len(projects) == 0 {
+		var err error
+		if projects, err = e.projects(ctx, now, rules); err != nil {
+			return nil, fmt.Errorf("check alerts: %w", err)
+		}
 	}
 	c := &cycle{src: e.cfg.Source, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
 	out := []CheckResult{}
@@ -630,6 +639,15 @@ func compareOp(holds, inclusive bool) string {
 		return "<"
 	}
 	return "≤"
+}
+
+// FormatThreshold renders a rule's threshold in the unit of its kind
+// ("10.0%", "30000 ms", "$0.50"); "-" for cache_read_zero, which has none.
+func FormatThreshold(r *Rule) string {
+	if r.Kind == KindCacheReadZero {
+		return "-"
+	}
+	return formatValue(r, r.Threshold)
 }
 
 // formatValue renders a value in the unit of the rule's kind.

@@ -321,7 +321,7 @@ rules:
 	ev := startEvaluator(t, alerts.Config{Rules: rules, Source: query.NewReader(store), Cache: cache,
 		Now: func() time.Time { return T }})
 
-	results, err := ev.Check(ctx, 0)
+	results, err := ev.Check(ctx, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package alerts
 
 import (
 	"context"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -81,5 +83,20 @@ func kindNames() []string {
 // Value formats shared by kinds.
 func formatPercent(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
 func formatMs(v float64) string      { return strconv.FormatFloat(v, 'f', 0, 64) + " ms" }
-func formatUSD(v float64) string     { return "$" + strconv.FormatFloat(v, 'f', 2, 64) }
-func formatPlain(v float64) string   { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// formatUSD writes cents for a dollar or more ($1.25) and three significant
+// digits below ($0.00927, $0.005), so a small budget and the run that broke
+// it never both read "$0.01".
+func formatUSD(v float64) string {
+	if v == 0 || math.Abs(v) >= 1 {
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	decimals := min(max(2-int(math.Floor(math.Log10(math.Abs(v)))), 2), 10)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return "$" + s
+}
+
+func formatPlain(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -9,15 +9,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/tallyhq/tally/support/params"
 	"io"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tallyhq/tally/support/params"
 )
 
 // Kind is what a rule measures.
@@ -46,6 +48,29 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// MarshalJSON writes the duration as the string Go prints ("15m0s"), so
+// the API shows rules as readably as their YAML.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// UnmarshalJSON reads the string MarshalJSON writes (or any duration the
+// rules file accepts), so API clients decode rules as they were sent.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration string, got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if v, err = parseDuration(s); err != nil {
+			return err
+		}
+	}
+	*d = Duration(v)
+	return nil
+}
+
 func parseDuration(s string) (time.Duration, error) {
 	v, err := params.ParseDuration(s)
 	if err != nil {
@@ -58,12 +83,12 @@ func parseDuration(s string) (time.Duration, error) {
 // or agent, or turns the rule off for it. Every subject field that is set
 // must match.
 type Override struct {
-	Tool       string   `yaml:"tool"`
-	Model      string   `yaml:"model"`
-	Agent      string   `yaml:"agent"`
-	Threshold  *float64 `yaml:"threshold"`
-	MinSamples *int     `yaml:"min_samples"`
-	Disabled   bool     `yaml:"disabled"`
+	Tool       string   `yaml:"tool" json:"tool,omitempty"`
+	Model      string   `yaml:"model" json:"model,omitempty"`
+	Agent      string   `yaml:"agent" json:"agent,omitempty"`
+	Threshold  *float64 `yaml:"threshold" json:"threshold,omitempty"`
+	MinSamples *int     `yaml:"min_samples" json:"min_samples,omitempty"`
+	Disabled   bool     `yaml:"disabled" json:"disabled,omitempty"`
 }
 
 func (o Override) matches(labels map[string]string) bool {
@@ -79,28 +104,28 @@ func (o Override) matches(labels map[string]string) bool {
 // it measures in a project is a separate alert instance.
 type Rule struct {
 	// Name becomes the alertname label; letters, digits and underscores.
-	Name string `yaml:"name"`
-	Kind Kind   `yaml:"kind"`
+	Name string `yaml:"name" json:"name"`
+	Kind Kind   `yaml:"kind" json:"kind"`
 	// Threshold: a ratio for rates, milliseconds for latency, USD for
 	// run_cost, a call count for repeat_loop; unused by cache_read_zero.
 	// The alert condition is value > threshold (value ≥ threshold for
 	// repeat_loop).
-	Threshold float64 `yaml:"threshold"`
+	Threshold float64 `yaml:"threshold" json:"threshold"`
 	// Window is how far back each evaluation looks.
-	Window Duration `yaml:"window"`
+	Window Duration `yaml:"window" json:"window"`
 	// For is how long the condition must hold before the alert fires.
-	For Duration `yaml:"for"`
+	For Duration `yaml:"for" json:"for"`
 	// MinSamples is the fewest calls (eligible calls for cache_read_zero)
 	// in the window for the rule to judge a subject at all.
-	MinSamples int `yaml:"min_samples"`
+	MinSamples int `yaml:"min_samples" json:"min_samples"`
 	// Measure selects what model_latency_p95 measures: duration (default)
 	// or ttfc (time to first chunk, over streamed calls only).
-	Measure     string            `yaml:"measure"`
-	Severity    string            `yaml:"severity"`
-	Labels      map[string]string `yaml:"labels"`
-	Description string            `yaml:"description"`
-	RunbookURL  string            `yaml:"runbook_url"`
-	Overrides   []Override        `yaml:"overrides"`
+	Measure     string            `yaml:"measure" json:"measure,omitempty"`
+	Severity    string            `yaml:"severity" json:"severity"`
+	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
+	Description string            `yaml:"description" json:"description,omitempty"`
+	RunbookURL  string            `yaml:"runbook_url" json:"runbook_url,omitempty"`
+	Overrides   []Override        `yaml:"overrides" json:"overrides,omitempty"`
 }
 
 // ruleFile is the rules file's shape.

@@ -158,3 +158,25 @@ func TestPrometheusRulesMatchDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatThresholdUSD: budgets below a dollar keep three significant
+// digits, so a $0.005 budget and a $0.00927 run never both read "$0.01".
+func TestFormatThresholdUSD(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "$0.00"},
+		{1.25, "$1.25"},
+		{12.4, "$12.40"},
+		{0.5, "$0.50"},
+		{0.00927, "$0.00927"},
+		{0.005, "$0.005"},
+		{0.0001234, "$0.000123"},
+		{0.99999, "$1.00"},
+	} {
+		if got := alerts.FormatThreshold(&alerts.Rule{Kind: alerts.KindRunCost, Threshold: c.v}); got != c.want {
+			t.Errorf("FormatThreshold(run_cost %v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

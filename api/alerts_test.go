@@ -20,6 +20,14 @@ type fakeAlerts map[string][]alerts.Status
 
 func (f fakeAlerts) Alerts(project string) []alerts.Status { return f[project] }
 
+// Rules and Check are exercised against a real evaluator in
+// cmd/tally's TestAlertsThroughAPI; the fake only lists.
+func (f fakeAlerts) Rules() []alerts.Rule { return nil }
+
+func (f fakeAlerts) Check(context.Context, time.Duration, []string) ([]alerts.CheckResult, error) {
+	return nil, nil
+}
+
 // fakeTools records the filter it was asked for and answers fixed stats.
 type fakeTools struct {
 	got query.ToolFilter

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/url"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -10,47 +12,178 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/alerts"
+	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/support/params"
 )
 
 // newAlertsCmd is `tally alerts`.
 func newAlertsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "alerts", Short: "Check alert rules"}
-	cmd.AddCommand(newAlertsCheckCmd())
+	cmd := &cobra.Command{Use: "alerts", Short: "What the server's alert rules fire, and checking rules"}
+	cmd.AddCommand(newAlertsListCmd(), newAlertsRulesCmd(), newAlertsCheckCmd(), newAlertsTryCmd())
 	return cmd
 }
 
-// newAlertsCheckCmd is `tally alerts check`: evaluate every rule once
-// against ClickHouse, print a table, exit 1 when anything would fire.
+// newAlertsListCmd is `tally alerts list`: the server's pending, firing
+// and recently resolved alerts, through the API.
+func newAlertsListCmd() *cobra.Command {
+	var (
+		state  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "The alerts the server has pending, firing or recently resolved",
+		Args:  cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	cmd.Flags().StringVar(&state, "state", "", "only alerts in this state: pending, firing or resolved")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{}
+		setIf(q, "state", state)
+		var rep api.AlertsReport
+		if done, err := getOrPrint(cmd, client, "/api/v1/alerts", q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if len(rep.Alerts) == 0 {
+			_, err := fmt.Fprintln(out, "No alerts pending, firing or recently resolved.")
+			return err
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATE\tRULE\tSEVERITY\tSUBJECT\tFOR\tSUMMARY")
+		for _, a := range rep.Alerts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.State, a.Rule, orDash(a.Labels["severity"]),
+				orDash(alerts.SubjectString(subjectOf(a.Labels))), timeInState(a, now), a.Annotations["summary"])
+		}
+		return tw.Flush()
+	}
+	return cmd
+}
+
+// subjectOf picks the subject labels (tool, model, agent) of an alert.
+func subjectOf(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"tool", "model", "agent"} {
+		if v, ok := labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// timeInState is how long an alert has been in its state, to the second.
+func timeInState(a alerts.Status, now time.Time) string {
+	since := a.ActiveAt
+	switch a.State {
+	case alerts.StateFiring:
+		since = a.FiredAt
+	case alerts.StateResolved:
+		since = a.ResolvedAt
+	}
+	if since.IsZero() {
+		return "-"
+	}
+	return now.Sub(since).Round(time.Second).String()
+}
+
+// newAlertsRulesCmd is `tally alerts rules`: the rules the server loaded.
+func newAlertsRulesCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "The alert rules the server evaluates, with thresholds, severity and state",
+		Args:  cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		var rep api.AlertRulesReport
+		if done, err := getOrPrint(cmd, client, "/api/v1/alerts/rules", nil, asJSON, &rep); done || err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RULE\tKIND\tTHRESHOLD\tWINDOW\tFOR\tSEVERITY\tFIRING\tPENDING\tRUNBOOK")
+		for _, r := range rep.Rules {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, alerts.FormatThreshold(&r.Rule),
+				time.Duration(r.Window), time.Duration(r.For), orDash(r.Severity), r.Firing, r.Pending, orDash(r.RunbookURL))
+		}
+		return tw.Flush()
+	}
+	return cmd
+}
+
+// newAlertsCheckCmd is `tally alerts check`: ask the server to evaluate
+// every loaded rule once, print a table, exit 1 when anything would fire.
 func newAlertsCheckCmd() *cobra.Command {
 	var (
+		since  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Evaluate the server's alert rules once, now; exit 1 when any would fire",
+		Long: `Check asks the server (--server) to evaluate every rule it loaded once, now,
+over each rule's window (or --since for all) in the key's project. It ignores
+"for" (what would fire if the condition held long enough) and sends nothing.
+It prints one line per measured subject, firing ones first, and exits 1 when
+any would fire, 0 when none would, 2 on errors — usable in the CI of an agent
+repository. To evaluate a rules file the server has not loaded, use
+'tally alerts try'.`,
+		Args: cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	cmd.Flags().StringVar(&since, "since", "", "window for every rule instead of each rule's own (e.g. 1h, 7d)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{}
+		setIf(q, "since", since)
+		var rep api.AlertCheckReport
+		if err := client.get(cmd.Context(), "/api/v1/alerts/check", q, &rep); err != nil {
+			return err
+		}
+		return printCheck(cmd.OutOrStdout(), rep.Results, rep.Rules, asJSON)
+	}
+	return cmd
+}
+
+// newAlertsTryCmd is `tally alerts try`: evaluate a rules file once,
+// reading ClickHouse directly — to try rules before a server loads them.
+func newAlertsTryCmd() *cobra.Command {
+	var (
 		st       storeFlags
-		rules    string
 		since    string
 		projects []string
 		prices   string
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Evaluate the alert rules once against ClickHouse; exit 1 when any would fire",
-		Long: `Check evaluates every rule of the rules file once, now, over each rule's window
-(or --since for all), reading ClickHouse directly. It ignores "for" (what would
-fire if the condition held long enough) and sends nothing. It prints one line
-per measured subject, firing ones first, and exits 1 when any would fire, 0
-when none would, 2 on errors — usable in the CI of an agent repository.`,
-		Args: cobra.NoArgs,
+		Use:   "try RULES.yaml",
+		Short: "Evaluate a rules file once against ClickHouse; exit 1 when any would fire",
+		Long: `Try evaluates every rule of a rules file once, now, reading ClickHouse
+directly: to see what rules would do before 'tally serve' loads them. Output
+and exit status are those of 'tally alerts check'.`,
+		Args: cobra.ExactArgs(1),
 	}
 	apply := configFlag(cmd)
 	fs := cmd.Flags()
 	st.register(fs)
-	fs.StringVar(&rules, "rules", defaultRulesFile, "alert rules file (YAML)")
 	fs.StringVar(&since, "since", "", "window for every rule instead of each rule's own (e.g. 1h, 7d)")
 	fs.StringSliceVar(&projects, "project", nil, "projects to check (default: every project with recent spans)")
 	fs.StringVar(&prices, "prices", "", "YAML price file adding to the built-in catalog (cache check's minimum prefixes)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := apply(); err != nil {
 			return err
 		}
@@ -64,7 +197,7 @@ when none would, 2 on errors — usable in the CI of an agent repository.`,
 			}
 			window = now.Sub(t)
 		}
-		ruleSet, err := alerts.LoadRules(rules)
+		ruleSet, err := alerts.LoadRules(args[0])
 		if err != nil {
 			return err
 		}
@@ -83,46 +216,51 @@ when none would, 2 on errors — usable in the CI of an agent repository.`,
 		if err != nil {
 			return err
 		}
-		results, err := ev.Check(ctx, window)
+		results, err := ev.Check(ctx, window, nil)
 		if err != nil {
 			return err
 		}
-		out := cmd.OutOrStdout()
-		firing := 0
-		for _, r := range results {
-			if r.Firing {
-				firing++
-			}
-		}
-		if asJSON {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(results); err != nil {
-				return err
-			}
-		} else {
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STATUS\tRULE\tPROJECT\tSUBJECT\tSAMPLES\tSUMMARY")
-			for _, r := range results {
-				status := "ok"
-				switch {
-				case r.Firing:
-					status = "FIRING"
-				case r.Samples < r.MinSamples:
-					status = "too few"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", status, r.Rule, r.Project,
-					orDash(alerts.SubjectString(r.Subject)), strconv.Itoa(r.Samples)+"/"+strconv.Itoa(r.MinSamples), r.Summary)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "%d of %d checks would fire (%d rules)\n", firing, len(results), len(ruleSet))
-		}
-		if firing > 0 {
-			return &exitError{code: 1, msg: fmt.Sprintf("%d alerts would fire", firing)}
-		}
-		return nil
+		return printCheck(cmd.OutOrStdout(), results, len(ruleSet), asJSON)
 	}
 	return cmd
+}
+
+// printCheck prints a check's results (a table, or JSON) and returns the
+// exit-1 error when any would fire.
+func printCheck(out io.Writer, results []alerts.CheckResult, rules int, asJSON bool) error {
+	firing := 0
+	for _, r := range results {
+		if r.Firing {
+			firing++
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATUS\tRULE\tPROJECT\tSUBJECT\tSAMPLES\tSUMMARY")
+		for _, r := range results {
+			status := "ok"
+			switch {
+			case r.Firing:
+				status = "FIRING"
+			case r.Samples < r.MinSamples:
+				status = "too few"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", status, r.Rule, r.Project,
+				orDash(alerts.SubjectString(r.Subject)), strconv.Itoa(r.Samples)+"/"+strconv.Itoa(r.MinSamples), r.Summary)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%d of %d checks would fire (%d rules)\n", firing, len(results), rules)
+	}
+	if firing > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d alerts would fire", firing)}
+	}
+	return nil
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +47,9 @@ func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("GET %s: %w (is tally running there? start it with 'tally serve', or point --server or TALLY_SERVER at it)", u, err)
+		}
 		return fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
