@@ -49,18 +49,24 @@ type SpanNode struct {
 	// Counted says the span's usage and cost count in the run's totals
 	// (attribution.CountedUsage: a wrapper of the same call, or an agent span repeating
 	// its children's usage, does not).
-	Counted        bool              `json:"counted"`
-	PriceEntry     string            `json:"price_entry,omitempty"`
-	PriceVersion   string            `json:"price_version,omitempty"`
-	ArgsHash       string            `json:"args_hash,omitempty"`
-	RetryClass     attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
-	Attributes     Pairs             `json:"attributes,omitempty"`
-	Resource       Pairs             `json:"resource,omitempty"`
-	Events         []Event           `json:"events,omitempty"`
-	Children       []*SpanNode       `json:"children"`
-	ConversationID string            `json:"-"`
-	UserID         string            `json:"-"`
-	TaskName       string            `json:"-"`
+	Counted      bool              `json:"counted"`
+	PriceEntry   string            `json:"price_entry,omitempty"`
+	PriceVersion string            `json:"price_version,omitempty"`
+	ArgsHash     string            `json:"args_hash,omitempty"`
+	RetryClass   attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
+	// SubtreeUsage and SubtreeCost are the span's inclusive figures: what
+	// counts in the run's totals from this span and everything below it
+	// (a wrapper repeating its child's call adds nothing), so a root's
+	// subtree cost is the run's cost. Absent when the subtree has none.
+	SubtreeUsage   *attribution.Usage `json:"subtree_usage,omitempty"`
+	SubtreeCost    *attribution.Cost  `json:"subtree_cost,omitempty"`
+	Attributes     Pairs              `json:"attributes,omitempty"`
+	Resource       Pairs              `json:"resource,omitempty"`
+	Events         []Event            `json:"events,omitempty"`
+	Children       []*SpanNode        `json:"children"`
+	ConversationID string             `json:"-"`
+	UserID         string             `json:"-"`
+	TaskName       string             `json:"-"`
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
@@ -99,6 +105,49 @@ func newNode(s *schema.Span) *SpanNode {
 		n.Events = append(n.Events, e)
 	}
 	return n
+}
+
+// sumSubtrees sets every node's SubtreeUsage and SubtreeCost from the
+// Counted flags: usage of counted spans, cost of spans whose cost counts
+// (attribution.CostCounts). Children are summed before their parents, by
+// walking a breadth-first order backwards, so deep runs need no recursion.
+func sumSubtrees(roots []*SpanNode) {
+	order := append([]*SpanNode(nil), roots...)
+	for i := 0; i < len(order); i++ {
+		order = append(order, order[i].Children...)
+	}
+	type sums struct {
+		usage  attribution.Usage
+		cost   attribution.Cost
+		priced bool
+	}
+	acc := make(map[*SpanNode]*sums, len(order))
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		s := &sums{}
+		if n.Counted && n.Usage != nil {
+			s.usage.Add(*n.Usage)
+		}
+		if n.Cost != nil && attribution.CostCounts(n.Counted, n.UsageMode) {
+			s.cost.Add(*n.Cost)
+			s.priced = true
+		}
+		for _, c := range n.Children {
+			cs := acc[c]
+			s.usage.Add(cs.usage)
+			s.cost.Add(cs.cost)
+			s.priced = s.priced || cs.priced
+		}
+		acc[n] = s
+		if !s.usage.IsZero() {
+			u := s.usage
+			n.SubtreeUsage = &u
+		}
+		if s.priced {
+			c := s.cost
+			n.SubtreeCost = &c
+		}
+	}
 }
 
 // BuildTree nests a run's spans by parent. Children are ordered by start time
