@@ -434,6 +434,8 @@ ${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(
     <div class="wf-toolbar">
       <button type="button" id="wf-expand">Expand all</button>
       <button type="button" id="wf-collapse">Collapse all</button>
+      <button type="button" id="wf-costliest" title="select the span with the highest cost of its own">Most expensive step</button>
+      <button type="button" id="wf-first-error" title="select the earliest span that ended in error">First error</button>
       <span class="muted" id="wf-count"></span>
       <span class="legend" aria-hidden="true"><span><i style="background:var(--agent)"></i>agent</span><span><i style="background:var(--llm)"></i>LLM</span><span><i style="background:var(--tool)"></i>tool</span><span><i style="background:var(--other)"></i>other</span><span><i style="background:var(--err)"></i>error</span></span>
     </div>
@@ -446,6 +448,18 @@ ${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(
   const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => showSpan(rows[i], t0, id));
   document.getElementById('wf-expand').addEventListener('click', () => wf.setAll(false));
   document.getElementById('wf-collapse').addEventListener('click', () => wf.setAll(true));
+  // Jumps: the span whose own cost counts most, and the earliest error.
+  let costliest = -1, firstErr = -1;
+  rows.forEach((r, i) => {
+    const own = r.n.cost && (r.n.counted || !r.n.usage) ? r.n.cost.total_usd : 0;
+    if (own > 0 && (costliest < 0 || own > rows[costliest].n.cost.total_usd)) costliest = i;
+    if (r.n.status === 'error' && (firstErr < 0 || r.start < rows[firstErr].start)) firstErr = i;
+  });
+  for (const [btn, i] of [['wf-costliest', costliest], ['wf-first-error', firstErr]]) {
+    const b = document.getElementById(btn);
+    if (i < 0) b.disabled = true;
+    else b.addEventListener('click', () => { wf.select(i, true); wf.el.focus({ preventScroll: true }); });
+  }
   const want = new URLSearchParams(location.hash.slice(1)).get('span');
   performance.mark('tally:header');
   wf.render();
@@ -456,6 +470,26 @@ ${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(
   if (pick >= 0) wf.select(pick, true);
   // Mark the first complete render (after layout and a frame) for benchmarks.
   requestAnimationFrame(() => setTimeout(() => { document.body.dataset.rendered = String(performance.now()); }, 0));
+}
+
+/** tokensText is "1,000 in / 100 out" for a usage, "" without one. */
+const tokensText = (u) => (u ? `${num(u.input_tokens)} in / ${num(u.output_tokens)} out` : '');
+
+/**
+ * spanFigures is the hover text of a waterfall row: the span's own tokens
+ * and cost, and its subtree's (what counts in the run's totals from it and
+ * everything below it), "" when neither has any.
+ */
+function spanFigures(n) {
+  const parts = [];
+  if (n.usage || n.cost) {
+    const own = [tokensText(n.usage), n.cost ? usd(n.cost.total_usd) : ''].filter(Boolean).join(' · ');
+    parts.push(`this span: ${own}${n.counted || !n.usage ? '' : ' (not counted: repeats usage counted elsewhere)'}`);
+  }
+  if (n.subtree_usage || n.subtree_cost) {
+    parts.push(`with everything below: ${[tokensText(n.subtree_usage), n.subtree_cost ? usd(n.subtree_cost.total_usd) : ''].filter(Boolean).join(' · ')}`);
+  }
+  return parts.join('\n');
 }
 
 /** axisTicks labels 0, ¼, ½, ¾ and the full run duration. */
@@ -507,6 +541,8 @@ class Waterfall {
     const marks = (isErr ? `<span class="mark err" title="${esc(n.status_message || n.error_type || 'error')}">ERR</span>` : '')
       + (r.retry ? `<span class="mark retry" title="retry${n.attempt ? ` (attempt ${n.attempt})` : ''}">RETRY</span>` : '');
     const hidden = this.collapsed[i] ? ` <span class="muted">(+${r.end - i - 1})</span>` : '';
+    const figures = spanFigures(n);
+    const cost = n.subtree_cost ? `<span class="wcost" data-usd="${esc(n.subtree_cost.total_usd)}" title="${esc(figures)}">${usd(n.subtree_cost.total_usd)}</span>` : '';
     const end = left + width;
     const d = fmtMs(n.duration_ms);
     const dur = end < 82
@@ -515,8 +551,8 @@ class Waterfall {
         ? `<span class="dur" style="right:calc(${100 - left}% + 4px)">${d}</span>`
         : `<span class="dur in" style="right:calc(${100 - end}% + 4px)">${d}</span>`;
     return `<div class="wf-row k-${esc(n.type)}${isErr ? ' is-err' : ''}${i === this.focus ? ' focus' : ''}" role="treeitem" id="wf-${i}" data-i="${i}" data-span-id="${esc(n.span_id)}" data-depth="${r.depth}" data-type="${esc(n.type)}" aria-level="${r.depth + 1}"${exp} aria-selected="${i === this.selected}">`
-      + `<div class="label" style="padding-left:${4 + r.depth * 14}px">${tg}<span class="kind">${TYPE_LABEL[n.type] || 'SPAN'}</span><span class="name" title="${esc(n.name)}">${esc(n.name)}</span>${marks}${hidden}</div>`
-      + `<div class="lane"><div class="bar" style="left:${left}%;width:${width}%" title="${esc(n.name)}: ${fmtMs(n.duration_ms)} at +${fmtMs(r.start - this.t0)}"></div>${dur}</div></div>`;
+      + `<div class="label" style="padding-left:${4 + r.depth * 14}px">${tg}<span class="kind">${TYPE_LABEL[n.type] || 'SPAN'}</span><span class="name" title="${esc(n.name)}">${esc(n.name)}</span>${marks}${hidden}${cost}</div>`
+      + `<div class="lane"><div class="bar" style="left:${left}%;width:${width}%" title="${esc(n.name)}: ${fmtMs(n.duration_ms)} at +${fmtMs(r.start - this.t0)}${figures ? `\n${esc(figures)}` : ''}"></div>${dur}</div></div>`;
   }
 
   /**
@@ -717,6 +753,10 @@ ${kvHTML([
   ])}
 <h3>Usage</h3>${usage}
 <h3>Cost</h3>${cost}
+${n.children && n.children.length && (n.subtree_usage || n.subtree_cost) ? `<h3>With everything below</h3><div id="detail-subtree">${kvHTML([
+    ['tokens', tokensText(n.subtree_usage)], ['cache read', n.subtree_usage ? num(n.subtree_usage.cache_read_tokens) : ''],
+    ['cost', n.subtree_cost ? moneyHTML(n.subtree_cost.total_usd) : '', true],
+  ])}</div>` : ''}
 ${n.usage || n.cost ? '<h3>How these numbers were derived</h3><div id="detail-explain"><p class="loading">Loading…</p></div>' : ''}
 <h3>Content</h3><div id="detail-content"><p class="loading">Loading captured content…</p></div>
 <h3>Events</h3>${events}
