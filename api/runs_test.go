@@ -181,3 +181,76 @@ func TestRunStatusAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunListSortsAcrossPages pages through /runs one run at a time under
+// each sort. Three runs (trace ids a1, b2, c3), minutes from runBase:
+//
+//	run  start  duration  cost    tokens  errors  retries
+//	a1   0      3 min     $0.002  150     0       1 (a tool span with attempt 2)
+//	b2   1      1 min     $0.005  150     1       0
+//	c3   2      2 min     $0      0       2       1 (its second call of the unnamed tool follows
+//	                                               the failed first: retry_after_error)
+func TestRunListSortsAcrossPages(t *testing.T) {
+	m := time.Minute
+	chat := func(trace, id, parent string, at time.Duration, in, out uint64, cost float64) schema.Span {
+		s := apiSpan(trace, id, parent, schema.TypeInference, at, time.Second, "ok")
+		s.UsageMode, s.InputTokens, s.OutputTokens = schema.UsageInclusive, in, out
+		s.CostTotal, s.CostSource = cost, schema.CostCatalog
+		return s
+	}
+	retry := apiSpan("a1", "a3", "a0", schema.TypeTool, 2*m, time.Second, "ok")
+	retry.ToolName, retry.Attempt = "search", 2
+	base := startRuns(t, []schema.Span{
+		apiSpan("a1", "a0", "", schema.TypeAgent, 0, 3*m, "ok"),
+		chat("a1", "a2", "a0", m, 100, 50, 0.002),
+		retry,
+		apiSpan("b2", "b0", "", schema.TypeAgent, m, m, "ok"),
+		chat("b2", "b1", "b0", m, 120, 30, 0.005),
+		apiSpan("b2", "b3", "b0", schema.TypeTool, m, time.Second, "error"),
+		apiSpan("c3", "c0", "", schema.TypeAgent, 2*m, 2*m, "ok"),
+		apiSpan("c3", "c1", "c0", schema.TypeTool, 2*m, time.Second, "error"),
+		apiSpan("c3", "c2", "c0", schema.TypeTool, 2*m+time.Second, time.Second, "error"),
+	})
+	tests := []struct{ sort, dir, want string }{
+		{"", "", "c3 b2 a1"},
+		{"start", "asc", "a1 b2 c3"},
+		{"duration", "desc", "a1 c3 b2"},
+		{"duration", "asc", "b2 c3 a1"},
+		{"cost", "desc", "b2 a1 c3"},
+		{"cost", "asc", "c3 a1 b2"},
+		{"tokens", "desc", "b2 a1 c3"}, // 150 and 150: b2 > a1
+		{"tokens", "asc", "c3 a1 b2"},
+		{"errors", "desc", "c3 b2 a1"},
+		{"errors", "asc", "a1 b2 c3"},
+		{"retries", "desc", "c3 a1 b2"}, // 1 and 1: c3 > a1, then 0
+		{"retries", "asc", "b2 a1 c3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sort+" "+tt.dir, func(t *testing.T) {
+			q := url.Values{"limit": {"1"}, "since": {"2026-11-02T08:00:00Z"}}
+			if tt.sort != "" {
+				q.Set("sort", tt.sort)
+				q.Set("dir", tt.dir)
+			}
+			var got []string
+			for range 4 {
+				page := getRuns(t, base, q)
+				for _, r := range page.Runs {
+					got = append(got, strings.TrimLeft(r.TraceID, "0"))
+				}
+				if page.NextCursor == "" {
+					break
+				}
+				q.Set("cursor", page.NextCursor)
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("order %q, want %q", g, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"sort=name", "dir=sideways", "sort=cost&cursor=" + url.QueryEscape(getRuns(t, base, url.Values{"limit": {"1"}}).NextCursor)} {
+		if code, _, body := get(t, base+"/api/v1/runs?"+bad, ""); code != http.StatusBadRequest {
+			t.Errorf("runs?%s: %d %s, want 400", bad, code, body)
+		}
+	}
+}

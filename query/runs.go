@@ -9,10 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
@@ -61,7 +64,7 @@ type RunSummary struct {
 	UnpricedSpans      int              `json:"unpriced_spans"`
 	UnreconciledSpans  int              `json:"unreconciled_spans,omitempty"`
 	// ToolRetries and ToolRepeats classify the run's tool calls by DESIGN.md's
-	// retry rules (the same as /tools); set on one run's detail, not in lists.
+	// retry rules (the same as /tools); set on a run's detail and in lists.
 	ToolRetries *int `json:"tool_retries,omitempty"`
 	ToolRepeats *int `json:"tool_repeats,omitempty"`
 }
@@ -83,11 +86,13 @@ type RunFilter struct {
 	HasRecoveredErrors string
 	Search             string  // trace id prefix, conversation id or span name substring
 	MinCost            float64 // runs costing at least this many USD; 0 does not filter
-	Cursor             string  // from a previous page's NextCursor
+	Sort               string  // one of RunSorts; "" is SortStart
+	Dir                string  // "asc" or "desc" ("", the default)
+	Cursor             string  // from a previous page's NextCursor under the same Sort and Dir
 	Limit              int     // default 50, at most 1000
 }
 
-// RunPage is one page of runs, newest first.
+// RunPage is one page of runs in the filter's order (newest first by default).
 type RunPage struct {
 	Runs       []RunSummary `json:"runs"`
 	NextCursor string       `json:"next_cursor,omitempty"`
@@ -299,26 +304,222 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")
 		hargs = append(hargs, strings.ToLower(f.Search), f.Search, f.Search)
 	}
+	order, err := runOrder(f.Sort, f.Dir)
+	if err != nil {
+		return RunPage{}, err
+	}
+	var after *cursor
 	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err == nil && len(c.Key) != 32 {
-			err = ErrInvalidCursor
-		}
+		c, err := order.decode(f.Cursor)
 		if err != nil {
 			return RunPage{}, err
 		}
-		having = append(having, "(s_ns < ? OR (s_ns = ? AND trace_id < ?))")
-		hargs = append(hargs, c.Ns, c.Ns, c.Key)
+		after = &c
 	}
-	q := "SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) + "\nWHERE " +
-		strings.Join(where, " AND ") + "\nGROUP BY trace_id"
+	args = append(args, hargs...)
+	if order.sort == SortRetries {
+		return r.runsByRetries(ctx, f, where, having, args, order, after)
+	}
+	if after != nil {
+		having = append(having, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
+		args = append(args, after.Ns, after.Ns, after.Key)
+	}
+	orderBy := "\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir()
+	q := "SELECT " + runAggregates + ",\n\t" + order.key() + " AS sort_key\nFROM " + final(r.store.Table(schema.TableSpans)) +
+		"\nWHERE " + strings.Join(where, " AND ") + "\nGROUP BY trace_id"
 	if len(having) > 0 {
 		q += "\nHAVING " + strings.Join(having, " AND ")
 	}
-	q += "\nORDER BY s_ns DESC, trace_id DESC\nLIMIT " + strconv.Itoa(f.Limit+1)
-	q = "SELECT " + runColumns + " FROM (" + q + ")\nORDER BY s_ns DESC, trace_id DESC"
+	q += orderBy + "\nLIMIT " + strconv.Itoa(f.Limit+1)
+	q = "SELECT " + runColumns + ", sort_key FROM (" + q + ")" + orderBy
 
-	rows, err := r.store.Conn().Query(ctx, q, append(args, hargs...)...)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	type keyed struct {
+		run runRow
+		key uint64
+	}
+	found, err := scanAll(rows, func(k *keyed) []any { return append(k.run.dest(), &k.key) })
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	page := RunPage{Runs: make([]RunSummary, 0, len(found))}
+	for i := range found {
+		page.Runs = append(page.Runs, found[i].run.summary())
+	}
+	if len(page.Runs) > f.Limit {
+		page.Runs = page.Runs[:f.Limit]
+		page.NextCursor = order.encode(cursor{found[f.Limit-1].key, found[f.Limit-1].run.TraceID})
+	}
+	if err := r.addRetries(ctx, f.Project, page.Runs); err != nil {
+		return RunPage{}, err
+	}
+	return page, nil
+}
+
+// Run list orders (RunFilter.Sort): each sorts on a whole-run figure, ties
+// broken by trace id, so a page cursor (the figure and the trace id of a
+// page's last run) is a stable position under the sort.
+const (
+	SortStart    = "start"    // the run's start (the default, newest first)
+	SortDuration = "duration" // end − start
+	SortCost     = "cost"     // total USD, compared in nano-USD
+	SortTokens   = "tokens"   // input (cache included) + output (reasoning included) tokens
+	SortErrors   = "errors"   // spans that ended in error
+	SortRetries  = "retries"  // tool calls classified as retries (RunSummary.ToolRetries)
+)
+
+// RunSorts are the orders RunFilter.Sort may name.
+func RunSorts() []string {
+	return []string{SortStart, SortDuration, SortCost, SortTokens, SortErrors, SortRetries}
+}
+
+// runListOrder is a validated sort and direction.
+type runListOrder struct {
+	sort string
+	desc bool
+}
+
+// runOrder validates a sort ("" is start) and direction ("" is desc).
+func runOrder(sortBy, dir string) (runListOrder, error) {
+	o := runListOrder{sort: sortBy, desc: true}
+	if o.sort == "" {
+		o.sort = SortStart
+	}
+	if !slices.Contains(RunSorts(), o.sort) {
+		return o, fmt.Errorf("sort %q: want one of %s", sortBy, strings.Join(RunSorts(), ", "))
+	}
+	switch dir {
+	case "", "desc":
+	case "asc":
+		o.desc = false
+	default:
+		return o, fmt.Errorf("dir %q: want asc or desc", dir)
+	}
+	return o, nil
+}
+
+// key is the SQL sort key over runAggregates' columns, a UInt64 (the cost
+// in nano-USD, so that float rounding of a sum cannot move a run across a
+// page boundary between two reads).
+func (o runListOrder) key() string {
+	switch o.sort {
+	case SortDuration:
+		return "toUInt64(if(e_ns > s_ns, e_ns - s_ns, 0))"
+	case SortCost:
+		return "toUInt64(round(if(c_total > 0, c_total, 0) * 1e9))"
+	case SortTokens:
+		return "toUInt64(in_t + out_t)"
+	case SortErrors:
+		return "toUInt64(n_err)"
+	}
+	return "toUInt64(s_ns)"
+}
+
+func (o runListOrder) dir() string {
+	if o.desc {
+		return "DESC"
+	}
+	return "ASC"
+}
+
+// op is the comparison that keeps the runs after a cursor.
+func (o runListOrder) op() string {
+	if o.desc {
+		return "<"
+	}
+	return ">"
+}
+
+// prefix tags a cursor's trace id with its order, so that a cursor is
+// refused under another; the default order's cursors are bare trace ids.
+func (o runListOrder) prefix() string {
+	if o.sort == SortStart && o.desc {
+		return ""
+	}
+	return o.sort + ":" + strings.ToLower(o.dir()) + ":"
+}
+
+func (o runListOrder) encode(c cursor) string {
+	c.Key = o.prefix() + c.Key
+	return c.encode()
+}
+
+// decode reads a cursor this order issued.
+func (o runListOrder) decode(s string) (cursor, error) {
+	c, err := decodeCursor(s)
+	if err != nil {
+		return c, err
+	}
+	id, ok := strings.CutPrefix(c.Key, o.prefix())
+	if !ok || len(id) != 32 {
+		return cursor{}, ErrInvalidCursor
+	}
+	c.Key = id
+	return c, nil
+}
+
+// after reports whether the run (key, id) comes after c in this order.
+func (o runListOrder) after(key uint64, id string, c cursor) bool {
+	if o.desc {
+		return key < c.Ns || key == c.Ns && id < c.Key
+	}
+	return key > c.Ns || key == c.Ns && id > c.Key
+}
+
+// runsByRetries is Runs sorted by retries. Retries are classified by Go's
+// rules (classifyRunTools, as on a run's detail), so ClickHouse lists the
+// matching runs' ids and their tool spans, Go orders them, and the page's
+// summaries are read by id.
+func (r *Reader) runsByRetries(ctx context.Context, f RunFilter, where, having []string, args []any, order runListOrder, after *cursor) (RunPage, error) {
+	matching := "SELECT trace_id FROM (SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) +
+		"\nWHERE " + strings.Join(where, " AND ") + "\nGROUP BY trace_id"
+	if len(having) > 0 {
+		matching += "\nHAVING " + strings.Join(having, " AND ")
+	}
+	matching += ")"
+	rows, err := r.store.Conn().Query(ctx, matching, args...)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	ids, err := scanAll(rows, func(s *string) []any { return []any{s} })
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	counts, err := r.runRetries(ctx, f.Project, "trace_id IN ("+matching+")", args)
+	if err != nil {
+		return RunPage{}, err
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		ra, rb := counts[ids[a]].retries, counts[ids[b]].retries
+		if ra != rb {
+			return (ra < rb) != order.desc
+		}
+		return (ids[a] < ids[b]) != order.desc
+	})
+	if after != nil {
+		i := sort.Search(len(ids), func(i int) bool { return order.after(uint64(counts[ids[i]].retries), ids[i], *after) })
+		ids = ids[i:]
+	}
+	var page RunPage
+	if len(ids) > f.Limit {
+		last := ids[f.Limit-1]
+		page.NextCursor = order.encode(cursor{uint64(counts[last].retries), last})
+		ids = ids[:f.Limit]
+	}
+	page.Runs = make([]RunSummary, 0, len(ids))
+	if len(ids) == 0 {
+		return page, nil
+	}
+	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+	for i, id := range ids {
+		set.Value[i] = id
+	}
+	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) +
+		"\nWHERE project = ? AND trace_id IN ?\nGROUP BY trace_id)"
+	rows, err = r.store.Conn().Query(ctx, q, f.Project, set)
 	if err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
 	}
@@ -326,16 +527,77 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
 	}
-	page := RunPage{Runs: make([]RunSummary, 0, len(found))}
+	byID := make(map[string]RunSummary, len(found))
 	for i := range found {
-		page.Runs = append(page.Runs, found[i].summary())
+		byID[found[i].TraceID] = found[i].summary()
 	}
-	if len(page.Runs) > f.Limit {
-		page.Runs = page.Runs[:f.Limit]
-		last := page.Runs[f.Limit-1]
-		page.NextCursor = cursor{uint64(last.Start.UnixNano()), last.TraceID}.encode()
+	for _, id := range ids {
+		s, ok := byID[id]
+		if !ok {
+			continue // deleted between the two reads
+		}
+		c := counts[id]
+		s.ToolRetries, s.ToolRepeats = &c.retries, &c.repeats
+		page.Runs = append(page.Runs, s)
 	}
 	return page, nil
+}
+
+// retryCount is a run's classified tool calls.
+type retryCount struct{ retries, repeats int }
+
+// addRetries sets each run's ToolRetries and ToolRepeats.
+func (r *Reader) addRetries(ctx context.Context, project string, runs []RunSummary) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	set := clickhouse.GroupSet{Value: make([]any, len(runs))}
+	for i := range runs {
+		set.Value[i] = runs[i].TraceID
+	}
+	counts, err := r.runRetries(ctx, project, "trace_id IN ?", []any{set})
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		c := counts[runs[i].TraceID]
+		runs[i].ToolRetries, runs[i].ToolRepeats = &c.retries, &c.repeats
+	}
+	return nil
+}
+
+// runRetries classifies the tool calls of project's runs that cond (over
+// trace_id, with args) selects, run by run, as a run's detail does
+// (classifyRunTools over its tool spans in start order). Runs without tool
+// calls are absent.
+func (r *Reader) runRetries(ctx context.Context, project, cond string, args []any) (map[string]retryCount, error) {
+	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status, start_ns, duration_ns, attempt\nFROM " +
+		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND span_type = 'tool' AND " + cond +
+		"\nORDER BY trace_id, start_ns, span_id"
+	rows, err := r.store.Conn().Query(ctx, q, append([]any{project}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("classify runs' tool calls: %w", err)
+	}
+	spans, err := scanAll(rows, func(s *schema.Span) []any {
+		return []any{&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.ToolName, &s.ToolCallID, &s.StepID, &s.ArgsHash,
+			&s.Status, &s.StartNs, &s.DurationNs, &s.Attempt}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("classify runs' tool calls: %w", err)
+	}
+	out := map[string]retryCount{}
+	for i := 0; i < len(spans); {
+		j := i
+		for j < len(spans) && spans[j].TraceID == spans[i].TraceID {
+			spans[j].SpanType = schema.TypeTool
+			j++
+		}
+		var c retryCount
+		c.retries, c.repeats = classifyRunTools(spans[i:j], nil)
+		out[spans[i].TraceID] = c
+		i = j
+	}
+	return out, nil
 }
 
 // runsStartingIn is a subquery of the trace ids of project's runs that
@@ -475,6 +737,7 @@ func runDetail(spans []schema.Span) *RunDetail {
 		n.Counted = counted[n.SpanID]
 		stack = append(stack, n.Children...)
 	}
+	sumSubtrees(roots)
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
 	return &RunDetail{Summary: summary, Roots: roots}

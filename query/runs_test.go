@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -197,5 +198,146 @@ func TestRunStatusIsOutcome(t *testing.T) {
 	}
 	if _, err := r.Runs(ctx, query.RunFilter{Project: "p", HasErrors: "yes"}); err == nil {
 		t.Error("has_errors=yes: no error")
+	}
+}
+
+// sortRuns are five runs whose figures tie in pairs, so that every sort
+// leans on its tie-breaker (the trace id, in the sort's direction):
+//
+//	run  start  duration  cost   tokens (in+out)  errors  retries
+//	1    0      10 min    0.03   300 (200+100)    0       0
+//	2    1      5 min     0.01   300 (250+50)     1       1
+//	3    2      10 min    0.02   100 (80+20)      2       0
+//	4    3      1 min     0      0                1       1
+//	5    4      20 min    0.03   500 (400+100)    0       2
+//
+// Errors are tool spans in error (the roots end ok); a retry is a tool span
+// with attempt 2.
+func sortRuns() []schema.Span {
+	type run struct {
+		dur, errs, retries int
+		in, out            uint64
+		cost               float64
+	}
+	runs := []run{{10, 0, 0, 200, 100, 0.03}, {5, 1, 1, 250, 50, 0.01}, {10, 2, 0, 80, 20, 0.02}, {1, 1, 1, 0, 0, 0}, {20, 0, 2, 400, 100, 0.03}}
+	var out []schema.Span
+	for i, r := range runs {
+		tr, at := fmt.Sprint(i+1), time.Duration(i)*time.Minute
+		root := span(tr, "r"+tr, schema.TypeAgent, at, time.Duration(r.dur)*time.Minute)
+		root.ParentSpanID = ""
+		out = append(out, root)
+		child := func(id, typ string) schema.Span {
+			s := span(tr, id, typ, at+time.Second*time.Duration(len(out)), time.Second)
+			s.ParentSpanID = root.SpanID
+			return s
+		}
+		if r.in+r.out > 0 {
+			c := child("c"+tr, schema.TypeInference)
+			c.UsageMode, c.InputTokens, c.OutputTokens = schema.UsageInclusive, r.in, r.out
+			c.CostTotal, c.CostInput, c.CostSource = r.cost, r.cost, schema.CostCatalog
+			out = append(out, c)
+		}
+		for e := range r.errs {
+			c := child(fmt.Sprintf("e%s%d", tr, e), schema.TypeTool)
+			c.ToolName, c.Status = fmt.Sprintf("fails%d", e), "error"
+			out = append(out, c)
+		}
+		for n := range r.retries {
+			c := child(fmt.Sprintf("t%s%d", tr, n), schema.TypeTool)
+			c.ToolName, c.Attempt = fmt.Sprintf("retried%d", n), 2
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestRunsSortAcrossPages pages through sortRuns two at a time under every
+// sort and direction and gets each run once, in the order worked out by
+// hand from the table in sortRuns' doc.
+func TestRunsSortAcrossPages(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	insert(t, s, sortRuns(), 1)
+	insert(t, s, sortRuns()[:3], 2) // duplicate deliveries change nothing
+	tests := []struct {
+		sort, dir string
+		want      string
+	}{
+		{"", "", "5 4 3 2 1"},
+		{"start", "asc", "1 2 3 4 5"},
+		{"duration", "desc", "5 3 1 2 4"}, // 20, 10 (3 > 1), 10, 5, 1
+		{"duration", "asc", "4 2 1 3 5"},
+		{"cost", "desc", "5 1 3 2 4"}, // 0.03 (5 > 1), 0.03, 0.02, 0.01, 0
+		{"cost", "asc", "4 2 3 1 5"},
+		{"tokens", "desc", "5 2 1 3 4"}, // 500, 300 (2 > 1), 300, 100, 0
+		{"tokens", "asc", "4 3 1 2 5"},
+		{"errors", "desc", "3 4 2 5 1"}, // 2, 1 (4 > 2), 1, 0 (5 > 1), 0
+		{"errors", "asc", "1 5 2 4 3"},
+		{"retries", "desc", "5 4 2 3 1"}, // 2, 1 (4 > 2), 1, 0 (3 > 1), 0
+		{"retries", "asc", "1 3 2 4 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sort+" "+tt.dir, func(t *testing.T) {
+			var got []string
+			f := query.RunFilter{Project: "p", Sort: tt.sort, Dir: tt.dir, Limit: 2}
+			for pages := 0; ; pages++ {
+				if pages > 5 {
+					t.Fatalf("more than 5 pages: %v", got)
+				}
+				page, err := r.Runs(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Runs) > 2 {
+					t.Fatalf("page of %d runs, limit 2", len(page.Runs))
+				}
+				for _, run := range page.Runs {
+					got = append(got, strings.TrimLeft(run.TraceID, "0"))
+					if run.ToolRetries == nil {
+						t.Errorf("run %s: no tool_retries in the list", run.TraceID)
+					}
+				}
+				if page.NextCursor == "" {
+					break
+				}
+				f.Cursor = page.NextCursor
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("order %q, want %q", g, tt.want)
+			}
+		})
+	}
+	// The list's retries are the run detail's.
+	for i := 1; i <= 5; i++ {
+		id := trace(fmt.Sprint(i))
+		d, err := r.Run(ctx, "p", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := r.Runs(ctx, query.RunFilter{Project: "p", Search: id})
+		if err != nil || len(page.Runs) != 1 {
+			t.Fatalf("search %s: %v, %v", id, page.Runs, err)
+		}
+		if *page.Runs[0].ToolRetries != *d.Summary.ToolRetries || *page.Runs[0].ToolRepeats != *d.Summary.ToolRepeats {
+			t.Errorf("run %d: list retries %d/%d, detail %d/%d", i, *page.Runs[0].ToolRetries, *page.Runs[0].ToolRepeats,
+				*d.Summary.ToolRetries, *d.Summary.ToolRepeats)
+		}
+	}
+	// A cursor belongs to its sort and direction.
+	first, err := r.Runs(ctx, query.RunFilter{Project: "p", Sort: "cost", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []query.RunFilter{{Sort: "cost", Dir: "asc"}, {Sort: "tokens"}, {}} {
+		f.Project, f.Cursor = "p", first.NextCursor
+		if _, err := r.Runs(ctx, f); !errors.Is(err, query.ErrInvalidCursor) {
+			t.Errorf("cost cursor under %q %q: %v, want invalid cursor", f.Sort, f.Dir, err)
+		}
+	}
+	for _, f := range []query.RunFilter{{Sort: "task"}, {Dir: "up"}} {
+		f.Project = "p"
+		if _, err := r.Runs(ctx, f); err == nil {
+			t.Errorf("sort %q dir %q: no error", f.Sort, f.Dir)
+		}
 	}
 }

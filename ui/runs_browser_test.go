@@ -94,3 +94,55 @@ func TestRunsPageStatusAndWindow(t *testing.T) {
 		t.Errorf("run bec0 shows %q, %q; want ok, 1 error span, recovered", status, errs)
 	}
 }
+
+// TestRunsPageSortsAcrossPages: the runs page asks the API for its order,
+// so the second page continues the first. Four runs (start in minutes from
+// an hour ago, cost): a1 0 $0.002, b2 1 $0.005, c3 2 $0, d4 3 $0.003. By
+// cost, highest first, two a page: b2 d4 | a1 c3; the Cost header then asks
+// for lowest first from the first page: c3 a1.
+func TestRunsPageSortsAcrossPages(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Minute).UTC()
+	var spans []schema.Span
+	for i, r := range []struct {
+		id   string
+		cost float64
+	}{{"a1", 0.002}, {"b2", 0.005}, {"c3", 0}, {"d4", 0.003}} {
+		root := uiSpan(base, r.id, r.id+"0", "", schema.TypeAgent, time.Duration(i)*time.Minute, 30*time.Second, "ok")
+		chat := uiSpan(base, r.id, r.id+"1", r.id+"0", schema.TypeInference, time.Duration(i)*time.Minute, time.Second, "ok")
+		chat.UsageMode, chat.InputTokens, chat.OutputTokens = schema.UsageInclusive, 100, 10
+		chat.CostTotal, chat.CostInput, chat.CostSource = r.cost, r.cost, schema.CostCatalog
+		spans = append(spans, root, chat)
+	}
+	if err := tally.Store.InsertSpans(context.Background(), spans); err != nil {
+		t.Fatal(err)
+	}
+	id := func(s string) string { return fmt.Sprintf("%032s", s) }
+	ctx := newBrowser(t)
+	since := url.QueryEscape(base.Add(-time.Minute).Format(time.RFC3339))
+
+	open(t, ctx, tally.URL+"/runs?since="+since+"&sort=cost&limit=2")
+	if got, want := listedRuns(t, ctx), []string{id("b2"), id("d4")}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("first page by cost %v, want %v", got, want)
+	}
+	order := run(t, ctx, "order", chromedp.Evaluate[string](`document.getElementById('runs-order').textContent`))
+	if order != "2 runs on this page, by cost, highest first" {
+		t.Errorf("pager says %q", order)
+	}
+	run(t, ctx, "next page", chromedp.Click(chromedp.CSS(`a[rel="next"]`)))
+	waitFor(t, ctx, `location.search.includes('cursor=') && document.body.dataset.ready === '1'`)
+	if got, want := listedRuns(t, ctx), []string{id("a1"), id("c3")}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("second page by cost %v, want %v", got, want)
+	}
+	if n := run(t, ctx, "next link", chromedp.Evaluate[int](`document.querySelectorAll('a[rel="next"]').length`)); n != 0 {
+		t.Errorf("last page has %d next links", n)
+	}
+	run(t, ctx, "sort by cost ascending", chromedp.Click(chromedp.CSS(`#runs-table button.sortbtn[data-sort="cost"]`)))
+	waitFor(t, ctx, `location.search.includes('dir=asc') && !location.search.includes('cursor=') && document.body.dataset.ready === '1'`)
+	if got, want := listedRuns(t, ctx), []string{id("c3"), id("a1")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("first page by cost, lowest first %v, want %v", got, want)
+	}
+	if v := run(t, ctx, "sort field", chromedp.Value(chromedp.CSS(`#filters select[name="sort"]`))); v != "cost" {
+		t.Errorf("sort field %q, want cost", v)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,13 +124,14 @@ func Limit(v string) (int, error) {
 // RunFilter parses a run-list request (the API's GET /runs, the UI's runs
 // page, tally runs): since, until, agent, model, service, task,
 // conversation, tool, status (the run's outcome: ok or error), has_errors
-// and has_recovered_errors (true or false), q, min_cost (USD), cursor and
-// limit. The project is the caller's to set.
+// and has_recovered_errors (true or false), q, min_cost (USD), sort (one of
+// query.RunSorts) and dir (asc or desc), cursor and limit. The project is
+// the caller's to set.
 func RunFilter(q url.Values, now time.Time) (query.RunFilter, error) {
 	f := query.RunFilter{
 		Agent: q.Get("agent"), Model: q.Get("model"), Service: q.Get("service"), Task: q.Get("task"),
 		Conversation: q.Get("conversation"), Tool: q.Get("tool"), Status: q.Get("status"),
-		Search: q.Get("q"), Cursor: q.Get("cursor"),
+		Search: q.Get("q"), Cursor: q.Get("cursor"), Sort: q.Get("sort"), Dir: q.Get("dir"),
 		HasErrors: q.Get("has_errors"), HasRecoveredErrors: q.Get("has_recovered_errors"),
 	}
 	var err error
@@ -146,6 +148,12 @@ func RunFilter(q url.Values, now time.Time) (query.RunFilter, error) {
 	}
 	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
 		return f, fmt.Errorf("status %q: want ok or error", f.Status)
+	}
+	if f.Sort != "" && !slices.Contains(query.RunSorts(), f.Sort) {
+		return f, fmt.Errorf("sort %q: want one of %s", f.Sort, strings.Join(query.RunSorts(), ", "))
+	}
+	if f.Dir != "" && f.Dir != "asc" && f.Dir != "desc" {
+		return f, fmt.Errorf("dir %q: want asc or desc", f.Dir)
 	}
 	for _, b := range []struct{ name, v string }{{"has_errors", f.HasErrors}, {"has_recovered_errors", f.HasRecoveredErrors}} {
 		if b.v != "" && b.v != "true" && b.v != "false" {

@@ -95,6 +95,15 @@ func TestRunFilter(t *testing.T) {
 		{"has_errors=1", false},
 		{"has_recovered_errors=true", true},
 		{"has_recovered_errors=yes", false},
+		{"sort=start", true},
+		{"sort=duration&dir=asc", true},
+		{"sort=cost&dir=desc", true},
+		{"sort=tokens", true},
+		{"sort=errors", true},
+		{"sort=retries", true},
+		{"sort=task", false},
+		{"sort=Cost", false},
+		{"dir=up", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

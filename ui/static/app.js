@@ -252,18 +252,20 @@ function wireSort(container, state, rerender, onChange) {
   });
 }
 
+// RUN_COLS are the run-list columns; those with a value are the orders the API sorts runs by
+// (sort=start|duration|cost|errors|retries; tokens from the form), across all pages.
 const RUN_COLS = [
-  { key: 'start', label: 'Start', value: (r) => parseTime(r.start), html: (r) => `<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
+  { key: 'start', label: 'Start', value: (r) => r.start, html: (r) => `<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
   { key: 'trace', label: 'Trace', html: (r) => `<a class="mono" href="/runs/${esc(r.trace_id)}" title="${esc(r.trace_id)}">${shortID(r.trace_id)}</a>` },
-  { key: 'task', label: 'Task', value: (r) => r.task, html: (r) => esc(r.task) },
+  { key: 'task', label: 'Task', html: (r) => esc(r.task) },
   { key: 'agents', label: 'Agents', wrap: true, html: (r) => esc((r.agents || []).join(', ')) || '<span class="muted">—</span>' },
   { key: 'service', label: 'Service', html: (r) => esc(r.service) },
   { key: 'duration', label: 'Duration', num: true, value: (r) => r.duration_ms, html: (r) => fmtMs(r.duration_ms) },
-  { key: 'llm', label: 'LLM', title: 'LLM (inference) calls', num: true, value: (r) => r.llm_calls, html: (r) => num(r.llm_calls) },
-  { key: 'tools', label: 'Tools', title: 'tool calls', num: true, value: (r) => r.tool_calls, html: (r) => num(r.tool_calls) },
-  { key: 'input', label: 'In', title: 'input tokens (cache included)', num: true, value: (r) => r.usage.input_tokens, html: (r) => num(r.usage.input_tokens) },
-  { key: 'cache_read', label: 'Cache read', title: 'cache-read input tokens', num: true, value: (r) => r.usage.cache_read_tokens, html: (r) => num(r.usage.cache_read_tokens) },
-  { key: 'output', label: 'Out', title: 'output tokens (reasoning included)', num: true, value: (r) => r.usage.output_tokens, html: (r) => num(r.usage.output_tokens) },
+  { key: 'llm', label: 'LLM', title: 'LLM (inference) calls', num: true, html: (r) => num(r.llm_calls) },
+  { key: 'tools', label: 'Tools', title: 'tool calls', num: true, html: (r) => num(r.tool_calls) },
+  { key: 'input', label: 'In', title: 'input tokens (cache included)', num: true, html: (r) => num(r.usage.input_tokens) },
+  { key: 'cache_read', label: 'Cache read', title: 'cache-read input tokens', num: true, html: (r) => num(r.usage.cache_read_tokens) },
+  { key: 'output', label: 'Out', title: 'output tokens (reasoning included)', num: true, html: (r) => num(r.usage.output_tokens) },
   { key: 'cost', label: 'Cost', num: true, value: (r) => r.cost.total_usd, html: (r) => moneyHTML(r.cost.total_usd) + (r.unpriced_spans ? ` <span class="pill warn" title="${r.unpriced_spans} span(s) matched no price: cost missing">+?</span>` : '') },
   { key: 'errors', label: 'Errors', title: 'spans that ended in error (recovered: the run still succeeded)', num: true, value: (r) => r.errors, html: errorsHTML },
 ];
@@ -290,7 +292,7 @@ async function pageRuns() {
   const params = new URLSearchParams(location.search);
   setupRangeForm(document.getElementById('filters'), params);
   const el = document.getElementById('runs');
-  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor', 'limit']);
+  const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'sort', 'dir', 'cursor', 'limit']);
   let page;
   try {
     page = await api(`/api/v1/runs?${apiParams}`);
@@ -307,39 +309,40 @@ async function pageRuns() {
     return;
   }
   const cols = runColumns(page.runs);
+  // The API sorts (across every page, cursor included): the page shows its order as is.
   const state = { sort: params.get('sort') || 'start', dir: params.get('dir') || 'desc' };
-  const rows = page.runs.slice();
+  const rows = page.runs;
   const pager = () => {
     const parts = [];
     if (params.get('cursor')) {
       const first = new URLSearchParams(params);
       first.delete('cursor');
-      parts.push(`<a href="/runs?${first}">« Newest</a>`);
+      parts.push(`<a href="/runs?${first}">« First page</a>`);
     }
-    parts.push(`<span class="muted">${rows.length} run${rows.length === 1 ? '' : 's'} on this page${state.sort !== 'start' || state.dir !== 'desc' ? ' (sorted within the page)' : ''}</span>`);
+    const order = state.sort === 'start' ? (state.dir === 'asc' ? 'oldest first' : 'newest first') : `by ${esc(state.sort)}, ${state.dir === 'asc' ? 'lowest' : 'highest'} first`;
+    parts.push(`<span class="muted" id="runs-order">${rows.length} run${rows.length === 1 ? '' : 's'} on this page, ${order}</span>`);
     if (page.next_cursor) {
       const next = new URLSearchParams(params);
       next.set('cursor', page.next_cursor);
-      parts.push(`<a href="/runs?${next}" rel="next">Older runs »</a>`);
+      parts.push(`<a href="/runs?${next}" rel="next">Next page »</a>`);
     }
     return `<nav class="pager" aria-label="Pages">${parts.join('')}</nav>`;
   };
-  const render = () => {
-    sortRows(rows, cols, state);
-    el.innerHTML = tableHTML(cols, rows, state, {
-      id: 'runs-table',
-      caption: 'Runs',
-      rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}`,
-    }) + pager();
-  };
-  render();
-  wireSort(el, state, render, (s) => {
-    params.set('sort', s.sort);
-    params.set('dir', s.dir);
-    history.replaceState(null, '', `/runs?${params}`);
-    const form = document.getElementById('filters');
-    form.elements.sort.value = s.sort;
-    form.elements.dir.value = s.dir;
+  el.innerHTML = tableHTML(cols, rows, state, {
+    id: 'runs-table',
+    caption: 'Runs',
+    rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}`,
+  }) + pager();
+  // A header asks the API for that order from the first page (a cursor belongs to its order).
+  el.addEventListener('click', (ev) => {
+    const b = ev.target.closest('button.sortbtn');
+    if (!b) return;
+    const key = b.dataset.sort;
+    const next = new URLSearchParams(params);
+    next.set('dir', state.sort === key && state.dir === 'desc' ? 'asc' : 'desc');
+    next.set('sort', key);
+    next.delete('cursor');
+    location.assign(`/runs?${next}`);
   });
 }
 
