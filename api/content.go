@@ -7,8 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tallyhq/tally/schema"
-
 	"github.com/tallyhq/tally/support/params"
+	"github.com/tallyhq/tally/transcript"
 )
 
 // ContentReader is what the span-content endpoint needs; *query.Reader
@@ -17,12 +17,22 @@ type ContentReader interface {
 	SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error)
 }
 
+// ChatReader reads a span's conversation in one shape; *query.Reader
+// implements it. Without it the content answer has no chat.
+type ChatReader interface {
+	SpanChat(ctx context.Context, project, traceID, spanID string) (transcript.Chat, error)
+}
+
 // SpanContent is the answer of GET /api/v1/runs/{trace_id}/spans/{span_id}:
 // the content captured for one span (tool arguments and results, messages).
 type SpanContent struct {
 	TraceID string        `json:"trace_id"`
 	SpanID  string        `json:"span_id"`
 	Content []ContentItem `json:"content"`
+	// Chat is the span's messages as chat turns (system, user, assistant,
+	// tool; text, tool calls and results), read from whichever dialect the
+	// instrumentation sent; absent when the span carried none.
+	Chat *transcript.Chat `json:"chat,omitempty"`
 }
 
 // ContentItem is one captured value of a span.
@@ -57,6 +67,16 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 	out := SpanContent{TraceID: traceID, SpanID: spanID, Content: make([]ContentItem, 0, len(rows))}
 	for _, r := range rows {
 		out.Content = append(out.Content, ContentItem{Kind: r.Kind, SourceKey: r.SourceKey, Value: r.Value, Truncated: r.Truncated == 1})
+	}
+	if chr, ok := h.runs.(ChatReader); ok {
+		chat, err := chr.SpanChat(c.Request.Context(), Project(c), traceID, spanID)
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "read span messages: %v", err)
+			return
+		}
+		if !chat.Empty() {
+			out.Chat = &chat
+		}
 	}
 	c.JSON(http.StatusOK, out)
 }

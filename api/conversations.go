@@ -14,11 +14,13 @@ import (
 type Conversations interface {
 	Conversations(ctx context.Context, f query.ConversationFilter) (query.ConversationPage, error)
 	Conversation(ctx context.Context, project, id string) (*query.ConversationDetail, error)
+	ConversationTranscript(ctx context.Context, project, id string) (*query.Transcript, error)
 }
 
 // registerConversations mounts GET /conversations (a page of conversations,
 // most recently active first: since, until, limit, cursor) and
-// GET /conversations/{id} (its runs oldest first, with totals).
+// GET /conversations/{id} (its runs oldest first, with totals) and
+// GET /conversations/{id}/transcript (one chat turn per run).
 func (h *Handler) registerConversations(r gin.IRoutes) {
 	convs, _ := h.runs.(Conversations)
 	r.GET("/conversations", func(c *gin.Context) {
@@ -54,5 +56,22 @@ func (h *Handler) registerConversations(r gin.IRoutes) {
 			return
 		}
 		c.JSON(http.StatusOK, d)
+	})
+	r.GET("/conversations/:id/transcript", func(c *gin.Context) {
+		if convs == nil {
+			fail(c, http.StatusNotImplemented, "conversations are not configured")
+			return
+		}
+		id := c.Param("id")
+		tr, err := convs.ConversationTranscript(c.Request.Context(), Project(c), id)
+		if errors.Is(err, query.ErrNotFound) {
+			fail(c, http.StatusNotFound, "conversation %q not found", id)
+			return
+		}
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "load conversation transcript: %v", err)
+			return
+		}
+		c.JSON(http.StatusOK, tr)
 	})
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/transcript"
 )
 
 // ConversationSummary is one conversation (gen_ai.conversation.id and its
@@ -140,4 +143,102 @@ func (r *Reader) Conversation(ctx context.Context, project, id string) (*Convers
 		d.Cost.Add(run.Cost)
 	}
 	return d, nil
+}
+
+// MaxTranscriptRuns bounds the runs a conversation transcript reads (each
+// costs a few lookups); a longer conversation's transcript covers its
+// first MaxTranscriptRuns runs and says so.
+const MaxTranscriptRuns = 50
+
+// TranscriptTurn is one run of a conversation as chat: what the user said
+// to start it (the last user message its first model call was sent) and
+// what the run answered (its last model call's output).
+type TranscriptTurn struct {
+	TraceID  string               `json:"trace_id"`
+	Start    time.Time            `json:"start"`
+	Task     string               `json:"task"`
+	Status   string               `json:"status"`
+	Messages []transcript.Message `json:"messages"`
+}
+
+// Transcript is a conversation's turns, oldest first.
+type Transcript struct {
+	ConversationID string           `json:"conversation_id"`
+	Turns          []TranscriptTurn `json:"turns"`
+	// Truncated: the conversation has more runs than MaxTranscriptRuns.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ConversationTranscript reads a conversation as chat, one turn per run;
+// ErrNotFound when no run carries the id. A run whose calls captured no
+// messages has a turn without messages.
+func (r *Reader) ConversationTranscript(ctx context.Context, project, id string) (*Transcript, error) {
+	d, err := r.Conversation(ctx, project, id)
+	if err != nil {
+		return nil, err
+	}
+	runs := d.RunList
+	out := &Transcript{ConversationID: id, Turns: []TranscriptTurn{}}
+	if len(runs) > MaxTranscriptRuns {
+		runs, out.Truncated = runs[:MaxTranscriptRuns], true
+	}
+	ids := clickhouse.GroupSet{Value: make([]any, len(runs))}
+	from, to := runs[0].Start, runs[0].End
+	for i, run := range runs {
+		ids.Value[i] = run.TraceID
+		from, to = minTime(from, run.Start), maxTime(to, run.End)
+	}
+	var calls []struct {
+		TraceID string `ch:"trace_id"`
+		First   string `ch:"first"`
+		Last    string `ch:"last"`
+	}
+	q := "SELECT trace_id, argMin(span_id, start_ns) AS first, argMax(span_id, end_ns) AS last FROM " +
+		r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = ? AND start >= ? AND start <= ? GROUP BY trace_id"
+	if err := r.store.Conn().Select(ctx, &calls, q, project, ids, schema.TypeInference,
+		from.UTC().Truncate(time.Second), to.UTC()); err != nil {
+		return nil, fmt.Errorf("find the model calls of conversation %s: %w", id, err)
+	}
+	byRun := make(map[string][2]string, len(calls))
+	for _, c := range calls {
+		byRun[c.TraceID] = [2]string{c.First, c.Last}
+	}
+	for _, run := range runs {
+		turn := TranscriptTurn{TraceID: run.TraceID, Start: run.Start, Task: run.Task, Status: run.Status, Messages: []transcript.Message{}}
+		if c, ok := byRun[run.TraceID]; ok {
+			first, err := r.SpanChat(ctx, project, run.TraceID, c[0])
+			if err != nil {
+				return nil, err
+			}
+			for i := len(first.Input) - 1; i >= 0; i-- {
+				if first.Input[i].Role == "user" {
+					turn.Messages = append(turn.Messages, first.Input[i])
+					break
+				}
+			}
+			last := first
+			if c[1] != c[0] {
+				if last, err = r.SpanChat(ctx, project, run.TraceID, c[1]); err != nil {
+					return nil, err
+				}
+			}
+			turn.Messages = append(turn.Messages, last.Output...)
+		}
+		out.Turns = append(out.Turns, turn)
+	}
+	return out, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

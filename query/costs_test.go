@@ -2,8 +2,8 @@ package query_test
 
 import (
 	"context"
-	"reflect"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 

@@ -74,7 +74,7 @@ type handler struct {
 
 // page names, each with templates/<name>.html; every page may also use the
 // shared blocks in partialTemplates.
-var pageNames = []string{"runs", "run", "conversation", "costs", "tools", "cache", "alerts", "error"}
+var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "alerts", "error"}
 
 // partialTemplates define blocks shared by several pages: "range", the
 // time-range form of the tools and cache pages.
@@ -84,7 +84,8 @@ var partialTemplates = []string{"templates/layout.html", "templates/range.html"}
 //
 //	/, /runs              the run list (filters in the query string)
 //	/runs/{trace_id}      one run: totals, waterfall, span details
-//	/conversations/{id}   a conversation's runs in order
+//	/conversations        conversations, most recently active first
+//	/conversations/{id}   a conversation's runs in order and its transcript
 //	/costs, /tools, /cache, /alerts
 //	/static/...           the embedded script and stylesheet
 //
@@ -231,13 +232,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		v.Title, v.Nav, v.Page, v.ID = "Run "+id[:8], "runs", "run", id
+	case path == "/conversations":
+		v.Title, v.Nav, v.Page = "Conversations", "conversations", "conversations"
+		if err := h.checkTimes(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
 	case len(parts) == 2 && parts[0] == "conversations" && parts[1] != "":
 		id, err := url.PathUnescape(parts[1])
 		if err != nil {
 			h.fail(w, r, http.StatusBadRequest, "Bad conversation id.")
 			return
 		}
-		v.Title, v.Nav, v.Page, v.ID = "Conversation "+id, "runs", "conversation", id
+		v.Title, v.Nav, v.Page, v.ID = "Conversation "+id, "conversations", "conversation", id
 	case path == "/costs":
 		v.Title, v.Nav, v.Page = "Costs", "costs", "costs"
 		if err := h.checkCostFilters(q); err != nil {

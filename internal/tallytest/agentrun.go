@@ -3,6 +3,7 @@ package tallytest
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -24,6 +25,12 @@ type AgentRun struct {
 	Gzip         bool      // gzip the request body (otherwise no compression)
 	// ExporterOptions are added after the endpoint, before the compression.
 	ExporterOptions []otlptracehttp.Option
+	// Question and Answer, when Question is set, are captured as messages
+	// in the OpenTelemetry parts schema: the claude call gets system
+	// instructions, the user's Question and answers with a web_search tool
+	// call (call_1); the gpt-4o call gets the Question and the tool's
+	// result and answers Answer.
+	Question, Answer string
 }
 
 // SendAgentRun exports one hand-built agent run through the real OTel Go
@@ -89,6 +96,12 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 		attribute.Int("gen_ai.usage.input_tokens", 200),
 		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
 		attribute.Int("gen_ai.usage.output_tokens", 100))
+	if run.Question != "" {
+		chat.SetAttributes(
+			attribute.String("gen_ai.system_instructions", `[{"type":"text","content":"You triage support tickets."}]`),
+			attribute.String("gen_ai.input.messages", messagesJSON(msg{"role": "user", "parts": []msg{{"type": "text", "content": run.Question}}})),
+			attribute.String("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"tool_call","id":"call_1","name":"web_search","arguments":{"q":"otel","limit":3}}],"finish_reason":"tool_call"}]`))
+	}
 	chat.End(trace.WithTimestamp(at(1210)))
 	_, tool := span(ctx, "execute_tool web_search", 1220,
 		attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -107,6 +120,14 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 		attribute.Int("gen_ai.usage.input_tokens", 2000),
 		attribute.Int("gen_ai.usage.cache_read.input_tokens", 1500),
 		attribute.Int("gen_ai.usage.output_tokens", 200))
+	if run.Question != "" {
+		chat2.SetAttributes(
+			attribute.String("gen_ai.input.messages", messagesJSON(
+				msg{"role": "user", "parts": []msg{{"type": "text", "content": run.Question}}},
+				msg{"role": "tool", "parts": []msg{{"type": "tool_call_response", "id": "call_1", "response": msg{"hits": 2}}}})),
+			attribute.String("gen_ai.output.messages", messagesJSON(
+				msg{"role": "assistant", "parts": []msg{{"type": "text", "content": run.Answer}}, "finish_reason": "stop"})))
+	}
 	chat2.End(trace.WithTimestamp(at(2740)))
 	_, fetch := span(sctx, "execute_tool fetch_url", 2750,
 		attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -120,4 +141,16 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 		t.Fatalf("export: %v", err)
 	}
 	return root.SpanContext().TraceID().String()
+}
+
+// msg is a JSON object of the OpenTelemetry parts schema.
+type msg = map[string]any
+
+// messagesJSON writes messages as a gen_ai.*.messages value.
+func messagesJSON(messages ...msg) string {
+	b, err := json.Marshal(messages)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

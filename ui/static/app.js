@@ -814,11 +814,42 @@ async function loadContent(traceID, spanID) {
   const b = box();
   if (!b || document.querySelector('.wf-row[aria-selected="true"]')?.dataset.spanId !== spanID) return;
   const items = data.content || [];
-  if (!items.length) {
+  const chat = data.chat ? chatViewHTML(data.chat) : '';
+  if (!items.length && !chat) {
     b.innerHTML = '<p class="muted">No content captured for this span (content is stored only when the SDK records it, and may be disabled or redacted by configuration).</p>';
     return;
   }
-  b.innerHTML = items.map((c) => `<div class="content-item"><span class="ck">${esc(CONTENT_LABEL[c.kind] || c.kind)}</span> <span class="muted mono">${esc(c.source_key)}</span>${c.truncated ? ' <span class="pill warn">truncated at ingest</span>' : ''}${valueHTML(c.value, ` data-kind="${esc(c.kind)}"`)}</div>`).join('');
+  const raw = items.map((c) => `<div class="content-item"><span class="ck">${esc(CONTENT_LABEL[c.kind] || c.kind)}</span> <span class="muted mono">${esc(c.source_key)}</span>${c.truncated ? ' <span class="pill warn">truncated at ingest</span>' : ''}${valueHTML(c.value, ` data-kind="${esc(c.kind)}"`)}</div>`).join('');
+  // Messages read as a conversation; the raw values stay one click away.
+  b.innerHTML = chat
+    ? chat + (raw ? `<details class="raw-content"><summary>Raw captured values (${items.length})</summary>${raw}</details>` : '')
+    : raw;
+}
+
+// ---------------------------------------------------------------- chat view
+
+/** chatViewHTML draws a span's chat (from the API's transcript reading): sent, then answered. */
+function chatViewHTML(chat) {
+  const src = (s) => (s ? ` <span class="muted mono" title="read from">${esc(s)}</span>` : '');
+  return `<div class="chat" data-chat>`
+    + (chat.input && chat.input.length ? `<div class="chat-side"><div class="chat-head">Sent${src(chat.input_source)}</div>${chatHTML(chat.input)}</div>` : '')
+    + (chat.output && chat.output.length ? `<div class="chat-side"><div class="chat-head">Answered${src(chat.output_source)}</div>${chatHTML(chat.output)}</div>` : '')
+    + '</div>';
+}
+
+/** chatHTML draws messages as turns: role, text, tool calls and their results. */
+function chatHTML(messages) {
+  return messages.map((m) => `<div class="msg role-${esc(m.role)}" data-role="${esc(m.role)}"><div class="msg-role">${esc(m.role)}${m.finish_reason ? ` <span class="muted">· ${esc(m.finish_reason)}</span>` : ''}</div>${(m.parts || []).map(partHTML).join('')}</div>`).join('');
+}
+
+function partHTML(p) {
+  switch (p.type) {
+    case 'text': return `<div class="part-text">${esc(p.text)}</div>`;
+    case 'tool_call': return `<div class="part-call" data-part="tool_call"><span class="ck">→ ${esc(p.name || 'tool')}</span>${p.id ? ` <span class="muted mono">${esc(p.id)}</span>` : ''}${p.arguments ? valueHTML(p.arguments) : ''}</div>`;
+    case 'tool_result': return `<div class="part-result" data-part="tool_result"><span class="ck">← ${esc(p.name || 'result')}</span>${p.id ? ` <span class="muted mono">${esc(p.id)}</span>` : ''}${valueHTML(p.result || '')}</div>`;
+    case 'reasoning': return `<details class="part-reasoning"><summary>reasoning</summary><div class="part-text">${esc(p.text)}</div></details>`;
+    default: return `<div class="muted">${esc(p.text || p.type)}</div>`;
+  }
 }
 
 async function exportFixture(traceID) {
@@ -881,7 +912,46 @@ async function pageConversation() {
   <div class="stat"><dt>Errors</dt><dd>${num(sum((r) => r.errors))}</dd></div>
 </dl>
 <p class="muted">Started ${timeHTML(runs[0].start)}; user ${esc(runs.find((r) => r.user_id)?.user_id || '—')}. Runs in the order they started.</p>
-${tableHTML(cols, runs, null, { id: 'conv-runs', rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}` })}`;
+${tableHTML(cols, runs, null, { id: 'conv-runs', rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}` })}
+<h2>Transcript</h2><div id="conv-transcript"><p class="loading">Loading the transcript…</p></div>`;
+  const box = document.getElementById('conv-transcript');
+  try {
+    const tr = await api(`/api/v1/conversations/${encodeURIComponent(id)}/transcript`);
+    box.innerHTML = (tr.truncated ? '<p class="notice warn">The transcript shows the conversation\'s first runs only.</p>' : '')
+      + tr.turns.map((t, i) => `<section class="turn" data-trace-id="${esc(t.trace_id)}"><h3><a href="/runs/${esc(t.trace_id)}">Run ${i + 1}</a> <span class="muted">${esc(t.task)} · ${timeHTML(t.start)}</span>${t.status === 'error' ? ' <span class="pill error">failed</span>' : ''}</h3>${t.messages.length ? chatHTML(t.messages) : '<p class="muted">No messages captured in this run.</p>'}</section>`).join('');
+  } catch (err) {
+    box.innerHTML = errorHTML(err, 'transcript');
+  }
+}
+
+// ---------------------------------------------------------------- conversations page
+
+async function pageConversations() {
+  const el = document.getElementById('conversations');
+  const params = new URLSearchParams(location.search);
+  let page;
+  try {
+    page = await api(`/api/v1/conversations?${copyParams(params, ['since', 'until', 'cursor', 'limit'])}`);
+  } catch (err) {
+    el.innerHTML = errorHTML(err, 'conversations');
+    return;
+  }
+  const list = page.conversations || [];
+  if (!list.length) {
+    el.innerHTML = `<p class="empty" data-empty>${params.get('cursor') ? 'No more conversations.' : 'No conversations yet. Runs join a conversation through <code>gen_ai.conversation.id</code> (or its aliases, e.g. <code>session.id</code>).'}</p>`;
+    return;
+  }
+  const cols = [
+    { key: 'id', label: 'Conversation', html: (c) => `<a href="/conversations/${encodeURIComponent(c.conversation_id)}">${esc(c.conversation_id)}</a>` },
+    { key: 'runs', label: 'Runs', num: true, html: (c) => num(c.runs) },
+    { key: 'first', label: 'First run', html: (c) => timeHTML(c.first) },
+    { key: 'last', label: 'Last activity', html: (c) => timeHTML(c.last) },
+    { key: 'tokens', label: 'In / out', num: true, html: (c) => `${num(c.usage.input_tokens)} / ${num(c.usage.output_tokens)}` },
+    { key: 'cost', label: 'Cost', num: true, html: (c) => moneyHTML(c.cost.total_usd) },
+    { key: 'errors', label: 'Error spans', num: true, html: (c) => num(c.errors) },
+  ];
+  const next = page.next_cursor ? `<p><a href="/conversations?${copyParams(params, ['since', 'until', 'limit'], { cursor: page.next_cursor })}">Next page →</a></p>` : '';
+  el.innerHTML = tableHTML(cols, list, null, { id: 'conv-list', rowAttrs: (c) => ` data-conversation-id="${esc(c.conversation_id)}"` }) + next;
 }
 
 // ---------------------------------------------------------------- charts
@@ -1268,7 +1338,7 @@ async function pageAlerts() {
 
 // ---------------------------------------------------------------- boot
 
-const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, costs: pageCosts, tools: pageTools, cache: pageCache, alerts: pageAlerts };
+const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, alerts: pageAlerts };
 
 const run = PAGES[main.dataset.page];
 if (run) {
