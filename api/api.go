@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -127,6 +128,52 @@ func (h *Handler) Register(r gin.IRoutes) {
 	h.RegisterAlerts(r, h.alerts)
 }
 
+// TraceResolver finds the runs whose trace id starts with a prefix, so the
+// API takes the short ids the UI shows; *query.Reader implements it.
+type TraceResolver interface {
+	TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error)
+}
+
+// maxPrefixMatches is how many runs an ambiguous prefix's error lists.
+const maxPrefixMatches = 10
+
+// traceParam reads the route's trace id: 32 hex characters, or a prefix of
+// at least params.MinTracePrefix that names exactly one run of the
+// caller's project (none: 404; several: 400 listing them).
+func (h *Handler) traceParam(c *gin.Context) (string, bool) {
+	id, prefix, err := params.TraceIDOrPrefix(c.Param("trace_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return "", false
+	}
+	if !prefix {
+		return id, true
+	}
+	res, ok := h.runs.(TraceResolver)
+	if !ok {
+		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
+		return "", false
+	}
+	ids, err := res.TraceIDsWithPrefix(c.Request.Context(), Project(c), id, maxPrefixMatches+1)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "%v", err)
+		return "", false
+	}
+	switch {
+	case len(ids) == 0:
+		fail(c, http.StatusNotFound, "no run's trace id starts with %s", id)
+		return "", false
+	case len(ids) > 1:
+		list := strings.Join(ids[:min(len(ids), maxPrefixMatches)], ", ")
+		if len(ids) > maxPrefixMatches {
+			list += ", …"
+		}
+		fail(c, http.StatusBadRequest, "trace id prefix %s is ambiguous: it starts %s; give more characters", id, list)
+		return "", false
+	}
+	return ids[0], true
+}
+
 // Error is the body of every non-2xx API answer.
 type Error struct {
 	Error string `json:"error"`
@@ -193,9 +240,8 @@ func formatDays(d time.Duration) string {
 }
 
 func (h *Handler) getRun(c *gin.Context) {
-	id, err := params.TraceID(c.Param("trace_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	id, ok := h.traceParam(c)
+	if !ok {
 		return
 	}
 	release, ok := h.acquireRunRead(c)
@@ -219,13 +265,13 @@ func (h *Handler) getRun(c *gin.Context) {
 // derived: the instrumentation reading, each step, the price entry and the
 // arithmetic, and whether each span counts in the run's totals.
 func (h *Handler) getExplain(c *gin.Context) {
-	id, err := params.TraceID(c.Param("trace_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	id, ok := h.traceParam(c)
+	if !ok {
 		return
 	}
 	spanID := c.Param("span_id")
 	if spanID != "" {
+		var err error
 		if spanID, err = params.SpanID(spanID); err != nil {
 			fail(c, http.StatusBadRequest, "%v", err)
 			return

@@ -44,9 +44,8 @@ type ContentItem struct {
 }
 
 func (h *Handler) getSpanContent(c *gin.Context) {
-	traceID, err := params.TraceID(c.Param("trace_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	traceID, ok := h.traceParam(c)
+	if !ok {
 		return
 	}
 	spanID, err := params.SpanID(c.Param("span_id"))

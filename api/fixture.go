@@ -11,7 +11,6 @@ import (
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/replay"
 	"github.com/tallyhq/tally/replay/recording"
-	"github.com/tallyhq/tally/support/params"
 )
 
 // Fixtures is what the fixture endpoint needs; *query.Reader implements it.
@@ -24,9 +23,8 @@ type Fixtures interface {
 // replay.Fixture.MarshalDeterministic, so the same run always downloads as
 // the same file. ?inferences=true adds the run's model calls.
 func (h *Handler) getFixture(c *gin.Context) {
-	id, err := params.TraceID(c.Param("trace_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	id, ok := h.traceParam(c)
+	if !ok {
 		return
 	}
 	fixtures, ok := h.runs.(Fixtures)

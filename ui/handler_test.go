@@ -22,6 +22,23 @@ func (f fakeRuns) RunExists(_ context.Context, project, traceID string) (bool, e
 	return project == "p1" && traceID == knownRun, nil
 }
 
+// twinRun shares knownRun's first 16 characters: a prefix of 16 or fewer
+// is ambiguous.
+const twinRun = "0123456789abcdef0000000000000000"
+
+func (f fakeRuns) TraceIDsWithPrefix(_ context.Context, project, prefix string, limit int) ([]string, error) {
+	if f.fail {
+		return nil, errors.New("clickhouse down")
+	}
+	var out []string
+	for _, id := range []string{twinRun, knownRun} {
+		if project == "p1" && strings.HasPrefix(id, prefix) && len(out) < limit {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 func projectP1(*http.Request) string { return "p1" }
 
 func TestPageStatusCodes(t *testing.T) {
@@ -47,6 +64,14 @@ func TestPageStatusCodes(t *testing.T) {
 		{"GET", "/runs/" + strings.ToUpper(knownRun), 200, `data-page="run"`},
 		{"GET", "/runs/ffffffffffffffffffffffffffffffff", 404, "No run with trace id"},
 		{"GET", "/runs/not-a-trace", 400, "not a trace id"},
+		// Short ids: a unique prefix redirects to the run, an ambiguous one
+		// lists the matches, an unknown one is a 404, under 8 is refused.
+		{"GET", "/runs/" + knownRun[:20], 302, "/runs/" + knownRun},
+		{"GET", "/runs/" + knownRun[:8], 400, twinRun + ", " + knownRun},
+		{"GET", "/runs/fedcba98", 404, "No trace id in this project starts with fedcba98"},
+		{"GET", "/runs/0123456", 400, "the first 8 or more"},
+		{"GET", "/conversations", 200, `data-page="conversations"`},
+		{"GET", "/conversations?since=x", 400, "since"},
 		{"GET", "/conversations/conv-1", 200, `data-page="conversation"`},
 		{"GET", "/conversations/conv%201", 200, "conv 1"},
 		{"GET", "/costs", 200, `data-page="costs"`},

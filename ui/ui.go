@@ -31,10 +31,11 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// RunChecker tells whether a run exists in a project; *query.Reader
-// implements it.
+// RunChecker tells whether a run exists in a project and finds runs by
+// the short id the UI shows; *query.Reader implements it.
 type RunChecker interface {
 	RunExists(ctx context.Context, project, traceID string) (bool, error)
+	TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error)
 }
 
 // Option configures Handler.
@@ -214,8 +215,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case len(parts) == 2 && parts[0] == "runs":
-		id, err := params.TraceID(parts[1])
+		id, prefix, err := params.TraceIDOrPrefix(parts[1])
 		if err != nil {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a trace id: want 32 hex characters, or the first %d or more of them.", parts[1], params.MinTracePrefix))
+			return
+		}
+		if prefix && h.cfg.runs != nil {
+			// A short id (as the run list shows) opens its run when it names one.
+			ids, err := h.cfg.runs.TraceIDsWithPrefix(r.Context(), h.cfg.project(r), id, 11)
+			switch {
+			case err != nil:
+				h.fail(w, r, http.StatusServiceUnavailable, "Could not look the run up: "+err.Error())
+			case len(ids) == 0:
+				h.fail(w, r, http.StatusNotFound, "No trace id in this project starts with "+id+".")
+			case len(ids) > 1:
+				h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s is the start of %d or more trace ids (%s); give more characters.", id, len(ids), strings.Join(ids[:min(len(ids), 10)], ", ")))
+			default:
+				http.Redirect(w, r, "/runs/"+ids[0], http.StatusFound)
+			}
+			return
+		}
+		if prefix {
 			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a trace id: want 32 hex characters.", parts[1]))
 			return
 		}

@@ -137,7 +137,8 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		}
 	}
 	for _, a := range args {
-		id, err := params.TraceID(a)
+		// A short id (the UI's eight characters) is resolved by the API.
+		id, _, err := params.TraceIDOrPrefix(a)
 		if err != nil {
 			return nil, err
 		}

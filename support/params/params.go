@@ -101,6 +101,24 @@ func TraceID(v string) (string, error) {
 	return strings.ToLower(v), nil
 }
 
+// MinTracePrefix is the shortest trace id prefix a lookup accepts: the
+// eight characters the UI shows.
+const MinTracePrefix = 8
+
+var tracePrefixRE = regexp.MustCompile(`^[0-9a-fA-F]{8,31}$`)
+
+// TraceIDOrPrefix checks a trace id or a prefix of one (8 to 31 hex
+// characters) and returns it lowercased, with prefix saying which.
+func TraceIDOrPrefix(v string) (id string, prefix bool, err error) {
+	switch {
+	case traceIDRE.MatchString(v):
+		return strings.ToLower(v), false, nil
+	case tracePrefixRE.MatchString(v):
+		return strings.ToLower(v), true, nil
+	}
+	return "", false, fmt.Errorf("trace id %q: want 32 hex characters, or the first %d or more of them", v, MinTracePrefix)
+}
+
 // SpanID checks a span id (16 hex characters) and returns it lowercased.
 func SpanID(v string) (string, error) {
 	if !spanIDRE.MatchString(v) {

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/tallytest"
+)
+
+// TestRunByShortID: `tally run` takes the eight characters the UI shows.
+// The run is tallytest.SendAgentRun's: 6 spans, task triage_ticket.
+func TestRunByShortID(t *testing.T) {
+	tally := tallytest.Start(t)
+	id := tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: time.Now().Add(-time.Hour)})
+	var out bytes.Buffer
+	if err := runCLI(context.Background(), &out, "run", id[:8], "--server", tally.URL); err != nil {
+		t.Fatalf("tally run %s: %v\n%s", id[:8], err, out.String())
+	}
+	if !strings.Contains(out.String(), "run "+id) || !strings.Contains(out.String(), "task triage_ticket") {
+		t.Errorf("tally run %s printed\n%s\nwant run %s, task triage_ticket", id[:8], out.String(), id)
+	}
+	out.Reset()
+	err := runCLI(context.Background(), &out, "run", "1234567", "--server", tally.URL)
+	if err == nil || !strings.Contains(err.Error(), "the first 8 or more") {
+		t.Errorf("tally run with 7 characters: %v", err)
+	}
+}
