@@ -448,7 +448,13 @@ ${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(
   <aside class="detail" id="detail" aria-live="polite"><p class="muted">Select a span to see its attributes, usage, cost, events and captured content.</p></aside>
 </div>`;
   document.getElementById('export-fixture').addEventListener('click', () => exportFixture(id));
-  const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => showSpan(rows[i], t0, id));
+  const detail = document.getElementById('detail');
+  const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => {
+    showSpan(rows[i], t0, id);
+    // Narrow windows stack the detail below the tree: bring it into view.
+    const tree = document.querySelector('.waterfall').getBoundingClientRect();
+    if (detail.getBoundingClientRect().top >= tree.bottom - 1) detail.scrollIntoView({ block: 'start' });
+  });
   document.getElementById('wf-expand').addEventListener('click', () => wf.setAll(false));
   document.getElementById('wf-collapse').addEventListener('click', () => wf.setAll(true));
   // Jumps: the span whose own cost counts most, and the earliest error.
@@ -1311,8 +1317,22 @@ async function pageAlerts() {
   }
   const want = params.get('state');
   const all = listOf(body, 'alerts').filter((a) => a.state !== 'inactive' && (!want || a.state === want));
+  // The loaded rules, with thresholds, severity and their alerts' states.
+  let rules = [];
+  try {
+    rules = listOf(await api('/api/v1/alerts/rules'), 'rules');
+  } catch { /* an older server: the alerts alone */ }
+  const rulesHTML = rules.length ? `<h2>Rules (${rules.length})</h2>${tableHTML([
+    { key: 'name', label: 'Rule', html: (r) => `${esc(r.name)} <span class="muted">${esc(r.kind)}</span>${r.description ? `<div class="muted">${esc(r.description)}</div>` : ''}` },
+    { key: 'threshold', label: 'Threshold', num: true, html: (r) => (r.kind === 'cache_read_zero' ? '—' : alertValue(r.kind, r.threshold)) },
+    { key: 'window', label: 'Window', html: (r) => esc(goDuration(r.window)) },
+    { key: 'for', label: 'For', html: (r) => esc(goDuration(r['for'])) },
+    { key: 'severity', label: 'Severity', html: (r) => esc(r.severity) },
+    { key: 'state', label: 'Now', html: (r) => (r.firing ? `<span class="pill firing">${num(r.firing)} firing</span> ` : '') + (r.pending ? `<span class="pill pending">${num(r.pending)} pending</span>` : '') + (!r.firing && !r.pending ? '<span class="muted">ok</span>' : '') },
+    { key: 'runbook', label: 'Runbook', html: (r) => (r.runbook_url ? `<a href="${esc(safeURL(r.runbook_url))}" rel="noopener">runbook</a>` : '<span class="muted">—</span>') },
+  ], rules, null, { id: 'alert-rules', rowAttrs: (r) => ` data-rule="${esc(r.name)}"` })}` : '';
   if (!all.length) {
-    el.innerHTML = `<p class="empty" data-empty>No ${want ? esc(want) + ' ' : ''}alerts. Alert rules (retry rate, latency, cache misses, run cost, repeat loops) are evaluated by <code>tally serve</code>; see <code>tally alerts check</code>.</p>`;
+    el.innerHTML = `<p class="empty" data-empty>No ${want ? esc(want) + ' ' : ''}alerts. Alert rules (retry rate, latency, cache misses, run cost, repeat loops) are evaluated by <code>tally serve</code>; see <code>tally alerts check</code>.</p>${rulesHTML}`;
     return;
   }
   const order = ['firing', 'pending', 'resolved'];
@@ -1325,21 +1345,58 @@ async function pageAlerts() {
     { key: 'value', label: 'Value', num: true, html: (a) => alertValue(a.kind, a.value) },
     { key: 'threshold', label: 'Threshold', num: true, html: (a) => (a.kind === 'cache_read_zero' ? '—' : alertValue(a.kind, a.threshold)) },
     { key: 'samples', label: 'Samples', num: true, html: (a) => num(a.samples) },
-    { key: 'since', label: 'When', title: 'resolved at, fired at, or pending since', html: (a) => timeHTML(when(a)) },
+    { key: 'since', label: 'In state', title: 'how long since it resolved, fired or started pending', html: (a) => `${fmtMs(Date.now() - parseTime(when(a)))} <div class="muted">${timeHTML(when(a))}</div>` },
     { key: 'summary', label: 'Summary', wrap: true, html: (a) => esc((a.annotations || {}).summary || (a.annotations || {}).description || '') },
-    { key: 'runs', label: 'Example runs', wrap: true, html: (a) => (a.example_run_ids || []).map((id) => `<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`).join(' ') },
+    { key: 'runs', label: 'Example runs', wrap: true, html: (a) => (a.example_run_ids || []).map((id) => `<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`).join(' ') + (a.generator_url ? ` <a class="all-runs" href="${esc(sameOriginPath(a.generator_url))}">all matching runs</a>` : '') },
   ];
   el.innerHTML = order.map((st) => {
     const list = all.filter((a) => a.state === st);
     if (!list.length) return '';
     return `<h2>${st[0].toUpperCase() + st.slice(1)} (${list.length})</h2>${tableHTML(cols, list, null, { id: `alerts-${st}` })}`;
-  }).join('');
+  }).join('') + rulesHTML;
+}
+
+/** goDuration shortens Go's duration strings: "15m0s" → "15m", "0s" → "0". */
+function goDuration(d) {
+  if (!d || d === '0s') return '0';
+  return String(d).replace(/(\d)m0s$/, '$1m').replace(/(\d)h0m$/, '$1h');
+}
+
+/** safeURL keeps http(s) links only (a rules file's runbook URL). */
+function safeURL(u) {
+  try {
+    const url = new URL(u, location.origin);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : '#';
+  } catch { return '#'; }
+}
+
+/**
+ * sameOriginPath turns an alert's generator URL (built from the server's
+ * --external-url) into a path on this origin, so the link works whatever
+ * name the UI was reached by.
+ */
+function sameOriginPath(u) {
+  try {
+    const url = new URL(u, location.origin);
+    return url.pathname + url.search;
+  } catch { return '/runs'; }
+}
+
+/** navBadge marks the Alerts link with the number of firing alerts. */
+async function navBadge() {
+  const link = document.querySelector('header.top nav a[href="/alerts"]');
+  if (!link) return;
+  try {
+    const n = listOf(await api('/api/v1/alerts?state=firing'), 'alerts').length;
+    if (n > 0) link.insertAdjacentHTML('beforeend', ` <span class="nav-badge" id="nav-firing" title="${n} alert${n === 1 ? '' : 's'} firing">${n}</span>`);
+  } catch { /* alerting off (501) or the API unreachable: no badge */ }
 }
 
 // ---------------------------------------------------------------- boot
 
 const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, alerts: pageAlerts };
 
+navBadge();
 const run = PAGES[main.dataset.page];
 if (run) {
   run().catch((err) => {
