@@ -47,6 +47,11 @@ func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 	if f.Until.IsZero() {
 		f.Until = now.UTC()
 	}
+	compare := c.Query("compare")
+	if compare != "" && compare != "previous" {
+		fail(c, http.StatusBadRequest, "compare %q: want previous (the period of the same length just before)", compare)
+		return
+	}
 	rep, err := costs.Costs(c.Request.Context(), f)
 	if errors.Is(err, query.ErrInvalidFilter) {
 		fail(c, http.StatusBadRequest, "%v", err)
@@ -56,7 +61,28 @@ func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 		fail(c, http.StatusInternalServerError, "cost report: %v", err)
 		return
 	}
-	c.JSON(http.StatusOK, rep)
+	out := CostComparison{CostReport: rep}
+	if compare == "previous" {
+		// The same length just before: [since − (until − since), since).
+		prev := f
+		prev.Bucket = query.BucketNone
+		prev.Since, prev.Until = rep.Since.Add(-rep.Until.Sub(rep.Since)), rep.Since
+		p, err := costs.Costs(c.Request.Context(), prev)
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "cost report of the previous period: %v", err)
+			return
+		}
+		out.Previous = &p
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// CostComparison is the body of GET /api/v1/costs: the report, and with
+// compare=previous the same report (without series) over the period of the
+// same length just before, for period-over-period change per group.
+type CostComparison struct {
+	query.CostReport
+	Previous *query.CostReport `json:"previous,omitempty"`
 }
 
 // getCache serves GET /cache?since=&until=&agent=&model=&min_eligible_calls=

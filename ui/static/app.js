@@ -1053,16 +1053,23 @@ async function pageCosts() {
   const q = (by, withBucket) => {
     const p = new URLSearchParams(base);
     p.set('by', by);
+    p.set('compare', 'previous');
     if (withBucket) p.set('bucket', bucket);
     return `/api/v1/costs?${p}`;
   };
-  let agent, model, task, provider;
+  // Every dimension the API groups by, each against the previous period.
+  const DIMS = ['agent', 'model', 'task', 'provider', 'tool', 'service', 'user', 'conversation'];
+  let reports, top;
   try {
-    [agent, model, task, provider] = await Promise.all([q('agent', true), q('model'), q('task'), q('provider')].map(api));
+    const topQ = new URLSearchParams(base);
+    topQ.set('sort', 'cost');
+    topQ.set('limit', '10');
+    [reports, top] = await Promise.all([Promise.all(DIMS.map((d, i) => api(q(d, i === 0)))), api(`/api/v1/runs?${topQ}`)]);
   } catch (err) {
     el.innerHTML = errorHTML(err, 'Cost reports');
     return;
   }
+  const agent = reports[0];
   document.getElementById('cost-range').textContent = rangeText(agent.since, agent.until);
   const t = agent.total;
   if (!t.spans) {
@@ -1087,7 +1094,7 @@ async function pageCosts() {
   const unmatched = (agent.unmatched || []);
   el.innerHTML = `
 <dl class="stats">
-  <div class="stat"><dt>Total spend</dt><dd class="bignum">${moneyHTML(t.cost.total_usd, 'cost-total')}</dd></div>
+  <div class="stat"><dt>Total spend</dt><dd class="bignum">${moneyHTML(t.cost.total_usd, 'cost-total')}</dd>${agent.previous ? `<dd id="cost-change" title="the same length just before: ${esc(rangeText(agent.previous.since, agent.previous.until))}">${changeHTML(t.cost.total_usd, agent.previous.total.cost.total_usd)} <small>vs ${usd(agent.previous.total.cost.total_usd)} before</small></dd>` : ''}</div>
   <div class="stat"><dt>LLM calls</dt><dd>${num(t.llm_calls)}</dd></div>
   <div class="stat"><dt>Input tokens</dt><dd>${num(t.usage.input_tokens)}</dd></div>
   <div class="stat"><dt>Cache read</dt><dd>${num(t.usage.cache_read_tokens)}</dd></div>
@@ -1099,18 +1106,31 @@ async function pageCosts() {
 ${unmatched.length ? `<div class="notice warn" id="unmatched" role="status"><strong>${unmatched.length} model${unmatched.length === 1 ? '' : 's'} matched no price entry:</strong> their usage is counted but their cost is missing from these figures. Add them with <code>tally serve --prices prices.yaml</code>.
 <ul>${unmatched.map((u) => `<li><code>${esc(u.provider)}/${esc(u.model)}</code>: ${num(u.spans)} spans, ${num(u.input_tokens)} input and ${num(u.output_tokens)} output tokens</li>`).join('')}</ul></div>` : ''}
 <section class="panel" aria-labelledby="spend-h"><h2 id="spend-h">Spend per ${esc(agent.bucket || bucket)} by agent (USD)</h2>${stackedBars(buckets, { from, to, step, fmt: usd, unit: 'USD', keys: allKeys })}</section>
+<section class="panel" aria-labelledby="top-h"><h2 id="top-h">Top runs by cost</h2>${(top.runs || []).length ? tableHTML([
+    { key: 'trace', label: 'Run', html: (r) => `<a class="mono" href="/runs/${esc(r.trace_id)}" title="${esc(r.trace_id)}">${shortID(r.trace_id)}</a>` },
+    { key: 'task', label: 'Task', html: (r) => esc(r.task) },
+    { key: 'agents', label: 'Agents', wrap: true, html: (r) => esc((r.agents || []).join(', ')) },
+    { key: 'start', label: 'Started', html: (r) => timeHTML(r.start) },
+    { key: 'cost', label: 'Cost', num: true, html: (r) => moneyHTML(r.cost.total_usd) },
+  ], top.runs, null, { id: 'top-runs', rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"` }) + (top.next_cursor ? `<p><a href="/runs?${copyParams(params, ['since', 'until'], { sort: 'cost', dir: 'desc' })}">All runs by cost →</a></p>` : '') : '<p class="muted">No run started in this range.</p>'}</section>
 <div class="grid2">
-  ${costTable('Agent', agent, 'agent')}
-  ${costTable('Model', model, 'model')}
-  ${costTable('Task', task, 'task')}
-  ${costTable('Provider', provider, 'provider')}
+  ${DIMS.map((d, i) => costTable(d[0].toUpperCase() + d.slice(1), reports[i], d)).join('\n  ')}
 </div>
 <p class="muted">Figures: ${esc(agent.freshness?.rolled_up_hours ?? 0)} hour(s) from the hourly rollup, the rest live from spans.</p>`;
 }
 
+/** changeHTML is the change from before to now: "+25%", "−10%", "new" or "—". */
+function changeHTML(now, before) {
+  if (!before) return now ? '<span class="chg up" data-change="new">new</span>' : '<span class="muted">—</span>';
+  const r = (now - before) / before;
+  const cls = r > 0.005 ? 'up' : r < -0.005 ? 'down' : 'flat';
+  return `<span class="chg ${cls}" data-change="${r.toFixed(4)}">${r > 0 ? '+' : r < 0 ? '−' : '±'}${Math.abs(r * 100).toFixed(Math.abs(r) < 0.1 ? 1 : 0)}%</span>`;
+}
+
 function costTable(label, report, by) {
   const total = report.total.cost.total_usd || 0;
-  const link = (k) => (by === 'agent' || by === 'model' || by === 'task' ? `<a href="/runs?${new URLSearchParams({ [by]: k })}">${esc(k)}</a>` : esc(k));
+  const prev = report.previous ? new Map(report.previous.groups.map((g) => [g.key, g.cost.total_usd])) : null;
+  const link = (k) => (['agent', 'model', 'task', 'tool', 'service', 'conversation'].includes(by) ? `<a href="/runs?${new URLSearchParams({ [by]: k })}">${esc(k)}</a>` : esc(k));
   const cols = [
     { key: 'key', label, html: (g) => {
       if (!g.key) return '<span class="muted">(none)</span>';
@@ -1121,12 +1141,13 @@ function costTable(label, report, by) {
     } },
     { key: 'cost', label: 'Cost', num: true, html: (g) => moneyHTML(g.cost.total_usd) + (g.unpriced_spans ? ' <span class="pill warn" title="spans without a price">+?</span>' : '') },
     { key: 'share', label: 'Share', num: true, html: (g) => { const s = total ? g.cost.total_usd / total : 0; return `<span class="share" style="width:${Math.round(s * 50)}px"></span>${pct(s)}`; } },
+    ...(prev ? [{ key: 'change', label: 'vs before', title: 'change against the period of the same length just before', num: true, html: (g) => changeHTML(g.cost.total_usd, prev.get(g.key) || 0) }] : []),
     { key: 'llm', label: 'LLM calls', num: true, html: (g) => num(g.llm_calls) },
     { key: 'in', label: 'In', num: true, html: (g) => num(g.usage.input_tokens) },
     { key: 'cr', label: 'Cache read', num: true, html: (g) => num(g.usage.cache_read_tokens) },
     { key: 'out', label: 'Out', num: true, html: (g) => num(g.usage.output_tokens) },
   ];
-  const foot = `<tr><th scope="row">Total</th><td class="num">${moneyHTML(total)}</td><td></td><td class="num">${num(report.total.llm_calls)}</td><td class="num">${num(report.total.usage.input_tokens)}</td><td class="num">${num(report.total.usage.cache_read_tokens)}</td><td class="num">${num(report.total.usage.output_tokens)}</td></tr>`;
+  const foot = `<tr><th scope="row">Total</th><td class="num">${moneyHTML(total)}</td><td></td>${prev ? `<td class="num">${changeHTML(total, report.previous.total.cost.total_usd)}</td>` : ''}<td class="num">${num(report.total.llm_calls)}</td><td class="num">${num(report.total.usage.input_tokens)}</td><td class="num">${num(report.total.usage.cache_read_tokens)}</td><td class="num">${num(report.total.usage.output_tokens)}</td></tr>`;
   return `<section class="panel" aria-label="Cost by ${esc(by)}"><h2>By ${esc(by)}</h2>${tableHTML(cols, report.groups, null, { id: `cost-by-${by}`, rowHeader: true, foot })}</section>`;
 }
 

@@ -1,0 +1,65 @@
+package api_test
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/internal/tallytest"
+)
+
+// TestCostsComparePrevious: compare=previous adds the report of the period
+// of the same length just before. One SendAgentRun run 90 minutes ago (the
+// previous hour) and two 30 minutes ago (this hour); each run spends
+// $0.00234 under planner (claude) and $0.005125 under researcher (gpt-4o).
+func TestCostsComparePrevious(t *testing.T) {
+	tally := tallytest.Start(t)
+	now := time.Now().Truncate(time.Millisecond)
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-90 * time.Minute)})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-30 * time.Minute)})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-29 * time.Minute)})
+
+	code, _, body := get(t, tally.URL+"/api/v1/costs?by=agent&since=1h&compare=previous", "")
+	if code != http.StatusOK {
+		t.Fatalf("costs: %d %s", code, body)
+	}
+	var rep api.CostComparison
+	if err := json.Unmarshal(body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if rep.Previous == nil {
+		t.Fatalf("no previous period: %s", body)
+	}
+	if d := rep.Until.Sub(rep.Since); rep.Previous.Until != rep.Since || rep.Previous.Until.Sub(rep.Previous.Since) != d {
+		t.Errorf("previous period %s–%s, want the %s before %s", rep.Previous.Since, rep.Previous.Until, d, rep.Since)
+	}
+	if !near(rep.Total.Cost.Total, 2*0.007465) || !near(rep.Previous.Total.Cost.Total, 0.007465) {
+		t.Errorf("totals: now $%v, previous $%v; want $0.01493 and $0.007465", rep.Total.Cost.Total, rep.Previous.Total.Cost.Total)
+	}
+	want := map[string][2]float64{"planner": {2 * 0.00234, 0.00234}, "researcher": {2 * 0.005125, 0.005125}}
+	prev := map[string]float64{}
+	for _, g := range rep.Previous.Groups {
+		prev[g.Key] = g.Cost.Total
+	}
+	for _, g := range rep.Groups {
+		w, ok := want[g.Key]
+		if !ok || !near(g.Cost.Total, w[0]) || !near(prev[g.Key], w[1]) {
+			t.Errorf("group %s: now $%v, previous $%v; want %v", g.Key, g.Cost.Total, prev[g.Key], w)
+		}
+	}
+	if len(rep.Groups) != 2 {
+		t.Errorf("%d groups, want planner and researcher", len(rep.Groups))
+	}
+	if code, _, body := get(t, tally.URL+"/api/v1/costs?compare=last_year", ""); code != http.StatusBadRequest {
+		t.Errorf("compare=last_year: %d %s, want 400", code, body)
+	}
+	// Without compare there is no previous period.
+	var plain api.CostComparison
+	if _, _, body := get(t, tally.URL+"/api/v1/costs?since=1h", ""); json.Unmarshal(body, &plain) != nil || plain.Previous != nil {
+		t.Errorf("costs without compare: %s, want no previous", body)
+	}
+}
