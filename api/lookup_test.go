@@ -1,17 +1,14 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
@@ -36,18 +33,7 @@ func postRuns(t *testing.T, url string, traceIDs ...string) {
 		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
 		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Second)))
 	}
-	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("export: %s", resp.Status)
-	}
+	tallytest.PostTraces(t, url, td)
 }
 
 // TestShortTraceIDs: the API takes the 8-character id the UI shows (or any

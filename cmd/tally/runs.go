@@ -17,6 +17,7 @@ import (
 func newRunsCmd() *cobra.Command {
 	var (
 		since, until, agent, model, service, task, tool, status, search, cursor string
+		sortBy, dir, hasErrors                                                  string
 		limit                                                                   int
 		asJSON                                                                  bool
 	)
@@ -32,7 +33,10 @@ func newRunsCmd() *cobra.Command {
 	fs.StringVar(&service, "service", "", "only runs of this service")
 	fs.StringVar(&task, "task", "", "only runs of this task")
 	fs.StringVar(&tool, "tool", "", "only runs that called this tool")
-	fs.StringVar(&status, "status", "", "ok or error")
+	fs.StringVar(&status, "status", "", "the run's outcome: ok or error")
+	fs.StringVar(&hasErrors, "has-errors", "", "true: only runs with error spans (recovered or not); false: only runs without")
+	fs.StringVar(&sortBy, "sort", "", "order across all pages: start (default), duration, cost, tokens, errors or retries")
+	fs.StringVar(&dir, "dir", "", "desc (default: highest or newest first) or asc")
 	fs.StringVar(&search, "search", "", "trace id prefix, conversation id or span name")
 	fs.StringVar(&cursor, "cursor", "", "page cursor printed by a previous call")
 	fs.IntVar(&limit, "limit", 20, "runs per page")
@@ -43,7 +47,8 @@ func newRunsCmd() *cobra.Command {
 		}
 		q := url.Values{"limit": {strconv.Itoa(limit)}}
 		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model,
-			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor} {
+			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor,
+			"sort": sortBy, "dir": dir, "has_errors": hasErrors} {
 			setIf(q, k, v)
 		}
 		var page query.RunPage

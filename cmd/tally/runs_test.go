@@ -28,3 +28,25 @@ func TestRunByShortID(t *testing.T) {
 		t.Errorf("tally run with 7 characters: %v", err)
 	}
 }
+
+// TestRunsSortedByCost: `tally runs --sort cost` lists the costliest run
+// first across pages. Two SendAgentRun runs cost $0.007465 each; the
+// scenario openllmetry-py-anthropic-cache costs $0.00927 (see TestExplain),
+// so with one run a page the first page holds it.
+func TestRunsSortedByCost(t *testing.T) {
+	tally := tallytest.Start(t)
+	base := time.Now().Add(-time.Hour)
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: base})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: base.Add(time.Minute)})
+	sc := tallytest.SendScenario(t, tally.URL, "openllmetry-py-anthropic-cache")
+	var out bytes.Buffer
+	if err := runCLI(context.Background(), &out, "runs", "--since", "400d", "--sort", "cost", "--limit", "1", "--server", tally.URL); err != nil {
+		t.Fatalf("tally runs --sort cost: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), sc.TraceID()) {
+		t.Errorf("tally runs --sort cost --limit 1 printed\n%s\nwant run %s ($0.00927) first", out.String(), sc.TraceID())
+	}
+	if err := runCLI(context.Background(), &out, "runs", "--sort", "name", "--server", tally.URL); err == nil || !strings.Contains(err.Error(), "sort") {
+		t.Errorf("tally runs --sort name: %v, want a 400 naming sort", err)
+	}
+}

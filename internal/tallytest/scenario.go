@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/tallyhq/tally/internal/conformance"
@@ -39,6 +40,14 @@ func SendScenario(t testing.TB, url, name string) *conformance.Scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
+	PostTraces(t, url, td)
+	return sc
+}
+
+// PostTraces sends td to tally at url as one OTLP/HTTP protobuf request
+// and fails the test unless it is acknowledged.
+func PostTraces(t testing.TB, url string, td ptrace.Traces) {
+	t.Helper()
 	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +60,6 @@ func SendScenario(t testing.TB, url, name string) *conformance.Scenario {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /v1/traces: %s", resp.Status)
 	}
-	return sc
 }
 
 // corpusDir finds ingest/testdata/conformance from the working directory
