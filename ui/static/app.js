@@ -293,46 +293,7 @@ async function pageRuns() {
   setupRangeForm(document.getElementById('filters'), params);
   const el = document.getElementById('runs');
   const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'sort', 'dir', 'cursor', 'limit']);
-  let page;
-  try {
-    page = await api(`/api/v1/runs?${apiParams}`);
-  } catch (err) {
-    el.innerHTML = errorHTML(err, 'runs');
-    return;
-  }
-  fillDatalists(page.runs);
-  const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
-  if (!page.runs.length) {
-    el.innerHTML = filtered
-      ? `<p class="empty" data-empty>No runs match these filters. <a href="/runs">Clear the filters</a> or widen the time range.</p>`
-      : SEND_HELP;
-    return;
-  }
-  const cols = runColumns(page.runs);
-  // The API sorts (across every page, cursor included): the page shows its order as is.
   const state = { sort: params.get('sort') || 'start', dir: params.get('dir') || 'desc' };
-  const rows = page.runs;
-  const pager = () => {
-    const parts = [];
-    if (params.get('cursor')) {
-      const first = new URLSearchParams(params);
-      first.delete('cursor');
-      parts.push(`<a href="/runs?${first}">« First page</a>`);
-    }
-    const order = state.sort === 'start' ? (state.dir === 'asc' ? 'oldest first' : 'newest first') : `by ${esc(state.sort)}, ${state.dir === 'asc' ? 'lowest' : 'highest'} first`;
-    parts.push(`<span class="muted" id="runs-order">${rows.length} run${rows.length === 1 ? '' : 's'} on this page, ${order}</span>`);
-    if (page.next_cursor) {
-      const next = new URLSearchParams(params);
-      next.set('cursor', page.next_cursor);
-      parts.push(`<a href="/runs?${next}" rel="next">Next page »</a>`);
-    }
-    return `<nav class="pager" aria-label="Pages">${parts.join('')}</nav>`;
-  };
-  el.innerHTML = tableHTML(cols, rows, state, {
-    id: 'runs-table',
-    caption: 'Runs',
-    rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}`,
-  }) + pager();
   // A header asks the API for that order from the first page (a cursor belongs to its order).
   el.addEventListener('click', (ev) => {
     const b = ev.target.closest('button.sortbtn');
@@ -344,6 +305,82 @@ async function pageRuns() {
     next.delete('cursor');
     location.assign(`/runs?${next}`);
   });
+  let shown = null; // trace ids drawn, to mark what a refresh brings
+  const load = async () => {
+    let page;
+    try {
+      page = await api(`/api/v1/runs?${apiParams}`);
+    } catch (err) {
+      el.innerHTML = errorHTML(err, 'runs');
+      return;
+    }
+    fillDatalists(page.runs);
+    const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
+    if (!page.runs.length) {
+      el.innerHTML = filtered
+        ? `<p class="empty" data-empty>No runs match these filters. <a href="/runs">Clear the filters</a> or widen the time range.</p>`
+        : SEND_HELP;
+      return;
+    }
+    const cols = runColumns(page.runs);
+    // The API sorts (across every page, cursor included): the page shows its order as is.
+    const rows = page.runs;
+    const pager = () => {
+      const parts = [];
+      if (params.get('cursor')) {
+        const first = new URLSearchParams(params);
+        first.delete('cursor');
+        parts.push(`<a href="/runs?${first}">« First page</a>`);
+      }
+      const order = state.sort === 'start' ? (state.dir === 'asc' ? 'oldest first' : 'newest first') : `by ${esc(state.sort)}, ${state.dir === 'asc' ? 'lowest' : 'highest'} first`;
+      parts.push(`<span class="muted" id="runs-order">${rows.length} run${rows.length === 1 ? '' : 's'} on this page, ${order}</span>`);
+      if (page.next_cursor) {
+        const next = new URLSearchParams(params);
+        next.set('cursor', page.next_cursor);
+        parts.push(`<a href="/runs?${next}" rel="next">Next page »</a>`);
+      }
+      return `<nav class="pager" aria-label="Pages">${parts.join('')}</nav>`;
+    };
+    const before = shown;
+    shown = new Set(rows.map((r) => r.trace_id));
+    el.innerHTML = tableHTML(cols, rows, state, {
+      id: 'runs-table',
+      caption: 'Runs',
+      rowAttrs: (r) => ` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? ' class="err"' : ''}${before && !before.has(r.trace_id) ? ' data-new="true"' : ''}`,
+    }) + pager();
+  };
+  await load();
+  liveRefresh(params, load);
+}
+
+/**
+ * liveRefresh reloads the run list every few seconds while "Live" is on:
+ * the URL's live=N (seconds, 2 to 300; live=1 means 10) keeps it on across
+ * reloads. Only the first page refreshes (a later page is a fixed cursor),
+ * and only while the tab is visible.
+ */
+function liveRefresh(params, load) {
+  const box = document.getElementById('live');
+  if (!box) return;
+  const arg = Number(params.get('live') || 0);
+  const secs = arg >= 2 ? Math.min(arg, 300) : 10;
+  const status = document.getElementById('live-status');
+  let timer = 0;
+  const set = (on) => {
+    clearInterval(timer);
+    timer = 0;
+    const url = new URLSearchParams(location.search);
+    if (on) url.set('live', arg >= 2 ? String(secs) : '1');
+    else url.delete('live');
+    history.replaceState(null, '', `${location.pathname}${url.size ? `?${url}` : ''}`);
+    if (!on) { status.textContent = ''; return; }
+    if (params.get('cursor')) { status.textContent = 'live updates show on the first page only'; return; }
+    status.textContent = `every ${secs} s`;
+    timer = setInterval(() => { if (document.visibilityState === 'visible') load(); }, secs * 1000);
+  };
+  box.checked = arg !== 0;
+  box.addEventListener('change', () => set(box.checked));
+  if (box.checked) set(true);
 }
 
 function fillDatalists(runs) {
