@@ -88,10 +88,15 @@ func getOrPrint(cmd *cobra.Command, c *apiClient, path string, q url.Values, asJ
 	return false, c.get(cmd.Context(), path, q, out)
 }
 
-// rangeFlags adds --since (default 24h) and --until to a report over a
-// time range; both are passed to the API as given.
-func rangeFlags(cmd *cobra.Command, since, until *string) {
-	cmd.Flags().StringVar(since, "since", "24h", "start of the range: RFC 3339 or a duration before now (24h, 7d)")
+// rangeFlags adds --since (default def, the UI page's default) and
+// --until to a report over a time range; both are passed to the API as
+// given.
+func rangeFlags(cmd *cobra.Command, since, until *string, def string) {
+	usage := "start of the range: RFC 3339 or a duration before now (24h, 7d)"
+	if def == "" {
+		usage += "; default all time"
+	}
+	cmd.Flags().StringVar(since, "since", def, usage)
 	cmd.Flags().StringVar(until, "until", "", "end of the range (default now)")
 }
 

@@ -33,7 +33,7 @@ func newCostCmd() *cobra.Command {
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&by, "by", query.ByAgent, "group by: "+strings.Join(query.CostDimensions(), ", "))
-	rangeFlags(cmd, &since, &until)
+	rangeFlags(cmd, &since, &until, "24h")
 	fs.StringVar(&bucket, "bucket", "", "time series bucket: minute (ranges up to 24h), hour or day")
 	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -115,7 +115,7 @@ func newCacheCmd() *cobra.Command {
 	}
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
-	rangeFlags(cmd, &since, &until)
+	rangeFlags(cmd, &since, &until, "24h")
 	fs.StringVar(&agent, "agent", "", "only this agent")
 	fs.StringVar(&model, "model", "", "only this model")
 	fs.IntVar(&minCalls, "min-eligible-calls", 0, "eligible calls without a cache read that make an agent/model never_hit (server default 5)")

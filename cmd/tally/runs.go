@@ -27,7 +27,8 @@ func newRunsCmd() *cobra.Command {
 	}
 	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
-	rangeFlags(cmd, &since, &until)
+	// All time, newest first, as the runs page opens.
+	rangeFlags(cmd, &since, &until, "")
 	fs.StringVar(&agent, "agent", "", "only runs in which this agent ran")
 	fs.StringVar(&model, "model", "", "only runs that called this model")
 	fs.StringVar(&service, "service", "", "only runs of this service")
