@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -122,18 +124,36 @@ func fmtDuration(ms float64) string {
 	}
 }
 
-// fmtUSD formats a cost: $0.0031, $12.40.
+// fmtUSD formats a cost exactly as the UI's usd() does, so a figure reads
+// the same in the terminal and the browser: three significant digits below
+// a dollar ($0.0031, $0.00747), cents from a dollar ($12.35), whole
+// dollars with thousands separators from $1,000 ($1,234).
 func fmtUSD(v float64) string {
-	switch {
-	case v == 0:
+	if v == 0 {
 		return "$0"
-	case v < 0.01:
-		return fmt.Sprintf("$%.4f", v)
-	case v < 100:
-		return fmt.Sprintf("$%.3f", v)
-	default:
-		return fmt.Sprintf("$%.2f", v)
 	}
+	sign, a := "$", math.Abs(v)
+	if v < 0 {
+		sign = "-$"
+	}
+	switch {
+	case a >= 1000:
+		return sign + thousands(int64(math.Round(a)))
+	case a >= 1:
+		return sign + strconv.FormatFloat(a, 'f', 2, 64)
+	}
+	decimals := min(12, 2-int(math.Floor(math.Log10(a))))
+	s := strings.TrimRight(strconv.FormatFloat(a, 'f', decimals, 64), "0")
+	return sign + strings.TrimSuffix(s, ".")
+}
+
+// thousands writes n with comma separators: 1234567 → 1,234,567.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // fmtTokens formats a token count: 950, 12.3k, 4.1M.

@@ -51,3 +51,24 @@ func TestRunsSortedByCost(t *testing.T) {
 		t.Errorf("tally runs --sort name: %v, want a 400 naming sort", err)
 	}
 }
+
+// TestFmtUSD: the CLI writes money as the UI's usd() does (ui/static/app.js).
+func TestFmtUSD(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "$0"},
+		{0.0031, "$0.0031"},
+		{0.007465, "$0.00747"},
+		{0.5, "$0.5"},
+		{12.345, "$12.35"},
+		{1234.4, "$1,234"},
+		{1234567, "$1,234,567"},
+		{-0.25, "-$0.25"},
+	} {
+		if got := fmtUSD(c.v); got != c.want {
+			t.Errorf("fmtUSD(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

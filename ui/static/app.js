@@ -1454,6 +1454,10 @@ async function navBadge() {
 
 const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, alerts: pageAlerts };
 
+// The number formats, for the console and for the tests that hold them
+// equal to the CLI's.
+window.tallyFormat = Object.freeze({ usd, num, fmtMs });
+
 navBadge();
 const run = PAGES[main.dataset.page];
 if (run) {
