@@ -2,8 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,26 +22,7 @@ import (
 // page's navigation carries the number firing. The run is SendAgentRun's,
 // $0.007465 (see runCostUSD): over the $0.005 budget, under $0.05.
 func TestAlertsLeadSomewhere(t *testing.T) {
-	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rulesFile, []byte(`rules:
-  - name: budget_low
-    kind: run_cost
-    threshold: 0.005
-    window: 2h
-    severity: page
-    description: A run spent more than half a cent.
-    runbook_url: https://runbooks.example/budget
-  - name: budget_high
-    kind: run_cost
-    threshold: 0.05
-    window: 2h
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ruleSet, err := alerts.LoadRules(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ruleSet := tallytest.BudgetRules(t)
 	var ev *alerts.Evaluator
 	tally := tallytest.Start(t, func(o *server.Options) {
 		reader := query.NewReader(o.Store)

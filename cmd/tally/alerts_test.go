@@ -7,8 +7,6 @@ import (
 	"errors"
 	"math"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,25 +23,7 @@ import (
 // against a real tally whose evaluator reads a real ClickHouse: the CLI
 // needs only --server, never the database.
 func TestAlertsThroughAPI(t *testing.T) {
-	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rulesFile, []byte(`rules:
-  - name: budget_low
-    kind: run_cost
-    threshold: 0.005
-    window: 2h
-    severity: page
-    runbook_url: https://runbooks.example/budget
-  - name: budget_high
-    kind: run_cost
-    threshold: 0.05
-    window: 2h
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ruleSet, err := alerts.LoadRules(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ruleSet := tallytest.BudgetRules(t)
 	// The corpus's spans start at conformance.Start; the evaluator's clock
 	// stands an hour later so the 2h windows hold them.
 	now := func() time.Time { return conformance.Start.Add(time.Hour) }
@@ -63,7 +43,7 @@ func TestAlertsThroughAPI(t *testing.T) {
 
 	ctx := context.Background()
 	var out bytes.Buffer
-	err = runCLI(ctx, &out, "alerts", "check", "--server", tally.URL)
+	err := runCLI(ctx, &out, "alerts", "check", "--server", tally.URL)
 	var exit *exitError
 	if !errors.As(err, &exit) || exit.code != 1 {
 		t.Fatalf("alerts check: want exit 1 (a rule fires), got %v\n%s", err, out.String())
