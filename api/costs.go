@@ -28,13 +28,15 @@ func (h *Handler) registerCosts(r gin.IRoutes) {
 }
 
 // getCosts serves GET /costs?by=agent|model|task|provider|tool|conversation|user|service
-// &since=&until=&bucket=minute|hour|day (by defaults to agent).
+// &since=&until=&bucket=minute|hour|day&agent=&service=&user=&compare=previous
+// (by defaults to agent).
 func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 	if costs == nil {
 		fail(c, http.StatusNotImplemented, "cost reports are not configured")
 		return
 	}
-	f := query.CostFilter{Project: Project(c), By: c.DefaultQuery("by", query.ByAgent), Bucket: c.Query("bucket")}
+	f := query.CostFilter{Project: Project(c), By: c.DefaultQuery("by", query.ByAgent), Bucket: c.Query("bucket"),
+		Agent: c.Query("agent"), Service: c.Query("service"), User: c.Query("user")}
 	now := h.now()
 	var ok bool
 	if f.Since, f.Until, ok = queryRange(c, now); !ok {

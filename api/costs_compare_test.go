@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -61,5 +62,45 @@ func TestCostsComparePrevious(t *testing.T) {
 	var plain api.CostComparison
 	if _, _, body := get(t, tally.URL+"/api/v1/costs?since=1h", ""); json.Unmarshal(body, &plain) != nil || plain.Previous != nil {
 		t.Errorf("costs without compare: %s, want no previous", body)
+	}
+}
+
+// TestCostsFilters: agent, service and user narrow the report to their
+// spans, the previous period too. Same runs as TestCostsComparePrevious:
+// researcher spends $0.005125 a run, planner $0.00234; the service is
+// support-bot; no span names a user.
+func TestCostsFilters(t *testing.T) {
+	tally := tallytest.Start(t)
+	now := time.Now().Truncate(time.Millisecond)
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-90 * time.Minute)})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-30 * time.Minute)})
+	tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Base: now.Add(-29 * time.Minute)})
+	for _, c := range []struct {
+		query     string
+		now, prev float64
+		groups    []string // by=model, costliest first; "" holds the agent and tool spans
+	}{
+		{"agent=researcher", 2 * 0.005125, 0.005125, []string{"gpt-4o", ""}},
+		{"agent=planner", 2 * 0.00234, 0.00234, []string{"claude-sonnet-4-5", ""}},
+		{"service=support-bot", 2 * 0.007465, 0.007465, []string{"gpt-4o", "claude-sonnet-4-5", ""}},
+		{"service=billing", 0, 0, nil},
+		{"user=u-1", 0, 0, nil},
+		{"agent=researcher&service=support-bot", 2 * 0.005125, 0.005125, []string{"gpt-4o", ""}},
+	} {
+		code, _, body := get(t, tally.URL+"/api/v1/costs?by=model&since=1h&compare=previous&"+c.query, "")
+		var rep api.CostComparison
+		if code != http.StatusOK || json.Unmarshal(body, &rep) != nil || rep.Previous == nil {
+			t.Fatalf("%s: %d %s", c.query, code, body)
+		}
+		if math.Abs(rep.Total.Cost.Total-c.now) > 1e-9 || math.Abs(rep.Previous.Total.Cost.Total-c.prev) > 1e-9 {
+			t.Errorf("%s: now $%v, previous $%v; want $%v, $%v", c.query, rep.Total.Cost.Total, rep.Previous.Total.Cost.Total, c.now, c.prev)
+		}
+		var keys []string
+		for _, g := range rep.Groups {
+			keys = append(keys, g.Key)
+		}
+		if !reflect.DeepEqual(keys, c.groups) {
+			t.Errorf("%s: groups %v, want %v", c.query, keys, c.groups)
+		}
 	}
 }

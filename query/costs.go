@@ -81,6 +81,21 @@ type CostFilter struct {
 	// Bucket adds a time series per group: "" (none), minute (ranges up to
 	// MaxMinuteRange), hour or day (UTC).
 	Bucket string
+	// Agent, Service and User keep only the spans of that agent (the
+	// span's, else its nearest enclosing agent's), service or user. The
+	// hourly rollup is kept per dimension, not per combination, so a
+	// filtered report is computed live from spans (Freshness shows no
+	// rolled-up hours): as exact, slower over long ranges.
+	Agent, Service, User string
+}
+
+// filtered reports whether the filter narrows the spans.
+func (f CostFilter) filtered() bool { return f.Agent != "" || f.Service != "" || f.User != "" }
+
+// match reports whether an attributed span passes the filter.
+func (f CostFilter) match(a *attribution.Attributed) bool {
+	return (f.Agent == "" || a.Agent == f.Agent) && (f.Service == "" || a.Service == f.Service) &&
+		(f.User == "" || a.User == f.User)
 }
 
 // withDefaults fills the zero bounds.
@@ -330,14 +345,18 @@ func ceilHour(t time.Time) time.Time {
 // aggregate computes the views over [since, until) for one project, reading
 // rolled-up closed hours from the rollup and everything else live from raw
 // spans (see Freshness). Minute buckets are always live.
-func (r *Reader) aggregate(ctx context.Context, project string, since, until time.Time, bucket string, views []view) ([]aggregation, Freshness, error) {
+//
+// A non-nil match keeps only the spans it accepts; the rollup cannot
+// answer for such a subset, so every hour is read live.
+func (r *Reader) aggregate(ctx context.Context, project string, since, until time.Time, bucket string, views []view,
+	match func(*attribution.Attributed) bool) ([]aggregation, Freshness, error) {
 	out := make([]aggregation, len(views))
 	for i := range out {
 		out[i] = aggregation{}
 	}
 	var fresh Freshness
 	var rolled []time.Time
-	if bucket != BucketMinute {
+	if bucket != BucketMinute && match == nil {
 		var err error
 		if rolled, err = r.rolledHours(ctx, ceilHour(since), until.Truncate(time.Hour)); err != nil {
 			return nil, fresh, err
@@ -375,7 +394,7 @@ func (r *Reader) aggregate(ctx context.Context, project string, since, until tim
 			for i := range part {
 				part[i] = aggregation{}
 			}
-			return part, r.aggregateLive(ctx, project, lr, bucket, views, part)
+			return part, r.aggregateLive(ctx, project, lr, bucket, views, match, part)
 		})
 	}
 	parts := make([][]aggregation, len(tasks))
@@ -405,7 +424,8 @@ func (r *Reader) aggregate(ctx context.Context, project string, since, until tim
 const liveChunk = 6 * time.Hour
 
 // aggregateLive adds the spans of lr, read from raw spans, to the views.
-func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange, bucket string, views []view, out []aggregation) error {
+func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange, bucket string, views []view,
+	match func(*attribution.Attributed) bool, out []aggregation) error {
 	for from := lr.Since; from.Before(lr.Until); from = from.Add(liveChunk) {
 		to := from.Add(liveChunk)
 		if to.After(lr.Until) {
@@ -417,6 +437,9 @@ func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange
 		}
 		for i := range spans {
 			a := &spans[i]
+			if match != nil && !match(a) {
+				continue
+			}
 			b := bucketStart(nsTime(a.StartNs), bucket)
 			for vi, v := range views {
 				vals := make([]string, len(v.dims))
@@ -537,8 +560,12 @@ func (r *Reader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
 		return CostReport{}, err
 	}
 	dim := byDimension[f.By]
+	var match func(*attribution.Attributed) bool
+	if f.filtered() {
+		match = f.match
+	}
 	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket,
-		[]view{{dim.grain, []string{dim.column}}, unmatchedView})
+		[]view{{dim.grain, []string{dim.column}}, unmatchedView}, match)
 	if err != nil {
 		return CostReport{}, err
 	}

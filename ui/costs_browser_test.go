@@ -49,4 +49,14 @@ func TestCostPageForTeamLead(t *testing.T) {
 	if !ids[a] || !ids[b] || !nearString(top[0].USD, runCostUSD) || !nearString(top[1].USD, runCostUSD) {
 		t.Errorf("top runs %+v, want %s and %s at $%v", top, a, b, runCostUSD)
 	}
+
+	// The agent filter: the researcher's gpt-4o calls only, $0.005125 a run.
+	open(t, ctx, tally.URL+"/costs?since=1h&agent=researcher")
+	waitFor(t, ctx, `!!document.querySelector('#cost-total')`)
+	if got := run(t, ctx, "researcher total", chromedp.Evaluate[string](`document.getElementById('cost-total').dataset.usd`)); !nearString(got, 2*0.005125) {
+		t.Errorf("total with agent=researcher %s, want %v", got, 2*0.005125)
+	}
+	if v := run(t, ctx, "agent field", chromedp.Evaluate[string](`document.querySelector('#range input[name=agent]').value`)); v != "researcher" {
+		t.Errorf("agent field %q, want researcher", v)
+	}
 }

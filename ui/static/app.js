@@ -1086,7 +1086,7 @@ async function pageCosts() {
   let bucket = params.get('bucket');
   if (!bucket) bucket = to - from <= 3 * 36e5 ? 'minute' : to - from <= 4 * 864e5 ? 'hour' : 'day';
   if (bucket === 'minute' && to - from > 864e5) bucket = 'hour';
-  const base = copyParams(params, ['since', 'until'], { since: '24h' });
+  const base = copyParams(params, ['since', 'until', 'agent', 'service', 'user'], { since: '24h' });
   const q = (by, withBucket) => {
     const p = new URLSearchParams(base);
     p.set('by', by);
@@ -1099,6 +1099,7 @@ async function pageCosts() {
   let reports, top;
   try {
     const topQ = new URLSearchParams(base);
+    topQ.delete('user'); // the run list has no user filter
     topQ.set('sort', 'cost');
     topQ.set('limit', '10');
     [reports, top] = await Promise.all([Promise.all(DIMS.map((d, i) => api(q(d, i === 0)))), api(`/api/v1/runs?${topQ}`)]);
@@ -1143,7 +1144,7 @@ async function pageCosts() {
 ${unmatched.length ? `<div class="notice warn" id="unmatched" role="status"><strong>${unmatched.length} model${unmatched.length === 1 ? '' : 's'} matched no price entry:</strong> their usage is counted but their cost is missing from these figures. Add them with <code>tally serve --prices prices.yaml</code>.
 <ul>${unmatched.map((u) => `<li><code>${esc(u.provider)}/${esc(u.model)}</code>: ${num(u.spans)} spans, ${num(u.input_tokens)} input and ${num(u.output_tokens)} output tokens</li>`).join('')}</ul></div>` : ''}
 <section class="panel" aria-labelledby="spend-h"><h2 id="spend-h">Spend per ${esc(agent.bucket || bucket)} by agent (USD)</h2>${stackedBars(buckets, { from, to, step, fmt: usd, unit: 'USD', keys: allKeys })}</section>
-<section class="panel" aria-labelledby="top-h"><h2 id="top-h">Top runs by cost</h2>${(top.runs || []).length ? tableHTML([
+<section class="panel" aria-labelledby="top-h"><h2 id="top-h">Top runs by cost${params.get('user') ? ' <small class="muted">(the run list has no user filter: all users)</small>' : ''}</h2>${(top.runs || []).length ? tableHTML([
     { key: 'trace', label: 'Run', html: (r) => `<a class="mono" href="/runs/${esc(r.trace_id)}" title="${esc(r.trace_id)}">${shortID(r.trace_id)}</a>` },
     { key: 'task', label: 'Task', html: (r) => esc(r.task) },
     { key: 'agents', label: 'Agents', wrap: true, html: (r) => esc((r.agents || []).join(', ')) },
