@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tallyhq/tally/transcript"
 )
 
 var testStart = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -361,6 +363,33 @@ func TestTraffic(t *testing.T) {
 		}
 		if otherReads == 0 {
 			t.Error("the other agents read nothing from the cache")
+		}
+	})
+
+	t.Run("messages", func(t *testing.T) {
+		// Every chat call captures what it was asked (the conversation's
+		// topic), and every call that did not fail what it answered, in the
+		// OpenTelemetry parts schema the chat view reads.
+		calls := 0
+		for _, spans := range traces {
+			for _, s := range spans {
+				if s.str("gen_ai.operation.name") != "chat" {
+					continue
+				}
+				calls++
+				chat := transcript.Read(transcript.Source{Content: map[string]string{
+					"gen_ai.input.messages": s.str("gen_ai.input.messages"), "gen_ai.output.messages": s.str("gen_ai.output.messages")}})
+				if len(chat.Input) != 1 || chat.Input[0].Role != "user" || len(chat.Input[0].Parts) != 1 || chat.Input[0].Parts[0].Text == "" {
+					t.Fatalf("%s %s: input messages %q", s.Trace, s.Name, s.str("gen_ai.input.messages"))
+				}
+				failed := s.Status == "Error"
+				if answered := s.has("gen_ai.output.messages"); answered == failed {
+					t.Errorf("%s %s: output messages present %v, call failed %v", s.Trace, s.Name, answered, failed)
+				}
+			}
+		}
+		if calls == 0 {
+			t.Fatal("no chat calls")
 		}
 	})
 

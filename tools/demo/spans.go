@@ -140,6 +140,11 @@ func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess 
 		}})
 		attrs = append(attrs, attribute.String("gen_ai.system_instructions", string(instr)))
 	}
+	// What the call was sent and answered, in the OpenTelemetry parts
+	// schema (content capture on), built from the conversation's topic
+	// without drawing on the random source, so the rest of the run stays
+	// as the seed makes it.
+	attrs = append(attrs, attribute.String("gen_ai.input.messages", demoMessages("user", b.question(a))))
 	if shape.fail {
 		span.End = start.Add(b.msBetween(100, 2000))
 		span.Status, span.StatusMessage = codeError, m.errorType+": the provider is overloaded"
@@ -207,11 +212,30 @@ func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess 
 				attribute.String("gen_ai.usage.cost.currency", "USD"))
 		}
 	}
+	answer := "I will look into " + b.conv.topic + " with my tools."
+	if shape.final {
+		answer = "Here is what I found about " + b.conv.topic + ", with the sources the tools returned."
+	}
+	attrs = append(attrs, attribute.String("gen_ai.output.messages", demoMessages("assistant", answer)))
 	span.Attributes = attrs
 	if sess != nil {
 		sess.add(output - reasoning) // the answer joins the conversation; thoughts do not
 	}
 	return span, usage{input: input, output: output, cacheRead: read, cacheWrite: write, reasoning: reasoning}
+}
+
+// question is what the agent's call is asked: the user's request for the
+// planner, the delegated step for a sub-agent.
+func (b *builder) question(a *agentProfile) string {
+	if a == &plannerAgent {
+		return "Can you help me with " + b.conv.topic + "?"
+	}
+	return "As the " + a.name + ": work on " + b.conv.topic + " and report back."
+}
+
+// demoMessages is one text message of role as gen_ai.*.messages JSON.
+func demoMessages(role, text string) string {
+	return jsonString([]map[string]any{{"role": role, "parts": []map[string]string{{"type": "text", "content": text}}}})
 }
 
 // toolCall builds the spans of one tool call: one per attempt, at most
