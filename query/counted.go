@@ -13,8 +13,18 @@ package query
 //
 // _inf holds the run's inference spans with usage as tuples (span_id,
 // parent_span_id, start_ns, end_ns, the five buckets, the five costs); _sup
-// those that rule 1 leaves out (the lambda is attribution.SameCall); _agg the largest
-// aggregated span's buckets and costs. Lambdas refer only to their own
+// those that rule 1 leaves out (attribution.SameCall); _agg the largest
+// aggregated span's buckets and costs.
+//
+// SameCall's two cases are found without comparing every pair, because a
+// lambda that captures an array copies it once per element (memory grows
+// with the square of a run's calls: a 10,000-span run exceeded the query
+// memory limit). A wrapper (_wrapper) is a span whose id is some other
+// call's parent: arrayEnumerateUniq over parents ++ ids counts, for each id,
+// the parents equal to it. A contained twin needs the same buckets, so only
+// calls whose buckets repeat (_dup: their count over keys ++ keys exceeds
+// their rank by 2 or more) are compared pairwise (_same, _contained); _inner
+// marks them in _inf the same way as _wrapper. Lambdas refer only to their own
 // arguments: ClickHouse 18.16 drops the columns behind an alias that is used
 // only inside a lambda when an outer query does not select it.
 const runCountedSQL = `
@@ -22,11 +32,24 @@ const runCountedSQL = `
 		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
 		span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')) AS _inf,
-	arrayFilter(x -> arrayExists(y -> tupleElement(y, 1) != tupleElement(x, 1) AND (tupleElement(y, 2) = tupleElement(x, 1) OR
-		(tupleElement(y, 3) >= tupleElement(x, 3) AND tupleElement(y, 4) <= tupleElement(x, 4) AND
-		 tupleElement(y, 5) = tupleElement(x, 5) AND tupleElement(y, 8) = tupleElement(x, 8) AND
-		 tupleElement(y, 6) = tupleElement(x, 6) AND tupleElement(y, 7) = tupleElement(x, 7) AND
-		 (tupleElement(y, 3) > tupleElement(x, 3) OR tupleElement(y, 4) < tupleElement(x, 4) OR tupleElement(y, 1) < tupleElement(x, 1)))), _inf), _inf) AS _sup,
+	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
+	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_parents, _ids)), length(_parents) + 1)) AS _wrapper,
+	arrayMap(x -> tupleElement(x, 5), _inf) AS _k_in,
+	arrayMap(x -> tupleElement(x, 6), _inf) AS _k_cr,
+	arrayMap(x -> tupleElement(x, 7), _inf) AS _k_cw,
+	arrayMap(x -> tupleElement(x, 8), _inf) AS _k_out,
+	arrayMap((twice, once) -> twice - once >= 2,
+		arraySlice(arrayEnumerateUniq(arrayConcat(_k_in, _k_in), arrayConcat(_k_cr, _k_cr), arrayConcat(_k_cw, _k_cw), arrayConcat(_k_out, _k_out)), length(_k_in) + 1),
+		arrayEnumerateUniq(_k_in, _k_cr, _k_cw, _k_out)) AS _dup,
+	arrayFilter((x, d) -> d, _inf, _dup) AS _same,
+	arrayMap(x -> tupleElement(x, 1), arrayFilter(x -> arrayExists(y -> tupleElement(y, 1) != tupleElement(x, 1) AND
+		tupleElement(y, 3) >= tupleElement(x, 3) AND tupleElement(y, 4) <= tupleElement(x, 4) AND
+		tupleElement(y, 5) = tupleElement(x, 5) AND tupleElement(y, 8) = tupleElement(x, 8) AND
+		tupleElement(y, 6) = tupleElement(x, 6) AND tupleElement(y, 7) = tupleElement(x, 7) AND
+		(tupleElement(y, 3) > tupleElement(x, 3) OR tupleElement(y, 4) < tupleElement(x, 4) OR tupleElement(y, 1) < tupleElement(x, 1)), _same), _same)) AS _contained,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_contained, _ids)), length(_contained) + 1)) AS _inner,
+	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
 	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
 	argMaxIf((input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
