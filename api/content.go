@@ -20,7 +20,7 @@ type ContentReader interface {
 // ChatReader reads a span's conversation in one shape; *query.Reader
 // implements it. Without it the content answer has no chat.
 type ChatReader interface {
-	SpanChat(ctx context.Context, project, traceID, spanID string) (transcript.Chat, error)
+	SpanChat(ctx context.Context, project, traceID, spanID string, contents []schema.Content) (transcript.Chat, error)
 }
 
 // SpanContent is the answer of GET /api/v1/runs/{trace_id}/spans/{span_id}:
@@ -68,7 +68,10 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 		out.Content = append(out.Content, ContentItem{Kind: r.Kind, SourceKey: r.SourceKey, Value: r.Value, Truncated: r.Truncated == 1})
 	}
 	if chr, ok := h.runs.(ChatReader); ok {
-		chat, err := chr.SpanChat(c.Request.Context(), Project(c), traceID, spanID)
+		if rows == nil {
+			rows = []schema.Content{} // loaded, and none: not to be read again
+		}
+		chat, err := chr.SpanChat(c.Request.Context(), Project(c), traceID, spanID, rows)
 		if err != nil {
 			fail(c, http.StatusInternalServerError, "read span messages: %v", err)
 			return

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/transcript"
 )
@@ -33,43 +35,82 @@ func (r *Reader) RunExists(ctx context.Context, project, traceID string) (bool, 
 }
 
 // SpanChat reads one span's conversation (what the model was sent and
-// answered) from its captured content, its flattened message attributes
-// and its message events, in whichever dialect the instrumentation used
-// (see package transcript). A span without any has an empty chat.
-func (r *Reader) SpanChat(ctx context.Context, project, traceID, spanID string) (transcript.Chat, error) {
-	contents, err := r.SpanContent(ctx, project, traceID, spanID)
+// answered) from its captured content (as SpanContent loaded it), its
+// flattened message attributes and its message events, in whichever
+// dialect the instrumentation used (see package transcript). A span
+// without any has an empty chat.
+func (r *Reader) SpanChat(ctx context.Context, project, traceID, spanID string, contents []schema.Content) (transcript.Chat, error) {
+	key := SpanKey{strings.ToLower(traceID), strings.ToLower(spanID)}
+	chats, err := r.spanChats(ctx, project, []SpanKey{key}, contents)
 	if err != nil {
 		return transcript.Chat{}, err
 	}
+	return chats[key], nil
+}
+
+// SpanKey names one span of a project.
+type SpanKey struct{ TraceID, SpanID string }
+
+// spanChats reads the chats of several spans with two queries, one over
+// the content table and one over the spans table, whatever their number;
+// non-nil contents are the spans' content rows, already loaded, and save
+// the first.
+func (r *Reader) spanChats(ctx context.Context, project string, keys []SpanKey, contents []schema.Content) (map[SpanKey]transcript.Chat, error) {
+	out := make(map[SpanKey]transcript.Chat, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	set := clickhouse.GroupSet{Value: make([]any, len(keys))}
+	for i, k := range keys {
+		set.Value[i] = clickhouse.GroupSet{Value: []any{k.TraceID, k.SpanID}}
+	}
+	srcs := make(map[SpanKey]*transcript.Source, len(keys))
+	src := func(k SpanKey) *transcript.Source {
+		if srcs[k] == nil {
+			srcs[k] = &transcript.Source{Content: map[string]string{}, Attributes: map[string]string{}}
+		}
+		return srcs[k]
+	}
+	if contents == nil {
+		q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
+			" WHERE project = ? AND (trace_id, span_id) IN ?"
+		if err := r.store.Conn().Select(ctx, &contents, q, project, set); err != nil {
+			return nil, fmt.Errorf("load the content of %d spans: %w", len(keys), err)
+		}
+	}
+	for _, c := range contents {
+		src(SpanKey{c.TraceID, c.SpanID}).Content[c.SourceKey] = c.Value
+	}
 	var rows []struct {
+		TraceID    string   `ch:"trace_id"`
+		SpanID     string   `ch:"span_id"`
 		AttrKeys   []string `ch:"attr_keys"`
 		AttrValues []string `ch:"attr_values"`
 		EventNames []string `ch:"event_names"`
 		EventAttrs []string `ch:"event_attrs"`
 		Finish     []string `ch:"finish_reasons"`
 	}
-	q := "SELECT attr_keys, attr_values, event_names, event_attrs, finish_reasons FROM " + r.store.Table(schema.TableSpans) +
-		" WHERE project = ? AND trace_id = ? AND span_id = ? LIMIT 1"
-	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID), strings.ToLower(spanID)); err != nil {
-		return transcript.Chat{}, fmt.Errorf("load messages of span %s/%s: %w", traceID, spanID, err)
+	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs, finish_reasons FROM " +
+		r.store.Table(schema.TableSpans) + " WHERE project = ? AND (trace_id, span_id) IN ? " + onePerSpan
+	if err := r.store.Conn().Select(ctx, &rows, q, project, set); err != nil {
+		return nil, fmt.Errorf("load the messages of %d spans: %w", len(keys), err)
 	}
-	src := transcript.Source{Content: make(map[string]string, len(contents)), Attributes: map[string]string{}}
-	for _, c := range contents {
-		src.Content[c.SourceKey] = c.Value
-	}
-	if len(rows) > 0 {
-		row := rows[0]
-		src.FinishReasons = row.Finish
+	for _, row := range rows {
+		s := src(SpanKey{row.TraceID, row.SpanID})
+		s.FinishReasons = row.Finish
 		for i := range min(len(row.AttrKeys), len(row.AttrValues)) {
-			src.Attributes[row.AttrKeys[i]] = row.AttrValues[i]
+			s.Attributes[row.AttrKeys[i]] = row.AttrValues[i]
 		}
 		for i, name := range row.EventNames {
 			e := transcript.Event{Name: name}
 			if i < len(row.EventAttrs) {
 				e.Attributes = decodeObject(row.EventAttrs[i])
 			}
-			src.Events = append(src.Events, e)
+			s.Events = append(s.Events, e)
 		}
 	}
-	return transcript.Read(src), nil
+	for k, s := range srcs {
+		out[k] = transcript.Read(*s)
+	}
+	return out, nil
 }

@@ -145,9 +145,9 @@ func (r *Reader) Conversation(ctx context.Context, project, id string) (*Convers
 	return d, nil
 }
 
-// MaxTranscriptRuns bounds the runs a conversation transcript reads (each
-// costs a few lookups); a longer conversation's transcript covers its
-// first MaxTranscriptRuns runs and says so.
+// MaxTranscriptRuns bounds the runs a conversation transcript reads (the
+// messages of two calls each, in one batch); a longer conversation's
+// transcript covers its first MaxTranscriptRuns runs and says so.
 const MaxTranscriptRuns = 50
 
 // TranscriptTurn is one run of a conversation as chat: what the user said
@@ -200,26 +200,23 @@ func (r *Reader) ConversationTranscript(ctx context.Context, project, id string)
 		return nil, fmt.Errorf("find the model calls of conversation %s: %w", id, err)
 	}
 	byRun := make(map[string][2]string, len(calls))
+	var keys []SpanKey
 	for _, c := range calls {
 		byRun[c.TraceID] = [2]string{c.First, c.Last}
+		keys = append(keys, SpanKey{c.TraceID, c.First}, SpanKey{c.TraceID, c.Last})
+	}
+	chats, err := r.spanChats(ctx, project, keys, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read the messages of conversation %s: %w", id, err)
 	}
 	for _, run := range runs {
 		turn := TranscriptTurn{TraceID: run.TraceID, Start: run.Start, Task: run.Task, Status: run.Status, Messages: []transcript.Message{}}
 		if c, ok := byRun[run.TraceID]; ok {
-			first, err := r.SpanChat(ctx, project, run.TraceID, c[0])
-			if err != nil {
-				return nil, err
-			}
+			first, last := chats[SpanKey{run.TraceID, c[0]}], chats[SpanKey{run.TraceID, c[1]}]
 			for i := len(first.Input) - 1; i >= 0; i-- {
 				if first.Input[i].Role == "user" {
 					turn.Messages = append(turn.Messages, first.Input[i])
 					break
-				}
-			}
-			last := first
-			if c[1] != c[0] {
-				if last, err = r.SpanChat(ctx, project, run.TraceID, c[1]); err != nil {
-					return nil, err
 				}
 			}
 			turn.Messages = append(turn.Messages, last.Output...)

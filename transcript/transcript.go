@@ -161,25 +161,30 @@ func fromKey(values map[string]string, key, role string) ([]Message, string) {
 // Anthropic or Vercel shapes), an object holding one ({"messages": …},
 // OpenAI's {"choices": …}), or text.
 func parseMessages(v, role string) []Message {
-	var any_ any
-	if json.Unmarshal([]byte(v), &any_) != nil {
-		return []Message{{Role: role, Parts: []Part{{Type: PartText, Text: v}}}}
+	var decoded any
+	if json.Unmarshal([]byte(v), &decoded) != nil {
+		return []Message{textMessage(role, v)}
 	}
-	switch x := any_.(type) {
+	return messagesFrom(decoded, v, role)
+}
+
+// messagesFrom reads decoded JSON as messages; raw is its text, shown as
+// one message when the value has no message shape.
+func messagesFrom(decoded any, raw, role string) []Message {
+	switch x := decoded.(type) {
 	case []any:
 		var out []Message
 		for _, e := range x {
 			if m, ok := e.(map[string]any); ok {
 				out = append(out, message(m, role))
 			} else if s, ok := e.(string); ok {
-				out = append(out, Message{Role: role, Parts: []Part{{Type: PartText, Text: s}}})
+				out = append(out, textMessage(role, s))
 			}
 		}
 		return out
 	case map[string]any:
 		if ms, ok := x["messages"].([]any); ok {
-			b, _ := json.Marshal(ms)
-			return parseMessages(string(b), role)
+			return messagesFrom(ms, raw, role)
 		}
 		if cs, ok := x["choices"].([]any); ok {
 			var out []Message
@@ -193,17 +198,20 @@ func parseMessages(v, role string) []Message {
 			}
 			return out
 		}
-		if _, ok := x["role"]; ok {
+		_, hasRole := x["role"]
+		_, hasContent := x["content"]
+		if hasRole || hasContent {
 			return []Message{message(x, role)}
 		}
-		if _, ok := x["content"]; ok {
-			return []Message{message(x, role)}
-		}
-		return []Message{{Role: role, Parts: []Part{{Type: PartText, Text: v}}}}
 	case string:
-		return []Message{{Role: role, Parts: []Part{{Type: PartText, Text: x}}}}
+		return []Message{textMessage(role, x)}
 	}
-	return []Message{{Role: role, Parts: []Part{{Type: PartText, Text: v}}}}
+	return []Message{textMessage(role, raw)}
+}
+
+// textMessage is one text part of role.
+func textMessage(role, text string) Message {
+	return Message{Role: role, Parts: []Part{{Type: PartText, Text: text}}}
 }
 
 // message reads one message object of any dialect.
@@ -461,7 +469,7 @@ func flatOpenInference(attrs map[string]string, prefix, role string) ([]Message,
 		if c := g["message.content"]; c != "" {
 			m.Parts = append(m.Parts, Part{Type: PartText, Text: c})
 		}
-		for _, c := range sub(g, "message.contents.") {
+		for _, c := range flat(g, "message.contents.") {
 			switch c["message_content.type"] {
 			case "text", "":
 				m.Parts = append(m.Parts, Part{Type: PartText, Text: c["message_content.text"]})
@@ -471,7 +479,7 @@ func flatOpenInference(attrs map[string]string, prefix, role string) ([]Message,
 				m.Parts = append(m.Parts, Part{Type: PartOther, Text: "[" + c["message_content.type"] + "]"})
 			}
 		}
-		for _, c := range sub(g, "message.tool_calls.") {
+		for _, c := range flat(g, "message.tool_calls.") {
 			m.Parts = append(m.Parts, Part{Type: PartToolCall, ID: c["tool_call.id"], Name: c["tool_call.function.name"],
 				Arguments: c["tool_call.function.arguments"]})
 		}
@@ -516,7 +524,7 @@ func flatOpenLLMetry(attrs map[string]string, prefix, role string) ([]Message, s
 				m.Parts = append(m.Parts, Part{Type: PartText, Text: c})
 			}
 		}
-		for _, c := range sub(g, "tool_calls.") {
+		for _, c := range flat(g, "tool_calls.") {
 			m.Parts = append(m.Parts, Part{Type: PartToolCall, ID: c["id"], Name: c["name"], Arguments: c["arguments"]})
 		}
 		if id := g["tool_call_id"]; id != "" {
@@ -526,9 +534,6 @@ func flatOpenLLMetry(attrs map[string]string, prefix, role string) ([]Message, s
 	}
 	return out, strings.TrimSuffix(prefix, ".") + ".*"
 }
-
-// sub groups a flattened group's keys prefix.M.rest by M.
-func sub(g map[string]string, prefix string) []map[string]string { return flat(g, prefix) }
 
 // asResults turns a tool message's text parts into results of call id.
 func asResults(parts []Part, id string) []Part {
