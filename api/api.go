@@ -24,8 +24,14 @@ import (
 // Runs is what the API needs to read runs; *query.Reader implements it.
 type Runs interface {
 	Runs(ctx context.Context, f query.RunFilter) (query.RunPage, error)
-	// RunWithin loads a run holding at most maxSpans spans (0: all).
-	RunWithin(ctx context.Context, project, traceID string, maxSpans int) (*query.RunDetail, error)
+	// RunTree loads a run's summary and tree within the options' bounds.
+	RunTree(ctx context.Context, project, traceID string, o query.TreeOptions) (*query.RunDetail, error)
+}
+
+// SpanChildren answers one span's children of a run answered in part;
+// *query.Reader implements it.
+type SpanChildren interface {
+	Children(ctx context.Context, project, traceID, spanID string, o query.ChildrenOptions) (*query.ChildrenPart, error)
 }
 
 // Explainer says how the usage and cost of a run's spans were derived;
@@ -122,6 +128,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs/:trace_id/fixture", h.getFixture)
 	r.GET("/runs/:trace_id/explain", h.getExplain)
 	r.GET("/runs/:trace_id/spans/:span_id/explain", h.getExplain)
+	r.GET("/runs/:trace_id/spans/:span_id/children", h.getChildren)
 	h.registerConversations(r)
 	h.registerCosts(r)
 	h.registerTools(r)
@@ -237,28 +244,6 @@ func formatDays(d time.Duration) string {
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	}
 	return d.String()
-}
-
-func (h *Handler) getRun(c *gin.Context) {
-	id, ok := h.traceParam(c)
-	if !ok {
-		return
-	}
-	release, ok := h.acquireRunRead(c)
-	if !ok {
-		return
-	}
-	defer release()
-	run, err := h.runs.RunWithin(c.Request.Context(), Project(c), id, h.reads.MaxRunSpans)
-	if errors.Is(err, query.ErrNotFound) {
-		fail(c, http.StatusNotFound, "run %s not found", id)
-		return
-	}
-	if err != nil {
-		fail(c, http.StatusInternalServerError, "load run: %v", err)
-		return
-	}
-	c.JSON(http.StatusOK, run)
 }
 
 // getExplain answers how a run's (or one span's) tokens and cost were

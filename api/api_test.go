@@ -75,7 +75,7 @@ func (failingRuns) Runs(context.Context, query.RunFilter) (query.RunPage, error)
 	return query.RunPage{}, errDatabase
 }
 
-func (failingRuns) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
+func (failingRuns) RunTree(context.Context, string, string, query.TreeOptions) (*query.RunDetail, error) {
 	return nil, errDatabase
 }
 

@@ -26,7 +26,7 @@ func (f *fakeCosts) Runs(_ context.Context, filter query.RunFilter) (query.RunPa
 	return query.RunPage{}, nil
 }
 
-func (f *fakeCosts) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
+func (f *fakeCosts) RunTree(context.Context, string, string, query.TreeOptions) (*query.RunDetail, error) {
 	return nil, query.ErrNotFound
 }
 
@@ -149,7 +149,7 @@ func (runsOnly) Runs(context.Context, query.RunFilter) (query.RunPage, error) {
 	return query.RunPage{}, nil
 }
 
-func (runsOnly) RunWithin(context.Context, string, string, int) (*query.RunDetail, error) {
+func (runsOnly) RunTree(context.Context, string, string, query.TreeOptions) (*query.RunDetail, error) {
 	return nil, query.ErrNotFound
 }
 

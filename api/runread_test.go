@@ -20,13 +20,13 @@ type blockingRuns struct {
 	release chan struct{}
 }
 
-func (b *blockingRuns) RunWithin(ctx context.Context, _, traceID string, maxSpans int) (*query.RunDetail, error) {
-	b.started <- maxSpans
+func (b *blockingRuns) RunTree(ctx context.Context, _, traceID string, o query.TreeOptions) (*query.RunDetail, error) {
+	b.started <- o.MaxNodes
 	<-b.release
 	return &query.RunDetail{Summary: query.RunSummary{TraceID: traceID}}, nil
 }
 
-// TestRunReadsAreBounded: each run read is given the span bound, and past
+// TestRunReadsAreBounded: each run read is given the node bound, and past
 // MaxConcurrent reads at once a request waits, then gets 503 with
 // Retry-After instead of piling more runs into memory.
 func TestRunReadsAreBounded(t *testing.T) {

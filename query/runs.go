@@ -631,6 +631,14 @@ type RunDetail struct {
 	// Truncated is set when the tree holds only the run's earliest spans
 	// (see RunWithin).
 	Truncated *Truncation `json:"truncated,omitempty"`
+	// Partial is set when the tree holds a part of the run's spans, chosen
+	// by RunTree: the nodes with HiddenSpans have more below them.
+	Partial *Partial `json:"partial,omitempty"`
+	// CostliestSpanID is the span whose own cost counts most in the run's
+	// total; FirstErrorSpanID the earliest span that ended in error. Both
+	// are in every answer, a partial one included.
+	CostliestSpanID  string `json:"costliest_span_id,omitempty"`
+	FirstErrorSpanID string `json:"first_error_span_id,omitempty"`
 }
 
 // Spans loads a run's spans, deduplicated, ordered by start time.
@@ -649,26 +657,50 @@ func (r *Reader) Spans(ctx context.Context, project, traceID string) ([]schema.S
 // spans is Spans reading at most limit spans (the earliest; 0: all), and
 // whether the run has more.
 func (r *Reader) spans(ctx context.Context, project, traceID string, limit int) ([]schema.Span, bool, error) {
+	return r.readSpans(ctx, project, traceID, schema.SpanSelectList(), limit)
+}
+
+// readSpans is spans selecting list (schema.SpanSelectList or
+// schema.SpanOutlineList).
+func (r *Reader) readSpans(ctx context.Context, project, traceID, list string, limit int) ([]schema.Span, bool, error) {
+	ext, err := r.locate(ctx, project, traceID)
+	if err != nil || ext.rows == 0 {
+		return nil, false, err
+	}
+	return r.readExtent(ctx, project, traceID, list, ext, limit)
+}
+
+// runExtent is where a run's spans are: the first and last start second
+// (partition pruning for the wide read) and the rows stored, duplicate
+// deliveries not yet merged included.
+type runExtent struct {
+	lo, hi time.Time
+	rows   uint64
+}
+
+// locate finds a run's extent from the two narrow key columns.
+func (r *Reader) locate(ctx context.Context, project, traceID string) (runExtent, error) {
+	var ext runExtent
+	if err := r.store.Conn().QueryRow(ctx, "SELECT min(start), max(start), count() FROM "+r.store.Table(schema.TableSpans)+
+		" PREWHERE project = ? AND trace_id = ?", project, strings.ToLower(traceID)).Scan(&ext.lo, &ext.hi, &ext.rows); err != nil {
+		return ext, fmt.Errorf("locate run %s: %w", traceID, err)
+	}
+	return ext, nil
+}
+
+// readExtent reads a located run's spans selecting list, at most limit
+// (the earliest; 0: all), and whether the run has more.
+func (r *Reader) readExtent(ctx context.Context, project, traceID, list string, ext runExtent, limit int) ([]schema.Span, bool, error) {
 	traceID = strings.ToLower(traceID)
-	table := r.store.Table(schema.TableSpans)
-	var lo, hi time.Time
-	var n uint64
-	if err := r.store.Conn().QueryRow(ctx, "SELECT min(start), max(start), count() FROM "+table+
-		" PREWHERE project = ? AND trace_id = ?", project, traceID).Scan(&lo, &hi, &n); err != nil {
-		return nil, false, fmt.Errorf("locate run %s: %w", traceID, err)
-	}
-	if n == 0 {
-		return nil, false, nil
-	}
-	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(table) +
+	q := "SELECT " + list + " FROM " + final(r.store.Table(schema.TableSpans)) +
 		" PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
 	// count() counts duplicate deliveries not yet merged: above the limit,
 	// read one span more than it to know whether the run really has more.
-	more := limit > 0 && n > uint64(limit)
+	more := limit > 0 && ext.rows > uint64(limit)
 	if more {
 		q += " LIMIT " + strconv.Itoa(limit+1)
 	}
-	rows, err := r.store.Conn().Query(ctx, q, project, traceID, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, project, traceID, ext.lo, ext.hi)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
@@ -710,15 +742,25 @@ func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpan
 	if !more {
 		return d, nil
 	}
+	if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// summarizeWhole replaces the summary of d, built from the earliest spans
+// of a run that has more, by the whole run's, computed by ClickHouse, and
+// marks d truncated.
+func (r *Reader) summarizeWhole(ctx context.Context, project, traceID string, d *RunDetail, spans []schema.Span) error {
 	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) +
 		"\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
 	var rr runRow
 	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), spans[0].Start).Scan(rr.dest()...); err != nil {
-		return nil, fmt.Errorf("summarize run %s: %w", traceID, err)
+		return fmt.Errorf("summarize run %s: %w", traceID, err)
 	}
 	d.Summary = rr.summary()
 	d.Truncated = &Truncation{TotalSpans: d.Summary.Spans, ReturnedSpans: len(spans)}
-	return d, nil
+	return nil
 }
 
 // Run loads one run's summary and span tree.
@@ -740,7 +782,43 @@ func runDetail(spans []schema.Span) *RunDetail {
 	sumSubtrees(roots)
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
-	return &RunDetail{Summary: summary, Roots: roots}
+	d := &RunDetail{Summary: summary, Roots: roots}
+	d.CostliestSpanID, d.FirstErrorSpanID = landmarks(roots)
+	return d
+}
+
+// landmarks finds the span whose own cost counts most in the run's total
+// (the earliest of equals) and the earliest span that ended in error.
+func landmarks(roots []*SpanNode) (costliest, firstError string) {
+	var top, firstErr *SpanNode
+	stack := append([]*SpanNode(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		stack = append(stack, n.Children...)
+		if n.Cost != nil && n.Cost.Total > 0 && attribution.CostCounts(n.Counted, n.UsageMode) &&
+			(top == nil || n.Cost.Total > top.Cost.Total || n.Cost.Total == top.Cost.Total && earlier(n, top)) {
+			top = n
+		}
+		if n.Status == "error" && (firstErr == nil || earlier(n, firstErr)) {
+			firstErr = n
+		}
+	}
+	if top != nil {
+		costliest = top.SpanID
+	}
+	if firstErr != nil {
+		firstError = firstErr.SpanID
+	}
+	return costliest, firstError
+}
+
+// earlier orders spans by start, then span id.
+func earlier(a, b *SpanNode) bool {
+	if !a.Start.Equal(b.Start) {
+		return a.Start.Before(b.Start)
+	}
+	return a.SpanID < b.SpanID
 }
 
 // classifyRunTools marks each tool span of a run tree with its retry class

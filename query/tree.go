@@ -58,15 +58,21 @@ type SpanNode struct {
 	// counts in the run's totals from this span and everything below it
 	// (a wrapper repeating its child's call adds nothing), so a root's
 	// subtree cost is the run's cost. Absent when the subtree has none.
-	SubtreeUsage   *attribution.Usage `json:"subtree_usage,omitempty"`
-	SubtreeCost    *attribution.Cost  `json:"subtree_cost,omitempty"`
-	Attributes     Pairs              `json:"attributes,omitempty"`
-	Resource       Pairs              `json:"resource,omitempty"`
-	Events         []Event            `json:"events,omitempty"`
-	Children       []*SpanNode        `json:"children"`
-	ConversationID string             `json:"-"`
-	UserID         string             `json:"-"`
-	TaskName       string             `json:"-"`
+	SubtreeUsage *attribution.Usage `json:"subtree_usage,omitempty"`
+	SubtreeCost  *attribution.Cost  `json:"subtree_cost,omitempty"`
+	Attributes   Pairs              `json:"attributes,omitempty"`
+	Resource     Pairs              `json:"resource,omitempty"`
+	Events       []Event            `json:"events,omitempty"`
+	Children     []*SpanNode        `json:"children"`
+	// HiddenChildren and HiddenSpans are set on a node of a run answered in
+	// part (RunTree, Children): how many of its direct children, and how
+	// many spans below it at any depth, the answer leaves out. Fetch them
+	// with Reader.Children (GET …/spans/{span_id}/children).
+	HiddenChildren int    `json:"hidden_children,omitempty"`
+	HiddenSpans    int    `json:"hidden_spans,omitempty"`
+	ConversationID string `json:"-"`
+	UserID         string `json:"-"`
+	TaskName       string `json:"-"`
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
@@ -82,9 +88,9 @@ func newNode(s *schema.Span) *SpanNode {
 		FinishReasons: s.FinishReasons, TTFCMs: s.TTFCMs, UsageMode: s.UsageMode,
 		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource,
 		PriceEntry: s.PriceEntry, PriceVersion: s.PriceVersion, ArgsHash: s.ArgsHash,
-		Attributes: pairs(s.AttrKeys, s.AttrValues), Resource: pairs(s.ResourceKeys, s.ResourceValues),
 		Children: []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
 	}
+	n.setWide(s)
 	u := attribution.Usage{Input: s.InputTokens, CacheRead: s.CacheReadTokens, CacheWrite: s.CacheWriteTokens,
 		Output: s.OutputTokens, Reasoning: s.ReasoningTokens}
 	if !u.IsZero() {
@@ -94,6 +100,14 @@ func newNode(s *schema.Span) *SpanNode {
 		n.Cost = &attribution.Cost{Total: s.CostTotal, Input: s.CostInput, CacheRead: s.CostCacheRead,
 			CacheWrite: s.CostCacheWrite, Output: s.CostOutput}
 	}
+	return n
+}
+
+// setWide sets the node's attributes, resource and events from s: the wide
+// columns, which an outline read (schema.SpanOutlineList) leaves empty.
+func (n *SpanNode) setWide(s *schema.Span) {
+	n.Attributes, n.Resource = pairs(s.AttrKeys, s.AttrValues), pairs(s.ResourceKeys, s.ResourceValues)
+	n.Events = nil
 	for i, name := range s.EventNames {
 		e := Event{Name: name}
 		if i < len(s.EventTimeNs) {
@@ -104,7 +118,6 @@ func newNode(s *schema.Span) *SpanNode {
 		}
 		n.Events = append(n.Events, e)
 	}
-	return n
 }
 
 // sumSubtrees sets every node's SubtreeUsage and SubtreeCost from the

@@ -61,7 +61,29 @@ func SpanSelectList() string {
 	return strings.Join(exprs, ", ")
 }
 
-// ScanSpans reads every row of rows, which must select SpanSelectList.
+// outlineOmits are the wide spans columns SpanOutlineList leaves empty:
+// the attributes, resource and events that make up most of a span's bytes.
+var outlineOmits = map[string]bool{"attr_keys": true, "attr_values": true, "resource_keys": true,
+	"resource_values": true, "event_names": true, "event_time_ns": true, "event_attrs": true, "links_json": true}
+
+// SpanOutlineList is SpanSelectList with the wide columns (attributes,
+// resource, events, links) selected as empty values, so that ScanSpans
+// reads a run's outline — ids, names, times, status, usage, cost — at a
+// fraction of the bytes: what a big run's tree needs for all its spans,
+// the wide columns being read for the spans an answer shows.
+func SpanOutlineList() string {
+	exprs := make([]string, len(spanReads))
+	for i, r := range spanReads {
+		exprs[i] = r.expr
+		if outlineOmits[spanColumns[i].name] {
+			exprs[i] = "'' AS omitted_" + spanColumns[i].name
+		}
+	}
+	return strings.Join(exprs, ", ")
+}
+
+// ScanSpans reads every row of rows, which must select SpanSelectList or
+// SpanOutlineList.
 func ScanSpans(rows driver.Rows) ([]Span, error) {
 	var out []Span
 	dest := make([]any, len(spanReads))

@@ -1,0 +1,306 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// A run of tens of thousands of spans is tens of megabytes of JSON, most of
+// it attributes and events nobody looks at before expanding a subtree. So a
+// big run is answered in parts: its outline (every span's narrow columns:
+// ids, times, status, usage, cost) is read whole, so that the summary, the
+// counted flags, the subtree figures and the retry classes are the whole
+// run's; then the answer keeps a bounded number of nodes — the paths to the
+// spans it must show, then the tree breadth-first — and only those get
+// their wide columns. Each kept node says what it leaves out below it
+// (SpanNode.HiddenChildren, HiddenSpans), and Children answers one span's
+// children the same way when the reader expands it.
+
+// TreeOptions bound one answer of a run's tree.
+type TreeOptions struct {
+	// MaxNodes is the most span nodes the answer holds (0: all). A run with
+	// more is answered in part (RunDetail.Partial).
+	MaxNodes int
+	// MaxSpans is the most spans of the run read to build the tree (0: all):
+	// it bounds the server's memory. A run with more is built from its
+	// earliest MaxSpans (RunDetail.Truncated), its summary still the whole run's.
+	MaxSpans int
+	// Focus are span ids the answer holds with all their ancestors, within
+	// MaxNodes (a deep link to a span of a big run). The run's costliest
+	// span and first error are always focused.
+	Focus []string
+}
+
+// Partial says how much of a run a partial answer holds.
+type Partial struct {
+	TotalSpans    int `json:"total_spans"`    // spans in the tree the answer was cut from
+	ReturnedSpans int `json:"returned_spans"` // span nodes in the answer
+	HiddenRoots   int `json:"hidden_roots,omitempty"`
+}
+
+// wideChunk is how many span ids one read of the wide columns names
+// (ClickHouse's max_query_size is 256 KiB; 1,000 ids are about 20 KB).
+const wideChunk = 1000
+
+// RunTree loads one run's summary and span tree within o's bounds. A run of
+// at most MaxNodes spans is read whole in one query, like Run.
+func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOptions) (*RunDetail, error) {
+	if o.MaxNodes <= 0 {
+		return r.RunWithin(ctx, project, traceID, o.MaxSpans)
+	}
+	ext, err := r.locate(ctx, project, traceID)
+	if err != nil {
+		return nil, err
+	}
+	if ext.rows == 0 {
+		return nil, ErrNotFound
+	}
+	if ext.rows <= uint64(o.MaxNodes) && (o.MaxSpans <= 0 || ext.rows <= uint64(o.MaxSpans)) {
+		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanSelectList(), ext, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(spans) == 0 {
+			return nil, ErrNotFound
+		}
+		return runDetail(spans), nil
+	}
+	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
+	if err != nil {
+		return nil, err
+	}
+	total := len(spans)
+	pins := append([]string{d.CostliestSpanID, d.FirstErrorSpanID}, o.Focus...)
+	roots, kept := prune(d.Roots, o.MaxNodes, pins)
+	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
+		return nil, err
+	}
+	if len(kept) < total {
+		d.Partial = &Partial{TotalSpans: total, ReturnedSpans: len(kept), HiddenRoots: len(d.Roots) - len(roots)}
+	}
+	d.Roots = roots
+	return d, nil
+}
+
+// outline reads a run's outline (at most maxSpans spans, the earliest) and
+// builds its detail: tree, counted flags, subtree figures, retry classes,
+// and the whole run's summary.
+func (r *Reader) outline(ctx context.Context, project, traceID string, ext runExtent, maxSpans int) (*RunDetail, []schema.Span, error) {
+	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutlineList(), ext, maxSpans)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(spans) == 0 {
+		return nil, nil, ErrNotFound
+	}
+	d := runDetail(spans)
+	if more {
+		if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d, spans, nil
+}
+
+// ChildrenOptions bound one answer of a span's children.
+type ChildrenOptions struct {
+	Offset   int // the first child answered, in start order
+	Limit    int // the most children answered (0: up to MaxNodes)
+	MaxNodes int // the most span nodes in the answer, the children included (0: all)
+	MaxSpans int // as TreeOptions.MaxSpans
+}
+
+// ChildrenPart is a page of one span's children, each with as much of its
+// subtree as the answer's MaxNodes holds.
+type ChildrenPart struct {
+	TraceID       string      `json:"trace_id"`
+	SpanID        string      `json:"span_id"`
+	ChildrenTotal int         `json:"children_total"`
+	Offset        int         `json:"offset"`
+	NextOffset    *int        `json:"next_offset"` // null: no children after this page
+	Children      []*SpanNode `json:"children"`
+	Truncated     *Truncation `json:"truncated,omitempty"`
+}
+
+// Children answers the children of one span of a run, from o.Offset, with
+// their subtrees breadth-first within o.MaxNodes; their figures (counted
+// flags, subtree cost, retry classes) are those of the whole run's tree.
+// A span the run does not hold is ErrNotFound.
+func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, o ChildrenOptions) (*ChildrenPart, error) {
+	ext, err := r.locate(ctx, project, traceID)
+	if err != nil {
+		return nil, err
+	}
+	if ext.rows == 0 {
+		return nil, ErrNotFound
+	}
+	d, _, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
+	if err != nil {
+		return nil, err
+	}
+	var parent *SpanNode
+	stack := append([]*SpanNode(nil), d.Roots...)
+	for len(stack) > 0 && parent == nil {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.SpanID == spanID {
+			parent = n
+		}
+		stack = append(stack, n.Children...)
+	}
+	if parent == nil {
+		return nil, ErrNotFound
+	}
+	all := parent.Children
+	part := &ChildrenPart{TraceID: strings.ToLower(traceID), SpanID: spanID, ChildrenTotal: len(all),
+		Offset: min(max(o.Offset, 0), len(all)), Truncated: d.Truncated}
+	limit := o.Limit
+	if o.MaxNodes > 0 && (limit <= 0 || limit > o.MaxNodes) {
+		limit = o.MaxNodes
+	}
+	page := all[part.Offset:]
+	if limit > 0 && len(page) > limit {
+		page = page[:limit]
+		next := part.Offset + limit
+		part.NextOffset = &next
+	}
+	budget := o.MaxNodes
+	if budget <= 0 {
+		budget = math.MaxInt
+	}
+	kids, kept := prune(page, max(budget, len(page)), nil)
+	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
+		return nil, err
+	}
+	part.Children = kids
+	if part.Children == nil {
+		part.Children = []*SpanNode{}
+	}
+	return part, nil
+}
+
+// prune keeps at most max nodes of the trees under roots, and returns the
+// kept roots and every kept node. The paths from a root to each pinned span
+// come first (a path that does not fit is skipped), then the trees
+// breadth-first, so the top levels are whole before anything deeper. A kept
+// node's Children become its kept children, and HiddenChildren and
+// HiddenSpans say what it lost. Nodes are changed in place.
+func prune(roots []*SpanNode, max int, pins []string) (keptRoots, kept []*SpanNode) {
+	order := append([]*SpanNode(nil), roots...)
+	parent := map[*SpanNode]*SpanNode{}
+	for i := 0; i < len(order); i++ {
+		for _, c := range order[i].Children {
+			parent[c] = order[i]
+			order = append(order, c)
+		}
+	}
+	keep := make(map[*SpanNode]bool, min(max, len(order)))
+	if len(pins) > 0 {
+		want := map[string]bool{}
+		for _, id := range pins {
+			if id != "" {
+				want[id] = true
+			}
+		}
+		for _, n := range order {
+			if !want[n.SpanID] {
+				continue
+			}
+			var path []*SpanNode
+			for m := n; m != nil && !keep[m]; m = parent[m] {
+				path = append(path, m)
+			}
+			if len(keep)+len(path) <= max {
+				for _, m := range path {
+					keep[m] = true
+				}
+			}
+		}
+	}
+	for _, n := range order {
+		if len(keep) >= max {
+			break
+		}
+		// Breadth-first: a parent comes before its children, so a child of
+		// a node left out is left out too.
+		if p := parent[n]; p == nil || keep[p] {
+			keep[n] = true
+		}
+	}
+	// Spans under each node, and how many of them are kept, children first.
+	size := make(map[*SpanNode]int, len(order))
+	keptBelow := make(map[*SpanNode]int, len(keep))
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		s, k := 0, 0
+		for _, c := range n.Children {
+			s += size[c] + 1
+			if keep[c] {
+				k += keptBelow[c] + 1
+			}
+		}
+		size[n], keptBelow[n] = s, k
+	}
+	for _, n := range order {
+		if !keep[n] {
+			continue
+		}
+		kept = append(kept, n)
+		kids := make([]*SpanNode, 0, len(n.Children))
+		for _, c := range n.Children {
+			if keep[c] {
+				kids = append(kids, c)
+			}
+		}
+		n.HiddenChildren, n.HiddenSpans = len(n.Children)-len(kids), size[n]-keptBelow[n]
+		n.Children = kids
+	}
+	for _, n := range roots {
+		if keep[n] {
+			keptRoots = append(keptRoots, n)
+		}
+	}
+	return keptRoots, kept
+}
+
+// fillWide reads the wide columns (attributes, resource, events) of the
+// given nodes of a run and sets them.
+func (r *Reader) fillWide(ctx context.Context, project, traceID string, ext runExtent, nodes []*SpanNode) error {
+	byID := make(map[string]*SpanNode, len(nodes))
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		byID[n.SpanID] = n
+		ids = append(ids, n.SpanID)
+	}
+	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(r.store.Table(schema.TableSpans)) +
+		" PREWHERE project = ? AND trace_id = ? AND span_id IN ? WHERE start >= ? AND start <= ?"
+	for len(ids) > 0 {
+		chunk := ids[:min(wideChunk, len(ids))]
+		ids = ids[len(chunk):]
+		set := clickhouse.GroupSet{Value: make([]any, len(chunk))}
+		for i, id := range chunk {
+			set.Value[i] = id
+		}
+		rows, err := r.store.Conn().Query(ctx, q, project, strings.ToLower(traceID), set, ext.lo, ext.hi)
+		if err != nil {
+			return fmt.Errorf("load spans of run %s: %w", traceID, err)
+		}
+		spans, err := schema.ScanSpans(rows)
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("load spans of run %s: %w", traceID, err)
+		}
+		for i := range spans {
+			if n := byID[spans[i].SpanID]; n != nil {
+				n.setWide(&spans[i])
+			}
+		}
+	}
+	return nil
+}
