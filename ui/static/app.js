@@ -401,7 +401,11 @@ function fillDatalists(runs) {
 
 const TYPE_LABEL = { agent: 'AGENT', inference: 'LLM', tool: 'TOOL', other: 'SPAN' };
 
-/** flatten turns the span tree into rows in display order, marking retries. */
+/**
+ * flatten turns the span tree into rows in display order, marking retries.
+ * A node of a run answered in part that hides children gets one more row
+ * after its loaded ones: the "load more" row (row.more is the node).
+ */
 function flatten(roots) {
   const rows = [];
   const walk = (nodes, parent, depth) => {
@@ -411,6 +415,11 @@ function flatten(roots) {
       rows.push(row);
       if (parent >= 0) rows[parent].kids.push(i);
       walk(n.children || [], i, depth + 1);
+      if (n.hidden_children > 0) {
+        row.kids.push(rows.length);
+        rows.push({ n: { type: 'more', span_id: `${n.span_id}:more`, name: '' }, more: n, parent: i, depth: depth + 1,
+          kids: [], end: rows.length + 1, start: row.start, stop: row.start, retry: false });
+      }
       row.end = rows.length; // index after the last descendant
     }
   };
@@ -431,15 +440,19 @@ async function pageRun() {
   const el = document.getElementById('run');
   const id = main.dataset.id;
   let run;
+  const want = new URLSearchParams(location.hash.slice(1)).get('span');
   try {
-    run = await api(`/api/v1/runs/${encodeURIComponent(id)}`);
+    // A big run comes in parts: the first RUN_PART spans (the deep-linked
+    // one's path among them), the rest loaded where the reader expands.
+    const focus = want && /^[0-9a-f]{16}$/.test(want) ? `&focus=${want}` : '';
+    run = await api(`/api/v1/runs/${encodeURIComponent(id)}?max_nodes=${RUN_PART}${focus}`);
     performance.mark('tally:run-loaded');
   } catch (err) {
     el.innerHTML = errorHTML(err, `run ${id}`);
     return;
   }
   const s = run.summary;
-  const rows = flatten(run.roots || []);
+  let rows = flatten(run.roots || []);
   performance.mark('tally:flattened');
   const t0 = Math.min(parseTime(s.start), ...rows.slice(0, 1).map((r) => r.start));
   const t1 = Math.max(parseTime(s.end), t0 + 0.001);
@@ -468,7 +481,8 @@ async function pageRun() {
   <div class="stat"><dt title="tool calls that retried an earlier attempt: attempt ≥ 2, a repeated call id or step id, or the same tool again after it failed under the same parent">Retries</dt><dd>${num(retries)}</dd></div>
 </dl>
 ${s.usage_from_aggregate ? '<p class="notice warn">No inference span carried usage: token totals come from the agent span\'s aggregated usage.</p>' : ''}
-${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree shows the earliest ${num(run.truncated.returned_spans)} (the server's --max-run-spans). The totals above cover the whole run.</p>` : ''}
+${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree is built from the earliest ${num(run.truncated.returned_spans)} (the server's --max-tree-spans). The totals above cover the whole run.</p>` : ''}
+${run.partial ? `<p class="notice" id="run-partial">This run has ${num(run.partial.total_spans)} spans: ${num(run.partial.returned_spans)} are loaded, the costliest step and the first error among them. Rows marked ⋯ load the rest of their subtree; every figure covers the whole run.</p>` : ''}
 <div class="runbody">
   <section class="waterfall" aria-label="Span waterfall">
     <div class="wf-toolbar">
@@ -487,32 +501,54 @@ ${run.truncated ? `<p class="notice warn" id="run-truncated">This run has ${num(
   document.getElementById('export-fixture').addEventListener('click', () => exportFixture(id));
   const detail = document.getElementById('detail');
   const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => {
-    showSpan(rows[i], t0, id);
+    showSpan(wf.rows[i], t0, id);
     // Narrow windows stack the detail below the tree: bring it into view.
     const tree = document.querySelector('.waterfall').getBoundingClientRect();
     if (detail.getBoundingClientRect().top >= tree.bottom - 1) detail.scrollIntoView({ block: 'start' });
   });
+  // A "load more" row fetches the next page of its node's children and
+  // merges them (a child already loaded, as a focused path, stays).
+  wf.onMore = async (row) => {
+    const node = row.more;
+    if (node._loading) return;
+    node._loading = true;
+    wf.render();
+    try {
+      const page = await api(`/api/v1/runs/${encodeURIComponent(id)}/spans/${node.span_id}/children?offset=${node._next || 0}&max_nodes=${CHILDREN_PART}`);
+      const have = new Set(node.children.map((c) => c.span_id));
+      const size = (c) => (c.children || []).reduce((k, g) => k + size(g), 1);
+      let added = 0;
+      for (const c of page.children) {
+        if (have.has(c.span_id)) continue;
+        node.children.push(c);
+        added += size(c);
+      }
+      node.children.sort((a, b) => parseTime(a.start) - parseTime(b.start) || (a.span_id < b.span_id ? -1 : 1));
+      node._next = page.next_offset;
+      node.hidden_children = page.next_offset == null ? 0 : page.children_total - node.children.length;
+      for (let p = row.parent; p >= 0; p = wf.rows[p].parent) wf.rows[p].n.hidden_spans = Math.max(0, (wf.rows[p].n.hidden_spans || 0) - added);
+    } catch (err) {
+      node._error = err.message;
+    }
+    node._loading = false;
+    wf.setRows(flatten(run.roots || []));
+  };
   document.getElementById('wf-expand').addEventListener('click', () => wf.setAll(false));
   document.getElementById('wf-collapse').addEventListener('click', () => wf.setAll(true));
-  // Jumps: the span whose own cost counts most, and the earliest error.
-  let costliest = -1, firstErr = -1;
-  rows.forEach((r, i) => {
-    const own = r.n.cost && (r.n.counted || !r.n.usage) ? r.n.cost.total_usd : 0;
-    if (own > 0 && (costliest < 0 || own > rows[costliest].n.cost.total_usd)) costliest = i;
-    if (r.n.status === 'error' && (firstErr < 0 || r.start < rows[firstErr].start)) firstErr = i;
-  });
-  for (const [btn, i] of [['wf-costliest', costliest], ['wf-first-error', firstErr]]) {
+  // Jumps: the span whose own cost counts most, and the earliest error (the
+  // server names both; they are in every answer, a partial one included).
+  const byID = (sid) => (sid ? wf.rows.findIndex((r) => r.n.span_id === sid) : -1);
+  for (const [btn, sid] of [['wf-costliest', run.costliest_span_id], ['wf-first-error', run.first_error_span_id]]) {
     const b = document.getElementById(btn);
-    if (i < 0) b.disabled = true;
-    else b.addEventListener('click', () => { wf.select(i, true); wf.el.focus({ preventScroll: true }); });
+    if (byID(sid) < 0) b.disabled = true;
+    else b.addEventListener('click', () => { wf.select(byID(sid), true); wf.el.focus({ preventScroll: true }); });
   }
-  const want = new URLSearchParams(location.hash.slice(1)).get('span');
   performance.mark('tally:header');
   wf.render();
   performance.mark('tally:rows');
   void wf.el.offsetHeight;
   performance.mark('tally:layout');
-  const pick = want ? rows.findIndex((r) => r.n.span_id === want) : -1;
+  const pick = want ? wf.rows.findIndex((r) => r.n.span_id === want) : -1;
   if (pick >= 0) wf.select(pick, true);
   // Mark the first complete render (after layout and a frame) for benchmarks.
   requestAnimationFrame(() => setTimeout(() => { document.body.dataset.rendered = String(performance.now()); }, 0));
@@ -546,6 +582,14 @@ function axisTicks(total) {
 /** ROW_H is the height of a waterfall row in pixels (see .wf-row in style.css). */
 const ROW_H = 22;
 
+/**
+ * RUN_PART is the most spans the run page asks for at first, CHILDREN_PART
+ * the most one "load more" brings: enough for any run an engineer reads
+ * whole, small enough that a 50,000-span run paints at once.
+ */
+const RUN_PART = 2000;
+const CHILDREN_PART = 1000;
+
 /** Waterfall draws the span rows, with collapse/expand, selection and keyboard navigation. */
 class Waterfall {
   constructor(el, rows, t0, t1, onSelect) {
@@ -554,6 +598,7 @@ class Waterfall {
     this.t0 = t0;
     this.span = t1 - t0;
     this.onSelect = onSelect;
+    this.onMore = null;
     this.collapsed = new Uint8Array(rows.length);
     this.visible = [];
     this.focus = 0;
@@ -574,8 +619,35 @@ class Waterfall {
     el.addEventListener('keydown', (ev) => this.key(ev));
   }
 
+  /**
+   * setRows replaces the rows (after loading more of the tree), keeping
+   * which spans are collapsed, focused and selected.
+   */
+  setRows(rows) {
+    const idOf = (i) => (i >= 0 && this.rows[i] ? this.rows[i].n.span_id : '');
+    const folded = new Set(this.rows.filter((_, i) => this.collapsed[i]).map((r) => r.n.span_id));
+    const focus = idOf(this.focus), selected = idOf(this.selected);
+    this.rows = rows;
+    this.collapsed = new Uint8Array(rows.length);
+    rows.forEach((r, i) => { if (folded.has(r.n.span_id)) this.collapsed[i] = 1; });
+    const at = (sid) => rows.findIndex((r) => r.n.span_id === sid);
+    this.focus = Math.max(at(focus), 0);
+    this.selected = selected ? at(selected) : -1;
+    this.render();
+  }
+
+  /** moreHTML draws a "load more" row: what its node's subtree still hides. */
+  moreHTML(i, r) {
+    const n = r.more;
+    const what = n._loading ? 'loading…' : n._error ? `could not load: ${n._error}`
+      : `${num(n.hidden_spans)} more span${n.hidden_spans === 1 ? '' : 's'} (${num(n.hidden_children)} direct) — load`;
+    return `<div class="wf-row wf-more${i === this.focus ? ' focus' : ''}" role="treeitem" id="wf-${i}" data-i="${i}" data-more-of="${esc(n.span_id)}" aria-level="${r.depth + 1}" aria-selected="false">`
+      + `<div class="label" style="padding-left:${4 + r.depth * 14}px"><span class="tg leaf"></span><button type="button" class="more" tabindex="-1">⋯ ${esc(what)}</button></div><div class="lane"></div></div>`;
+  }
+
   rowHTML(i) {
     const r = this.rows[i];
+    if (r.more) return this.moreHTML(i, r);
     const n = r.n;
     const left = ((r.start - this.t0) / this.span) * 100;
     const width = Math.max(((r.stop - r.start) / this.span) * 100, 0.15);
@@ -629,7 +701,10 @@ class Waterfall {
     this.painted = null;
     this.paint();
     const count = document.getElementById('wf-count');
-    if (count) count.textContent = `${vis.length} of ${this.rows.length} spans shown`;
+    if (count) {
+      const real = (list) => list.reduce((k, i) => k + (this.rows[i].more ? 0 : 1), 0);
+      count.textContent = `${real(vis)} of ${real(this.rows.map((_, i) => i))} spans shown`;
+    }
   }
 
   /** paint draws the window of visible rows around the scroll position. */
@@ -687,8 +762,13 @@ class Waterfall {
     if (row && !row.classList.contains('focus') && i === this.focus) row.classList.add('focus');
   }
 
-  /** select shows a span's details; reveal expands its ancestors first. */
+  /** select shows a span's details (a "load more" row loads); reveal expands its ancestors first. */
   select(i, reveal = false) {
+    if (this.rows[i].more) {
+      this.moveFocus(i);
+      if (this.onMore) this.onMore(this.rows[i]);
+      return;
+    }
     if (reveal && this.pos[i] < 0) {
       for (let p = this.rows[i].parent; p >= 0; p = this.rows[p].parent) this.collapsed[p] = 0;
       this.render();
