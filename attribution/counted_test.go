@@ -2,6 +2,8 @@ package attribution
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -83,5 +85,42 @@ func TestCostJSONHasNoFloatNoise(t *testing.T) {
 	want := `{"total_usd":0.3,"input_usd":4.42034011,"cache_read_usd":0,"cache_write_usd":0,"output_usd":0}`
 	if string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
+	}
+}
+
+// TestRepeatedCallsMatchesPairwise: the sorted scan of repeatedCalls marks
+// exactly the spans that some other span repeats by SameCall, the rule's
+// pairwise definition, on random runs dense in equal starts, ends and
+// buckets (where the tie rules matter).
+func TestRepeatedCallsMatchesPairwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for run := 0; run < 2000; run++ {
+		n := 1 + rng.IntN(12)
+		spans := make([]UsageSpan, n)
+		for i := range spans {
+			start := uint64(rng.IntN(4))
+			s := usage(fmt.Sprintf("s%02d", rng.IntN(40)+i*40), "", start, start+uint64(rng.IntN(4)), uint64(100*(1+rng.IntN(2))), 10)
+			if i > 0 && rng.IntN(4) == 0 {
+				s.ParentID = spans[rng.IntN(i)].ID
+			}
+			if rng.IntN(6) == 0 {
+				s.SpanType = schema.TypeTool
+			}
+			spans[i] = s
+		}
+		got := repeatedCalls(spans)
+		for i, x := range spans {
+			want := false
+			if x.SpanType == schema.TypeInference {
+				for _, y := range spans {
+					if y.SpanType == schema.TypeInference && SameCall(x, y) {
+						want = true
+					}
+				}
+			}
+			if got[i] != want {
+				t.Fatalf("run %d: span %s repeated %v, pairwise rule says %v\n%+v", run, x.ID, got[i], want, spans)
+			}
+		}
 	}
 }
