@@ -705,7 +705,11 @@ func (r *Reader) readExtent(ctx context.Context, project, traceID, list string, 
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	defer rows.Close()
-	spans, err := schema.ScanSpans(rows)
+	want := int(min(ext.rows, 1<<20))
+	if more {
+		want = limit + 1
+	}
+	spans, err := schema.ScanSpansCap(rows, want)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}

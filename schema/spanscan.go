@@ -84,8 +84,12 @@ func SpanOutlineList() string {
 
 // ScanSpans reads every row of rows, which must select SpanSelectList or
 // SpanOutlineList.
-func ScanSpans(rows driver.Rows) ([]Span, error) {
-	var out []Span
+func ScanSpans(rows driver.Rows) ([]Span, error) { return ScanSpansCap(rows, 0) }
+
+// ScanSpansCap is ScanSpans into a slice made for capacity spans (the rows
+// the caller expects), sparing a big run the copies of a growing slice.
+func ScanSpansCap(rows driver.Rows, capacity int) ([]Span, error) {
+	out := make([]Span, 0, capacity)
 	dest := make([]any, len(spanReads))
 	encoded := make([]string, len(spanReads))
 	for rows.Next() {
