@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"path"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -131,7 +134,15 @@ func TestRunPageWithoutLookupServesAnyWellFormedID(t *testing.T) {
 // The pages are usable offline: nothing refers to another host.
 func TestNoExternalReferences(t *testing.T) {
 	h := Handler(WithRuns(fakeRuns{}, projectP1))
-	for _, path := range []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/alerts", "/static/app.js", "/static/style.css"} {
+	paths := []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/alerts", "/static/style.css"}
+	modules, _ := fs.Glob(staticFS, "static/*/*.js")
+	paths = append(append(paths, "/static/app.js"), func() (out []string) {
+		for _, m := range modules {
+			out = append(out, "/"+m)
+		}
+		return out
+	}()...)
+	for _, path := range paths {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		if rec.Code != http.StatusOK {
@@ -176,5 +187,68 @@ func TestStaticNeverListsDirectories(t *testing.T) {
 		if rec.Code != http.StatusNotFound || strings.Contains(body, "app.js") {
 			t.Errorf("GET %s: %d, want 404 without a listing:\n%.300s", path, rec.Code, body)
 		}
+	}
+}
+
+// TestModulesRevalidate: a module app.js imports (fetched without ?v) is
+// served with the assets' version as ETag, and a request that has it gets
+// 304 instead of the file again.
+func TestModulesRevalidate(t *testing.T) {
+	h := Handler().(*handler)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/static/lib/html.js", nil))
+	etag := rec.Header().Get("ETag")
+	if rec.Code != http.StatusOK || etag != `"`+h.version+`"` || !strings.Contains(rec.Header().Get("Content-Type"), "javascript") {
+		t.Fatalf("module: %d, ETag %q, Content-Type %q", rec.Code, etag, rec.Header().Get("Content-Type"))
+	}
+	req := httptest.NewRequest("GET", "/static/lib/html.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified {
+		t.Errorf("revalidation: %d, want 304", rec.Code)
+	}
+}
+
+// TestModulesEscapeByDefault holds the UI's modules to their rule: only
+// lib/html.js writes markup into the page (innerHTML, insertAdjacentHTML,
+// outerHTML, document.write), everything else goes through its html`…`
+// values; and every module a module imports is embedded (a typo in an
+// import path would break the page only in a browser).
+func TestModulesEscapeByDefault(t *testing.T) {
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	importRE := regexp.MustCompile(`(?m)^import .* from '([^']+)';$`)
+	modules := 0
+	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".js") {
+			return err
+		}
+		modules++
+		b, err := fs.ReadFile(sub, p)
+		if err != nil {
+			return err
+		}
+		src := string(b)
+		for _, sink := range []string{".innerHTML", "insertAdjacentHTML", ".outerHTML", "document.write"} {
+			if strings.Contains(src, sink) && p != "lib/html.js" {
+				t.Errorf("%s writes markup with %s: use show/append of lib/html.js", p, sink)
+			}
+		}
+		for _, m := range importRE.FindAllStringSubmatch(src, -1) {
+			target := path.Join(path.Dir(p), m[1])
+			if _, err := fs.Stat(sub, target); err != nil {
+				t.Errorf("%s imports %s: %v", p, m[1], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if modules < 10 {
+		t.Errorf("%d modules embedded, want the split UI (app.js, lib/, pages/)", modules)
 	}
 }

@@ -112,7 +112,10 @@ func Handler(opts ...Option) http.Handler {
 		if r.URL.Query().Get("v") == h.version {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		} else {
+			// The modules app.js imports are fetched without ?v: the
+			// version as ETag lets the browser revalidate them with a 304.
 			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Set("ETag", `"`+h.version+`"`)
 		}
 		fileServer.ServeHTTP(w, r)
 	}))
