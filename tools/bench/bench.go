@@ -57,7 +57,10 @@ type Config struct {
 	DecodeDuration time.Duration `json:"decode_duration"`
 	// TreeSamples (per run size; half for 5000+) and RollupSamples are the
 	// timed requests per figure.
-	TreeSamples   int   `json:"tree_samples"`
+	TreeSamples int `json:"tree_samples"`
+	// PaintSamples is how many times the run page of each big run is
+	// opened in Chromium for its first-render figure.
+	PaintSamples  int   `json:"paint_samples"`
 	RollupSamples int   `json:"rollup_samples"`
 	Seed          int64 `json:"seed"`
 	// TallyEnv is added to tally serve's environment (e.g. GOMEMLIMIT=200MiB).
@@ -79,7 +82,7 @@ func DefaultConfig() Config {
 	return Config{
 		DBPrefix:             "bench_",
 		Spans:                10_000_000,
-		LargeRuns:            []int{500, 500, 500, 500, 5000, 5000},
+		LargeRuns:            []int{500, 500, 500, 500, 5000, 5000, 50000},
 		RequestSpans:         512,
 		Concurrency:          8,
 		IngestDuration:       30 * time.Second,
@@ -89,6 +92,7 @@ func DefaultConfig() Config {
 		LargeContentRequests: 48,
 		DecodeDuration:       3 * time.Second,
 		TreeSamples:          40,
+		PaintSamples:         3,
 		RollupSamples:        20,
 		Seed:                 1,
 	}

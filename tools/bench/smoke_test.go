@@ -59,7 +59,7 @@ func TestSmoke(t *testing.T) {
 	cfg.BaselineRows, cfg.BaselineBatch = 5000, 1000
 	cfg.LargeContentRequests = 4
 	cfg.DecodeDuration = 200 * time.Millisecond
-	cfg.TreeSamples, cfg.RollupSamples = 4, 2
+	cfg.TreeSamples, cfg.RollupSamples, cfg.PaintSamples = 4, 2, 1
 	cfg.ProfileDir = filepath.Join(work, "profiles")
 	if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestSmoke(t *testing.T) {
 		"ingest.efficiency", "ingest.spans_per_s", "ingest.ack_latency_p50", "ingest.ack_latency_p99",
 		"memory.sustained_peak_rss", "memory.overload_peak_rss", "memory.large_content_peak_rss",
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
-		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99",
+		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99", "tree.5000.first_part", "ui.first_paint.5000",
 		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
 	}
 	for _, id := range want {
