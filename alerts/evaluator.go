@@ -74,6 +74,11 @@ type Config struct {
 	ResendInterval time.Duration
 	// ResolvedRetention is how long resolved alerts stay listed (default 24h).
 	ResolvedRetention time.Duration
+	// HistoryRetention is how long a resolved episode stays in the alert
+	// history (default 30 days); MaxHistory the most episodes kept, the
+	// oldest dropped first (default 10,000, about 5 MB of state file).
+	HistoryRetention time.Duration
+	MaxHistory       int
 	// QueueSize bounds each target's queue of batches (default 64).
 	QueueSize int
 	// RetryBackoff is the first delay before re-trying a failed delivery;
@@ -96,8 +101,9 @@ type Evaluator struct {
 	metrics     *metrics
 	dispatchers []*dispatcher
 
-	mu        sync.Mutex // guards instances
+	mu        sync.Mutex // guards instances and history
 	instances map[string]*instance
+	history   []Episode // resolved episodes, oldest first
 }
 
 // NewEvaluator validates the configuration, loads saved alert state and
@@ -113,6 +119,10 @@ func NewEvaluator(cfg Config) (*Evaluator, error) {
 	setDefault(&cfg.Interval, time.Minute)
 	setDefault(&cfg.ResendInterval, time.Minute)
 	setDefault(&cfg.ResolvedRetention, 24*time.Hour)
+	setDefault(&cfg.HistoryRetention, 30*24*time.Hour)
+	if cfg.MaxHistory <= 0 {
+		cfg.MaxHistory = 10000
+	}
 	setDefault(&cfg.RetryBackoff, 500*time.Millisecond)
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 64
@@ -131,11 +141,11 @@ func NewEvaluator(cfg Config) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	instances, err := loadState(cfg.StatePath)
+	instances, history, err := loadState(cfg.StatePath)
 	if err != nil {
 		return nil, err
 	}
-	e := &Evaluator{cfg: cfg, log: log, metrics: m, instances: instances}
+	e := &Evaluator{cfg: cfg, log: log, metrics: m, instances: instances, history: history}
 	for _, t := range cfg.Targets {
 		e.dispatchers = append(e.dispatchers, &dispatcher{target: t, queue: make(chan []Notification, cfg.QueueSize),
 			backoff: cfg.RetryBackoff, maxBackoff: 30 * time.Second, maxAttempts: cfg.MaxAttempts, metrics: m, log: log})
@@ -369,7 +379,8 @@ func (e *Evaluator) Evaluate(ctx context.Context) error {
 	e.prune(now)
 	e.countStates()
 	batch := e.due(now)
-	saveErr := saveState(e.cfg.StatePath, e.instances)
+	e.pruneHistory(now)
+	saveErr := saveState(e.cfg.StatePath, e.instances, e.history)
 	e.mu.Unlock()
 
 	if len(batch) > 0 {
@@ -440,6 +451,10 @@ func (e *Evaluator) step(in *instance, cond bool, hold time.Duration, now time.T
 		in.State = StateInactive
 	case !cond && in.State == StateFiring:
 		in.State, in.ResolvedAt = StateResolved, now
+		e.record(in, now)
+	}
+	if in.State == StateFiring && in.FiredAt.Equal(now) {
+		in.FiredValue, in.FiredSummary = in.Value, in.Annotations["summary"]
 	}
 }
 

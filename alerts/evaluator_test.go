@@ -254,6 +254,47 @@ rules:
 	if got := states(ev2); !reflect.DeepEqual(got, []string{"flaky:resolved"}) {
 		t.Fatalf("at T+40m: %v", got)
 	}
+
+	// History: one episode, fired at T+5m at 11% over 10%, resolved at
+	// T+9m at 5.5%: 240 s. Past the 24 h the resolved alert stays listed,
+	// the episode is still in the history, across a restart too; a range
+	// that ends before it fired, or a rule of another name, has none.
+	clk.t = T.Add(25 * time.Hour)
+	evaluate(t, ev2)
+	if got := ev2.Alerts("p"); len(got) != 0 {
+		t.Errorf("at T+25h the resolved alert is still listed: %+v", got)
+	}
+	ev3 := startEvaluator(t, cfg)
+	for _, e := range []*alerts.Evaluator{ev2, ev3} {
+		h := e.History("p", "", T, T.Add(26*time.Hour))
+		if len(h) != 1 {
+			t.Fatalf("history %+v, want one episode", h)
+		}
+		ep := h[0]
+		if ep.Rule != "ToolRetryRate" || !ep.FiredAt.Equal(T.Add(5*time.Minute)) || !ep.ResolvedAt.Equal(T.Add(9*time.Minute)) ||
+			ep.FiredValue != 0.11 || ep.Value != 0.055 || ep.Threshold != 0.10 || ep.DurationS != 240 ||
+			ep.Severity != "page" || ep.Labels["tool"] != "flaky" || ep.Summary != "tool flaky retry rate 11.0% > 10.0% (11 of 100 calls retried in 15m)" {
+			t.Errorf("episode %+v", ep)
+		}
+	}
+	if h := ev3.History("p", "", T, T.Add(4*time.Minute)); len(h) != 0 {
+		t.Errorf("history before it fired: %+v", h)
+	}
+	if h := ev3.History("p", "Other", T, T.Add(26*time.Hour)); len(h) != 0 {
+		t.Errorf("history of another rule: %+v", h)
+	}
+	// 30 days after it resolved (the default retention) it is still kept; a
+	// minute later it is gone.
+	clk.t = T.Add(9*time.Minute + 30*24*time.Hour)
+	evaluate(t, ev3)
+	if h := ev3.History("p", "", T, clk.t); len(h) != 1 {
+		t.Errorf("history at 30 days: %d episodes, want 1", len(h))
+	}
+	clk.t = clk.t.Add(time.Minute)
+	evaluate(t, ev3)
+	if h := ev3.History("p", "", T, clk.t); len(h) != 0 {
+		t.Errorf("history past 30 days: %+v", h)
+	}
 }
 
 // fakeCache is a cache-health source with fixed verdicts (the cache query
@@ -385,5 +426,57 @@ rules:
 	sort.Strings(names)
 	if want := []string{"CacheMiss", "Loop", "ModelSlow", "Repeats", "RunCost", "ToolErrors", "ToolSlow"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("alerts %v, want %v", names, want)
+	}
+}
+
+// flipCache answers never_hit or healthy for one (agent, model) as its
+// flag says, so a cache_read_zero alert fires and resolves on demand.
+type flipCache struct{ never *bool }
+
+func (f flipCache) CacheVerdicts(context.Context, string, time.Time, time.Time) ([]alerts.CacheVerdict, error) {
+	v := "healthy"
+	if *f.never {
+		v = alerts.VerdictNeverHit
+	}
+	return []alerts.CacheVerdict{{Agent: "a", Model: "m", Verdict: v, EligibleCalls: 40}}, nil
+}
+
+// TestHistoryKeepsAtMostMaxHistory: an alert that fires and resolves three
+// times leaves three episodes; with MaxHistory 2 the history keeps the two
+// newest (fired at T+2m and T+4m), and the limit holds at its edge.
+func TestHistoryKeepsAtMostMaxHistory(t *testing.T) {
+	store := openStore(t)
+	T := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	rules := mustRules(t, `
+rules:
+  - {name: NeverHit, kind: cache_read_zero, for: 0s}
+`)
+	for _, c := range []struct {
+		max  int
+		want []time.Time
+	}{
+		{2, []time.Time{T.Add(4 * time.Minute), T.Add(2 * time.Minute)}},
+		{3, []time.Time{T.Add(4 * time.Minute), T.Add(2 * time.Minute), T}},
+	} {
+		never := false
+		clk := &clock{T}
+		ev := startEvaluator(t, alerts.Config{Rules: rules, Source: query.NewReader(store), Cache: flipCache{&never},
+			Now: clk.now, Projects: []string{"p"}, MaxHistory: c.max})
+		for i := 0; i < 3; i++ {
+			never, clk.t = true, T.Add(time.Duration(2*i)*time.Minute)
+			evaluate(t, ev)
+			never, clk.t = false, clk.t.Add(time.Minute)
+			evaluate(t, ev)
+		}
+		var got []time.Time
+		for _, ep := range ev.History("p", "", T, T.Add(time.Hour)) {
+			got = append(got, ep.FiredAt)
+			if ep.DurationS != 60 || ep.ResolvedAt.Sub(ep.FiredAt) != time.Minute {
+				t.Errorf("episode %+v: want 60 s", ep)
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("MaxHistory %d: episodes fired at %v, want %v", c.max, got, c.want)
+		}
 	}
 }

@@ -52,6 +52,10 @@ type Status struct {
 	// whether the resolution was queued.
 	LastSentAt   time.Time `json:"last_sent_at,omitzero"`
 	ResolvedSent bool      `json:"resolved_sent,omitempty"`
+	// FiredValue and FiredSummary are the measurement and summary when the
+	// alert fired, for its history (Episode).
+	FiredValue   float64 `json:"fired_value,omitempty"`
+	FiredSummary string  `json:"fired_summary,omitempty"`
 }
 
 // instanceKey identifies an alert instance: rule, project and subject labels.
@@ -80,38 +84,41 @@ type stateFile struct {
 	Alerts  []Status `json:"alerts"`
 	// Subjects holds each alert's subject labels, parallel to Alerts.
 	Subjects []map[string]string `json:"subjects"`
+	// History holds the resolved episodes kept (Evaluator.History).
+	History []Episode `json:"history,omitempty"`
 }
 
-// loadState reads saved alert instances keyed by instance key. A missing
-// file is an empty state.
-func loadState(path string) (map[string]*instance, error) {
+// loadState reads saved alert instances keyed by instance key, and the
+// history. A missing file is an empty state.
+func loadState(path string) (map[string]*instance, []Episode, error) {
 	out := map[string]*instance{}
 	if path == "" {
-		return out, nil
+		return out, nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return out, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read alert state: %w", err)
+		return nil, nil, fmt.Errorf("read alert state: %w", err)
 	}
 	var f stateFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("alert state %s: %w", path, err)
+		return nil, nil, fmt.Errorf("alert state %s: %w", path, err)
 	}
 	if f.Version != 1 || len(f.Subjects) != len(f.Alerts) {
-		return nil, fmt.Errorf("alert state %s: unknown version %d", path, f.Version)
+		return nil, nil, fmt.Errorf("alert state %s: unknown version %d", path, f.Version)
 	}
 	for i := range f.Alerts {
 		in := &instance{Status: f.Alerts[i], subject: f.Subjects[i]}
 		out[instanceKey(in.Rule, in.Project, in.subject)] = in
 	}
-	return out, nil
+	return out, f.History, nil
 }
 
-// saveState writes the instances atomically (temporary file, then rename).
-func saveState(path string, instances map[string]*instance) error {
+// saveState writes the instances and the history atomically (temporary
+// file, then rename).
+func saveState(path string, instances map[string]*instance, history []Episode) error {
 	if path == "" {
 		return nil
 	}
@@ -120,7 +127,7 @@ func saveState(path string, instances map[string]*instance) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	f := stateFile{Version: 1, Alerts: []Status{}, Subjects: []map[string]string{}}
+	f := stateFile{Version: 1, Alerts: []Status{}, Subjects: []map[string]string{}, History: history}
 	for _, k := range keys {
 		f.Alerts = append(f.Alerts, instances[k].Status)
 		f.Subjects = append(f.Subjects, instances[k].subject)

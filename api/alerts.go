@@ -15,8 +15,17 @@ import (
 // it: the server's alert instances, its loaded rules, and a one-off check.
 type AlertLister interface {
 	Alerts(project string) []alerts.Status
+	History(project, rule string, since, until time.Time) []alerts.Episode
 	Rules() []alerts.Rule
 	Check(ctx context.Context, window time.Duration, projects []string) ([]alerts.CheckResult, error)
+}
+
+// AlertHistoryReport is the body of GET /api/v1/alerts/history: the
+// episodes (firing to resolved) that overlap since..until, newest first.
+type AlertHistoryReport struct {
+	Since    time.Time        `json:"since"`
+	Until    time.Time        `json:"until"`
+	Episodes []alerts.Episode `json:"episodes"`
 }
 
 // AlertsReport is the body of GET /api/v1/alerts.
@@ -86,6 +95,25 @@ func (h *Handler) RegisterAlerts(r gin.IRoutes, list AlertLister) {
 			}
 		}
 		c.JSON(http.StatusOK, AlertsReport{Alerts: out})
+	})
+	r.GET("/alerts/history", func(c *gin.Context) {
+		if off(c) {
+			return
+		}
+		since, until := c.DefaultQuery("since", "7d"), c.Query("until")
+		from, to, err := params.TimeRange(since, until, h.now())
+		if err != nil {
+			fail(c, http.StatusBadRequest, "%v", err)
+			return
+		}
+		if to.IsZero() {
+			to = h.now()
+		}
+		eps := list.History(Project(c), c.Query("rule"), from, to)
+		if eps == nil {
+			eps = []alerts.Episode{}
+		}
+		c.JSON(http.StatusOK, AlertHistoryReport{Since: from, Until: to, Episodes: eps})
 	})
 	r.GET("/alerts/rules", func(c *gin.Context) {
 		if off(c) {

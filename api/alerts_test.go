@@ -20,6 +20,8 @@ type fakeAlerts map[string][]alerts.Status
 
 func (f fakeAlerts) Alerts(project string) []alerts.Status { return f[project] }
 
+func (f fakeAlerts) History(string, string, time.Time, time.Time) []alerts.Episode { return nil }
+
 // Rules and Check are exercised against a real evaluator in
 // cmd/tally's TestAlertsThroughAPI; the fake only lists.
 func (f fakeAlerts) Rules() []alerts.Rule { return nil }
@@ -112,5 +114,38 @@ func TestToolsEndpoint(t *testing.T) {
 	}
 	if rec := serve(t, reg, "p", "/api/v1/tools?since=yesterday"); rec.Code != 400 {
 		t.Errorf("bad since: %d", rec.Code)
+	}
+}
+
+// TestAlertHistoryRange: the history's range is checked like every other
+// since/until (a bad one is 400); without one it is the last 7 days.
+func TestAlertHistoryRange(t *testing.T) {
+	reg := func(h *api.Handler, r gin.IRoutes) { h.RegisterAlerts(r, fakeAlerts{}) }
+	for _, c := range []struct {
+		target string
+		code   int
+	}{
+		{"/api/v1/alerts/history", 200},
+		{"/api/v1/alerts/history?since=30d&rule=R", 200},
+		{"/api/v1/alerts/history?since=bogus", 400},
+		{"/api/v1/alerts/history?since=1h&until=2h", 400},
+	} {
+		rec := serve(t, reg, "p", c.target)
+		if rec.Code != c.code {
+			t.Errorf("%s: %d %s, want %d", c.target, rec.Code, rec.Body, c.code)
+			continue
+		}
+		if c.code != 200 {
+			continue
+		}
+		var body api.AlertHistoryReport
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Episodes == nil {
+			t.Errorf("%s: %v %s (want an episodes list)", c.target, err, rec.Body)
+		}
+		if c.target == "/api/v1/alerts/history" {
+			if d := body.Until.Sub(body.Since); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
+				t.Errorf("default range %s .. %s, want 7 days", body.Since, body.Until)
+			}
+		}
 	}
 }

@@ -18,8 +18,8 @@ import (
 
 // TestAlertsLeadSomewhere: the alerts page lists the loaded rules with
 // threshold, window, severity and state, a firing alert shows its time in
-// state and a link to all matching runs (which lists the run), and every
-// page's navigation carries the number firing. The run is SendAgentRun's,
+// state and a link to all matching runs (which lists the run), the history
+// lists its episode, and every page's navigation carries the number firing. The run is SendAgentRun's,
 // $0.007465 (see runCostUSD): over the $0.005 budget, under $0.05.
 func TestAlertsLeadSomewhere(t *testing.T) {
 	ruleSet := tallytest.BudgetRules(t)
@@ -60,6 +60,13 @@ func TestAlertsLeadSomewhere(t *testing.T) {
 	}
 	if badge := run(t, ctx, "nav badge", chromedp.Text(chromedp.CSS("#nav-firing"))); badge != "1" {
 		t.Errorf("nav badge %q, want 1", badge)
+	}
+	// The history lists the episode under way: budget_low, still firing, at
+	// the run's $0.007465 (shown $0.00747) over the $0.005 budget.
+	hist := run(t, ctx, "history", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#alert-history tbody tr')].map(r => r.textContent)`))
+	if len(hist) != 1 || !strings.Contains(hist[0], "budget_low") || !strings.Contains(hist[0], "still firing") ||
+		!strings.Contains(hist[0], "$0.00747") || !strings.Contains(hist[0], "$0.005") {
+		t.Errorf("history rows %q: want budget_low still firing at $0.00747 over $0.005", hist)
 	}
 	// The firing alert links its example run and all matching runs.
 	firing := run(t, ctx, "firing row", chromedp.Text(chromedp.CSS("#alerts-firing tbody tr")))

@@ -20,7 +20,7 @@ import (
 // newAlertsCmd is `tally alerts`.
 func newAlertsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "alerts", Short: "What the server's alert rules fire, and checking rules"}
-	cmd.AddCommand(newAlertsListCmd(), newAlertsRulesCmd(), newAlertsCheckCmd(), newAlertsTryCmd())
+	cmd.AddCommand(newAlertsListCmd(), newAlertsHistoryCmd(), newAlertsRulesCmd(), newAlertsCheckCmd(), newAlertsTryCmd())
 	return cmd
 }
 
@@ -60,6 +60,56 @@ func newAlertsListCmd() *cobra.Command {
 		for _, a := range rep.Alerts {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.State, a.Rule, orDash(a.Labels["severity"]),
 				orDash(alerts.SubjectString(subjectOf(a.Labels))), timeInState(a, now), a.Annotations["summary"])
+		}
+		return tw.Flush()
+	}
+	return cmd
+}
+
+// newAlertsHistoryCmd is `tally alerts history`: the alerts that fired
+// over a time range, with when they resolved, through the API.
+func newAlertsHistoryCmd() *cobra.Command {
+	var (
+		since, until, rule string
+		asJSON             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "The alerts that fired over a time range and when they resolved",
+		Args:  cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	cmd.Flags().StringVar(&since, "since", "7d", "from this time (RFC 3339) or this long ago (7d, 24h)")
+	cmd.Flags().StringVar(&until, "until", "", "up to this time or this long ago (default now)")
+	cmd.Flags().StringVar(&rule, "rule", "", "only this rule's alerts")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{}
+		setIf(q, "since", since)
+		setIf(q, "until", until)
+		setIf(q, "rule", rule)
+		var rep api.AlertHistoryReport
+		if done, err := getOrPrint(cmd, client, "/api/v1/alerts/history", q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if len(rep.Episodes) == 0 {
+			_, err := fmt.Fprintf(out, "No alert fired since %s.\n", rep.Since.Local().Format(time.DateTime))
+			return err
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FIRED\tRESOLVED\tFOR\tRULE\tSEVERITY\tSUBJECT\tSUMMARY")
+		for _, ep := range rep.Episodes {
+			resolved := "firing"
+			if !ep.ResolvedAt.IsZero() {
+				resolved = ep.ResolvedAt.Local().Format(time.DateTime)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ep.FiredAt.Local().Format(time.DateTime), resolved,
+				time.Duration(ep.DurationS*float64(time.Second)).Round(time.Second), ep.Rule, orDash(ep.Severity),
+				orDash(alerts.SubjectString(subjectOf(ep.Labels))), ep.Summary)
 		}
 		return tw.Flush()
 	}

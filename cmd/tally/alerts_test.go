@@ -93,6 +93,32 @@ func TestAlertsThroughAPI(t *testing.T) {
 		t.Errorf("alerts list: want a header and budget_low firing, got\n%s", out.String())
 	}
 
+	// The history holds the episode under way: fired at the evaluator's
+	// now, not resolved. The corpus is dated June 2026, so the range is
+	// given; the last 7 days (the default) hold nothing.
+	out.Reset()
+	if err := runCLI(ctx, &out, "alerts", "history", "--server", tally.URL, "--since", "2026-05-01T00:00:00Z", "--json"); err != nil {
+		t.Fatalf("alerts history: %v\n%s", err, out.String())
+	}
+	var hist api.AlertHistoryReport
+	if err := json.Unmarshal(out.Bytes(), &hist); err != nil {
+		t.Fatalf("alerts history --json: %v\n%s", err, out.String())
+	}
+	if len(hist.Episodes) != 1 || hist.Episodes[0].Rule != "budget_low" || !hist.Episodes[0].FiredAt.Equal(now()) ||
+		!hist.Episodes[0].ResolvedAt.IsZero() || math.Abs(hist.Episodes[0].FiredValue-runCost) > 1e-9 || hist.Episodes[0].Threshold != 0.005 {
+		t.Errorf("alerts history: %+v", hist.Episodes)
+	}
+	out.Reset()
+	if err := runCLI(ctx, &out, "alerts", "history", "--server", tally.URL, "--since", "2026-05-01T00:00:00Z"); err != nil ||
+		!strings.Contains(out.String(), "firing") || !strings.Contains(out.String(), "budget_low") ||
+		!strings.Contains(out.String(), "a run cost $0.00927 > budget $0.005") {
+		t.Errorf("alerts history: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runCLI(ctx, &out, "alerts", "history", "--server", tally.URL); err != nil || !strings.Contains(out.String(), "No alert fired since") {
+		t.Errorf("alerts history of the last 7 days: %v\n%s", err, out.String())
+	}
+
 	out.Reset()
 	if err := runCLI(ctx, &out, "alerts", "rules", "--server", tally.URL, "--json"); err != nil {
 		t.Fatalf("alerts rules: %v", err)

@@ -248,16 +248,18 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, ca
 		targets = append(targets, alerts.NewWebhook(u, nil))
 	}
 	ev, err := alerts.NewEvaluator(alerts.Config{
-		Rules:          rules,
-		Source:         reader,
-		Cache:          alerts.CacheFromReports(query.NewCostReader(reader, catalog)),
-		Targets:        targets,
-		StatePath:      filepath.Join(cfg.DataDir, alertStateFile),
-		ExternalURL:    externalURL,
-		Interval:       a.Interval,
-		ResendInterval: a.ResendInterval,
-		Registerer:     reg,
-		Logger:         log.With("component", "alerts"),
+		Rules:            rules,
+		Source:           reader,
+		Cache:            alerts.CacheFromReports(query.NewCostReader(reader, catalog)),
+		Targets:          targets,
+		StatePath:        filepath.Join(cfg.DataDir, alertStateFile),
+		ExternalURL:      externalURL,
+		Interval:         a.Interval,
+		ResendInterval:   a.ResendInterval,
+		HistoryRetention: a.HistoryRetention,
+		MaxHistory:       a.MaxHistory,
+		Registerer:       reg,
+		Logger:           log.With("component", "alerts"),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -75,7 +75,10 @@ type alertsConfig struct {
 	Webhooks       []string
 	Interval       time.Duration
 	ResendInterval time.Duration
-	MetricsWindow  time.Duration
+	// HistoryRetention and MaxHistory bound the alert history.
+	HistoryRetention time.Duration
+	MaxHistory       int
+	MetricsWindow    time.Duration
 	MaxLabelValues int
 	Evaluator      string // auto, on, off
 	ReplicaID      string
@@ -164,6 +167,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&a.Webhooks, "alerts-webhook-url", nil, "URL receiving alerts as a generic JSON webhook; repeatable")
 	fs.DurationVar(&a.Interval, "alerts-interval", time.Minute, "how often alert rules are evaluated and the /metrics figures refreshed")
 	fs.DurationVar(&a.ResendInterval, "alerts-resend-interval", time.Minute, "how often a firing alert is re-sent to Alertmanager")
+	fs.DurationVar(&a.HistoryRetention, "alerts-history-retention", 30*24*time.Hour, "how long a resolved alert stays in the alert history (GET /api/v1/alerts/history)")
+	fs.IntVar(&a.MaxHistory, "alerts-max-history", 10000, "most alert episodes the history keeps; the oldest go first")
 	fs.DurationVar(&a.MetricsWindow, "alerts-metrics-window", 15*time.Minute, "window of the tool and model gauges on /metrics")
 	fs.IntVar(&a.MaxLabelValues, "alerts-max-label-values", 200, "most distinct tool, model and agent label values on /metrics; more are counted as __other__")
 	fs.StringVar(&a.Evaluator, "alerts-evaluator", "auto", "which replicas evaluate alerts: auto (the one holding a lease in ClickHouse), on (this one, always), off (never)")

@@ -41,8 +41,9 @@ export async function pageAlerts() {
     { key: 'state', label: 'Now', html: (r) => html`${r.firing ? html`<span class="pill firing">${num(r.firing)} firing</span> ` : ''}${r.pending ? html`<span class="pill pending">${num(r.pending)} pending</span>` : ''}${!r.firing && !r.pending ? html`<span class="muted">ok</span>` : ''}` },
     { key: 'runbook', label: 'Runbook', html: (r) => (r.runbook_url ? html`<a href="${esc(safeURL(r.runbook_url))}" rel="noopener">runbook</a>` : html`<span class="muted">—</span>`) },
   ], rules, null, { id: 'alert-rules', rowAttrs: (r) => html` data-rule="${esc(r.name)}"` })}` : '';
+  const historyHTML = await alertHistory(params);
   if (!all.length) {
-    show(el, html`<p class="empty" data-empty>No ${want ? `${want} ` : ''}alerts. Alert rules (retry rate, latency, cache misses, run cost, repeat loops) are evaluated by <code>tally serve</code>; see <code>tally alerts check</code>.</p>${rulesHTML}`);
+    show(el, html`<p class="empty" data-empty>No ${want ? `${want} ` : ''}alerts. Alert rules (retry rate, latency, cache misses, run cost, repeat loops) are evaluated by <code>tally serve</code>; see <code>tally alerts check</code>.</p>${historyHTML}${rulesHTML}`);
     return;
   }
   const order = ['firing', 'pending', 'resolved'];
@@ -63,7 +64,36 @@ export async function pageAlerts() {
     const list = all.filter((a) => a.state === st);
     if (!list.length) return '';
     return html`<h2>${st[0].toUpperCase() + st.slice(1)} (${list.length})</h2>${tableHTML(cols, list, null, { id: `alerts-${st}` })}`;
-  })}${rulesHTML}`);
+  })}${historyHTML}${rulesHTML}`);
+}
+
+/**
+ * alertHistory draws the alerts that fired in the page's time range
+ * (GET /api/v1/alerts/history; default the last 7 days): when each fired
+ * and resolved, for how long, and the value it fired at.
+ */
+async function alertHistory(params) {
+  const q = new URLSearchParams({ since: params.get('since') || '7d' });
+  if (params.get('until')) q.set('until', params.get('until'));
+  let rep;
+  try {
+    rep = await api(`/api/v1/alerts/history?${q}`);
+  } catch (err) {
+    return errorHTML(err, 'alert history');
+  }
+  const eps = rep.episodes || [];
+  if (!eps.length) return html`<h2>History</h2><p class="muted" id="alert-history-empty">No alert fired since ${timeHTML(rep.since)}.</p>`;
+  const subject = (ep) => Object.entries(ep.labels || {}).filter(([k]) => !['alertname', 'severity', 'project'].includes(k)).map(([k, v]) => `${k}=${v}`).join(' ');
+  return html`<h2>History (${eps.length} since ${timeHTML(rep.since)})</h2>${tableHTML([
+    { key: 'fired', label: 'Fired', html: (ep) => timeHTML(ep.fired_at) },
+    { key: 'resolved', label: 'Resolved', html: (ep) => (ep.resolved_at ? timeHTML(ep.resolved_at) : html`<span class="pill firing">still firing</span>`) },
+    { key: 'for', label: 'For', num: true, html: (ep) => fmtMs(ep.duration_s * 1000) },
+    { key: 'rule', label: 'Rule', html: (ep) => html`${esc(ep.rule)} <span class="muted">${esc(ep.severity)}</span>` },
+    { key: 'subject', label: 'Subject', wrap: true, html: (ep) => html`<span class="mono">${esc(subject(ep))}</span>` },
+    { key: 'value', label: 'Fired at', title: 'the measurement when it fired', num: true, html: (ep) => alertValue(ep.kind, ep.fired_value) },
+    { key: 'threshold', label: 'Threshold', num: true, html: (ep) => (ep.kind === 'cache_read_zero' ? '—' : alertValue(ep.kind, ep.threshold)) },
+    { key: 'summary', label: 'Summary', wrap: true, html: (ep) => esc(ep.summary || '') },
+  ], eps, null, { id: 'alert-history', rowAttrs: (ep) => html` data-rule="${esc(ep.rule)}"` })}`;
 }
 
 /** safeURL keeps http(s) links only (a rules file's runbook URL). */
