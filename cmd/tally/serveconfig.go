@@ -79,9 +79,9 @@ type alertsConfig struct {
 	HistoryRetention time.Duration
 	MaxHistory       int
 	MetricsWindow    time.Duration
-	MaxLabelValues int
-	Evaluator      string // auto, on, off
-	ReplicaID      string
+	MaxLabelValues   int
+	Evaluator        string // auto, on, off
+	ReplicaID        string
 }
 
 // authConfig is API keys, UI sessions and what is trusted.
