@@ -23,3 +23,26 @@ func TestMoneyFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberFormats: the page's fmtMs and num write what the CLI's
+// fmtDuration and fmtTokens write (cmd/tally TestFmtDurationAndTokens has
+// the same tables).
+func TestNumberFormats(t *testing.T) {
+	tally := startTally(t)
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/runs")
+	durs := run(t, ctx, "fmtMs", chromedp.Evaluate[[]string](`[0, 0.42, 8.46, 87.4, 999.4, 1234, 12345, 185000, 3725000].map(tallyFormat.fmtMs)`))
+	wantDurs := []string{"0", "0.42 ms", "8.5 ms", "87 ms", "999 ms", "1.23 s", "12.3 s", "3 min 05 s", "1 h 02 min"}
+	toks := run(t, ctx, "num", chromedp.Evaluate[[]string](`[0, 950, 12345, 4100000].map(tallyFormat.num)`))
+	wantToks := []string{"0", "950", "12,345", "4,100,000"}
+	for _, c := range []struct{ got, want []string }{{durs, wantDurs}, {toks, wantToks}} {
+		if len(c.got) != len(c.want) {
+			t.Fatalf("got %q, want %q", c.got, c.want)
+		}
+		for i := range c.want {
+			if c.got[i] != c.want[i] {
+				t.Errorf("#%d = %q, want %q", i, c.got[i], c.want[i])
+			}
+		}
+	}
+}

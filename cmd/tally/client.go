@@ -109,19 +109,32 @@ func setIf(q url.Values, key, value string) {
 	}
 }
 
-// fmtDuration formats milliseconds for humans: 850 ms, 1.2 s, 3m 20s.
+// fmtDuration formats a duration in milliseconds exactly as the UI's
+// fmtMs does (ui/static/lib/format.js), so a figure reads the same in the
+// terminal and the browser: 0.42 ms, 8.5 ms, 87 ms, 1.23 s, 12.3 s,
+// 3 min 05 s, 1 h 02 min.
 func fmtDuration(ms float64) string {
 	switch {
+	case math.IsNaN(ms) || math.IsInf(ms, 0):
+		return "—"
+	case ms == 0:
+		return "0"
 	case ms < 1:
-		return fmt.Sprintf("%.2f ms", ms)
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
 	case ms < 1000:
-		return fmt.Sprintf("%.0f ms", ms)
+		return strconv.FormatFloat(math.Round(ms), 'f', 0, 64) + " ms"
+	case ms < 10000:
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
 	case ms < 60000:
-		return fmt.Sprintf("%.1f s", ms/1000)
-	default:
-		d := time.Duration(ms * float64(time.Millisecond)).Round(time.Second)
-		return d.String()
+		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
 	}
+	s := int64(math.Round(ms / 1000))
+	if s < 3600 {
+		return fmt.Sprintf("%d min %02d s", s/60, s%60)
+	}
+	return fmt.Sprintf("%d h %02d min", s/3600, (s%3600)/60)
 }
 
 // fmtUSD formats a cost exactly as the UI's usd() does, so a figure reads
@@ -156,14 +169,12 @@ func thousands(n int64) string {
 	return s
 }
 
-// fmtTokens formats a token count: 950, 12.3k, 4.1M.
+// fmtTokens formats a token count exactly, with thousands separators, as
+// the UI's num() does: 950, 12,345, 4,100,000. Token counts are what costs
+// are checked against, so neither side rounds them.
 func fmtTokens(n uint64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprint(n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	default:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	if n > math.MaxInt64 {
+		return strconv.FormatUint(n, 10)
 	}
+	return thousands(int64(n))
 }

@@ -72,3 +72,29 @@ func TestFmtUSD(t *testing.T) {
 		}
 	}
 }
+
+// TestFmtDurationAndTokens: durations and token counts read as the UI's
+// fmtMs and num write them (ui TestNumberFormats has the same tables).
+func TestFmtDurationAndTokens(t *testing.T) {
+	for _, c := range []struct {
+		ms   float64
+		want string
+	}{
+		{0, "0"}, {0.42, "0.42 ms"}, {8.46, "8.5 ms"}, {87.4, "87 ms"}, {999.4, "999 ms"}, {1234, "1.23 s"},
+		{12345, "12.3 s"}, {185000, "3 min 05 s"}, {3725000, "1 h 02 min"},
+	} {
+		if got := fmtDuration(c.ms); got != c.want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", c.ms, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0"}, {950, "950"}, {12345, "12,345"}, {4100000, "4,100,000"},
+	} {
+		if got := fmtTokens(c.n); got != c.want {
+			t.Errorf("fmtTokens(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
