@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tallyhq/tally/schema"
-	"github.com/tallyhq/tally/support/params"
 	"github.com/tallyhq/tally/transcript"
 )
 
@@ -44,13 +43,8 @@ type ContentItem struct {
 }
 
 func (h *Handler) getSpanContent(c *gin.Context) {
-	traceID, ok := h.traceParam(c)
+	traceID, spanID, ok := h.spanParams(c)
 	if !ok {
-		return
-	}
-	spanID, err := params.SpanID(c.Param("span_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
 	cr, ok := h.runs.(ContentReader)

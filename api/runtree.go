@@ -71,13 +71,8 @@ func (h *Handler) getRun(c *gin.Context) {
 // and most: --max-run-spans); next_offset is the offset of the next page,
 // null after the last.
 func (h *Handler) getChildren(c *gin.Context) {
-	id, ok := h.traceParam(c)
+	id, spanID, ok := h.spanParams(c)
 	if !ok {
-		return
-	}
-	spanID, err := params.SpanID(c.Param("span_id"))
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
 	maxNodes, err := h.maxNodes(c.Query("max_nodes"))
@@ -116,6 +111,20 @@ func (h *Handler) getChildren(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, part)
+}
+
+// spanParams reads a {trace_id}/spans/{span_id} route's ids, or answers
+// 400 (404 for an unknown trace id prefix) and returns false.
+func (h *Handler) spanParams(c *gin.Context) (traceID, spanID string, ok bool) {
+	if traceID, ok = h.traceParam(c); !ok {
+		return "", "", false
+	}
+	spanID, err := params.SpanID(c.Param("span_id"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return "", "", false
+	}
+	return traceID, spanID, true
 }
 
 // maxNodes parses a max_nodes parameter: 1 to --max-run-spans, that when absent.
