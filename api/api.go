@@ -55,6 +55,8 @@ type Handler struct {
 	heavy    chan struct{} // one token per run read under way
 	log      *slog.Logger
 	now      func() time.Time
+	// outcomeStore stores posted outcomes; nil: the POST answers 501.
+	outcomeStore OutcomeStore
 }
 
 // Options are what the API needs besides its reader; zero fields take the
@@ -74,12 +76,15 @@ type Options struct {
 	// Logger receives the causes of 500 answers (by default nowhere); the
 	// answers themselves carry only a request id.
 	Logger *slog.Logger
+	// OutcomeStore stores posted outcomes (*schema.Store); nil: POST
+	// /runs/{trace_id}/outcomes answers 501.
+	OutcomeStore OutcomeStore
 }
 
 // New returns the API over a reader.
 func New(runs Runs, opts Options) *Handler {
 	h := &Handler{runs: runs, alerts: opts.Alerts, explain: opts.Explain, maxRange: opts.MaxQueryRange,
-		log: opts.Logger, now: time.Now}
+		log: opts.Logger, now: time.Now, outcomeStore: opts.OutcomeStore}
 	if h.maxRange <= 0 {
 		h.maxRange = DefaultMaxQueryRange
 	}
@@ -132,6 +137,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 	h.registerConversations(r)
 	h.registerCosts(r)
 	h.registerTools(r)
+	h.registerOutcomes(r)
 	h.RegisterAlerts(r, h.alerts)
 }
 

@@ -72,6 +72,16 @@ func u8Col[R any](name string, get func(*R) uint8) column[R] {
 	}}
 }
 
+func i8Col[R any](name string, get func(*R) int8) column[R] {
+	return column[R]{name: name, typ: "Int8", extract: func(rows []R) any {
+		out := make([]int8, len(rows))
+		for i := range rows {
+			out[i] = get(&rows[i])
+		}
+		return out
+	}}
+}
+
 func f64Col[R any](name string, get func(*R) float64) column[R] {
 	return column[R]{name: name, typ: "Float64", extract: func(rows []R) any {
 		out := make([]float64, len(rows))

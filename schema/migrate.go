@@ -39,6 +39,9 @@ var migrations = []migration{
 	{version: 5, name: "span facts by hour", tables: func(s *Store) []tableDef {
 		return []tableDef{spanFactsTable(s)}
 	}, stmts: spanFactsStatements},
+	{version: 6, name: "outcomes table", tables: func(s *Store) []tableDef {
+		return []tableDef{outcomesTable(s)}
+	}},
 }
 
 // statements are the migration's statements for this store, in order.

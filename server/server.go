@@ -246,6 +246,9 @@ func New(opts Options) (*Server, error) {
 	}
 	apiOpts := opts.API
 	apiOpts.Explain = query.NewExplainer(s.reader, opts.Normalize)
+	if apiOpts.OutcomeStore == nil {
+		apiOpts.OutcomeStore = opts.Store
+	}
 	if apiOpts.Logger == nil {
 		apiOpts.Logger = opts.Logger
 	}
@@ -319,6 +322,9 @@ func (s *Server) Handler() (http.Handler, error) {
 	// only from here (api.Project reads it).
 	read := s.readAuth()
 	s.api.Register(e.Group("/api/v1", read))
+	// Writes through the API (outcomes) take the ingest scope, like
+	// /v1/traces: an evaluator posts with the key it sends spans with.
+	s.api.RegisterWrites(e.Group("/api/v1", s.writeAuth()))
 	if s.opts.UI != nil {
 		e.NoRoute(read, func(c *gin.Context) { s.opts.UI.ServeHTTP(c.Writer, c.Request) })
 	} else {
@@ -336,6 +342,29 @@ const placeholder = `<!doctype html><html lang="en"><head><meta charset="utf-8">
 type ingestAuthFunc func(r *http.Request) (string, error)
 
 func (f ingestAuthFunc) Authenticate(r *http.Request) (string, error) { return f(r) }
+
+// writeAuth is the middleware that sets the caller's project for the
+// API's writes: a key with the ingest scope (no UI session).
+func (s *Server) writeAuth() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.opts.Auth == nil {
+			c.Request = api.WithProject(c.Request, "default")
+			return
+		}
+		project, err := s.opts.Auth.AuthenticateIngest(c.Request)
+		switch {
+		case err == nil:
+			c.Request = api.WithProject(c.Request, project)
+		case errors.Is(err, receiver.ErrForbidden):
+			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
+		case errors.Is(err, receiver.ErrUnauthenticated):
+			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
+			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
+		default:
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: "authentication unavailable: " + err.Error()})
+		}
+	}
+}
 
 // readAuth is the middleware that sets the caller's project for every read.
 func (s *Server) readAuth() gin.HandlerFunc {

@@ -31,6 +31,18 @@ type AgentRun struct {
 	// call (call_1); the gpt-4o call gets the Question and the tool's
 	// result and answers Answer.
 	Question, Answer string
+	// Evaluation, when set, is recorded on the root span as the GenAI
+	// semantic conventions' gen_ai.evaluation.result event.
+	Evaluation *Evaluation
+	// Task is task.name on the root span; "triage_ticket" when empty.
+	Task string
+}
+
+// Evaluation is a gen_ai.evaluation.result event's attributes (empty ones
+// are left out; a nil Score too).
+type Evaluation struct {
+	Name, Label, Explanation string
+	Score                    *float64
 }
 
 // SendAgentRun exports one hand-built agent run through the real OTel Go
@@ -84,7 +96,7 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 	ctx, root := span(context.Background(), "invoke_agent "+rootAgent, 0,
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", rootAgent),
-		attribute.String("task.name", "triage_ticket"),
+		attribute.String("task.name", cmp.Or(run.Task, "triage_ticket")),
 		attribute.String("gen_ai.conversation.id", conversation),
 		attribute.Int("gen_ai.usage.input_tokens", 3000),
 		attribute.Int("gen_ai.usage.output_tokens", 300))
@@ -136,6 +148,19 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 	fetch.SetStatus(codes.Error, "timed out")
 	fetch.End(trace.WithTimestamp(at(3750)))
 	sub.End(trace.WithTimestamp(at(3760)))
+	if ev := run.Evaluation; ev != nil {
+		attrs := []attribute.KeyValue{attribute.String("gen_ai.evaluation.name", ev.Name)}
+		if ev.Label != "" {
+			attrs = append(attrs, attribute.String("gen_ai.evaluation.score.label", ev.Label))
+		}
+		if ev.Explanation != "" {
+			attrs = append(attrs, attribute.String("gen_ai.evaluation.explanation", ev.Explanation))
+		}
+		if ev.Score != nil {
+			attrs = append(attrs, attribute.Float64("gen_ai.evaluation.score.value", *ev.Score))
+		}
+		root.AddEvent("gen_ai.evaluation.result", trace.WithTimestamp(at(3990)), trace.WithAttributes(attrs...))
+	}
 	root.End(trace.WithTimestamp(at(4000)))
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Fatalf("export: %v", err)

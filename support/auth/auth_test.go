@@ -156,7 +156,18 @@ func export(t *testing.T, e *env, key, service string, tools int) (sent, error) 
 // get fetches path with key as bearer token ("" for none).
 func get(t *testing.T, e *env, path, key string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, e.tally.URL+path, nil)
+	return do(t, e, http.MethodGet, path, key, "")
+}
+
+// do sends one request with the key (none when empty) and returns the
+// status and body.
+func do(t *testing.T, e *env, method, path, key, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.tally.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +179,11 @@ func get(t *testing.T, e *env, path, key string) (int, []byte) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, answer
 }
 
 // runIDs lists the trace ids of the runs a key sees.
@@ -285,6 +296,31 @@ func TestAuthEndToEnd(t *testing.T) {
 		}
 		if code, values := contentItems("alpha-read"); (code != http.StatusOK && code != http.StatusNotFound) || len(values) != 0 {
 			t.Errorf("alpha reading beta's span content: %d %q, want nothing", code, values)
+		}
+	})
+
+	// Posting an outcome writes: it takes the ingest scope, within the
+	// key's project; reading outcomes takes the read scope.
+	t.Run("outcomes take the ingest scope", func(t *testing.T) {
+		path, body := "/api/v1/runs/"+alpha.traceID+"/outcomes", `{"name":"resolved","passed":true}`
+		for _, c := range []struct {
+			key  string
+			code int
+		}{
+			{"", http.StatusUnauthorized},
+			{e.keys["alpha-read"], http.StatusForbidden},
+			{e.keys["beta-ingest"], http.StatusNotFound}, // beta cannot see alpha's run
+			{e.keys["alpha-ingest"], http.StatusOK},
+		} {
+			if code, b := do(t, e, http.MethodPost, path, c.key, body); code != c.code {
+				t.Errorf("post outcome: %d %s, want %d", code, b, c.code)
+			}
+		}
+		if code, b := get(t, e, path, e.keys["alpha-read"]); code != http.StatusOK || !strings.Contains(string(b), `"resolved"`) {
+			t.Errorf("alpha reading its outcomes: %d %s", code, b)
+		}
+		if code, _ := get(t, e, path, e.keys["alpha-ingest"]); code != http.StatusForbidden {
+			t.Errorf("ingest key reading outcomes: %d, want 403", code)
 		}
 	})
 

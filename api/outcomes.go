@@ -1,0 +1,264 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/params"
+)
+
+// Outcomes is what the outcome and task endpoints read; *query.Reader
+// implements it (found by asserting the Runs value given to New).
+type Outcomes interface {
+	RunStart(ctx context.Context, project, traceID string) (time.Time, error)
+	Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]query.Outcome, error)
+	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
+}
+
+// OutcomeStore stores posted outcomes; *schema.Store implements it.
+type OutcomeStore interface {
+	InsertOutcomes(ctx context.Context, rows []schema.Outcome) error
+}
+
+// Limits of POST /runs/{trace_id}/outcomes, each answered 400 (413 for the body).
+const (
+	MaxOutcomeBody        = 1 << 20 // bytes of one request body
+	MaxOutcomesPerRequest = 100
+	MaxOutcomeField       = 200  // bytes of name, source and label
+	MaxOutcomeExplanation = 4096 // bytes of an explanation
+)
+
+// OutcomeIn is one outcome as posted: a name and at least one of passed,
+// score and label.
+type OutcomeIn struct {
+	Name        string   `json:"name"`
+	Score       *float64 `json:"score"`
+	Label       string   `json:"label"`
+	Passed      *bool    `json:"passed"`
+	Explanation string   `json:"explanation"`
+	Source      string   `json:"source"`  // who judged: default "api"
+	SpanID      string   `json:"span_id"` // the span judged; empty: the run
+}
+
+// OutcomesReport is the body of GET /runs/{trace_id}/outcomes and of a
+// successful POST.
+type OutcomesReport struct {
+	TraceID  string          `json:"trace_id"`
+	Outcomes []query.Outcome `json:"outcomes"`
+}
+
+// registerOutcomes mounts the reads: GET /runs/{trace_id}/outcomes and
+// GET /tasks.
+func (h *Handler) registerOutcomes(r gin.IRoutes) {
+	r.GET("/runs/:trace_id/outcomes", h.getOutcomes)
+	r.GET("/tasks", h.getTasks)
+}
+
+// RegisterWrites mounts the routes that write (POST
+// /runs/{trace_id}/outcomes) on r, which the server guards with the ingest
+// scope: an evaluator posts with the key it sends traces with.
+func (h *Handler) RegisterWrites(r gin.IRoutes) {
+	r.POST("/runs/:trace_id/outcomes", h.postOutcomes)
+}
+
+func (h *Handler) outcomeReader(c *gin.Context) (Outcomes, bool) {
+	o, ok := h.runs.(Outcomes)
+	if !ok {
+		fail(c, http.StatusNotImplemented, "outcomes are not available in this build")
+	}
+	return o, ok
+}
+
+// postOutcomes stores outcomes for a run: one object or a list of them.
+// Posting an outcome again (same name, source and span) replaces it.
+func (h *Handler) postOutcomes(c *gin.Context) {
+	id, ok := h.traceParam(c)
+	if !ok {
+		return
+	}
+	reader, ok := h.outcomeReader(c)
+	if !ok {
+		return
+	}
+	if h.outcomeStore == nil {
+		fail(c, http.StatusNotImplemented, "this server stores no outcomes")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxOutcomeBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(c, http.StatusRequestEntityTooLarge, "outcomes body over %d bytes", MaxOutcomeBody)
+			return
+		}
+		fail(c, http.StatusBadRequest, "read body: %v", err)
+		return
+	}
+	ins, err := decodeOutcomes(body)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	project := Project(c)
+	start, err := reader.RunStart(c.Request.Context(), project, id)
+	if errors.Is(err, query.ErrNotFound) {
+		fail(c, http.StatusNotFound, "run %s not found: outcomes attach to a run tally has", id)
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "find run: %v", err)
+		return
+	}
+	now := h.now().UTC()
+	rows := make([]schema.Outcome, len(ins))
+	for i, in := range ins {
+		row := schema.Outcome{Project: project, TraceID: id, SpanID: in.SpanID, Name: in.Name, Source: in.Source,
+			Label: in.Label, Passed: schema.VerdictNone, Explanation: in.Explanation, RunStart: start,
+			CreatedAt: now.Truncate(time.Second), Version: uint64(now.UnixNano()) + uint64(i)}
+		if in.Score != nil {
+			row.Score, row.HasScore = *in.Score, 1
+		}
+		if in.Passed != nil {
+			row.Passed = schema.VerdictFailed
+			if *in.Passed {
+				row.Passed = schema.VerdictPassed
+			}
+		}
+		rows[i] = row
+	}
+	if err := h.outcomeStore.InsertOutcomes(c.Request.Context(), rows); err != nil {
+		fail(c, http.StatusServiceUnavailable, "store outcomes: %v", err)
+		return
+	}
+	out := OutcomesReport{TraceID: id, Outcomes: make([]query.Outcome, len(ins))}
+	for i, in := range ins {
+		out.Outcomes[i] = query.Outcome{TraceID: id, SpanID: in.SpanID, Name: in.Name, Source: in.Source, Score: in.Score,
+			Label: in.Label, Passed: in.Passed, Explanation: in.Explanation, Origin: "api", CreatedAt: now.Truncate(time.Second)}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// decodeOutcomes parses and checks a POST body: an object or a list.
+func decodeOutcomes(body []byte) ([]OutcomeIn, error) {
+	var list []OutcomeIn
+	if err := json.Unmarshal(body, &list); err != nil {
+		var one OutcomeIn
+		if err2 := json.Unmarshal(body, &one); err2 != nil {
+			return nil, fmt.Errorf("body: want an outcome object or a list of them: %v", err2)
+		}
+		list = []OutcomeIn{one}
+	}
+	if len(list) == 0 || len(list) > MaxOutcomesPerRequest {
+		return nil, fmt.Errorf("body: %d outcomes, want 1 to %d", len(list), MaxOutcomesPerRequest)
+	}
+	for i := range list {
+		o := &list[i]
+		if o.Source == "" {
+			o.Source = "api"
+		}
+		switch {
+		case o.Name == "":
+			return nil, fmt.Errorf("outcome %d: name is required", i)
+		case len(o.Name) > MaxOutcomeField || len(o.Source) > MaxOutcomeField || len(o.Label) > MaxOutcomeField:
+			return nil, fmt.Errorf("outcome %d: name, source and label hold at most %d bytes", i, MaxOutcomeField)
+		case len(o.Explanation) > MaxOutcomeExplanation:
+			return nil, fmt.Errorf("outcome %d: explanation over %d bytes", i, MaxOutcomeExplanation)
+		case o.Passed == nil && o.Score == nil && o.Label == "":
+			return nil, fmt.Errorf("outcome %d (%s): give passed, score or label", i, o.Name)
+		case o.Score != nil && (math.IsNaN(*o.Score) || math.IsInf(*o.Score, 0)):
+			return nil, fmt.Errorf("outcome %d (%s): score must be a finite number", i, o.Name)
+		}
+		if o.SpanID != "" {
+			sid, err := params.SpanID(o.SpanID)
+			if err != nil {
+				return nil, fmt.Errorf("outcome %d (%s): %v", i, o.Name, err)
+			}
+			o.SpanID = sid
+		}
+		if o.Passed == nil {
+			o.Passed = query.VerdictOfLabel(o.Label)
+		}
+	}
+	return list, nil
+}
+
+// getOutcomes answers a run's outcomes: posted and carried by its spans.
+func (h *Handler) getOutcomes(c *gin.Context) {
+	id, ok := h.traceParam(c)
+	if !ok {
+		return
+	}
+	reader, ok := h.outcomeReader(c)
+	if !ok {
+		return
+	}
+	project := Project(c)
+	start, err := reader.RunStart(c.Request.Context(), project, id)
+	if errors.Is(err, query.ErrNotFound) {
+		fail(c, http.StatusNotFound, "run %s not found", id)
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "find run: %v", err)
+		return
+	}
+	all, err := reader.Outcomes(c.Request.Context(), project, []string{id}, start, start)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "read outcomes: %v", err)
+		return
+	}
+	out := OutcomesReport{TraceID: id, Outcomes: all[id]}
+	if out.Outcomes == nil {
+		out.Outcomes = []query.Outcome{}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// getTasks answers GET /tasks: consistency per task (or agent) over the
+// runs that started in since..until (default the last 7 days).
+func (h *Handler) getTasks(c *gin.Context) {
+	reader, ok := h.outcomeReader(c)
+	if !ok {
+		return
+	}
+	since, until, err := params.TimeRange(c.DefaultQuery("since", "7d"), c.Query("until"), h.now())
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	f := query.TaskFilter{Project: Project(c), Since: since, Until: until, Task: c.Query("task"), Agent: c.Query("agent"),
+		By: c.Query("by"), Outcome: c.Query("outcome")}
+	if v := c.Query("k"); v != "" {
+		if f.MaxK, err = strconv.Atoi(v); err != nil || f.MaxK < 1 || f.MaxK > query.MaxMaxK {
+			fail(c, http.StatusBadRequest, "k %q: want an integer from 1 to %d", v, query.MaxMaxK)
+			return
+		}
+	}
+	if v := c.Query("budget_multiple"); v != "" {
+		if f.BudgetMultiple, err = strconv.ParseFloat(v, 64); err != nil || !(f.BudgetMultiple > 0) || math.IsInf(f.BudgetMultiple, 0) {
+			fail(c, http.StatusBadRequest, "budget_multiple %q: want a number above 0", v)
+			return
+		}
+	}
+	if f.By != "" && f.By != "task" && f.By != "agent" {
+		fail(c, http.StatusBadRequest, "by %q: want task or agent", f.By)
+		return
+	}
+	rep, err := reader.Tasks(c.Request.Context(), f)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "tasks: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, rep)
+}

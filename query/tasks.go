@@ -1,0 +1,259 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tallyhq/tally/consistency"
+)
+
+// TaskFilter selects the runs a consistency report covers and how they are
+// graded. Zero fields take the defaults given.
+type TaskFilter struct {
+	Project      string
+	Since, Until time.Time // on the run's start
+	Task, Agent  string    // only these runs
+	// By groups the runs: "task" (the default) or "agent" (a run counts for
+	// every agent it ran).
+	By string
+	// Outcome names the outcome whose verdict grades a run; "" grades by
+	// every outcome with a verdict (a run passes when all of them passed).
+	Outcome string
+	// MaxK is the largest k of pass@k and pass^k (default 5, at most 20).
+	MaxK int
+	// BudgetMultiple: a passing run using more tokens than this many times
+	// the median of the passing runs is counted as over budget (default 3).
+	BudgetMultiple float64
+	// MaxRuns is the most runs read (default and most 10,000, the newest
+	// first); a range with more is reported on its newest, Truncated set.
+	MaxRuns int
+}
+
+// Defaults and bounds of TaskFilter.
+const (
+	DefaultMaxK           = 5
+	MaxMaxK               = 20
+	DefaultBudgetMultiple = 3
+	MaxTaskRuns           = 10000
+)
+
+// TaskReport is how consistent one task (or agent) is over its runs.
+//
+// A run is graded by its outcomes' verdicts (TaskFilter.Outcome). In a
+// group where no run carries a verdict, runs are graded by their status
+// (ok passes, error fails) and VerdictsFrom says "status"; otherwise runs
+// without a verdict are counted as Ungraded and left out of the pass
+// figures. PassAtK and PassHatK are keyed by k = 1…min(MaxK, Graded), the
+// unbiased estimators from Graded trials with Passed successes (package
+// consistency).
+type TaskReport struct {
+	Key          string             `json:"key"`
+	Runs         int                `json:"runs"`
+	Graded       int                `json:"graded"`
+	Ungraded     int                `json:"ungraded"`
+	Passed       int                `json:"passed"`
+	Failed       int                `json:"failed"`
+	PassRate     *float64           `json:"pass_rate"`
+	VerdictsFrom string             `json:"verdicts_from"` // "outcomes" or "status"
+	PassAtK      map[string]float64 `json:"pass_at_k"`
+	PassHatK     map[string]float64 `json:"pass_hat_k"`
+	// Steps are a run's LLM and tool calls; Tokens its input and output
+	// tokens; CostUSD and DurationMs its cost and wall clock.
+	Steps      consistency.Spread `json:"steps"`
+	Tokens     consistency.Spread `json:"tokens"`
+	CostUSD    consistency.Spread `json:"cost_usd"`
+	DurationMs consistency.Spread `json:"duration_ms"`
+	// CostPerRun is the mean cost; CostPerSuccess the total cost of the
+	// graded runs over the passes (what one success costs, failures paid).
+	CostPerRun     float64  `json:"cost_per_run"`
+	CostPerSuccess *float64 `json:"cost_per_success"`
+	// BudgetTokens is BudgetMultiple × the passes' median tokens;
+	// OverBudgetPasses the passes above it, OverBudgetShare their share.
+	BudgetTokens     float64  `json:"budget_tokens"`
+	OverBudgetPasses int      `json:"over_budget_passes"`
+	OverBudgetShare  *float64 `json:"over_budget_share"`
+	FailedRuns       []string `json:"failed_runs"` // up to 5, newest first
+}
+
+// TasksReport is the answer of Tasks.
+type TasksReport struct {
+	By        string       `json:"by"`
+	Outcome   string       `json:"outcome,omitempty"`
+	Since     time.Time    `json:"since,omitzero"`
+	Until     time.Time    `json:"until,omitzero"`
+	RunsRead  int          `json:"runs_read"`
+	Truncated bool         `json:"truncated,omitempty"`
+	Tasks     []TaskReport `json:"tasks"`
+}
+
+// gradedRun is one run with its verdict.
+type gradedRun struct {
+	RunSummary
+	verdict *bool // nil: no outcome verdict
+}
+
+// Tasks reports how consistent each task (or agent) is over the runs
+// that started in the filter's range, most runs first.
+func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) {
+	if f.By == "" {
+		f.By = "task"
+	}
+	if f.By != "task" && f.By != "agent" {
+		return nil, fmt.Errorf("by %q: want task or agent", f.By)
+	}
+	f.MaxK = cmp.Or(f.MaxK, DefaultMaxK)
+	if f.MaxK < 1 || f.MaxK > MaxMaxK {
+		return nil, fmt.Errorf("k %d: want 1 to %d", f.MaxK, MaxMaxK)
+	}
+	if f.BudgetMultiple == 0 {
+		f.BudgetMultiple = DefaultBudgetMultiple
+	}
+	if f.MaxRuns <= 0 || f.MaxRuns > MaxTaskRuns {
+		f.MaxRuns = MaxTaskRuns
+	}
+	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
+	var runs []RunSummary
+	rf := RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent, Limit: 1000}
+	for {
+		page, err := r.Runs(ctx, rf)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, page.Runs...)
+		if page.NextCursor == "" {
+			break
+		}
+		if len(runs) >= f.MaxRuns {
+			rep.Truncated = true
+			break
+		}
+		rf.Cursor = page.NextCursor
+	}
+	if len(runs) > f.MaxRuns {
+		runs, rep.Truncated = runs[:f.MaxRuns], true
+	}
+	rep.RunsRead = len(runs)
+	if len(runs) == 0 {
+		return rep, nil
+	}
+	ids := make([]string, len(runs))
+	lo, hi := runs[0].Start, runs[0].Start
+	for i, run := range runs {
+		ids[i] = run.TraceID
+		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+	}
+	outcomes, err := r.Outcomes(ctx, f.Project, ids, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string][]gradedRun{}
+	for _, run := range runs {
+		g := gradedRun{RunSummary: run, verdict: RunVerdict(outcomes[run.TraceID], f.Outcome)}
+		keys := []string{run.Task}
+		if f.By == "agent" {
+			keys = run.Agents
+		}
+		for _, k := range keys {
+			groups[k] = append(groups[k], g)
+		}
+	}
+	for key, rs := range groups {
+		rep.Tasks = append(rep.Tasks, taskReport(key, rs, f))
+	}
+	slices.SortFunc(rep.Tasks, func(a, b TaskReport) int {
+		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Key, b.Key))
+	})
+	return rep, nil
+}
+
+// RunVerdict is a run's verdict from its outcomes: with name, that
+// outcome's; else every outcome with a verdict — failed if any failed.
+// nil when none has a verdict.
+func RunVerdict(outcomes []Outcome, name string) *bool {
+	var v *bool
+	for _, o := range outcomes {
+		if o.Passed == nil || (name != "" && o.Name != name) {
+			continue
+		}
+		p := *o.Passed
+		if v == nil || !p {
+			v = &p
+		}
+		if !p {
+			break
+		}
+	}
+	return v
+}
+
+// taskReport computes one group's figures from its runs (newest first).
+func taskReport(key string, runs []gradedRun, f TaskFilter) TaskReport {
+	t := TaskReport{Key: key, Runs: len(runs), VerdictsFrom: "status", PassAtK: map[string]float64{}, PassHatK: map[string]float64{},
+		FailedRuns: []string{}}
+	for _, run := range runs {
+		if run.verdict != nil {
+			t.VerdictsFrom = "outcomes"
+			break
+		}
+	}
+	var steps, tokens, costs, durs, passTokens []float64
+	gradedCost := 0.0
+	for _, run := range runs {
+		tok := float64(run.Usage.Input + run.Usage.Output)
+		steps = append(steps, float64(run.LLMCalls+run.ToolCalls))
+		tokens = append(tokens, tok)
+		costs = append(costs, run.Cost.Total)
+		durs = append(durs, run.DurationMs)
+		verdict := run.verdict
+		if t.VerdictsFrom == "status" {
+			ok := run.Status != "error"
+			verdict = &ok
+		}
+		if verdict == nil {
+			t.Ungraded++
+			continue
+		}
+		t.Graded++
+		gradedCost += run.Cost.Total
+		if *verdict {
+			t.Passed++
+			passTokens = append(passTokens, tok)
+		} else {
+			t.Failed++
+			if len(t.FailedRuns) < 5 {
+				t.FailedRuns = append(t.FailedRuns, run.TraceID)
+			}
+		}
+	}
+	if t.Graded > 0 {
+		rate := float64(t.Passed) / float64(t.Graded)
+		t.PassRate = &rate
+		for k := 1; k <= min(f.MaxK, t.Graded); k++ {
+			at, _ := consistency.PassAtK(t.Graded, t.Passed, k)
+			hat, _ := consistency.PassHatK(t.Graded, t.Passed, k)
+			t.PassAtK[strconv.Itoa(k)], t.PassHatK[strconv.Itoa(k)] = at, hat
+		}
+	}
+	if t.Passed > 0 {
+		per := gradedCost / float64(t.Passed)
+		t.CostPerSuccess = &per
+		sorted := slices.Clone(passTokens)
+		slices.Sort(sorted)
+		t.BudgetTokens = f.BudgetMultiple * consistency.Quantile(sorted, 0.5)
+		for _, tok := range passTokens {
+			if tok > t.BudgetTokens {
+				t.OverBudgetPasses++
+			}
+		}
+		share := float64(t.OverBudgetPasses) / float64(t.Passed)
+		t.OverBudgetShare = &share
+	}
+	t.Steps, t.Tokens, t.CostUSD, t.DurationMs = consistency.SpreadOf(steps), consistency.SpreadOf(tokens),
+		consistency.SpreadOf(costs), consistency.SpreadOf(durs)
+	t.CostPerRun = t.CostUSD.Mean
+	return t
+}
