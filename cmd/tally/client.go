@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,13 +37,35 @@ func clientFlags(cmd *cobra.Command) (*apiClient, func() error) {
 
 // get fetches path (with query values) into out, or returns the API's error.
 func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any) error {
+	return c.do(ctx, http.MethodGet, path, q, nil, out)
+}
+
+// post sends in as JSON to path and decodes the answer into out.
+func (c *apiClient) post(ctx context.Context, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodPost, path, nil, b, out)
+}
+
+// do sends one request and decodes a 200 answer into out (a
+// *json.RawMessage takes it as is), or returns the API's error.
+func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
 	u := strings.TrimRight(c.server, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
@@ -50,21 +73,21 @@ func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("GET %s: %w (is tally running there? start it with 'tally serve', or point --server or TALLY_SERVER at it)", u, err)
+			return fmt.Errorf("%s %s: %w (is tally running there? start it with 'tally serve', or point --server or TALLY_SERVER at it)", method, u, err)
 		}
-		return fmt.Errorf("GET %s: %w", u, err)
+		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
+		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error string }
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("%s: %s", resp.Status, e.Error)
 		}
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
+		return fmt.Errorf("%s %s: %s", method, u, resp.Status)
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = body

@@ -60,6 +60,8 @@ func newRootCmd() *cobra.Command {
 		newCacheCmd(),
 		newRepriceCmd(),
 		newAlertsCmd(),
+		newOutcomeCmd(),
+		newTasksCmd(),
 		newReplayCmd(),
 		newKeysCmd(),
 		newProbeCmd(),
