@@ -353,7 +353,7 @@ func TestPagesRenderDemoData(t *testing.T) {
 		t.Fatalf("demo: %v", err)
 	}
 	ctx := newBrowser(t)
-	pages := []string{"/runs", "/runs/" + sum.TraceIDs[len(sum.TraceIDs)-1], "/conversations", "/costs", "/tools", "/cache", "/alerts", "/runs?status=error"}
+	pages := []string{"/runs", "/runs/" + sum.TraceIDs[len(sum.TraceIDs)-1], "/conversations", "/costs", "/tools", "/cache", "/tasks", "/alerts", "/runs?status=error"}
 	for i, p := range pages {
 		open(t, ctx, tally.URL+p)
 		if p == pages[1] {

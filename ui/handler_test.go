@@ -85,6 +85,7 @@ func TestPageStatusCodes(t *testing.T) {
 		{"GET", "/tools?since=1h", 200, `data-page="tools"`},
 		{"GET", "/tools?since=x", 400, "since"},
 		{"GET", "/cache", 200, `data-page="cache"`},
+		{"GET", "/tasks", 200, `data-page="tasks"`},
 		{"GET", "/cache?since=-3h", 400, "since"},
 		{"GET", "/alerts", 200, `data-page="alerts"`},
 		{"GET", "/alerts?state=firing", 200, `data-page="alerts"`},
@@ -134,7 +135,7 @@ func TestRunPageWithoutLookupServesAnyWellFormedID(t *testing.T) {
 // The pages are usable offline: nothing refers to another host.
 func TestNoExternalReferences(t *testing.T) {
 	h := Handler(WithRuns(fakeRuns{}, projectP1))
-	paths := []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/alerts", "/static/style.css"}
+	paths := []string{"/runs", "/runs/" + knownRun, "/costs", "/tools", "/cache", "/tasks", "/alerts", "/static/style.css"}
 	modules, _ := fs.Glob(staticFS, "static/*/*.js")
 	paths = append(append(paths, "/static/app.js"), func() (out []string) {
 		for _, m := range modules {

@@ -6,6 +6,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -75,7 +76,7 @@ type handler struct {
 
 // page names, each with templates/<name>.html; every page may also use the
 // shared blocks in partialTemplates.
-var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "alerts", "error"}
+var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "alerts", "error"}
 
 // partialTemplates define blocks shared by several pages: "range", the
 // time-range form of the tools and cache pages.
@@ -171,6 +172,17 @@ type view struct {
 	Status  int
 	Message string
 	Version string
+	// DefaultSince is the range the page shows without a since (24h; the
+	// tasks page 7d, as the API and CLI).
+	DefaultSince string
+}
+
+// Since is the page's since, or its default.
+func (v view) Since() string {
+	if s := v.Q("since"); s != "" {
+		return s
+	}
+	return cmp.Or(v.DefaultSince, "24h")
 }
 
 // Q returns a query parameter of the page.
@@ -276,6 +288,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/tools" || path == "/cache":
 		v.Title, v.Nav, v.Page = strings.ToUpper(path[1:2])+path[2:], path[1:], path[1:]
+		if err := h.checkTimes(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case path == "/tasks":
+		v.Title, v.Nav, v.Page, v.DefaultSince = "Tasks", "tasks", "tasks", "7d"
 		if err := h.checkTimes(q); err != nil {
 			h.fail(w, r, http.StatusBadRequest, err.Error())
 			return

@@ -25,7 +25,7 @@ export async function pageCache() {
   }
   const runsLink = (g) => `/runs?${new URLSearchParams({ agent: g.agent, model: g.model, ...(params.get('since') ? { since: params.get('since') } : {}) })}`;
   const cols = [
-    { key: 'agent', label: 'Agent', html: (g) => esc(g.agent) || html`<span class="muted">(none)</span>` },
+    { key: 'agent', label: 'Agent', html: (g) => (g.agent ? esc(g.agent) : html`<span class="muted">(none)</span>`) },
     { key: 'model', label: 'Model', html: (g) => html`<span class="mono">${esc(g.model)}</span>` },
     { key: 'provider', label: 'Provider', html: (g) => esc(g.provider) },
     { key: 'verdict', label: 'Verdict', html: (g) => html`<span class="pill ${esc(g.verdict)}">${esc(String(g.verdict).replace(/_/g, ' '))}</span>` },
@@ -43,7 +43,7 @@ export async function pageCache() {
   // when each run makes too few calls to be judged on its own.
   const examples = groups.filter((g) => g.verdict === 'never_hit' && (g.example_run_ids || []).length);
   const examplesHTML = examples.length ? html`<h2>Runs to open</h2><ul id="never-hit-examples">${examples.map((g) =>
-    html`<li data-agent="${esc(g.agent)}" data-model="${esc(g.model)}"><strong>${esc(g.agent) || '(none)'}</strong> on <span class="mono">${esc(g.model)}</span>, latest runs with cacheable calls and no cache read: ${
+    html`<li data-agent="${esc(g.agent)}" data-model="${esc(g.model)}"><strong>${g.agent || '(none)'}</strong> on <span class="mono">${esc(g.model)}</span>, latest runs with cacheable calls and no cache read: ${
       join(g.example_run_ids.map((id) => html`<a class="mono" href="/runs/${esc(id)}" data-trace-id="${esc(id)}">${shortID(id)}</a>`), ' ')}</li>`)}</ul>` : '';
   show(el, html`${groups.some((g) => g.verdict === 'never_hit') ? html`<p class="notice error" role="status"><strong>Silent cache misses:</strong> some agent × model pairs send cacheable prompts but never read from the cache — often a timestamp or id at the start of the prompt invalidates it.</p>` : ''}
 ${tableHTML(cols, groups, null, { id: 'cache-table', rowAttrs: (g) => html` data-verdict="${esc(g.verdict)}"` })}
