@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -24,6 +26,8 @@ type Outcomes interface {
 	RunStart(ctx context.Context, project, traceID string) (time.Time, error)
 	Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]query.Outcome, error)
 	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
+	Versions(ctx context.Context, f query.VersionFilter) ([]query.TaskVersions, error)
+	Compare(ctx context.Context, s query.CompareSpec) (*query.Comparison, error)
 }
 
 // OutcomeStore stores posted outcomes; *schema.Store implements it.
@@ -63,6 +67,8 @@ type OutcomesReport struct {
 func (h *Handler) registerOutcomes(r gin.IRoutes) {
 	r.GET("/runs/:trace_id/outcomes", h.getOutcomes)
 	r.GET("/tasks", h.getTasks)
+	r.GET("/versions", h.getVersions)
+	r.GET("/compare", h.getCompare)
 }
 
 // RegisterWrites mounts the routes that write (POST
@@ -262,3 +268,90 @@ func (h *Handler) getTasks(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, rep)
 }
+
+// VersionsReport is the body of GET /versions.
+type VersionsReport struct {
+	Since time.Time            `json:"since"`
+	Until time.Time            `json:"until,omitzero"`
+	Tasks []query.TaskVersions `json:"tasks"`
+}
+
+// getVersions answers GET /versions?task=&since=30d: each task's versions
+// (configuration fingerprints) with first and last seen.
+func (h *Handler) getVersions(c *gin.Context) {
+	reader, ok := h.outcomeReader(c)
+	if !ok {
+		return
+	}
+	since, until, err := params.TimeRange(c.DefaultQuery("since", "30d"), c.Query("until"), h.now())
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	tasks, err := reader.Versions(c.Request.Context(), query.VersionFilter{Project: Project(c), Task: c.Query("task"),
+		Since: since, Until: until, Outcome: c.Query("outcome")})
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "versions: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, VersionsReport{Since: since, Until: until, Tasks: tasks})
+}
+
+// getCompare answers GET /compare?task=&a=&b=: a and b are version
+// fingerprints (looked for in since..until, default the last 30 days) or
+// time ranges written SINCE..UNTIL (RFC 3339 times or durations ago:
+// 14d..7d, 7d..).
+func (h *Handler) getCompare(c *gin.Context) {
+	reader, ok := h.outcomeReader(c)
+	if !ok {
+		return
+	}
+	now := h.now()
+	since, until, err := params.TimeRange(c.DefaultQuery("since", "30d"), c.Query("until"), now)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	spec := query.CompareSpec{Project: Project(c), Task: c.Query("task"), Since: since, Until: until, Outcome: c.Query("outcome")}
+	if spec.Task == "" {
+		fail(c, http.StatusBadRequest, "task is required")
+		return
+	}
+	for _, side := range []struct {
+		name        string
+		fp          *string
+		since, till *time.Time
+	}{{"a", &spec.A, &spec.ASince, &spec.AUntil}, {"b", &spec.B, &spec.BSince, &spec.BUntil}} {
+		v := c.Query(side.name)
+		if from, to, ok := strings.Cut(v, ".."); ok {
+			s, u, err := params.TimeRange(from, to, now)
+			if err != nil || s.IsZero() {
+				fail(c, http.StatusBadRequest, "%s %q: want a range SINCE..UNTIL (e.g. 14d..7d): %v", side.name, v, err)
+				return
+			}
+			if u.IsZero() {
+				u = now
+			}
+			*side.since, *side.till = s, u
+			continue
+		}
+		if !fingerprintRE.MatchString(v) {
+			fail(c, http.StatusBadRequest, "%s %q: want a version fingerprint (12 hex digits, GET /versions) or a range SINCE..UNTIL", side.name, v)
+			return
+		}
+		*side.fp = v
+	}
+	cmp, err := reader.Compare(c.Request.Context(), spec)
+	if errors.Is(err, query.ErrNoRuns) {
+		fail(c, http.StatusNotFound, "%v", err)
+		return
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "compare: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, cmp)
+}
+
+// fingerprintRE matches a version fingerprint (query.RunConfig).
+var fingerprintRE = regexp.MustCompile(`^[0-9a-f]{12}$`)

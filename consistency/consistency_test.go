@@ -52,3 +52,45 @@ func TestSpread(t *testing.T) {
 		t.Errorf("no values: %+v", s)
 	}
 }
+
+// TestFisherExact: the textbook table [[1, 9], [11, 3]] (Fisher's tea
+// tasting layout as in Wikipedia's worked example) has two-sided p =
+// 0.002759 (tables 0/10, 1/9 on one tail and 10/0… on the other, summed by
+// hand there); identical proportions [[5, 5], [5, 5]] give 1; an empty
+// table 1.
+func TestFisherExact(t *testing.T) {
+	if p := FisherExact(1, 9, 11, 3); math.Abs(p-0.002759) > 5e-6 {
+		t.Errorf("FisherExact(1, 9, 11, 3) = %v, want 0.002759", p)
+	}
+	if p := FisherExact(5, 5, 5, 5); math.Abs(p-1) > 1e-9 {
+		t.Errorf("FisherExact(5, 5, 5, 5) = %v, want 1", p)
+	}
+	if p := FisherExact(0, 0, 0, 0); p != 1 {
+		t.Errorf("empty table: %v", p)
+	}
+	// 10 of 10 against 0 of 10: one table that extreme each way,
+	// 2 / C(20, 10) = 2 / 184756.
+	if p := FisherExact(10, 0, 0, 10); math.Abs(p-2.0/184756) > 1e-12 {
+		t.Errorf("FisherExact(10, 0, 0, 10) = %v, want %v", p, 2.0/184756)
+	}
+}
+
+// TestMannWhitney: x = {1, 2, 3}, y = {4, 5, 6}: rank sum of x 6, U = 6 −
+// 6 = 0, mean 4.5, variance 3·3/12 · 7 = 5.25 (no ties), z = (4.5 − 0.5) /
+// √5.25, p = erfc(z/√2) ≈ 0.0809. Identical samples: p 1.
+func TestMannWhitney(t *testing.T) {
+	z := 4.0 / math.Sqrt(5.25)
+	if p := MannWhitney([]float64{1, 2, 3}, []float64{4, 5, 6}); math.Abs(p-math.Erfc(z/math.Sqrt2)) > 1e-12 || math.Abs(p-0.0809) > 5e-4 {
+		t.Errorf("MannWhitney = %v, want %v", p, math.Erfc(z/math.Sqrt2))
+	}
+	if p := MannWhitney([]float64{2, 2, 2}, []float64{2, 2}); p != 1 {
+		t.Errorf("all tied: %v", p)
+	}
+	// With ties: x = {1, 1, 2}, y = {2, 3, 3}. Ranks: 1,1 → 1.5; 2,2 → 3.5;
+	// 3,3 → 5.5. R1 = 1.5 + 1.5 + 3.5 = 6.5, U = 0.5; ties Σ(t³−t) = 18;
+	// variance = 9/12 · (7 − 18/30) = 4.8; z = (4 − 0.5) / √4.8.
+	zt := 3.5 / math.Sqrt(4.8)
+	if p := MannWhitney([]float64{1, 1, 2}, []float64{2, 3, 3}); math.Abs(p-math.Erfc(zt/math.Sqrt2)) > 1e-12 {
+		t.Errorf("with ties: %v, want %v", p, math.Erfc(zt/math.Sqrt2))
+	}
+}

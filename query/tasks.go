@@ -116,46 +116,17 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 		f.MaxRuns = MaxTaskRuns
 	}
 	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
-	var runs []RunSummary
-	rf := RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent, Limit: 1000}
-	for {
-		page, err := r.Runs(ctx, rf)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, page.Runs...)
-		if page.NextCursor == "" {
-			break
-		}
-		if len(runs) >= f.MaxRuns {
-			rep.Truncated = true
-			break
-		}
-		rf.Cursor = page.NextCursor
-	}
-	if len(runs) > f.MaxRuns {
-		runs, rep.Truncated = runs[:f.MaxRuns], true
-	}
-	rep.RunsRead = len(runs)
-	if len(runs) == 0 {
-		return rep, nil
-	}
-	ids := make([]string, len(runs))
-	lo, hi := runs[0].Start, runs[0].Start
-	for i, run := range runs {
-		ids[i] = run.TraceID
-		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
-	}
-	outcomes, err := r.Outcomes(ctx, f.Project, ids, lo, hi)
+	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
+		f.Outcome, f.MaxRuns)
 	if err != nil {
 		return nil, err
 	}
+	rep.RunsRead, rep.Truncated = len(runs), truncated
 	groups := map[string][]gradedRun{}
-	for _, run := range runs {
-		g := gradedRun{RunSummary: run, verdict: RunVerdict(outcomes[run.TraceID], f.Outcome)}
-		keys := []string{run.Task}
+	for _, g := range runs {
+		keys := []string{g.Task}
 		if f.By == "agent" {
-			keys = run.Agents
+			keys = g.Agents
 		}
 		for _, k := range keys {
 			groups[k] = append(groups[k], g)
@@ -168,6 +139,51 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Key, b.Key))
 	})
 	return rep, nil
+}
+
+// gradedRuns reads the runs f selects (newest first, at most max) with
+// their verdicts by the named outcome (RunVerdict), and whether the range
+// held more.
+func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int) ([]gradedRun, bool, error) {
+	var runs []RunSummary
+	truncated := false
+	f.Limit, f.Cursor = 1000, ""
+	for {
+		page, err := r.Runs(ctx, f)
+		if err != nil {
+			return nil, false, err
+		}
+		runs = append(runs, page.Runs...)
+		if page.NextCursor == "" {
+			break
+		}
+		if len(runs) >= max {
+			truncated = true
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	if len(runs) > max {
+		runs, truncated = runs[:max], true
+	}
+	if len(runs) == 0 {
+		return nil, truncated, nil
+	}
+	ids := make([]string, len(runs))
+	lo, hi := runs[0].Start, runs[0].Start
+	for i, run := range runs {
+		ids[i] = run.TraceID
+		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+	}
+	outcomes, err := r.Outcomes(ctx, f.Project, ids, lo, hi)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]gradedRun, len(runs))
+	for i, run := range runs {
+		out[i] = gradedRun{RunSummary: run, verdict: RunVerdict(outcomes[run.TraceID], outcome)}
+	}
+	return out, truncated, nil
 }
 
 // RunVerdict is a run's verdict from its outcomes: with name, that

@@ -36,6 +36,17 @@ type AgentRun struct {
 	Evaluation *Evaluation
 	// Task is task.name on the root span; "triage_ticket" when empty.
 	Task string
+	// The run's configuration (GET /api/v1/versions), when set:
+	// gen_ai.agent.version on the root; Langfuse's prompt name and version,
+	// gen_ai.tool.definitions, gen_ai.system_instructions and another
+	// request model on the claude call.
+	AgentVersion              string
+	PromptName, PromptVersion string
+	ToolDefinitions           string
+	Instructions              string
+	ClaudeModel               string
+	// Fail ends the root span in error (the run's status is error).
+	Fail bool
 }
 
 // Evaluation is a gen_ai.evaluation.result event's attributes (empty ones
@@ -103,7 +114,7 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 	_, chat := span(ctx, "chat claude-sonnet-4-5", 10,
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", "anthropic"),
-		attribute.String("gen_ai.request.model", "claude-sonnet-4-5"),
+		attribute.String("gen_ai.request.model", cmp.Or(run.ClaudeModel, "claude-sonnet-4-5")),
 		attribute.String("gen_ai.response.model", "claude-sonnet-4-5-20250929"),
 		attribute.Int("gen_ai.usage.input_tokens", 200),
 		attribute.Int("gen_ai.usage.cache_read.input_tokens", 800),
@@ -113,6 +124,16 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 			attribute.String("gen_ai.system_instructions", `[{"type":"text","content":"You triage support tickets."}]`),
 			attribute.String("gen_ai.input.messages", messagesJSON(msg{"role": "user", "parts": []msg{{"type": "text", "content": run.Question}}})),
 			attribute.String("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"tool_call","id":"call_1","name":"web_search","arguments":{"q":"otel","limit":3}}],"finish_reason":"tool_call"}]`))
+	}
+	if run.PromptName != "" {
+		chat.SetAttributes(attribute.String("langfuse.observation.prompt.name", run.PromptName),
+			attribute.String("langfuse.observation.prompt.version", run.PromptVersion))
+	}
+	if run.ToolDefinitions != "" {
+		chat.SetAttributes(attribute.String("gen_ai.tool.definitions", run.ToolDefinitions))
+	}
+	if run.Instructions != "" {
+		chat.SetAttributes(attribute.String("gen_ai.system_instructions", run.Instructions))
 	}
 	chat.End(trace.WithTimestamp(at(1210)))
 	_, tool := span(ctx, "execute_tool web_search", 1220,
@@ -160,6 +181,12 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 			attrs = append(attrs, attribute.Float64("gen_ai.evaluation.score.value", *ev.Score))
 		}
 		root.AddEvent("gen_ai.evaluation.result", trace.WithTimestamp(at(3990)), trace.WithAttributes(attrs...))
+	}
+	if run.AgentVersion != "" {
+		root.SetAttributes(attribute.String("gen_ai.agent.version", run.AgentVersion))
+	}
+	if run.Fail {
+		root.SetStatus(codes.Error, "the run failed")
 	}
 	root.End(trace.WithTimestamp(at(4000)))
 	if err := tp.Shutdown(context.Background()); err != nil {

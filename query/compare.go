@@ -1,0 +1,421 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/tallyhq/tally/consistency"
+)
+
+// VersionStats is one version (configuration fingerprint) of a task over
+// a time range.
+type VersionStats struct {
+	Fingerprint string    `json:"fingerprint"`
+	Config      RunConfig `json:"config"`
+	Runs        int       `json:"runs"`
+	FirstSeen   time.Time `json:"first_seen"` // its earliest run's start in the range
+	LastSeen    time.Time `json:"last_seen"`
+	Graded      int       `json:"graded"`
+	Passed      int       `json:"passed"`
+	PassRate    *float64  `json:"pass_rate"`
+	CostPerRun  float64   `json:"cost_per_run"`
+	P95Ms       float64   `json:"p95_duration_ms"`
+}
+
+// TaskVersions is a task's versions, newest first seen first.
+type TaskVersions struct {
+	Task     string         `json:"task"`
+	Versions []VersionStats `json:"versions"`
+}
+
+// VersionFilter selects the runs whose versions are listed.
+type VersionFilter struct {
+	Project      string
+	Task         string // "" every task
+	Since, Until time.Time
+	Outcome      string // as TaskFilter.Outcome
+}
+
+// versionedRun is a graded run with its configuration.
+type versionedRun struct {
+	gradedRun
+	config RunConfig
+}
+
+// versionedRuns reads the graded runs f selects with their configurations.
+func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string) ([]versionedRun, bool, error) {
+	runs, truncated, err := r.gradedRuns(ctx, f, outcome, MaxTaskRuns)
+	if err != nil || len(runs) == 0 {
+		return nil, truncated, err
+	}
+	ids := make([]string, len(runs))
+	lo, hi := runs[0].Start, runs[0].Start
+	for i, run := range runs {
+		ids[i] = run.TraceID
+		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+	}
+	configs, err := r.RunConfigs(ctx, f.Project, ids, lo, hi)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]versionedRun, len(runs))
+	for i, run := range runs {
+		out[i] = versionedRun{gradedRun: run, config: configs[run.TraceID]}
+	}
+	return out, truncated, nil
+}
+
+// Versions lists each task's versions over the range: runs, first and last
+// seen, pass rate, cost per run and p95 duration.
+func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
+	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome)
+	if err != nil {
+		return nil, err
+	}
+	byTask := map[string]map[string][]versionedRun{}
+	for _, run := range runs {
+		if byTask[run.Task] == nil {
+			byTask[run.Task] = map[string][]versionedRun{}
+		}
+		byTask[run.Task][run.config.Fingerprint] = append(byTask[run.Task][run.config.Fingerprint], run)
+	}
+	out := []TaskVersions{}
+	for task, versions := range byTask {
+		tv := TaskVersions{Task: task}
+		for fp, rs := range versions {
+			tv.Versions = append(tv.Versions, versionStats(fp, rs))
+		}
+		slices.SortFunc(tv.Versions, func(a, b VersionStats) int {
+			return cmp.Or(b.FirstSeen.Compare(a.FirstSeen), cmp.Compare(a.Fingerprint, b.Fingerprint))
+		})
+		out = append(out, tv)
+	}
+	slices.SortFunc(out, func(a, b TaskVersions) int { return cmp.Compare(a.Task, b.Task) })
+	return out, nil
+}
+
+// versionStats summarizes one version's runs.
+func versionStats(fp string, runs []versionedRun) VersionStats {
+	v := VersionStats{Fingerprint: fp, Config: runs[0].config, Runs: len(runs), FirstSeen: runs[0].Start, LastSeen: runs[0].Start}
+	graded := make([]gradedRun, len(runs))
+	var costs, durs []float64
+	for i, run := range runs {
+		graded[i] = run.gradedRun
+		v.FirstSeen, v.LastSeen = minTime(v.FirstSeen, run.Start), maxTime(v.LastSeen, run.Start)
+		costs = append(costs, run.Cost.Total)
+		durs = append(durs, run.DurationMs)
+	}
+	s := newSide(graded)
+	v.Graded, v.Passed, v.PassRate = s.graded, s.passed, s.passRate()
+	v.CostPerRun = consistency.SpreadOf(costs).Mean
+	slices.Sort(durs)
+	v.P95Ms = consistency.Quantile(durs, 0.95)
+	return v
+}
+
+// CompareSide is one side of a comparison: a version of the task over the
+// range, or the task's runs over a time range of their own.
+type CompareSide struct {
+	Fingerprint string     `json:"fingerprint,omitempty"`
+	Since       time.Time  `json:"since,omitzero"`
+	Until       time.Time  `json:"until,omitzero"`
+	Config      *RunConfig `json:"config,omitempty"`
+	FirstSeen   time.Time  `json:"first_seen,omitzero"`
+	Runs        int        `json:"runs"`
+	Graded      int        `json:"graded"`
+	Passed      int        `json:"passed"`
+}
+
+// MetricDiff is one metric on both sides: B − A, its relative size, and
+// whether it is beyond noise for the samples (Test names the test; none
+// for a figure without one). Worse says B is worse than A in the metric's
+// direction (HigherIsBetter).
+type MetricDiff struct {
+	Metric         string   `json:"metric"`
+	A              *float64 `json:"a"`
+	B              *float64 `json:"b"`
+	Diff           *float64 `json:"diff"`
+	Relative       *float64 `json:"relative"`
+	HigherIsBetter bool     `json:"higher_is_better"`
+	Test           string   `json:"test"`
+	PValue         *float64 `json:"p_value"`
+	Significant    bool     `json:"significant"`
+	Worse          bool     `json:"worse"`
+}
+
+// Comparison is a task compared between two sides.
+type Comparison struct {
+	Task    string       `json:"task"`
+	A       CompareSide  `json:"a"`
+	B       CompareSide  `json:"b"`
+	Metrics []MetricDiff `json:"metrics"`
+}
+
+// Metric returns the named metric's row, nil when absent.
+func (c *Comparison) Metric(name string) *MetricDiff {
+	for i := range c.Metrics {
+		if c.Metrics[i].Metric == name {
+			return &c.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// The metrics a comparison holds, in order.
+const (
+	MetricPassRate       = "pass_rate"
+	MetricPassHat3       = "pass_hat_3"
+	MetricErrorRate      = "error_rate"
+	MetricRetryRate      = "retry_rate"
+	MetricCostPerRun     = "cost_per_run"
+	MetricCostPerSuccess = "cost_per_success"
+	MetricP95Duration    = "p95_duration_ms"
+	MetricStepsP50       = "steps_p50"
+	MetricTokensP50      = "tokens_p50"
+)
+
+// CompareSpec names the two sides: each a version fingerprint (within
+// Since..Until) or a time range of its own (ASince..AUntil).
+type CompareSpec struct {
+	Project      string
+	Task         string
+	Since, Until time.Time // the range versions are looked for in
+	Outcome      string
+	A, B         string // fingerprints; "" for a time range
+	ASince       time.Time
+	AUntil       time.Time
+	BSince       time.Time
+	BUntil       time.Time
+}
+
+// ErrNoRuns is returned when a side of a comparison holds no run.
+var ErrNoRuns = errors.New("no runs")
+
+// Compare compares a task between two versions or two time ranges.
+func (r *Reader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error) {
+	if s.Task == "" {
+		return nil, errors.New("task is required")
+	}
+	side := func(fp string, since, until time.Time) (CompareSide, []versionedRun, error) {
+		cs := CompareSide{Fingerprint: fp}
+		f := RunFilter{Project: s.Project, Task: s.Task, Since: s.Since, Until: s.Until}
+		if fp == "" {
+			f.Since, f.Until, cs.Since, cs.Until = since, until, since, until
+		}
+		runs, _, err := r.versionedRuns(ctx, f, s.Outcome)
+		if err != nil {
+			return cs, nil, err
+		}
+		var kept []versionedRun
+		for _, run := range runs {
+			if fp == "" || run.config.Fingerprint == fp {
+				kept = append(kept, run)
+			}
+		}
+		if len(kept) == 0 {
+			what := "version " + fp
+			if fp == "" {
+				what = "range " + since.Format(time.RFC3339) + ".." + until.Format(time.RFC3339)
+			}
+			return cs, nil, fmt.Errorf("task %s, %s: %w", s.Task, what, ErrNoRuns)
+		}
+		if fp != "" {
+			c := kept[0].config
+			cs.Config, cs.FirstSeen = &c, kept[0].Start
+			for _, run := range kept {
+				cs.FirstSeen = minTime(cs.FirstSeen, run.Start)
+			}
+		}
+		return cs, kept, nil
+	}
+	a, ra, err := side(s.A, s.ASince, s.AUntil)
+	if err != nil {
+		return nil, err
+	}
+	b, rb, err := side(s.B, s.BSince, s.BUntil)
+	if err != nil {
+		return nil, err
+	}
+	return compareRuns(s.Task, a, b, ra, rb), nil
+}
+
+// LatestVersionChanges compares, for each task with two versions or more
+// in the range, the version first seen last (B) with the one before it
+// that ran most (A): what a regression alert watches.
+func (r *Reader) LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]Comparison, error) {
+	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome)
+	if err != nil {
+		return nil, err
+	}
+	byTask := map[string]map[string][]versionedRun{}
+	for _, run := range runs {
+		if byTask[run.Task] == nil {
+			byTask[run.Task] = map[string][]versionedRun{}
+		}
+		byTask[run.Task][run.config.Fingerprint] = append(byTask[run.Task][run.config.Fingerprint], run)
+	}
+	var out []Comparison
+	for task, versions := range byTask {
+		if len(versions) < 2 {
+			continue
+		}
+		var stats []VersionStats
+		for fp, rs := range versions {
+			stats = append(stats, versionStats(fp, rs))
+		}
+		slices.SortFunc(stats, func(a, b VersionStats) int {
+			return cmp.Or(b.FirstSeen.Compare(a.FirstSeen), cmp.Compare(a.Fingerprint, b.Fingerprint))
+		})
+		newest := stats[0]
+		prev := stats[1]
+		for _, v := range stats[2:] {
+			if v.Runs > prev.Runs {
+				prev = v
+			}
+		}
+		prevConfig, newConfig := prev.Config, newest.Config
+		a := CompareSide{Fingerprint: prev.Fingerprint, Config: &prevConfig, FirstSeen: prev.FirstSeen}
+		b := CompareSide{Fingerprint: newest.Fingerprint, Config: &newConfig, FirstSeen: newest.FirstSeen}
+		out = append(out, *compareRuns(task, a, b, versions[prev.Fingerprint], versions[newest.Fingerprint]))
+	}
+	slices.SortFunc(out, func(x, y Comparison) int { return cmp.Compare(x.Task, y.Task) })
+	return out, nil
+}
+
+// side holds what a comparison needs of one side's runs.
+type side struct {
+	runs, graded, passed, failed, errors, toolCalls, retries int
+	costs, durs, steps, tokens                               []float64
+	gradedCost                                               float64
+}
+
+// newSide tallies runs, graded like taskReport: by outcomes when any run
+// of the side carries a verdict, else by status.
+func newSide(runs []gradedRun) side {
+	s := side{runs: len(runs)}
+	byStatus := true
+	for _, run := range runs {
+		if run.verdict != nil {
+			byStatus = false
+			break
+		}
+	}
+	for _, run := range runs {
+		s.costs = append(s.costs, run.Cost.Total)
+		s.durs = append(s.durs, run.DurationMs)
+		s.steps = append(s.steps, float64(run.LLMCalls+run.ToolCalls))
+		s.tokens = append(s.tokens, float64(run.Usage.Input+run.Usage.Output))
+		s.toolCalls += run.ToolCalls
+		if run.ToolRetries != nil {
+			s.retries += *run.ToolRetries
+		}
+		if run.Status == "error" {
+			s.errors++
+		}
+		verdict := run.verdict
+		if byStatus {
+			ok := run.Status != "error"
+			verdict = &ok
+		}
+		if verdict == nil {
+			continue
+		}
+		s.graded++
+		s.gradedCost += run.Cost.Total
+		if *verdict {
+			s.passed++
+		} else {
+			s.failed++
+		}
+	}
+	return s
+}
+
+func (s side) passRate() *float64 {
+	if s.graded == 0 {
+		return nil
+	}
+	v := float64(s.passed) / float64(s.graded)
+	return &v
+}
+
+// compareRuns builds the comparison of two sides' runs.
+func compareRuns(task string, a, b CompareSide, ra, rb []versionedRun) *Comparison {
+	ga, gb := make([]gradedRun, len(ra)), make([]gradedRun, len(rb))
+	for i := range ra {
+		ga[i] = ra[i].gradedRun
+	}
+	for i := range rb {
+		gb[i] = rb[i].gradedRun
+	}
+	sa, sb := newSide(ga), newSide(gb)
+	a.Runs, a.Graded, a.Passed = sa.runs, sa.graded, sa.passed
+	b.Runs, b.Graded, b.Passed = sb.runs, sb.graded, sb.passed
+	c := &Comparison{Task: task, A: a, B: b}
+	ptr := func(v float64) *float64 { return &v }
+	ratio := func(n, d int) *float64 {
+		if d == 0 {
+			return nil
+		}
+		return ptr(float64(n) / float64(d))
+	}
+	hat3 := func(s side) *float64 {
+		if p, ok := consistency.PassHatK(s.graded, s.passed, 3); ok {
+			return ptr(p)
+		}
+		return nil
+	}
+	perSuccess := func(s side) *float64 {
+		if s.passed == 0 {
+			return nil
+		}
+		return ptr(s.gradedCost / float64(s.passed))
+	}
+	p95 := func(v []float64) *float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return ptr(consistency.Quantile(s, 0.95))
+	}
+	p50 := func(v []float64) *float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return ptr(consistency.Quantile(s, 0.5))
+	}
+	fisher := func(x1, n1, x2, n2 int) *float64 {
+		if n1 == 0 || n2 == 0 {
+			return nil
+		}
+		return ptr(consistency.FisherExact(x1, n1-x1, x2, n2-x2))
+	}
+	mw := func(x, y []float64) *float64 { return ptr(consistency.MannWhitney(x, y)) }
+	add := func(name string, va, vb *float64, higherBetter bool, test string, p *float64) {
+		m := MetricDiff{Metric: name, A: va, B: vb, HigherIsBetter: higherBetter, Test: test, PValue: p}
+		if va != nil && vb != nil {
+			d := *vb - *va
+			m.Diff = &d
+			if *va != 0 {
+				m.Relative = ptr(d / math.Abs(*va))
+			}
+			m.Worse = (higherBetter && d < 0) || (!higherBetter && d > 0)
+		}
+		m.Significant = p != nil && *p < consistency.Significance
+		c.Metrics = append(c.Metrics, m)
+	}
+	add(MetricPassRate, sa.passRate(), sb.passRate(), true, "fisher_exact", fisher(sa.passed, sa.graded, sb.passed, sb.graded))
+	add(MetricPassHat3, hat3(sa), hat3(sb), true, "none", nil)
+	add(MetricErrorRate, ratio(sa.errors, sa.runs), ratio(sb.errors, sb.runs), false, "fisher_exact", fisher(sa.errors, sa.runs, sb.errors, sb.runs))
+	add(MetricRetryRate, ratio(sa.retries, sa.toolCalls), ratio(sb.retries, sb.toolCalls), false, "fisher_exact",
+		fisher(sa.retries, sa.toolCalls, sb.retries, sb.toolCalls))
+	add(MetricCostPerRun, ptr(consistency.SpreadOf(slices.Clone(sa.costs)).Mean), ptr(consistency.SpreadOf(slices.Clone(sb.costs)).Mean),
+		false, "mann_whitney", mw(sa.costs, sb.costs))
+	add(MetricCostPerSuccess, perSuccess(sa), perSuccess(sb), false, "none", nil)
+	add(MetricP95Duration, p95(sa.durs), p95(sb.durs), false, "mann_whitney", mw(sa.durs, sb.durs))
+	add(MetricStepsP50, p50(sa.steps), p50(sb.steps), false, "mann_whitney", mw(sa.steps, sb.steps))
+	add(MetricTokensP50, p50(sa.tokens), p50(sb.tokens), false, "mann_whitney", mw(sa.tokens, sb.tokens))
+	return c
+}
