@@ -45,7 +45,9 @@ func TestVersionFingerprints(t *testing.T) {
 		{"agent version", cfg(func(r *tallytest.AgentRun) { r.AgentVersion = "1.1" })},
 		{"prompt version", cfg(func(r *tallytest.AgentRun) { r.PromptVersion = "4" })},
 		{"tool schema", cfg(func(r *tallytest.AgentRun) { r.ToolDefinitions = changed })},
-		{"instructions", cfg(func(r *tallytest.AgentRun) { r.Instructions = `[{"type":"text","content":"You triage tickets politely."}]` })},
+		{"instructions", cfg(func(r *tallytest.AgentRun) {
+			r.Instructions = `[{"type":"text","content":"You triage tickets politely."}]`
+		})},
 		{"model", cfg(func(r *tallytest.AgentRun) { r.ClaudeModel = "claude-haiku-4-5" })},
 	}
 	for i, v := range variants {
