@@ -25,6 +25,7 @@ type Source interface {
 	RunsOverBudget(ctx context.Context, w query.Window, budgetUSD float64, limit int) ([]query.RunCost, error)
 	RepeatLoops(ctx context.Context, w query.Window, minCalls, limit int) ([]query.RepeatLoop, error)
 	UsageByMinute(ctx context.Context, w query.Window) ([]query.UsageMinute, error)
+	LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]query.Comparison, error)
 }
 
 // CacheVerdict is the cache check's judgement of one (agent, model) over a

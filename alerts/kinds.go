@@ -59,6 +59,7 @@ func kinds() []kindSpec {
 		cacheReadZero(),
 		runCost(),
 		repeatLoop(),
+		versionRegression(),
 	}
 }
 

@@ -119,7 +119,9 @@ type Rule struct {
 	// in the window for the rule to judge a subject at all.
 	MinSamples int `yaml:"min_samples" json:"min_samples"`
 	// Measure selects what model_latency_p95 measures: duration (default)
-	// or ttfc (time to first chunk, over streamed calls only).
+	// or ttfc (time to first chunk, over streamed calls only); and what
+	// version_regression watches: pass_rate (default), error_rate,
+	// retry_rate, cost_per_run or p95_duration_ms.
 	Measure     string            `yaml:"measure" json:"measure,omitempty"`
 	Severity    string            `yaml:"severity" json:"severity"`
 	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
