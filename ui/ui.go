@@ -76,7 +76,7 @@ type handler struct {
 
 // page names, each with templates/<name>.html; every page may also use the
 // shared blocks in partialTemplates.
-var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "alerts", "error"}
+var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "compare", "alerts", "error"}
 
 // partialTemplates define blocks shared by several pages: "range", the
 // time-range form of the tools and cache pages.
@@ -296,6 +296,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.Title, v.Nav, v.Page, v.DefaultSince = "Tasks", "tasks", "tasks", "7d"
 		if err := h.checkTimes(q); err != nil {
 			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case path == "/compare":
+		v.Title, v.Nav, v.Page = "Compare "+q.Get("task"), "tasks", "compare"
+		if _, err := params.ParseDuration(cmp.Or(q.Get("since"), "30d")); err != nil {
+			h.fail(w, r, http.StatusBadRequest, "since: "+err.Error())
 			return
 		}
 	case path == "/alerts":

@@ -62,6 +62,8 @@ func newRootCmd() *cobra.Command {
 		newAlertsCmd(),
 		newOutcomeCmd(),
 		newTasksCmd(),
+		newVersionsCmd(),
+		newCompareCmd(),
 		newReplayCmd(),
 		newKeysCmd(),
 		newProbeCmd(),

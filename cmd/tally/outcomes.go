@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -170,4 +172,136 @@ func printJSON(cmd *cobra.Command, v any) error {
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// newVersionsCmd is `tally versions`: a task's versions (GET /api/v1/versions).
+func newVersionsCmd() *cobra.Command {
+	var (
+		since, until, task string
+		asJSON             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "versions [--task T]",
+		Short: "Each task's versions (configuration fingerprints) with first and last seen",
+		Args:  cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	rangeFlags(cmd, &since, &until, "30d")
+	cmd.Flags().StringVar(&task, "task", "", "only this task")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		q := url.Values{}
+		setIf(q, "since", since)
+		setIf(q, "until", until)
+		setIf(q, "task", task)
+		var rep api.VersionsReport
+		if done, err := getOrPrint(cmd, client, "/api/v1/versions", q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tVERSION\tRUNS\tFIRST SEEN\tLAST SEEN\tPASS RATE\tAGENTS\tPROMPTS\tMODELS")
+		for _, tv := range rep.Tasks {
+			for _, v := range tv.Versions {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", tv.Task, v.Fingerprint, v.Runs,
+					v.FirstSeen.Local().Format(time.DateTime), v.LastSeen.Local().Format(time.DateTime), pctOf(v.PassRate),
+					orDash(strings.Join(v.Config.AgentVersions, ",")), orDash(strings.Join(v.Config.Prompts, ",")),
+					orDash(strings.Join(v.Config.Models, ",")))
+			}
+		}
+		return tw.Flush()
+	}
+	return cmd
+}
+
+// newCompareCmd is `tally compare`: a task between two versions or two time
+// ranges (GET /api/v1/compare); exits 1 when B is worse beyond noise on
+// any metric with a test, so a CI gate can run it.
+func newCompareCmd() *cobra.Command {
+	var (
+		since, until, task, a, b string
+		asJSON                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compare --task T --a A --b B",
+		Short: "A task between two versions (fingerprints) or two ranges (14d..7d): each metric, its change and whether it is beyond noise",
+		Args:  cobra.NoArgs,
+	}
+	client, apply := clientFlags(cmd)
+	rangeFlags(cmd, &since, &until, "30d")
+	cmd.Flags().StringVar(&task, "task", "", "the task (required)")
+	cmd.Flags().StringVar(&a, "a", "", "side A: a version fingerprint or a range SINCE..UNTIL (required)")
+	cmd.Flags().StringVar(&b, "b", "", "side B: the same (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		if task == "" || a == "" || b == "" {
+			return errors.New("--task, --a and --b are required")
+		}
+		q := url.Values{"task": {task}, "a": {a}, "b": {b}}
+		setIf(q, "since", since)
+		setIf(q, "until", until)
+		var c query.Comparison
+		if err := client.get(cmd.Context(), "/api/v1/compare", q, &c); err != nil {
+			return err
+		}
+		worse := false
+		for _, m := range c.Metrics {
+			worse = worse || (m.Worse && m.Significant)
+		}
+		if asJSON {
+			if err := printJSON(cmd, c); err != nil {
+				return err
+			}
+		} else {
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "task %s: A %d runs, B %d runs\n", c.Task, c.A.Runs, c.B.Runs)
+			fmt.Fprintln(tw, "METRIC\tA\tB\tB−A\tP\tTEST\tVERDICT")
+			for _, m := range c.Metrics {
+				verdict := "within noise"
+				switch {
+				case m.PValue == nil:
+					verdict = "-"
+				case m.Significant && m.Worse:
+					verdict = "WORSE"
+				case m.Significant:
+					verdict = "better"
+				}
+				p := "-"
+				if m.PValue != nil {
+					p = strconv.FormatFloat(*m.PValue, 'g', 3, 64)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Metric, metricText(m.Metric, m.A), metricText(m.Metric, m.B),
+					metricText(m.Metric, m.Diff), p, m.Test, verdict)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if worse {
+			return &exitError{code: 1, msg: "B is worse than A beyond noise"}
+		}
+		return nil
+	}
+	return cmd
+}
+
+// metricText writes a comparison value in its metric's unit, "-" for none.
+func metricText(metric string, v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	switch metric {
+	case query.MetricCostPerRun, query.MetricCostPerSuccess:
+		return fmtUSD(*v)
+	case query.MetricP95Duration:
+		return fmtDuration(*v)
+	case query.MetricStepsP50, query.MetricTokensP50:
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(*v*100, 'f', 1, 64) + "%"
 }

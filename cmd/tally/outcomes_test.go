@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,51 @@ func TestOutcomesAndTasksCLI(t *testing.T) {
 	want := []string{"triage_ticket", "4", "4", "75.0%", "100.0%", "50.0%", "4/4", "3,300", "(0.00)", "$0.00747", "$0.00995", "outcomes"}
 	if strings.Join(fields, " ") != strings.Join(want, " ") {
 		t.Errorf("tasks row\n got %q\nwant %q", fields, want)
+	}
+}
+
+// TestCompareCLI: version 1.0 passes 9 of 10 runs, 1.1 3 of 10 (by
+// status). tally versions lists both; tally compare prints the pass rate
+// 90.0% → 30.0% (−60.0%), Fisher p = 2490/125970 = 0.0198, WORSE, and
+// exits 1 so a CI gate fails; the reverse comparison exits 0.
+func TestCompareCLI(t *testing.T) {
+	tally := tallytest.Start(t)
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	for i := range 20 {
+		v, fail := "1.0", i == 0
+		if i >= 10 {
+			v, fail = "1.1", i >= 13
+		}
+		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
+			Base: base.Add(time.Duration(i) * time.Minute)})
+	}
+	var out bytes.Buffer
+	if err := runCLI(ctx, &out, "versions", "--server", tally.URL, "--task", "cmp_task", "--since", "2h"); err != nil {
+		t.Fatalf("versions: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "planner@1.1") || !strings.Contains(lines[2], "planner@1.0") {
+		t.Fatalf("versions: want the header, 1.1 then 1.0\n%s", out.String())
+	}
+	newer, older := strings.Fields(lines[1])[1], strings.Fields(lines[2])[1]
+	out.Reset()
+	err := runCLI(ctx, &out, "compare", "--server", tally.URL, "--task", "cmp_task", "--since", "2h", "--a", older, "--b", newer)
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != 1 {
+		t.Fatalf("compare: want exit 1, got %v\n%s", err, out.String())
+	}
+	var row string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "pass_rate ") {
+			row = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if row != "pass_rate 90.0% 30.0% -60.0% 0.0198 fisher_exact WORSE" {
+		t.Errorf("pass rate row %q\n%s", row, out.String())
+	}
+	out.Reset()
+	if err := runCLI(ctx, &out, "compare", "--server", tally.URL, "--task", "cmp_task", "--since", "2h", "--a", newer, "--b", older); err != nil {
+		t.Errorf("reverse compare: %v\n%s", err, out.String())
 	}
 }

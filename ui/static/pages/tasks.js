@@ -43,6 +43,7 @@ export async function pageTasks() {
     { key: 'cost', label: 'Cost / run', num: true, html: (t) => usd(t.cost_per_run) },
     { key: 'success', label: 'Cost / success', title: 'cost of the graded runs over their passes', num: true, html: (t) => (t.cost_per_success == null ? '—' : usd(t.cost_per_success)) },
     { key: 'budget', label: 'Over budget', title: 'passes using more tokens than the budget multiple × the median pass', num: true, html: (t) => (t.over_budget_share == null ? '—' : html`${pct(t.over_budget_share)} <small class="muted">&gt; ${num(Math.round(t.budget_tokens))}</small>`) },
+    { key: 'versions', label: 'Versions', html: (t) => (rep.by === 'agent' ? '—' : html`<a href="/compare?${new URLSearchParams({ task: t.key })}">compare</a>`) },
     { key: 'failed', label: 'Failed runs', wrap: true, html: (t) => join(t.failed_runs.map((id) => html`<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`), ' ') },
   ];
   show(el, html`${rep.truncated ? html`<p class="notice warn">The range has more runs than one report reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}

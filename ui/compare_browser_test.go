@@ -1,0 +1,49 @@
+package ui_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tallyhq/tally/internal/tallytest"
+)
+
+// TestComparePage: version 1.0 of a task passes 9 of 10 runs (by status),
+// 1.1 3 of 10 (the real OTel Go SDK). The compare page lists both versions
+// and, by default, sets the newest against the one before it: pass rate
+// 90.0% → 30.0%, −60.0 points (−66.7%), worse beyond noise (Fisher p =
+// 2490/125970 = 0.0198); cost per run unchanged, within noise.
+func TestComparePage(t *testing.T) {
+	tally := startTally(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	for i := range 20 {
+		v, fail := "1.0", i == 0
+		if i >= 10 {
+			v, fail = "1.1", i >= 13
+		}
+		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
+			Base: base.Add(time.Duration(i) * time.Minute)})
+	}
+	ctx := newBrowser(t)
+	open(t, ctx, tally.URL+"/tasks?since=2h")
+	run(t, ctx, "compare link", chromedp.Click(chromedp.CSS(`#tasks-table tr[data-task="cmp_task"] a[href^="/compare"]`)))
+	waitFor(t, ctx, `location.pathname === '/compare' && !!document.querySelector('#compare-table')`)
+	if n := run(t, ctx, "versions", chromedp.Evaluate[int](`document.querySelectorAll('#versions-table tbody tr').length`)); n != 2 {
+		t.Errorf("%d versions listed, want 2", n)
+	}
+	row := run(t, ctx, "pass rate row", chromedp.Text(chromedp.CSS(`#compare-table tr[data-metric="pass_rate"]`)))
+	for _, w := range []string{"90.0%", "30.0%", "-60.0 pts (-66.7%)", "0.0198", "Fisher's exact", "worse"} {
+		if !strings.Contains(row, w) {
+			t.Errorf("pass rate row %q lacks %q", row, w)
+		}
+	}
+	if v := run(t, ctx, "cost verdict", chromedp.Text(chromedp.CSS(`#compare-table tr[data-metric="cost_per_run"] [data-verdict]`))); v != "within noise" {
+		t.Errorf("cost per run verdict %q, want within noise", v)
+	}
+	sides := run(t, ctx, "sides", chromedp.Text(chromedp.CSS("#compare-sides")))
+	if !strings.Contains(sides, "planner@1.0") || !strings.Contains(sides, "planner@1.1") {
+		t.Errorf("sides %q: want both agent versions", sides)
+	}
+}
