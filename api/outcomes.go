@@ -257,8 +257,8 @@ func (h *Handler) getTasks(c *gin.Context) {
 			return
 		}
 	}
-	if f.By != "" && f.By != "task" && f.By != "agent" {
-		fail(c, http.StatusBadRequest, "by %q: want task or agent", f.By)
+	if f.By != "" && f.By != "task" && f.By != "agent" && f.By != "case" {
+		fail(c, http.StatusBadRequest, "by %q: want task, agent or case", f.By)
 		return
 	}
 	rep, err := reader.Tasks(c.Request.Context(), f)

@@ -153,3 +153,37 @@ func TestCompareVersions(t *testing.T) {
 		t.Errorf("compare without a task: %d, want 400", code)
 	}
 }
+
+// TestTasksByCase: six trials of two dataset cases (Langfuse's
+// langfuse.experiment.item.id), graded by status: item-1 passes 2 of 3,
+// item-2 3 of 3; a run without a case is left out. By hand: item-1 pass
+// rate 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass@2 = 1 − C(1,2)/C(3,2) = 1;
+// item-2 pass^3 = 1.
+func TestTasksByCase(t *testing.T) {
+	tally := tallytest.Start(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	for i, c := range []struct {
+		item string
+		fail bool
+	}{{"item-1", false}, {"item-1", true}, {"item-1", false}, {"item-2", false}, {"item-2", false}, {"item-2", false}, {"", true}} {
+		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "eval_task", Case: c.item, Fail: c.fail,
+			Base: base.Add(time.Duration(i) * time.Minute)})
+	}
+	code, _, b := get(t, tally.URL+"/api/v1/tasks?since=2h&by=case", "")
+	var rep query.TasksReport
+	if code != http.StatusOK || json.Unmarshal(b, &rep) != nil || len(rep.Tasks) != 2 {
+		t.Fatalf("tasks by case: %d %s", code, b)
+	}
+	got := map[string]query.TaskReport{}
+	for _, tr := range rep.Tasks {
+		got[tr.Key] = tr
+	}
+	one, two := got["item-1"], got["item-2"]
+	if one.Runs != 3 || one.Passed != 2 || math.Abs(*one.PassRate-2.0/3) > 1e-12 || math.Abs(one.PassHatK["2"]-1.0/3) > 1e-12 ||
+		math.Abs(one.PassAtK["2"]-1) > 1e-12 {
+		t.Errorf("item-1: %+v", one)
+	}
+	if two.Runs != 3 || two.Passed != 3 || math.Abs(two.PassHatK["3"]-1) > 1e-12 {
+		t.Errorf("item-2: %+v", two)
+	}
+}

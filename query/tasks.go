@@ -17,8 +17,9 @@ type TaskFilter struct {
 	Project      string
 	Since, Until time.Time // on the run's start
 	Task, Agent  string    // only these runs
-	// By groups the runs: "task" (the default) or "agent" (a run counts for
-	// every agent it ran).
+	// By groups the runs: "task" (the default), "agent" (a run counts for
+	// every agent it ran) or "case" (the dataset case a run tried:
+	// CaseAttribute; runs without one are left out).
 	By string
 	// Outcome names the outcome whose verdict grades a run; "" grades by
 	// every outcome with a verdict (a run passes when all of them passed).
@@ -102,8 +103,8 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 	if f.By == "" {
 		f.By = "task"
 	}
-	if f.By != "task" && f.By != "agent" {
-		return nil, fmt.Errorf("by %q: want task or agent", f.By)
+	if f.By != "task" && f.By != "agent" && f.By != "case" {
+		return nil, fmt.Errorf("by %q: want task, agent or case", f.By)
 	}
 	f.MaxK = cmp.Or(f.MaxK, DefaultMaxK)
 	if f.MaxK < 1 || f.MaxK > MaxMaxK {
@@ -122,11 +123,29 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 		return nil, err
 	}
 	rep.RunsRead, rep.Truncated = len(runs), truncated
+	var cases map[string]RunConfig
+	if f.By == "case" && len(runs) > 0 {
+		ids := make([]string, len(runs))
+		lo, hi := runs[0].Start, runs[0].Start
+		for i, run := range runs {
+			ids[i] = run.TraceID
+			lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+		}
+		if cases, err = r.RunConfigs(ctx, f.Project, ids, lo, hi); err != nil {
+			return nil, err
+		}
+	}
 	groups := map[string][]gradedRun{}
 	for _, g := range runs {
 		keys := []string{g.Task}
-		if f.By == "agent" {
+		switch f.By {
+		case "agent":
 			keys = g.Agents
+		case "case":
+			keys = nil
+			if c := cases[g.TraceID].Case; c != "" {
+				keys = []string{c}
+			}
 		}
 		for _, k := range keys {
 			groups[k] = append(groups[k], g)

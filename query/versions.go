@@ -34,7 +34,14 @@ var configAttrs = []string{
 	"langfuse.prompt.name", "langfuse.prompt.version",
 	"traceloop.prompt.key", "traceloop.prompt.version",
 	"llm.prompt_template.version", "llm.prompt_template.template", "prompt.id",
+	CaseAttribute,
 }
+
+// CaseAttribute names the dataset case a run is a trial of (Langfuse's
+// experiment runner sets it on every span of an experiment item: the
+// dataset item's id): GET /tasks?by=case groups runs by it. It is not part
+// of the configuration.
+const CaseAttribute = "langfuse.experiment.item.id"
 
 // RunConfig is a run's configuration and its fingerprint. Lists are sorted
 // and distinct; the hashes are the first 12 hex digits of the SHA-256 of
@@ -47,6 +54,9 @@ type RunConfig struct {
 	Prompts        []string `json:"prompts"`      // "name@version" (or a template's hash)
 	Tools          []string `json:"tools"`        // hashes of the tool definitions offered
 	Instructions   []string `json:"instructions"` // hashes of the system instructions
+	// Case is the dataset case the run tried (CaseAttribute), "" for none;
+	// not part of the fingerprint.
+	Case string `json:"case,omitempty"`
 }
 
 // short is the first 12 hex digits of s's SHA-256.
@@ -58,7 +68,7 @@ func short(s string) string {
 // configBuilder collects one run's configuration.
 type configBuilder struct {
 	models, agents, prompts, tools, instructions map[string]bool
-	service                                      string
+	service, caseID                              string
 }
 
 func newConfigBuilder() *configBuilder {
@@ -72,7 +82,7 @@ func (b *configBuilder) config() RunConfig {
 	c := RunConfig{Models: sortedKeys(b.models), AgentVersions: sortedKeys(b.agents), ServiceVersion: b.service,
 		Prompts: sortedKeys(b.prompts), Tools: sortedKeys(b.tools), Instructions: sortedKeys(b.instructions)}
 	raw, _ := json.Marshal(c)
-	c.Fingerprint = short(string(raw))
+	c.Fingerprint, c.Case = short(string(raw)), b.caseID
 	return c
 }
 
@@ -86,6 +96,9 @@ func (b *configBuilder) spanConfig(spanType, agent, reqModel, respModel, service
 	}
 	if service != "" {
 		b.service = service
+	}
+	if id := attrs[CaseAttribute]; id != "" {
+		b.caseID = id
 	}
 	prompt := func(name, version string) {
 		if name != "" || version != "" {

@@ -102,7 +102,7 @@ func newTasksCmd() *cobra.Command {
 	}
 	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "7d")
-	cmd.Flags().StringVar(&by, "by", "task", "group runs by task or agent")
+	cmd.Flags().StringVar(&by, "by", "task", "group runs by task, agent or case (langfuse.experiment.item.id)")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "grade runs by this outcome's verdict (default every outcome's)")
 	cmd.Flags().StringVar(&task, "task", "", "only this task")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
@@ -128,7 +128,7 @@ func newTasksCmd() *cobra.Command {
 		}
 		ks := strconv.Itoa(k)
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "%s\tRUNS\tGRADED\tPASS RATE\tPASS@%s\tPASS^%s\tSTEPS p50/p99\tTOKENS p50 (cv)\tCOST/RUN\tCOST/SUCCESS\tGRADED BY\n", map[string]string{"task": "TASK", "agent": "AGENT"}[rep.By], ks, ks)
+		fmt.Fprintf(tw, "%s\tRUNS\tGRADED\tPASS RATE\tPASS@%s\tPASS^%s\tSTEPS p50/p99\tTOKENS p50 (cv)\tCOST/RUN\tCOST/SUCCESS\tGRADED BY\n", map[string]string{"task": "TASK", "agent": "AGENT", "case": "CASE"}[rep.By], ks, ks)
 		for _, t := range rep.Tasks {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s/%s\t%s (%.2f)\t%s\t%s\t%s\n", t.Key, t.Runs, t.Graded, pctOf(t.PassRate),
 				pctAt(t.PassAtK, ks), pctAt(t.PassHatK, ks), strconv.FormatFloat(t.Steps.P50, 'f', -1, 64), strconv.FormatFloat(t.Steps.P99, 'f', -1, 64),

@@ -47,6 +47,9 @@ type AgentRun struct {
 	ClaudeModel               string
 	// Fail ends the root span in error (the run's status is error).
 	Fail bool
+	// Case is the dataset case the run tried, as Langfuse's experiment
+	// runner records it (langfuse.experiment.item.id on the root span).
+	Case string
 }
 
 // Evaluation is a gen_ai.evaluation.result event's attributes (empty ones
@@ -187,6 +190,9 @@ func SendAgentRun(t testing.TB, endpoint string, run AgentRun) (traceID string) 
 	}
 	if run.Fail {
 		root.SetStatus(codes.Error, "the run failed")
+	}
+	if run.Case != "" {
+		root.SetAttributes(attribute.String("langfuse.experiment.item.id", run.Case))
 	}
 	root.End(trace.WithTimestamp(at(4000)))
 	if err := tp.Shutdown(context.Background()); err != nil {

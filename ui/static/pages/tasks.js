@@ -31,7 +31,7 @@ export async function pageTasks() {
   const at = (m, k) => (m && m[k] != null ? pct(m[k]) : html`<span class="muted" title="fewer graded runs than k">—</span>`);
   const spread = (s, fmt) => html`${fmt(s.p50)} <small class="muted">/ ${fmt(s.p99)}</small>`;
   const cols = [
-    { key: 'key', label: rep.by === 'agent' ? 'Agent' : 'Task', html: (t) => html`<a href="/runs?${new URLSearchParams({ [rep.by === 'agent' ? 'agent' : 'task']: t.key })}">${t.key}</a>` },
+    { key: 'key', label: { agent: 'Agent', case: 'Case' }[rep.by] || 'Task', html: (t) => (rep.by === 'case' ? html`<span class="mono">${t.key}</span>` : html`<a href="/runs?${new URLSearchParams({ [rep.by === 'agent' ? 'agent' : 'task']: t.key })}">${t.key}</a>`) },
     { key: 'runs', label: 'Runs', num: true, html: (t) => num(t.runs) },
     { key: 'graded', label: 'Graded', title: 'runs with a verdict (n of the estimators)', num: true, html: (t) => html`${num(t.graded)}${t.verdicts_from === 'status' ? html` <small class="muted" title="no run carries an outcome: graded by run status">by status</small>` : ''}` },
     { key: 'rate', label: 'Pass rate', num: true, html: (t) => (t.pass_rate == null ? '—' : html`<span data-pass-rate="${t.pass_rate}">${pct(t.pass_rate)}</span> <small class="muted">${num(t.passed)}/${num(t.graded)}</small>`) },
@@ -43,10 +43,13 @@ export async function pageTasks() {
     { key: 'cost', label: 'Cost / run', num: true, html: (t) => usd(t.cost_per_run) },
     { key: 'success', label: 'Cost / success', title: 'cost of the graded runs over their passes', num: true, html: (t) => (t.cost_per_success == null ? '—' : usd(t.cost_per_success)) },
     { key: 'budget', label: 'Over budget', title: 'passes using more tokens than the budget multiple × the median pass', num: true, html: (t) => (t.over_budget_share == null ? '—' : html`${pct(t.over_budget_share)} <small class="muted">&gt; ${num(Math.round(t.budget_tokens))}</small>`) },
-    { key: 'versions', label: 'Versions', html: (t) => (rep.by === 'agent' ? '—' : html`<a href="/compare?${new URLSearchParams({ task: t.key })}">compare</a>`) },
+    { key: 'versions', label: 'Versions', html: (t) => (rep.by !== 'task' ? '—' : html`<a href="/compare?${new URLSearchParams({ task: t.key })}">compare</a>`) },
     { key: 'failed', label: 'Failed runs', wrap: true, html: (t) => join(t.failed_runs.map((id) => html`<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`), ' ') },
   ];
-  show(el, html`${rep.truncated ? html`<p class="notice warn">The range has more runs than one report reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}
+  const by = rep.by || 'task';
+  const group = join(['task', 'agent', 'case'].map((g) => (g === by ? html`<strong>${g}</strong>`
+    : html`<a href="/tasks?${new URLSearchParams({ ...Object.fromEntries(params), by: g })}" data-by="${g}">${g}</a>`)), ' · ');
+  show(el, html`<p class="muted" id="tasks-by">Group by ${group}</p>${rep.truncated ? html`<p class="notice warn">The range has more runs than one report reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}
 <p class="muted">pass@k: the chance that at least one of k tries passes; pass^k: that all k do — unbiased estimates from the graded runs (n) and their passes (c). A task passing 75% of the time has pass^3 ≈ 42%.</p>
 ${tableHTML(cols, tasks, null, { id: 'tasks-table', rowAttrs: (t) => html` data-task="${esc(t.key)}"` })}`);
 }
