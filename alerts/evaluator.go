@@ -26,6 +26,7 @@ type Source interface {
 	RepeatLoops(ctx context.Context, w query.Window, minCalls, limit int) ([]query.RepeatLoop, error)
 	UsageByMinute(ctx context.Context, w query.Window) ([]query.UsageMinute, error)
 	LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]query.Comparison, error)
+	LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]query.Comparison, error)
 }
 
 // CacheVerdict is the cache check's judgement of one (agent, model) over a

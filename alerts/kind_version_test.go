@@ -21,8 +21,10 @@ import (
 // of 10. The pass rate drops 60 points (0.9 → 0.3; Fisher p = 2490/125970
 // ≈ 0.0198, see api TestCompareVersions), more than the rule's 20: the
 // alert fires for the task, naming both versions, and reaches a real
-// Alertmanager. A rule on cost per run (every run costs the same) stays
-// quiet, and so does one with a 70-point threshold.
+// Alertmanager. The runs are spread so that the first ten fall in the 10
+// minutes before the last 10: a period_regression rule over 10 minutes
+// fires with the same figures. A rule on cost per run (every run costs the
+// same) stays quiet, and so does one with a 70-point threshold.
 func TestVersionRegressionReachesAlertmanager(t *testing.T) {
 	var mu sync.Mutex
 	var received []amWebhook
@@ -39,7 +41,9 @@ func TestVersionRegressionReachesAlertmanager(t *testing.T) {
 	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: receiver.URL})
 
 	tally := tallytest.Start(t)
-	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	// Runs a minute apart from 19m30s ago: the first ten fall in the 10
+	// minutes before the last 10, the next ten in the last 10.
+	base := time.Now().Add(-19*time.Minute - 30*time.Second).UTC()
 	for i := range 20 {
 		v, fail := "1.0", i == 0
 		if i >= 10 {
@@ -53,6 +57,7 @@ rules:
   - {name: PassRateRegressed, kind: version_regression, threshold: 0.20, severity: page}
   - {name: CostRegressed, kind: version_regression, measure: cost_per_run, threshold: 0.10}
   - {name: PassRateCollapsed, kind: version_regression, threshold: 0.70}
+  - {name: PeriodRegressed, kind: period_regression, window: 10m, threshold: 0.20}
 `)
 	ev := startEvaluator(t, alerts.Config{Rules: rules, Source: query.NewReader(tally.Store),
 		Targets: []alerts.Target{alerts.NewAlertmanager(amURL, nil)}, ExternalURL: "http://tally.example", Projects: []string{"default"}})
@@ -60,18 +65,28 @@ rules:
 		t.Fatal(err)
 	}
 	list := ev.Alerts("default")
-	if len(list) != 1 {
-		t.Fatalf("alerts %+v, want PassRateRegressed only", list)
+	byRule := map[string]alerts.Status{}
+	for _, a := range list {
+		byRule[a.Rule] = a
 	}
-	a := list[0]
-	if a.Rule != "PassRateRegressed" || a.State != alerts.StateFiring || a.Labels["task"] != "cmp_task" ||
-		a.Value < 0.6-1e-9 || a.Value > 0.6+1e-9 {
-		t.Fatalf("alert %+v", a)
+	if len(list) != 2 {
+		t.Fatalf("alerts %+v, want PassRateRegressed and PeriodRegressed", list)
 	}
-	sum := a.Annotations["summary"]
-	for _, w := range []string{"task cmp_task got worse by 60.0% > 20.0%", "pass_rate 30.0% against 90.0%", "fisher_exact p=0.0198", "(10 runs)"} {
-		if !strings.Contains(sum, w) {
-			t.Errorf("summary %q lacks %q", sum, w)
+	for _, c := range []struct {
+		rule string
+		want []string
+	}{
+		{"PassRateRegressed", []string{"task cmp_task got worse by 60.0% > 20.0%", "pass_rate 30.0% against 90.0%", "fisher_exact p=0.0198", "(10 runs)"}},
+		{"PeriodRegressed", []string{"task cmp_task got worse by 60.0% > 20.0%: the last 10m (10 runs) pass_rate 30.0% against 90.0% the 10m before (10 runs), fisher_exact p=0.0198"}},
+	} {
+		a, ok := byRule[c.rule]
+		if !ok || a.State != alerts.StateFiring || a.Labels["task"] != "cmp_task" || a.Value < 0.6-1e-9 || a.Value > 0.6+1e-9 {
+			t.Fatalf("%s: %+v", c.rule, a)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(a.Annotations["summary"], w) {
+				t.Errorf("%s summary %q lacks %q", c.rule, a.Annotations["summary"], w)
+			}
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)

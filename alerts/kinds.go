@@ -60,6 +60,7 @@ func kinds() []kindSpec {
 		runCost(),
 		repeatLoop(),
 		versionRegression(),
+		periodRegression(),
 	}
 }
 

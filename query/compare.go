@@ -419,3 +419,39 @@ func compareRuns(task string, a, b CompareSide, ra, rb []versionedRun) *Comparis
 	add(MetricTokensP50, p50(sa.tokens), p50(sb.tokens), false, "mann_whitney", mw(sa.tokens, sb.tokens))
 	return c
 }
+
+// LatestPeriodChanges compares, for each task that ran in both, the
+// period [until − window, until) (B) with the one of the same length
+// before it (A): what a period regression alert watches.
+func (r *Reader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
+	mid, since := until.Add(-window), until.Add(-2*window)
+	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome)
+	if err != nil {
+		return nil, err
+	}
+	type halves struct{ before, last []versionedRun }
+	byTask := map[string]*halves{}
+	for _, run := range runs {
+		h := byTask[run.Task]
+		if h == nil {
+			h = &halves{}
+			byTask[run.Task] = h
+		}
+		if run.Start.Before(mid) {
+			h.before = append(h.before, run)
+		} else {
+			h.last = append(h.last, run)
+		}
+	}
+	var out []Comparison
+	for task, h := range byTask {
+		if len(h.before) == 0 || len(h.last) == 0 {
+			continue
+		}
+		a := CompareSide{Since: since, Until: mid}
+		b := CompareSide{Since: mid, Until: until}
+		out = append(out, *compareRuns(task, a, b, h.before, h.last))
+	}
+	slices.SortFunc(out, func(x, y Comparison) int { return cmp.Compare(x.Task, y.Task) })
+	return out, nil
+}
