@@ -52,7 +52,10 @@ const (
 // unbiased estimators from Graded trials with Passed successes (package
 // consistency).
 type TaskReport struct {
+	// Key is what the runs are grouped by: the task, agent or case; Task
+	// repeats it when grouped by task.
 	Key          string             `json:"key"`
+	Task         string             `json:"task,omitempty"`
 	Runs         int                `json:"runs"`
 	Graded       int                `json:"graded"`
 	Ungraded     int                `json:"ungraded"`
@@ -152,7 +155,11 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 		}
 	}
 	for key, rs := range groups {
-		rep.Tasks = append(rep.Tasks, taskReport(key, rs, f))
+		t := taskReport(key, rs, f)
+		if f.By == "task" {
+			t.Task = key
+		}
+		rep.Tasks = append(rep.Tasks, t)
 	}
 	slices.SortFunc(rep.Tasks, func(a, b TaskReport) int {
 		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Key, b.Key))

@@ -50,6 +50,13 @@ func TestTasksPage(t *testing.T) {
 	if !strings.Contains(row, "99.2%") || !strings.Contains(row, last[:8]) {
 		t.Errorf("row %q: want pass@3 99.2%% and failed run %s", row, last[:8])
 	}
+	// The run page shows the run's outcome: the failed newest run.
+	open(t, ctx, tally.URL+"/runs/"+last)
+	waitFor(t, ctx, `!!document.querySelector('#run-outcomes [data-outcome="resolved"]')`)
+	if got := run(t, ctx, "outcome", chromedp.Text(chromedp.CSS(`#run-outcomes [data-outcome="resolved"]`))); got != "resolved: failed" {
+		t.Errorf("run outcome %q, want resolved: failed", got)
+	}
+	open(t, ctx, tally.URL+"/tasks")
 	// The page's range is 7 days by default, as the API's and the CLI's.
 	if sel := run(t, ctx, "range", chromedp.Evaluate[string](`document.getElementById('f-since').value`)); sel != "7d" {
 		t.Errorf("default range %q, want 7d", sel)

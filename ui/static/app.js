@@ -9,12 +9,12 @@ import { fmtMs, num, usd } from './lib/format.js';
 import { main } from './lib/page.js';
 import { navBadge, pageAlerts } from './pages/alerts.js';
 import { pageCache } from './pages/cache.js';
+import { pageCompare } from './pages/compare.js';
 import { pageConversation, pageConversations } from './pages/conversations.js';
 import { pageCosts } from './pages/costs.js';
 import { pageRun } from './pages/run.js';
 import { pageRuns } from './pages/runs.js';
 import { pageTasks } from './pages/tasks.js';
-import { pageCompare } from './pages/compare.js';
 import { pageTools } from './pages/tools.js';
 
 const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, tasks: pageTasks, compare: pageCompare, alerts: pageAlerts };

@@ -1,6 +1,6 @@
 // The run page: totals, the span waterfall (loaded in parts for big runs) and the fixture export.
 
-import { esc, html, show } from '../lib/html.js';
+import { esc, html, join, show } from '../lib/html.js';
 import { ApiError, api, errorHTML } from '../lib/api.js';
 import { fmtMs, moneyHTML, num, parseTime, pct, timeHTML, usd } from '../lib/format.js';
 import { main } from '../lib/page.js';
@@ -75,6 +75,7 @@ export async function pageRun() {
   ${s.conversation_id ? html`<a href="/conversations/${encodeURIComponent(s.conversation_id)}">conversation ${esc(s.conversation_id)}</a>` : ''}
   <button type="button" id="export-fixture">Export replay fixture</button>
   <span id="export-status" role="status"></span>
+  <div id="run-outcomes" class="outcomes"></div>
 </div>
 <dl class="stats" id="run-totals">
   <div class="stat"><dt>Cost</dt><dd>${moneyHTML(s.cost.total_usd, 'run-cost')}${s.unpriced_spans ? html` <small title="spans with usage that matched no price entry">+ ${s.unpriced_spans} unpriced</small>` : ''}</dd></div>
@@ -107,6 +108,7 @@ ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.p
   <aside class="detail" id="detail" aria-live="polite"><p class="muted">Select a span to see its attributes, usage, cost, events and captured content.</p></aside>
 </div>`);
   document.getElementById('export-fixture').addEventListener('click', () => exportFixture(id));
+  loadOutcomes(s.trace_id);
   const detail = document.getElementById('detail');
   const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => {
     showSpan(wf.rows[i], t0, id);
@@ -221,4 +223,27 @@ export async function exportFixture(traceID) {
       ? html`<span class="pill warn">replay fixtures are not available in this build</span>`
       : html`<span class="pill error">export failed: ${esc(err.message)}</span>`);
   }
+}
+
+/**
+ * loadOutcomes shows a run's outcomes under its header: each verdict,
+ * score or label with who judged it and why (GET …/outcomes). An older
+ * server without the endpoint shows nothing.
+ */
+async function loadOutcomes(traceID) {
+  const box = document.getElementById('run-outcomes');
+  let rep;
+  try {
+    rep = await api(`/api/v1/runs/${traceID}/outcomes`);
+  } catch {
+    return;
+  }
+  const outs = rep.outcomes || [];
+  if (!outs.length) return;
+  show(box, html`<span class="muted">Outcomes:</span> ${join(outs.map((o) => {
+    const verdict = o.passed == null ? '' : o.passed ? 'passed' : 'failed';
+    const what = [verdict, o.score != null ? `score ${o.score}` : '', o.label && o.label !== verdict ? o.label : ''].filter(Boolean).join(', ');
+    const cls = o.passed == null ? 'muted' : o.passed ? 'ok' : 'error';
+    return html`<span class="pill ${cls}" data-outcome="${o.name}" title="${o.explanation || ''}${o.source ? ` (${o.source}, ${o.origin})` : ''}">${o.name}: ${what}</span>`;
+  }), ' ')}`);
 }
