@@ -197,6 +197,28 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "response_bytes": size,
 				"rollup_hours_recomputed_before": rs.HoursRecomputed, "rollup_refresh_s": rollupTook.Seconds()}})
 	}
+	// Consistency and versions read every run of the range (at most the
+	// newest 10,000), their outcomes and configurations: no goal yet, the
+	// figure says what a page of them costs.
+	for _, r := range []struct{ id, name, path string }{
+		{"tasks.7d.p50", "consistency per task over 7 days (the newest 10,000 runs), p50", "/api/v1/tasks?since=7d"},
+		{"versions.7d.p50", "versions per task over 7 days (the newest 10,000 runs), p50", "/api/v1/versions?since=7d"},
+	} {
+		samples := max(1, cfg.RollupSamples/5)
+		inputs := map[string]any{"spans_stored": st.Spans, "window": "7d", "endpoint": "GET " + r.path, "requests": samples, "clients": 1}
+		d, size, err := latencies(ctx, client, t.URL+r.path, samples)
+		if he, ok := err.(*httpError); ok && he.missing() {
+			res.unavailable(r.id, r.name, "ms", "", "not available in this build", inputs)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p50 := ms(percentile(d, 50))
+		cfg.logf("%s: p50 %.1f ms", r.name, p50)
+		res.add(Figure{ID: r.id, Name: r.name, Value: p50, Unit: "ms", Available: true, Inputs: inputs,
+			Detail: map[string]any{"max_ms": ms(d[len(d)-1]), "response_bytes": size}})
+	}
 	bySize := map[int][]string{}
 	for _, r := range st.Large {
 		bySize[r.Spans] = append(bySize[r.Spans], r.TraceID)
