@@ -242,7 +242,9 @@ async function loadOutcomes(traceID) {
   if (!outs.length) return;
   show(box, html`<span class="muted">Outcomes:</span> ${join(outs.map((o) => {
     const verdict = o.passed == null ? '' : o.passed ? 'passed' : 'failed';
-    const what = [verdict, o.score != null ? `score ${o.score}` : '', o.label && o.label !== verdict ? o.label : ''].filter(Boolean).join(', ');
+    // A label that is the verdict itself (pass, failed…) is not repeated.
+    const labelIsVerdict = o.passed != null && /^(pass|passed|success|succeeded|correct|true|yes|ok|fail|failed|failure|incorrect|false|no|error)$/i.test(o.label || '');
+    const what = [verdict, o.score != null ? `score ${o.score}` : '', o.label && !labelIsVerdict ? o.label : ''].filter(Boolean).join(', ');
     const cls = o.passed == null ? 'muted' : o.passed ? 'ok' : 'error';
     return html`<span class="pill ${cls}" data-outcome="${o.name}" title="${o.explanation || ''}${o.source ? ` (${o.source}, ${o.origin})` : ''}">${o.name}: ${what}</span>`;
   }), ' ')}`);
