@@ -233,6 +233,13 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		f.Limit = 50
 	}
 	f.Limit = min(f.Limit, 1000)
+	return r.runList(ctx, f)
+}
+
+// runList is Runs with f.Limit as given: the reports that read every run
+// of a range (tasks, versions) take up to MaxTaskRuns in one query, where
+// pages would repeat the whole range's aggregation each.
+func (r *Reader) runList(ctx context.Context, f RunFilter) (RunPage, error) {
 	// A run is filed under its start (its earliest span's start) and its
 	// figures are always the whole run's: the window picks runs, never
 	// spans (see runsStartingIn).
@@ -548,20 +555,23 @@ type retryCount struct{ retries, repeats int }
 
 // addRetries sets each run's ToolRetries and ToolRepeats.
 func (r *Reader) addRetries(ctx context.Context, project string, runs []RunSummary) error {
-	if len(runs) == 0 {
-		return nil
-	}
-	set := clickhouse.GroupSet{Value: make([]any, len(runs))}
-	for i := range runs {
-		set.Value[i] = runs[i].TraceID
-	}
-	counts, err := r.runRetries(ctx, project, "trace_id IN ?", []any{set})
-	if err != nil {
-		return err
-	}
-	for i := range runs {
-		c := counts[runs[i].TraceID]
-		runs[i].ToolRetries, runs[i].ToolRepeats = &c.retries, &c.repeats
+	// In chunks: an IN list of every run of a big page would pass
+	// ClickHouse's 256 KiB max_query_size.
+	for len(runs) > 0 {
+		chunk := runs[:min(outcomeChunk, len(runs))]
+		runs = runs[len(chunk):]
+		set := clickhouse.GroupSet{Value: make([]any, len(chunk))}
+		for i := range chunk {
+			set.Value[i] = chunk[i].TraceID
+		}
+		counts, err := r.runRetries(ctx, project, "trace_id IN ?", []any{set})
+		if err != nil {
+			return err
+		}
+		for i := range chunk {
+			c := counts[chunk[i].TraceID]
+			chunk[i].ToolRetries, chunk[i].ToolRepeats = &c.retries, &c.repeats
+		}
 	}
 	return nil
 }

@@ -187,3 +187,33 @@ func TestRunTreeInParts(t *testing.T) {
 		t.Errorf("children of a span not in the run: %v, want ErrNotFound", err)
 	}
 }
+
+// TestTasksBoundedRuns: a report reads at most MaxRuns runs, the newest,
+// and says it was cut. Four one-span runs of task t, a minute apart; with
+// MaxRuns 3 the report covers 3 (truncated), with 4 all of them.
+func TestTasksBoundedRuns(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	start := mustTime(t, "2026-06-01T10:00:00Z")
+	var spans []schema.Span
+	for i := range 4 {
+		st := start.Add(time.Duration(i) * time.Minute)
+		spans = append(spans, schema.Span{Project: "p", TraceID: fmt.Sprintf("%032x", i+1), SpanID: fmt.Sprintf("%016x", i+1),
+			Start: st, StartNs: uint64(st.UnixNano()), EndNs: uint64(st.UnixNano()) + 1e9, DurationNs: 1e9,
+			Name: "run", Kind: "internal", Status: "ok", SpanType: schema.TypeAgent, TaskName: "t"})
+	}
+	insert(t, store, spans, 1)
+	r := query.NewReader(store)
+	for _, c := range []struct {
+		max, read int
+		cut       bool
+	}{{3, 3, true}, {4, 4, false}} {
+		rep, err := r.Tasks(ctx, query.TaskFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), MaxRuns: c.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.RunsRead != c.read || rep.Truncated != c.cut || len(rep.Tasks) != 1 || rep.Tasks[0].Runs != c.read {
+			t.Errorf("MaxRuns %d: read %d truncated %v tasks %+v; want %d, %v", c.max, rep.RunsRead, rep.Truncated, rep.Tasks, c.read, c.cut)
+		}
+	}
+}

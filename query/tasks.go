@@ -171,27 +171,12 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 // their verdicts by the named outcome (RunVerdict), and whether the range
 // held more.
 func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int) ([]gradedRun, bool, error) {
-	var runs []RunSummary
-	truncated := false
-	f.Limit, f.Cursor = 1000, ""
-	for {
-		page, err := r.Runs(ctx, f)
-		if err != nil {
-			return nil, false, err
-		}
-		runs = append(runs, page.Runs...)
-		if page.NextCursor == "" {
-			break
-		}
-		if len(runs) >= max {
-			truncated = true
-			break
-		}
-		f.Cursor = page.NextCursor
+	f.Limit, f.Cursor, f.Sort, f.Dir = max, "", "", ""
+	page, err := r.runList(ctx, f)
+	if err != nil {
+		return nil, false, err
 	}
-	if len(runs) > max {
-		runs, truncated = runs[:max], true
-	}
+	runs, truncated := page.Runs, page.NextCursor != ""
 	if len(runs) == 0 {
 		return nil, truncated, nil
 	}
