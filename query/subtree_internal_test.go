@@ -40,7 +40,7 @@ func TestSubtreeFigures(t *testing.T) {
 		llm(span("wrapper", "sub", schema.TypeInference, 22, 80), 200, 20, 0.002),
 		llm(span("llm-b", "wrapper", schema.TypeInference, 23, 79), 200, 20, 0.002),
 	}
-	d := runDetail(spans)
+	d := runDetail(spans, nil)
 	nodes := map[string]*SpanNode{}
 	stack := append([]*SpanNode(nil), d.Roots...)
 	for len(stack) > 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -54,6 +55,10 @@ type SpanNode struct {
 	PriceVersion string            `json:"price_version,omitempty"`
 	ArgsHash     string            `json:"args_hash,omitempty"`
 	RetryClass   attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
+	// Effect and StepStatus are a tool span's effect class and terminal
+	// status (package safety).
+	Effect     safety.Effect `json:"effect,omitempty"`
+	StepStatus safety.Status `json:"step_status,omitempty"`
 	// SubtreeUsage and SubtreeCost are the span's inclusive figures: what
 	// counts in the run's totals from this span and everything below it
 	// (a wrapper repeating its child's call adds nothing), so a root's

@@ -66,8 +66,8 @@ func SpanSelectList() string {
 var outlineOmits = map[string]bool{"attr_keys": true, "attr_values": true, "resource_keys": true,
 	"resource_values": true, "event_names": true, "event_time_ns": true, "event_attrs": true, "links_json": true}
 
-// SpanOutlineList is SpanSelectList with the wide columns (attributes,
-// resource, events, links) selected as empty values, so that ScanSpans
+// SpanOutlineList is SpanSelectList with the wide columns (attributes —
+// but a tool span's —, resource, events, links) selected as empty values, so that ScanSpans
 // reads a run's outline — ids, names, times, status, usage, cost — at a
 // fraction of the bytes: what a big run's tree needs for all its spans,
 // the wide columns being read for the spans an answer shows.
@@ -75,8 +75,13 @@ func SpanOutlineList() string {
 	exprs := make([]string, len(spanReads))
 	for i, r := range spanReads {
 		exprs[i] = r.expr
-		if outlineOmits[spanColumns[i].name] {
-			exprs[i] = "'' AS omitted_" + spanColumns[i].name
+		switch name := spanColumns[i].name; {
+		case name == "attr_keys" || name == "attr_values":
+			// Tool spans keep their attributes: their effect class and
+			// terminal status are read from them for the whole run.
+			exprs[i] = "if(span_type = 'tool', " + r.expr + ", '') AS outlined_" + name
+		case outlineOmits[name]:
+			exprs[i] = "'' AS omitted_" + name
 		}
 	}
 	return strings.Join(exprs, ", ")

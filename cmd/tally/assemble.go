@@ -22,6 +22,7 @@ import (
 	"github.com/tallyhq/tally/ingest/wal"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/auth"
@@ -78,7 +79,11 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 
 	// Readers and metrics, shared by what follows.
 	registry := server.NewRegistry()
-	reader := query.NewReader(store)
+	effects, err := safety.ParsePolicy(cfg.API.ToolEffects)
+	if err != nil {
+		return fail(fmt.Errorf("--tool-effects: %w", err))
+	}
+	reader := query.NewReader(store, query.WithToolEffects(effects))
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)

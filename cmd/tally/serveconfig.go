@@ -63,6 +63,8 @@ type durableConfig struct {
 type apiConfig struct {
 	MaxQueryRange time.Duration
 	RunReads      api.RunReadLimits
+	// ToolEffects are the tool effect classes, [project:]pattern=class.
+	ToolEffects []string
 }
 
 // alertsConfig is alerting, the metrics exporter and which replica evaluates.
@@ -151,6 +153,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.AckTimeout, "ack-timeout", w.AckTimeout, "longest a request waits for its rows to be stored before 503")
 
 	fs.IntVar(&c.API.RunReads.MaxRunSpans, "max-run-spans", c.API.RunReads.MaxRunSpans, "most span nodes one run answer holds (a larger run is answered in part, the rest fetched per span; fixtures of larger runs are refused with 413)")
+	fs.StringSliceVar(&c.API.ToolEffects, "tool-effects", nil, "tool effect classes for the safety review, [project:]pattern=read|idempotent|non_idempotent|irreversible (repeatable; globs; the first match wins, a project's first)")
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{&c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")

@@ -91,6 +91,7 @@ export async function pageRun() {
 </dl>
 ${s.usage_from_aggregate ? html`<p class="notice warn">No inference span carried usage: token totals come from the agent span's aggregated usage.</p>` : ''}
 ${run.truncated ? html`<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree is built from the earliest ${num(run.truncated.returned_spans)} (the server's --max-tree-spans). The totals above cover the whole run.</p>` : ''}
+${(s.signals || []).length ? html`<div class="notice error" id="run-signals" role="status"><strong>Safety review:</strong> <ul>${s.signals.map((g) => html`<li data-signal="${g.kind}"><code>${g.kind}</code> ${g.reason}</li>`)}</ul></div>` : ''}
 ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.partial.total_spans)} spans: ${num(run.partial.returned_spans)} are loaded, the costliest step and the first error among them. Rows marked ⋯ load the rest of their subtree; every figure covers the whole run.</p>` : ''}
 <div class="runbody">
   <section class="waterfall" aria-label="Span waterfall">
@@ -110,6 +111,8 @@ ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.p
   document.getElementById('export-fixture').addEventListener('click', () => exportFixture(id));
   loadOutcomes(s.trace_id);
   const detail = document.getElementById('detail');
+  const signals = new Map();
+  for (const sig of s.signals || []) signals.set(sig.span_id, [...(signals.get(sig.span_id) || []), sig]);
   const wf = new Waterfall(document.getElementById('wf-rows'), rows, t0, t1, (i) => {
     showSpan(wf.rows[i], t0, id);
     // Narrow windows stack the detail below the tree: bring it into view.
@@ -143,6 +146,7 @@ ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.p
     node._loading = false;
     wf.setRows(flatten(run.roots || []));
   };
+  wf.signals = signals;
   document.getElementById('wf-expand').addEventListener('click', () => wf.setAll(false));
   document.getElementById('wf-collapse').addEventListener('click', () => wf.setAll(true));
   // Jumps: the span whose own cost counts most, and the earliest error (the

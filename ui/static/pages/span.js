@@ -73,6 +73,7 @@ ${kvHTML([
     ['provider', n.provider], ['model', n.model], ['request model', n.request_model !== n.model ? n.request_model : ''],
     ['agent', n.agent_name], ['tool', n.tool_name], ['tool call id', n.tool_call_id], ['attempt', n.attempt],
     ['finish reasons', (n.finish_reasons || []).join(', ')], ['error type', n.error_type], ['status message', n.status_message],
+    ['effect class', n.effect], ['step status', n.step_status],
   ])}
 <h3>Usage</h3>${usage}
 <h3>Cost</h3>${cost}

@@ -7,6 +7,9 @@ import { TYPE_LABEL, spanFigures } from './run.js';
 /** ROW_H is the height of a waterfall row in pixels (see .wf-row in style.css). */
 export const ROW_H = 22;
 
+/** SIGNAL_MARK is the badge of each safety signal kind on its span's row. */
+const SIGNAL_MARK = { duplicate_side_effect: 'TWICE', unsafe_retry: 'UNSAFE RETRY' };
+
 /** Waterfall draws the span rows, with collapse/expand, selection and keyboard navigation. */
 export class Waterfall {
   constructor(el, rows, t0, t1, onSelect) {
@@ -72,7 +75,8 @@ export class Waterfall {
     const tg = r.kids.length
       ? html`<button type="button" class="tg" tabindex="-1" aria-hidden="true">${this.collapsed[i] ? '▶' : '▼'}</button>`
       : html`<span class="tg leaf"></span>`;
-    const marks = html`${isErr ? html`<span class="mark err" title="${n.status_message || n.error_type || 'error'}">ERR</span>` : ''}${r.retry ? html`<span class="mark retry" title="retry${n.attempt ? ` (attempt ${n.attempt})` : ''}">RETRY</span>` : ''}`;
+    const sigs = (this.signals && this.signals.get(n.span_id)) || [];
+    const marks = html`${isErr ? html`<span class="mark err" title="${n.status_message || n.error_type || 'error'}">ERR</span>` : ''}${r.retry ? html`<span class="mark retry" title="retry${n.attempt ? ` (attempt ${n.attempt})` : ''}">RETRY</span>` : ''}${sigs.map((s) => html`<span class="mark sig" data-signal="${s.kind}" title="${s.reason}">${SIGNAL_MARK[s.kind] || 'SIGNAL'}</span>`)}`;
     const hidden = this.collapsed[i] ? html` <span class="muted">(+${r.end - i - 1})</span>` : '';
     const figures = spanFigures(n);
     const cost = n.subtree_cost ? html`<span class="wcost" data-usd="${esc(n.subtree_cost.total_usd)}" title="${esc(figures)}">${usd(n.subtree_cost.total_usd)}</span>` : '';

@@ -1,0 +1,58 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/server"
+)
+
+// TestRunSafetySignals: tallytest.SendSafetyRun's run (the real OTel Go
+// SDK) under its policy: a charge succeeding twice for one step, a refund
+// retried after a timeout, a read retried after a timeout and an
+// idempotent upsert twice. The run's summary lists exactly the two signals, pointing at the later
+// spans; the tool nodes carry their effect class and terminal status.
+func TestRunSafetySignals(t *testing.T) {
+	policy, err := safety.ParsePolicy(tallytest.SafetyPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
+	id, ids := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
+
+	code, _, b := get(t, tally.URL+"/api/v1/runs/"+id, "")
+	var d query.RunDetail
+	if code != http.StatusOK || json.Unmarshal(b, &d) != nil {
+		t.Fatalf("run: %d %.300s", code, b)
+	}
+	sigs := d.Summary.Signals
+	if len(sigs) != 2 || sigs[0].Kind != safety.KindDuplicateSideEffect || sigs[0].SpanID != ids["charge2"] ||
+		sigs[0].Tool != "charge_card" || len(sigs[0].SpanIDs) != 2 || sigs[0].SpanIDs[0] != ids["charge1"] ||
+		sigs[1].Kind != safety.KindUnsafeRetry || sigs[1].SpanID != ids["refund2"] || sigs[1].SpanIDs[0] != ids["refund1"] || sigs[1].Reason == "" {
+		t.Fatalf("signals %+v", sigs)
+	}
+	nodes := map[string]*query.SpanNode{}
+	for _, c := range d.Roots[0].Children {
+		nodes[c.SpanID] = c
+	}
+	for key, want := range map[string][2]string{
+		"charge1": {"irreversible", "ok"}, "refund1": {"non_idempotent", "ambiguous"}, "search1": {"read", "ambiguous"},
+		"upsert2": {"idempotent", "ok"},
+	} {
+		n := nodes[ids[key]]
+		if n == nil || string(n.Effect) != want[0] || string(n.StepStatus) != want[1] {
+			t.Errorf("%s: effect/status %v, want %v", key, n, want)
+		}
+	}
+	// Read in parts (3 nodes), the review is still the whole run's.
+	code, _, b = get(t, tally.URL+"/api/v1/runs/"+id+"?max_nodes=3", "")
+	var part query.RunDetail
+	if code != http.StatusOK || json.Unmarshal(b, &part) != nil || part.Partial == nil || len(part.Summary.Signals) != 2 {
+		t.Errorf("partial run: %d signals %+v", code, part.Summary.Signals)
+	}
+}

@@ -1,0 +1,72 @@
+package tallytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// SafetyPolicy is the tool effect policy SendSafetyRun's run is reviewed
+// under (tally serve --tool-effects).
+var SafetyPolicy = []string{"charge_*=irreversible", "upsert_*=idempotent", "search_*=read"}
+
+// SendSafetyRun exports, through the real OTel Go SDK, one run of a
+// cashier agent whose tool steps raise exactly two safety signals under
+// SafetyPolicy, and returns its trace id and the span ids by step:
+//
+//	charge1  charge_card    step pay-1, ok                   irreversible
+//	charge2  charge_card    step pay-1, ok again             → duplicate_side_effect
+//	refund1  refund         call c9, error timeout           non_idempotent (declared): ambiguous
+//	refund2  refund         call c9, attempt 2, ok           → unsafe_retry
+//	search1  search_docs    call s1, error timeout           a read: no signal
+//	search2  search_docs    call s1, ok
+//	upsert1  upsert_profile step k, ok                       idempotent: no signal
+//	upsert2  upsert_profile step k, ok
+func SendSafetyRun(t testing.TB, endpoint string, base time.Time) (traceID string, spans map[string]string) {
+	t.Helper()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(endpoint+"/v1/traces"))
+	if err != nil {
+		t.Fatalf("exporter: %v", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "shop"))))
+	tr := tp.Tracer("tallytest")
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ctx, root := tr.Start(context.Background(), "invoke_agent cashier", trace.WithTimestamp(at(0)), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "cashier"),
+		attribute.String("task.name", "checkout")))
+	spans = map[string]string{}
+	tool := func(key, name string, start int, fail string, attrs ...attribute.KeyValue) {
+		attrs = append(attrs, attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", name))
+		if fail != "" {
+			attrs = append(attrs, attribute.String("error.type", fail))
+		}
+		_, s := tr.Start(ctx, "execute_tool "+name, trace.WithTimestamp(at(start)), trace.WithAttributes(attrs...))
+		if fail != "" {
+			s.SetStatus(codes.Error, fail)
+		}
+		s.End(trace.WithTimestamp(at(start + 5)))
+		spans[key] = s.SpanContext().SpanID().String()
+	}
+	tool("charge1", "charge_card", 10, "", attribute.String("gen_ai.step.id", "pay-1"))
+	tool("charge2", "charge_card", 20, "", attribute.String("gen_ai.step.id", "pay-1"))
+	tool("refund1", "refund", 30, "timeout", attribute.String("gen_ai.tool.call.id", "c9"), attribute.String("tally.tool.effect", "non_idempotent"))
+	tool("refund2", "refund", 40, "", attribute.String("gen_ai.tool.call.id", "c9"), attribute.Int("attempt", 2),
+		attribute.String("tally.tool.effect", "non_idempotent"))
+	tool("search1", "search_docs", 50, "timeout", attribute.String("gen_ai.tool.call.id", "s1"))
+	tool("search2", "search_docs", 60, "", attribute.String("gen_ai.tool.call.id", "s1"))
+	tool("upsert1", "upsert_profile", 70, "", attribute.String("gen_ai.step.id", "k"))
+	tool("upsert2", "upsert_profile", 80, "", attribute.String("gen_ai.step.id", "k"))
+	root.End(trace.WithTimestamp(at(100)))
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return root.SpanContext().TraceID().String(), spans
+}

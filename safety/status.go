@@ -1,0 +1,80 @@
+package safety
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Status is how a tool step ended, as the playbooks log it.
+type Status string
+
+// The terminal statuses. An ambiguous outcome (a timeout, a 5xx, a reset
+// connection, a cancelled call) is unknown, not failed: the call may have
+// taken effect.
+const (
+	StatusOK        Status = "ok"
+	StatusRetryable Status = "retryable" // refused before acting: 429, rate limits, 503 with Retry-After…
+	StatusAmbiguous Status = "ambiguous"
+	StatusDenied    Status = "denied"    // a guardrail or policy refused it
+	StatusEscalated Status = "escalated" // handed to a human
+	StatusError     Status = "error"
+)
+
+// StatusAttribute is the span attribute a tool span may declare its
+// terminal status with; it wins over what the span's status and error say.
+const StatusAttribute = "tally.step.status"
+
+// StepFacts is what a tool span says about how it ended.
+type StepFacts struct {
+	Error      bool   // the span's status is error
+	ErrorType  string // error.type
+	Message    string // the status message
+	HTTPStatus string // http.response.status_code
+	Declared   string // StatusAttribute
+}
+
+// ambiguousWords and retryableWords are matched against error.type and the
+// status message, lowercased.
+var (
+	ambiguousWords = []string{"timeout", "timed out", "deadline", "cancel", "connection reset", "econnreset",
+		"broken pipe", "eof", "unavailable", "gateway", "internal server error"}
+	retryableWords = []string{"rate limit", "rate_limit", "ratelimit", "too many requests", "throttl", "quota"}
+	deniedWords    = []string{"denied", "forbidden", "guardrail", "policy", "not allowed", "blocked"}
+)
+
+// StepStatus decides a tool step's terminal status: the declared one when
+// it is a status name; else ok without an error; else by the HTTP status
+// (429 retryable, 401/403 denied, 5xx and 408 ambiguous), then by words in
+// error.type and the message (rate limits retryable, timeouts and resets
+// ambiguous, denials denied); else error.
+func StepStatus(f StepFacts) Status {
+	switch s := Status(strings.ToLower(strings.TrimSpace(f.Declared))); s {
+	case StatusOK, StatusRetryable, StatusAmbiguous, StatusDenied, StatusEscalated, StatusError:
+		return s
+	}
+	if !f.Error {
+		return StatusOK
+	}
+	if code, err := strconv.Atoi(strings.TrimSpace(f.HTTPStatus)); err == nil {
+		switch {
+		case code == 429:
+			return StatusRetryable
+		case code == 401 || code == 403:
+			return StatusDenied
+		case code >= 500 || code == 408:
+			return StatusAmbiguous
+		}
+	}
+	text := strings.ToLower(f.ErrorType + " " + f.Message)
+	for _, group := range []struct {
+		words  []string
+		status Status
+	}{{retryableWords, StatusRetryable}, {ambiguousWords, StatusAmbiguous}, {deniedWords, StatusDenied}} {
+		for _, w := range group.words {
+			if strings.Contains(text, w) {
+				return group.status
+			}
+		}
+	}
+	return StatusError
+}
