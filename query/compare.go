@@ -53,12 +53,7 @@ func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string)
 	if err != nil || len(runs) == 0 {
 		return nil, truncated, err
 	}
-	ids := make([]string, len(runs))
-	lo, hi := runs[0].Start, runs[0].Start
-	for i, run := range runs {
-		ids[i] = run.TraceID
-		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
-	}
+	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i].RunSummary })
 	configs, err := r.RunConfigs(ctx, f.Project, ids, lo, hi)
 	if err != nil {
 		return nil, false, err

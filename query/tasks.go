@@ -128,12 +128,7 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 	rep.RunsRead, rep.Truncated = len(runs), truncated
 	var cases map[string]RunConfig
 	if f.By == "case" && len(runs) > 0 {
-		ids := make([]string, len(runs))
-		lo, hi := runs[0].Start, runs[0].Start
-		for i, run := range runs {
-			ids[i] = run.TraceID
-			lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
-		}
+		ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i].RunSummary })
 		if cases, err = r.RunConfigs(ctx, f.Project, ids, lo, hi); err != nil {
 			return nil, err
 		}
@@ -180,12 +175,7 @@ func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, ma
 	if len(runs) == 0 {
 		return nil, truncated, nil
 	}
-	ids := make([]string, len(runs))
-	lo, hi := runs[0].Start, runs[0].Start
-	for i, run := range runs {
-		ids[i] = run.TraceID
-		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
-	}
+	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i] })
 	outcomes, err := r.Outcomes(ctx, f.Project, ids, lo, hi)
 	if err != nil {
 		return nil, false, err
@@ -195,6 +185,21 @@ func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, ma
 		out[i] = gradedRun{RunSummary: run, verdict: RunVerdict(outcomes[run.TraceID], outcome)}
 	}
 	return out, truncated, nil
+}
+
+// runsExtent lists n runs' trace ids (at(i) is the i-th run) and the
+// range of their starts, for the reads that name runs and prune by start.
+func runsExtent(n int, at func(int) *RunSummary) (ids []string, lo, hi time.Time) {
+	ids = make([]string, n)
+	for i := range n {
+		run := at(i)
+		ids[i] = run.TraceID
+		if i == 0 {
+			lo, hi = run.Start, run.Start
+		}
+		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+	}
+	return ids, lo, hi
 }
 
 // RunVerdict is a run's verdict from its outcomes: with name, that

@@ -346,41 +346,32 @@ func (f ingestAuthFunc) Authenticate(r *http.Request) (string, error) { return f
 // writeAuth is the middleware that sets the caller's project for the
 // API's writes: a key with the ingest scope (no UI session).
 func (s *Server) writeAuth() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if s.opts.Auth == nil {
-			c.Request = api.WithProject(c.Request, "default")
-			return
-		}
-		project, err := s.opts.Auth.AuthenticateIngest(c.Request)
-		switch {
-		case err == nil:
-			c.Request = api.WithProject(c.Request, project)
-		case errors.Is(err, receiver.ErrForbidden):
-			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
-		case errors.Is(err, receiver.ErrUnauthenticated):
-			c.Header("WWW-Authenticate", `Bearer realm="tally"`)
-			c.AbortWithStatusJSON(http.StatusUnauthorized, api.Error{Error: err.Error()})
-		default:
-			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: "authentication unavailable: " + err.Error()})
-		}
-	}
+	return s.authenticate(func(r *http.Request) (string, error) { return s.opts.Auth.AuthenticateIngest(r) }, false)
 }
 
 // readAuth is the middleware that sets the caller's project for every read.
 func (s *Server) readAuth() gin.HandlerFunc {
+	return s.authenticate(func(r *http.Request) (string, error) { return s.opts.Auth.AuthenticateRead(r) }, true)
+}
+
+// authenticate is the middleware that sets the caller's project from
+// authn (every request's project is "default" without an Authenticator):
+// 403 for a key without the scope, 401 (or, with login, the UI's login
+// page) without a key, 503 when authentication is unavailable.
+func (s *Server) authenticate(authn func(*http.Request) (string, error), login bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if s.opts.Auth == nil {
 			c.Request = api.WithProject(c.Request, "default")
 			return
 		}
-		project, err := s.opts.Auth.AuthenticateRead(c.Request)
+		project, err := authn(c.Request)
 		switch {
 		case err == nil:
 			c.Request = api.WithProject(c.Request, project)
 		case errors.Is(err, receiver.ErrForbidden):
 			c.AbortWithStatusJSON(http.StatusForbidden, api.Error{Error: err.Error()})
 		case errors.Is(err, receiver.ErrUnauthenticated):
-			if lr, ok := s.opts.Auth.(LoginRedirector); ok {
+			if lr, ok := s.opts.Auth.(LoginRedirector); ok && login {
 				if u := lr.LoginURL(c.Request); u != "" {
 					c.Redirect(http.StatusFound, u)
 					c.Abort()
