@@ -69,6 +69,7 @@ func (h *Handler) registerOutcomes(r gin.IRoutes) {
 	r.GET("/tasks", h.getTasks)
 	r.GET("/versions", h.getVersions)
 	r.GET("/compare", h.getCompare)
+	r.GET("/signals", h.getSignals)
 }
 
 // RegisterWrites mounts the routes that write (POST

@@ -55,4 +55,31 @@ func TestRunSafetySignals(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(b, &part) != nil || part.Partial == nil || len(part.Summary.Signals) != 2 {
 		t.Errorf("partial run: %d signals %+v", code, part.Summary.Signals)
 	}
+
+	// A second run just like it: GET /signals counts both runs' signals by
+	// kind and tool, newest run first among the examples.
+	id2, _ := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-30*time.Minute).Truncate(time.Millisecond))
+	code, _, b = get(t, tally.URL+"/api/v1/signals?since=2h", "")
+	var rep query.SignalsReport
+	if code != http.StatusOK || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("signals: %d %s", code, b)
+	}
+	if rep.RunsRead != 2 || rep.Signals != 4 || len(rep.Groups) != 2 {
+		t.Fatalf("signals report %+v", rep)
+	}
+	for _, g := range rep.Groups {
+		want := map[string]string{safety.KindDuplicateSideEffect: "charge_card", safety.KindUnsafeRetry: "refund"}[g.Kind]
+		if g.Tool != want || g.Signals != 2 || g.Runs != 2 || len(g.ExampleRuns) != 2 || g.ExampleRuns[0] != id2 || g.ExampleRuns[1] != id {
+			t.Errorf("group %+v", g)
+		}
+	}
+	for q, want := range map[string]int{"kind=unsafe_retry": 2, "tool=charge_card": 2, "tool=search_docs": 0, "agent=nobody": 0} {
+		rep = query.SignalsReport{}
+		if code, _, b := get(t, tally.URL+"/api/v1/signals?since=2h&"+q, ""); code != http.StatusOK || json.Unmarshal(b, &rep) != nil || rep.Signals != want {
+			t.Errorf("signals?%s: %d, %d signals, want %d", q, code, rep.Signals, want)
+		}
+	}
+	if code, _, _ := get(t, tally.URL+"/api/v1/signals?kind=bogus", ""); code != http.StatusBadRequest {
+		t.Errorf("signals?kind=bogus: %d, want 400", code)
+	}
 }

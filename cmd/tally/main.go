@@ -64,6 +64,7 @@ func newRootCmd() *cobra.Command {
 		newTasksCmd(),
 		newVersionsCmd(),
 		newCompareCmd(),
+		newSignalsCmd(),
 		newReplayCmd(),
 		newKeysCmd(),
 		newProbeCmd(),

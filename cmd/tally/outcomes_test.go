@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/server"
 )
 
 // TestOutcomesAndTasksCLI: four runs of one task (the real OTel Go SDK),
@@ -100,5 +103,25 @@ func TestCompareCLI(t *testing.T) {
 	out.Reset()
 	if err := runCLI(ctx, &out, "compare", "--server", tally.URL, "--task", "cmp_task", "--since", "2h", "--a", newer, "--b", older); err != nil {
 		t.Errorf("reverse compare: %v\n%s", err, out.String())
+	}
+}
+
+// TestSignalsCLI: tally signals lists tallytest.SendSafetyRun's two
+// signals under its policy, one row per kind and tool, with the run.
+func TestSignalsCLI(t *testing.T) {
+	policy, err := safety.ParsePolicy(tallytest.SafetyPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
+	id, _ := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
+	var out bytes.Buffer
+	if err := runCLI(context.Background(), &out, "signals", "--server", tally.URL, "--since", "2h"); err != nil {
+		t.Fatalf("signals: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "duplicate_side_effect  charge_card  1") || !strings.HasPrefix(lines[2], "unsafe_retry") ||
+		!strings.Contains(lines[1], id[:8]) || lines[3] != "2 signals in 1 runs" {
+		t.Errorf("signals:\n%s", out.String())
 	}
 }
