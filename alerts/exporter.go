@@ -19,6 +19,7 @@ type MetricsSource interface {
 	Tools(ctx context.Context, f query.ToolFilter) ([]query.ToolStats, error)
 	Models(ctx context.Context, w query.Window) ([]query.ModelStats, error)
 	UsageByMinute(ctx context.Context, w query.Window) ([]query.UsageMinute, error)
+	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
 }
 
 // ExporterConfig configures an Exporter. Zero fields take the defaults given.
@@ -44,7 +45,7 @@ type ExporterConfig struct {
 
 // Exporter keeps tally's per-tool, per-model and per-agent figures on
 // /metrics (tally_tool_*, tally_model_*, tally_cache_read_tokens_total,
-// tally_cost_usd_total), refreshed from ClickHouse every interval. It is a
+// tally_cost_usd_total, tally_signals), refreshed from ClickHouse every interval. It is a
 // component of its own, beside the evaluator: the figures are there whether
 // or not alerting is on, on every replica.
 type Exporter struct {
@@ -104,9 +105,10 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 		}
 	}
 	type perProject struct {
-		tools  []query.ToolStats
-		models []query.ModelStats
-		usage  []query.UsageMinute
+		tools   []query.ToolStats
+		models  []query.ModelStats
+		usage   []query.UsageMinute
+		signals *query.SignalsReport
 	}
 	w := func(p string) query.Window {
 		return query.Window{Project: p, Since: now.Add(-x.cfg.Window), Until: now}
@@ -125,6 +127,9 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 		if d.usage, err = x.cfg.Source.UsageByMinute(ctx, w(p)); err != nil {
 			errs = append(errs, fmt.Errorf("usage metrics, project %s: %w", p, err))
 		}
+		if d.signals, err = x.cfg.Source.Signals(ctx, query.SignalFilter{Project: p, Since: now.Add(-x.cfg.Window), Until: now}); err != nil {
+			errs = append(errs, fmt.Errorf("signal metrics, project %s: %w", p, err))
+		}
 		data[p] = d
 	}
 	x.mu.Lock()
@@ -134,6 +139,7 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 	m.toolLatency.Reset()
 	m.modelLatency.Reset()
 	m.modelTTFC.Reset()
+	m.signals.Reset()
 	tool, agent := []string{"tool"}, []string{"agent", "model"}
 	for _, p := range projects {
 		d := data[p]
@@ -161,6 +167,13 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 				m.modelLatency.WithLabelValues(p, name, q.label).Set(q.pick(s.P50Ms, s.P95Ms, s.P99Ms) / 1000)
 				if s.TTFCCalls > 0 {
 					m.modelTTFC.WithLabelValues(p, name, q.label).Set(q.pick(s.TTFCP50Ms, s.TTFCP95Ms, s.TTFCP99Ms) / 1000)
+				}
+			}
+		}
+		if d.signals != nil {
+			for _, g := range d.signals.Groups {
+				if name, ok := m.caps.capped("tool", g.Tool, m.overflow); ok {
+					m.signals.WithLabelValues(p, g.Kind, name).Add(float64(g.Signals))
 				}
 			}
 		}

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tallyhq/tally/alerts"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
 )
 
 // TestVersionRegressionReachesAlertmanager: runs sent by the real OTel Go
@@ -108,5 +111,31 @@ rules:
 			t.Fatal("Alertmanager never notified PassRateRegressed")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSignalMetrics: tallytest.SendSafetyRun's run five minutes ago, under
+// its policy, puts its two signals on /metrics: tally_signals is 1 for
+// duplicate_side_effect on charge_card and 1 for unsafe_retry on refund.
+func TestSignalMetrics(t *testing.T) {
+	policy, err := safety.ParsePolicy(tallytest.SafetyPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t)
+	tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-5*time.Minute).Truncate(time.Millisecond))
+	reg := prometheus.NewRegistry()
+	x, err := alerts.NewExporter(alerts.ExporterConfig{Source: query.NewReader(tally.Store, query.WithToolEffects(policy)), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := scrape(t, reg)
+	for _, c := range []struct{ kind, tool string }{{"duplicate_side_effect", "charge_card"}, {"unsafe_retry", "refund"}} {
+		if got := metricValue(t, f, "tally_signals", map[string]string{"project": "default", "kind": c.kind, "tool": c.tool}); got != 1 {
+			t.Errorf("tally_signals{%s, %s} = %v, want 1", c.kind, c.tool, got)
+		}
 	}
 }

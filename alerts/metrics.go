@@ -73,6 +73,7 @@ type gauges struct {
 	modelLatency, modelTTFC            *prometheus.GaugeVec
 	cacheRead, cost                    *prometheus.CounterVec
 	overflow                           *prometheus.CounterVec
+	signals                            *prometheus.GaugeVec
 
 	caps *labelCaps
 	// totals holds the last seen per-minute sum of each counter series, to
@@ -98,6 +99,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 		cacheRead:      counter("tally_cache_read_tokens_total", "Input tokens read from the prompt cache.", "project", "agent", "model"),
 		cost:           counter("tally_cost_usd_total", "Cost of spans in USD.", "project", "agent", "model"),
 		overflow:       counter("tally_metric_label_overflow_total", "Distinct label values counted under __other__ because of the cardinality cap.", "label"),
+		signals:        gauge("tally_signals", "Safety signals (duplicate_side_effect, unsafe_retry) in the runs that started in the metrics window, by kind and tool.", "project", "kind", "tool"),
 		caps:           newLabelCaps(maxValues),
 		totals:         map[minuteKey]float64{},
 	}
@@ -105,7 +107,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.toolCalls, m.toolErrors, m.toolRetries, m.toolRetryRatio,
-		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow} {
+		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow, m.signals} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register tool and model metrics: %w", err)
 		}
