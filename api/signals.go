@@ -19,7 +19,7 @@ type SignalReader interface {
 }
 
 // signalKinds are the kinds GET /signals?kind= takes.
-var signalKinds = []string{safety.KindDuplicateSideEffect, safety.KindUnsafeRetry}
+var signalKinds = []string{safety.KindDuplicateSideEffect, safety.KindUnsafeRetry, safety.KindRetryStorm, safety.KindRunawayLoop}
 
 // getSignals answers GET /signals?since=24h&kind=&tool=&agent=&task=: the
 // safety signals of the runs that started in the range, by kind and tool,

@@ -42,7 +42,8 @@ func stepsOf(spans []schema.Span, class func(spanID string) attribution.Class, e
 			Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
 			Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
 				Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute)}),
-			Retry: class(s.SpanID).Retry(), CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs})
+			Retry: class(s.SpanID).Retry(), CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs,
+			EndNs: s.StartNs + s.DurationNs})
 	}
 	return steps
 }
@@ -51,7 +52,7 @@ func stepsOf(spans []schema.Span, class func(spanID string) attribution.Class, e
 // returns the run's safety signals. The tree's retry classes must be set
 // (classifyRunTools). An outline read keeps tool spans' attributes, so big
 // runs are reviewed whole.
-func reviewSteps(spans []schema.Span, roots []*SpanNode, effects *safety.Policy) []safety.Signal {
+func reviewSteps(spans []schema.Span, roots []*SpanNode, effects *safety.Policy, limits safety.Limits) []safety.Signal {
 	nodes := map[string]*SpanNode{}
 	stack := append([]*SpanNode(nil), roots...)
 	for len(stack) > 0 {
@@ -73,7 +74,7 @@ func reviewSteps(spans []schema.Span, roots []*SpanNode, effects *safety.Policy)
 			n.Effect, n.StepStatus = st.Effect, st.Status
 		}
 	}
-	return safety.Signals(steps)
+	return safety.Signals(steps, limits)
 }
 
 // SignalFilter selects the runs whose signals GET /signals counts: those
@@ -147,7 +148,7 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 			for i, c := range classes {
 				bySpan[calls[i].SpanID] = c
 			}
-			for _, sig := range safety.Signals(stepsOf(spans, func(id string) attribution.Class { return bySpan[id] }, r.effects)) {
+			for _, sig := range safety.Signals(stepsOf(spans, func(id string) attribution.Class { return bySpan[id] }, r.effects), r.limits) {
 				if (f.Kind != "" && sig.Kind != f.Kind) || (f.Tool != "" && sig.Tool != f.Tool) {
 					continue
 				}

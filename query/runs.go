@@ -29,6 +29,7 @@ var ErrNotFound = errors.New("not found")
 type Reader struct {
 	store   *schema.Store
 	effects *safety.Policy // tool effect classes; nil: declared by spans only
+	limits  safety.Limits  // the signals' thresholds; zero: the defaults
 }
 
 // ReaderOption configures a Reader.
@@ -38,6 +39,10 @@ type ReaderOption func(*Reader)
 // (tally serve --tool-effects), for the tool steps of run details and their
 // safety signals.
 func WithToolEffects(p *safety.Policy) ReaderOption { return func(r *Reader) { r.effects = p } }
+
+// WithSignalLimits gives the Reader the safety signals' thresholds (tally
+// serve --signal-min-backoff, --signal-max-repeats).
+func WithSignalLimits(l safety.Limits) ReaderOption { return func(r *Reader) { r.limits = l } }
 
 // NewReader returns a Reader over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
@@ -778,7 +783,7 @@ func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpan
 	if len(spans) == 0 {
 		return nil, ErrNotFound
 	}
-	d := runDetail(spans, r.effects)
+	d := runDetail(spans, r.effects, r.limits)
 	if !more {
 		return d, nil
 	}
@@ -811,7 +816,7 @@ func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, 
 // runDetail builds a run's tree and summary from its spans, with the
 // tool steps' effect classes and terminal statuses and the run's safety
 // signals (package safety) under the effects policy.
-func runDetail(spans []schema.Span, effects *safety.Policy) *RunDetail {
+func runDetail(spans []schema.Span, effects *safety.Policy, limits safety.Limits) *RunDetail {
 	roots := BuildTree(spans)
 	summary, counted := summarize(spans)
 	stack := append([]*SpanNode(nil), roots...)
@@ -824,7 +829,7 @@ func runDetail(spans []schema.Span, effects *safety.Policy) *RunDetail {
 	sumSubtrees(roots)
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
-	summary.Signals = reviewSteps(spans, roots, effects)
+	summary.Signals = reviewSteps(spans, roots, effects, limits)
 	d := &RunDetail{Summary: summary, Roots: roots}
 	d.CostliestSpanID, d.FirstErrorSpanID = landmarks(roots)
 	return d

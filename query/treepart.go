@@ -69,7 +69,7 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 		if len(spans) == 0 {
 			return nil, ErrNotFound
 		}
-		return runDetail(spans, r.effects), nil
+		return runDetail(spans, r.effects, r.limits), nil
 	}
 	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
 	if err != nil {
@@ -99,7 +99,7 @@ func (r *Reader) outline(ctx context.Context, project, traceID string, ext runEx
 	if len(spans) == 0 {
 		return nil, nil, ErrNotFound
 	}
-	d := runDetail(spans, r.effects)
+	d := runDetail(spans, r.effects, r.limits)
 	if more {
 		if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
 			return nil, nil, err

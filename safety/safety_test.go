@@ -1,7 +1,9 @@
 package safety
 
 import (
+	"fmt"
 	"testing"
+	"time"
 )
 
 // TestPolicy: the declared class wins; a project's patterns before the
@@ -117,12 +119,54 @@ func TestSignals(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, s := range Signals(c.steps) {
+			for _, s := range Signals(c.steps, Limits{}) {
 				got = append(got, s.Kind+"@"+s.SpanID)
 			}
 			if len(got) != len(c.want) || (len(got) > 0 && got[0] != c.want[0]) {
 				t.Errorf("signals %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRetryStormAndRunawayLoop: retries under the minimum backoff, and the
+// same failing call past the repeat limit — and the runs that must not
+// raise them. Times in ms (×1e6 ns); limits 100 ms and 3 repeats.
+func TestRetryStormAndRunawayLoop(t *testing.T) {
+	ms := uint64(1_000_000)
+	call := func(id string, start, end uint64, st Status, retry bool) Step {
+		return Step{SpanID: id, ParentSpanID: "agent", Tool: "fetch", Effect: EffectRead, Status: st, Retry: retry,
+			CallID: "c", ArgsHash: "h", StartNs: start * ms, EndNs: end * ms}
+	}
+	l := Limits{MinBackoff: 100 * time.Millisecond, MaxRepeats: 3}
+	for _, c := range []struct {
+		name  string
+		steps []Step
+		want  []string
+	}{
+		// a ends at 50, b starts at 60: 10 ms of backoff.
+		{"retried 10 ms after the failure", []Step{call("a", 0, 50, StatusAmbiguous, false), call("b", 60, 90, StatusOK, true)}, []string{"retry_storm@b"}},
+		// 100 ms exactly is enough.
+		{"retried after 100 ms", []Step{call("a", 0, 50, StatusAmbiguous, false), call("b", 150, 190, StatusOK, true)}, nil},
+		{"not a retry", []Step{call("a", 0, 50, StatusOK, false), func() Step { s := call("b", 60, 90, StatusOK, false); s.CallID = "d"; return s }()}, nil},
+		// Five failures of the same call (limit 3): one signal, on the fourth; spaced out, so no storm.
+		{"the same failing call five times", []Step{call("a", 0, 10, StatusError, false), call("b", 1000, 1010, StatusError, true),
+			call("c", 2000, 2010, StatusError, true), call("d", 3000, 3010, StatusError, true), call("e", 4000, 4010, StatusError, true)},
+			[]string{"runaway_loop@d"}},
+		{"three failures are within the limit", []Step{call("a", 0, 10, StatusError, false), call("b", 1000, 1010, StatusError, true),
+			call("c", 2000, 2010, StatusOK, true)}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, s := range Signals(c.steps, l) {
+				got = append(got, s.Kind+"@"+s.SpanID)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("signals %v, want %v", got, c.want)
+			}
+		})
+	}
+	if d := DefaultLimits(); d.MinBackoff != 100*time.Millisecond || d.MaxRepeats != 5 {
+		t.Errorf("default limits %+v", d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // The signal kinds this package raises (stable names).
@@ -15,7 +16,38 @@ const (
 	// KindUnsafeRetry: a non_idempotent or irreversible step was retried
 	// after an ambiguous outcome, when the first call may have taken effect.
 	KindUnsafeRetry = "unsafe_retry"
+	// KindRetryStorm: a retry started sooner after the attempt it retried
+	// ended than the minimum backoff: no backoff, or none to speak of.
+	KindRetryStorm = "retry_storm"
+	// KindRunawayLoop: the same tool called with the same arguments, ending
+	// in error, more times in one run than the limit.
+	KindRunawayLoop = "runaway_loop"
 )
+
+// Limits are the thresholds of the signals that have one.
+type Limits struct {
+	// MinBackoff is the shortest gap between a failed attempt's end and its
+	// retry's start that is not a retry storm (default 100 ms).
+	MinBackoff time.Duration
+	// MaxRepeats is the most calls of one tool with the same arguments
+	// ending in error a run may make before it is a runaway loop (default 5).
+	MaxRepeats int
+}
+
+// DefaultLimits are the limits unless configured.
+func DefaultLimits() Limits { return Limits{MinBackoff: 100 * time.Millisecond, MaxRepeats: 5} }
+
+// withDefaults fills zero fields.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MinBackoff <= 0 {
+		l.MinBackoff = d.MinBackoff
+	}
+	if l.MaxRepeats <= 0 {
+		l.MaxRepeats = d.MaxRepeats
+	}
+	return l
+}
 
 // Step is one tool call of a run, as the signals read it.
 type Step struct {
@@ -26,7 +58,7 @@ type Step struct {
 	Retry                bool // classified as a retry (attribution.ClassifyRetries)
 	CallID, StepID       string
 	ArgsHash             string
-	StartNs              uint64
+	StartNs, EndNs       uint64
 }
 
 // Signal is one finding about a run: its kind, the span it points at (the
@@ -50,7 +82,13 @@ type Signal struct {
 //     previous attempt — the latest earlier call of the tool with the same
 //     call id, else the same step id, else under the same parent — ended
 //     ambiguous.
-func Signals(steps []Step) []Signal {
+//   - retry_storm: a step classified as a retry that started less than
+//     l.MinBackoff after that previous attempt ended.
+//   - runaway_loop: more than l.MaxRepeats steps of one tool with the same
+//     arguments hash ended not ok; raised once, on the first step past the
+//     limit.
+func Signals(steps []Step, l Limits) []Signal {
+	l = l.withDefaults()
 	sorted := slices.Clone(steps)
 	slices.SortFunc(sorted, func(a, b Step) int {
 		return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.SpanID, b.SpanID))
@@ -79,10 +117,24 @@ func Signals(steps []Step) []Signal {
 		}
 		firstOK[key] = s
 	}
-	// Unsafe retries: what the retried attempt's outcome was.
+	// Runaway loops: the same failing call again and again.
+	failing := map[string]int{}
 	for i := range sorted {
 		s := &sorted[i]
-		if !s.Retry || !s.Effect.SideEffecting() {
+		if s.Status == StatusOK || s.ArgsHash == "" {
+			continue
+		}
+		k := s.Tool + "\x00" + s.ArgsHash
+		failing[k]++
+		if failing[k] == l.MaxRepeats+1 {
+			out = append(out, Signal{Kind: KindRunawayLoop, SpanID: s.SpanID, SpanIDs: []string{s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s failed with the same arguments %d times in one run, more than the limit of %d", s.Tool, l.MaxRepeats+1, l.MaxRepeats)})
+		}
+	}
+	// Retries: what the retried attempt's outcome was, and how soon after it.
+	for i := range sorted {
+		s := &sorted[i]
+		if !s.Retry {
 			continue
 		}
 		var prev *Step
@@ -95,7 +147,15 @@ func Signals(steps []Step) []Signal {
 				prev = p
 			}
 		}
-		if prev != nil && prev.Status == StatusAmbiguous {
+		if prev != nil && prev.EndNs > 0 && s.StartNs < prev.EndNs+uint64(l.MinBackoff) {
+			gap := time.Duration(0)
+			if s.StartNs > prev.EndNs {
+				gap = time.Duration(s.StartNs - prev.EndNs)
+			}
+			out = append(out, Signal{Kind: KindRetryStorm, SpanID: s.SpanID, SpanIDs: []string{prev.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s was retried %s after the attempt before it ended, under the %s minimum backoff", s.Tool, gap, l.MinBackoff)})
+		}
+		if prev != nil && prev.Status == StatusAmbiguous && s.Effect.SideEffecting() {
 			out = append(out, Signal{Kind: KindUnsafeRetry, SpanID: s.SpanID, SpanIDs: []string{prev.SpanID, s.SpanID}, Tool: s.Tool,
 				Reason: fmt.Sprintf("%s tool %s was retried after an ambiguous outcome: the first call may have taken effect", s.Effect, s.Tool)})
 		}

@@ -83,7 +83,10 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(fmt.Errorf("--tool-effects: %w", err))
 	}
-	reader := query.NewReader(store, query.WithToolEffects(effects))
+	if cfg.API.Signals.MinBackoff <= 0 || cfg.API.Signals.MaxRepeats < 1 {
+		return fail(fmt.Errorf("--signal-min-backoff must be > 0 and --signal-max-repeats ≥ 1"))
+	}
+	reader := query.NewReader(store, query.WithToolEffects(effects), query.WithSignalLimits(cfg.API.Signals))
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)

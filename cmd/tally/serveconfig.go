@@ -9,6 +9,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/auth"
 )
@@ -65,6 +66,8 @@ type apiConfig struct {
 	RunReads      api.RunReadLimits
 	// ToolEffects are the tool effect classes, [project:]pattern=class.
 	ToolEffects []string
+	// Signals are the safety signals' thresholds.
+	Signals safety.Limits
 }
 
 // alertsConfig is alerting, the metrics exporter and which replica evaluates.
@@ -154,6 +157,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 
 	fs.IntVar(&c.API.RunReads.MaxRunSpans, "max-run-spans", c.API.RunReads.MaxRunSpans, "most span nodes one run answer holds (a larger run is answered in part, the rest fetched per span; fixtures of larger runs are refused with 413)")
 	fs.StringSliceVar(&c.API.ToolEffects, "tool-effects", nil, "tool effect classes for the safety review, [project:]pattern=read|idempotent|non_idempotent|irreversible (repeatable; globs; the first match wins, a project's first)")
+	fs.DurationVar(&c.API.Signals.MinBackoff, "signal-min-backoff", safety.DefaultLimits().MinBackoff, "a retry starting sooner than this after the attempt it retried ended is a retry_storm signal")
+	fs.IntVar(&c.API.Signals.MaxRepeats, "signal-max-repeats", safety.DefaultLimits().MaxRepeats, "more calls than this of one tool with the same arguments failing in one run is a runaway_loop signal")
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{&c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")

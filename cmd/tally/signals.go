@@ -20,12 +20,12 @@ func newSignalsCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "signals",
-		Short: "Safety signals of recent runs (duplicate side effects, unsafe retries) by kind and tool",
+		Short: "Safety signals of recent runs (duplicate side effects, unsafe retries, retry storms, runaway loops) by kind and tool",
 		Args:  cobra.NoArgs,
 	}
 	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "24h")
-	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: duplicate_side_effect or unsafe_retry")
+	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: duplicate_side_effect, unsafe_retry, retry_storm or runaway_loop")
 	cmd.Flags().StringVar(&tool, "tool", "", "only this tool")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")

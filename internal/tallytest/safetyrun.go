@@ -52,19 +52,19 @@ func SendSafetyRun(t testing.TB, endpoint string, base time.Time) (traceID strin
 		if fail != "" {
 			s.SetStatus(codes.Error, fail)
 		}
-		s.End(trace.WithTimestamp(at(start + 5)))
+		s.End(trace.WithTimestamp(at(start + 50)))
 		spans[key] = s.SpanContext().SpanID().String()
 	}
-	tool("charge1", "charge_card", 10, "", attribute.String("gen_ai.step.id", "pay-1"))
-	tool("charge2", "charge_card", 20, "", attribute.String("gen_ai.step.id", "pay-1"))
-	tool("refund1", "refund", 30, "timeout", attribute.String("gen_ai.tool.call.id", "c9"), attribute.String("tally.tool.effect", "non_idempotent"))
-	tool("refund2", "refund", 40, "", attribute.String("gen_ai.tool.call.id", "c9"), attribute.Int("attempt", 2),
+	tool("charge1", "charge_card", 1000, "", attribute.String("gen_ai.step.id", "pay-1"))
+	tool("charge2", "charge_card", 2000, "", attribute.String("gen_ai.step.id", "pay-1"))
+	tool("refund1", "refund", 3000, "timeout", attribute.String("gen_ai.tool.call.id", "c9"), attribute.String("tally.tool.effect", "non_idempotent"))
+	tool("refund2", "refund", 4000, "", attribute.String("gen_ai.tool.call.id", "c9"), attribute.Int("attempt", 2),
 		attribute.String("tally.tool.effect", "non_idempotent"))
-	tool("search1", "search_docs", 50, "timeout", attribute.String("gen_ai.tool.call.id", "s1"))
-	tool("search2", "search_docs", 60, "", attribute.String("gen_ai.tool.call.id", "s1"))
-	tool("upsert1", "upsert_profile", 70, "", attribute.String("gen_ai.step.id", "k"))
-	tool("upsert2", "upsert_profile", 80, "", attribute.String("gen_ai.step.id", "k"))
-	root.End(trace.WithTimestamp(at(100)))
+	tool("search1", "search_docs", 5000, "timeout", attribute.String("gen_ai.tool.call.id", "s1"))
+	tool("search2", "search_docs", 6000, "", attribute.String("gen_ai.tool.call.id", "s1"))
+	tool("upsert1", "upsert_profile", 7000, "", attribute.String("gen_ai.step.id", "k"))
+	tool("upsert2", "upsert_profile", 8000, "", attribute.String("gen_ai.step.id", "k"))
+	root.End(trace.WithTimestamp(at(9000)))
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Fatalf("export: %v", err)
 	}
