@@ -453,7 +453,7 @@ func (e *Evaluator) step(in *instance, cond bool, hold time.Duration, now time.T
 		in.State = StateInactive
 	case !cond && in.State == StateFiring:
 		in.State, in.ResolvedAt = StateResolved, now
-		e.record(in, now)
+		e.record(in)
 	}
 	if in.State == StateFiring && in.FiredAt.Equal(now) {
 		in.FiredValue, in.FiredSummary = in.Value, in.Annotations["summary"]

@@ -36,13 +36,12 @@ func episodeOf(in *instance) Episode {
 		Threshold: in.Threshold, FiredAt: in.FiredAt, ResolvedAt: in.ResolvedAt}
 }
 
-// record keeps the episode of an instance that just resolved, then prunes
-// the history to HistoryRetention and MaxHistory (oldest first out).
-func (e *Evaluator) record(in *instance, now time.Time) {
+// record keeps the episode of an instance that just resolved; Evaluate
+// prunes the history once per evaluation (pruneHistory).
+func (e *Evaluator) record(in *instance) {
 	if !in.FiredAt.IsZero() {
 		e.history = append(e.history, episodeOf(in))
 	}
-	e.pruneHistory(now)
 }
 
 // pruneHistory drops episodes resolved longer ago than HistoryRetention,

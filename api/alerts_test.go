@@ -117,19 +117,36 @@ func TestToolsEndpoint(t *testing.T) {
 	}
 }
 
+// historyArgs records what GET /alerts/history asked the lister for.
+type historyArgs struct {
+	fakeAlerts
+	project, rule string
+	since, until  time.Time
+}
+
+func (h *historyArgs) History(project, rule string, since, until time.Time) []alerts.Episode {
+	h.project, h.rule, h.since, h.until = project, rule, since, until
+	return nil
+}
+
 // TestAlertHistoryRange: the history's range is checked like every other
-// since/until (a bad one is 400); without one it is the last 7 days.
+// since/until (a bad one is 400); without one it is the last 7 days; the
+// caller's project, the rule and the range reach the lister.
 func TestAlertHistoryRange(t *testing.T) {
-	reg := func(h *api.Handler, r gin.IRoutes) { h.RegisterAlerts(r, fakeAlerts{}) }
+	list := &historyArgs{}
+	reg := func(h *api.Handler, r gin.IRoutes) { h.RegisterAlerts(r, list) }
 	for _, c := range []struct {
 		target string
 		code   int
+		rule   string
+		days   float64 // until − since
 	}{
-		{"/api/v1/alerts/history", 200},
-		{"/api/v1/alerts/history?since=30d&rule=R", 200},
-		{"/api/v1/alerts/history?since=bogus", 400},
-		{"/api/v1/alerts/history?since=1h&until=2h", 400},
+		{"/api/v1/alerts/history", 200, "", 7},
+		{"/api/v1/alerts/history?since=30d&rule=R", 200, "R", 30},
+		{"/api/v1/alerts/history?since=bogus", 400, "", 0},
+		{"/api/v1/alerts/history?since=1h&until=2h", 400, "", 0},
 	} {
+		*list = historyArgs{}
 		rec := serve(t, reg, "p", c.target)
 		if rec.Code != c.code {
 			t.Errorf("%s: %d %s, want %d", c.target, rec.Code, rec.Body, c.code)
@@ -142,10 +159,9 @@ func TestAlertHistoryRange(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Episodes == nil {
 			t.Errorf("%s: %v %s (want an episodes list)", c.target, err, rec.Body)
 		}
-		if c.target == "/api/v1/alerts/history" {
-			if d := body.Until.Sub(body.Since); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
-				t.Errorf("default range %s .. %s, want 7 days", body.Since, body.Until)
-			}
+		d := list.until.Sub(list.since).Hours() / 24
+		if list.project != "p" || list.rule != c.rule || d < c.days-0.001 || d > c.days+0.001 || !body.Since.Equal(list.since) {
+			t.Errorf("%s: the lister got project %q rule %q range %.3f days, want p, %q, %v days", c.target, list.project, list.rule, d, c.rule, c.days)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // Outcomes is what the outcome and task endpoints read; *query.Reader
 // implements it (found by asserting the Runs value given to New).
 type Outcomes interface {
-	RunStart(ctx context.Context, project, traceID string) (time.Time, error)
+	RunExtent(ctx context.Context, project, traceID string) (first, last time.Time, err error)
 	Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]query.Outcome, error)
 	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
 	Versions(ctx context.Context, f query.VersionFilter) ([]query.TaskVersions, error)
@@ -76,6 +76,7 @@ func (h *Handler) registerOutcomes(r gin.IRoutes) {
 // /runs/{trace_id}/outcomes) on r, which the server guards with the ingest
 // scope: an evaluator posts with the key it sends traces with.
 func (h *Handler) RegisterWrites(r gin.IRoutes) {
+	r.Use(func(c *gin.Context) { c.Set(loggerKey, h.log) }) // as checkRange does for the reads
 	r.POST("/runs/:trace_id/outcomes", h.postOutcomes)
 }
 
@@ -118,13 +119,8 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 		return
 	}
 	project := Project(c)
-	start, err := reader.RunStart(c.Request.Context(), project, id)
-	if errors.Is(err, query.ErrNotFound) {
-		fail(c, http.StatusNotFound, "run %s not found: outcomes attach to a run tally has", id)
-		return
-	}
-	if err != nil {
-		fail(c, http.StatusInternalServerError, "find run: %v", err)
+	start, _, ok := runExtent(c, reader, project, id)
+	if !ok {
 		return
 	}
 	now := h.now().UTC()
@@ -154,6 +150,21 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 			Label: in.Label, Passed: in.Passed, Explanation: in.Explanation, Origin: "api", CreatedAt: now.Truncate(time.Second)}
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// runExtent finds when a run's spans start, or answers 404 (outcomes
+// attach to runs tally has) or 500 and returns false.
+func runExtent(c *gin.Context, reader Outcomes, project, id string) (first, last time.Time, ok bool) {
+	first, last, err := reader.RunExtent(c.Request.Context(), project, id)
+	if errors.Is(err, query.ErrNotFound) {
+		fail(c, http.StatusNotFound, "run %s not found: outcomes attach to a run tally has", id)
+		return first, last, false
+	}
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "find run: %v", err)
+		return first, last, false
+	}
+	return first, last, true
 }
 
 // decodeOutcomes parses and checks a POST body: an object or a list.
@@ -211,16 +222,11 @@ func (h *Handler) getOutcomes(c *gin.Context) {
 		return
 	}
 	project := Project(c)
-	start, err := reader.RunStart(c.Request.Context(), project, id)
-	if errors.Is(err, query.ErrNotFound) {
-		fail(c, http.StatusNotFound, "run %s not found", id)
+	first, last, ok := runExtent(c, reader, project, id)
+	if !ok {
 		return
 	}
-	if err != nil {
-		fail(c, http.StatusInternalServerError, "find run: %v", err)
-		return
-	}
-	all, err := reader.Outcomes(c.Request.Context(), project, []string{id}, start, start)
+	all, err := reader.Outcomes(c.Request.Context(), project, []string{id}, first, last)
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "read outcomes: %v", err)
 		return
@@ -326,7 +332,10 @@ func (h *Handler) getCompare(c *gin.Context) {
 		v := c.Query(side.name)
 		if from, to, ok := strings.Cut(v, ".."); ok {
 			s, u, err := params.TimeRange(from, to, now)
-			if err != nil || s.IsZero() {
+			if err == nil && s.IsZero() {
+				err = errors.New("SINCE is required")
+			}
+			if err != nil {
 				fail(c, http.StatusBadRequest, "%s %q: want a range SINCE..UNTIL (e.g. 14d..7d): %v", side.name, v, err)
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,9 +18,6 @@ import (
 type SignalReader interface {
 	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
 }
-
-// signalKinds are the kinds GET /signals?kind= takes.
-var signalKinds = []string{safety.KindDuplicateSideEffect, safety.KindUnsafeRetry, safety.KindRetryStorm, safety.KindRunawayLoop}
 
 // getSignals answers GET /signals?since=24h&kind=&tool=&agent=&task=: the
 // safety signals of the runs that started in the range, by kind and tool,
@@ -37,8 +35,8 @@ func (h *Handler) getSignals(c *gin.Context) {
 	}
 	f := query.SignalFilter{Project: Project(c), Since: since, Until: until, Kind: c.Query("kind"), Tool: c.Query("tool"),
 		Agent: c.Query("agent"), Task: c.Query("task")}
-	if f.Kind != "" && !slices.Contains(signalKinds, f.Kind) {
-		fail(c, http.StatusBadRequest, "kind %q: want one of %v", f.Kind, signalKinds)
+	if f.Kind != "" && !slices.Contains(safety.Kinds(), f.Kind) {
+		fail(c, http.StatusBadRequest, "kind %q: want one of %s", f.Kind, strings.Join(safety.Kinds(), ", "))
 		return
 	}
 	rep, err := reader.Signals(c.Request.Context(), f)

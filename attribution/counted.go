@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -119,14 +120,7 @@ func repeatedCalls(spans []UsageSpan) []bool {
 		}
 		slices.SortFunc(g, func(a, b int) int {
 			x, y := spans[a], spans[b]
-			switch {
-			case x.StartNs != y.StartNs:
-				return cmpU(x.StartNs, y.StartNs)
-			case x.EndNs != y.EndNs:
-				return cmpU(x.EndNs, y.EndNs)
-			default:
-				return strings.Compare(x.ID, y.ID)
-			}
+			return cmp.Or(cmp.Compare(x.StartNs, y.StartNs), cmp.Compare(x.EndNs, y.EndNs), strings.Compare(x.ID, y.ID))
 		})
 		minEnd := ^uint64(0) // the smallest end of the spans starting later
 		for k := len(g) - 1; k >= 0; {
@@ -146,17 +140,6 @@ func repeatedCalls(spans []UsageSpan) []bool {
 		}
 	}
 	return out
-}
-
-// cmpU compares two unsigned integers.
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // HasOwnUsage reports whether a usage mode is a span's own usage (not none,

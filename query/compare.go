@@ -47,9 +47,10 @@ type versionedRun struct {
 	config RunConfig
 }
 
-// versionedRuns reads the graded runs f selects with their configurations.
-func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string) ([]versionedRun, bool, error) {
-	runs, truncated, err := r.gradedRuns(ctx, f, outcome, MaxTaskRuns)
+// versionedRuns reads the graded runs f selects with their configurations;
+// withRetries as runList.
+func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, bool, error) {
+	runs, truncated, err := r.gradedRuns(ctx, f, outcome, MaxTaskRuns, withRetries)
 	if err != nil || len(runs) == 0 {
 		return nil, truncated, err
 	}
@@ -68,7 +69,7 @@ func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string)
 // Versions lists each task's versions over the range: runs, first and last
 // seen, pass rate, cost per run and p95 duration.
 func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
-	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome)
+	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, false)
 	if err != nil {
 		return nil, err
 	}
@@ -97,19 +98,14 @@ func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions,
 // versionStats summarizes one version's runs.
 func versionStats(fp string, runs []versionedRun) VersionStats {
 	v := VersionStats{Fingerprint: fp, Config: runs[0].config, Runs: len(runs), FirstSeen: runs[0].Start, LastSeen: runs[0].Start}
-	graded := make([]gradedRun, len(runs))
-	var costs, durs []float64
-	for i, run := range runs {
-		graded[i] = run.gradedRun
+	for _, run := range runs {
 		v.FirstSeen, v.LastSeen = minTime(v.FirstSeen, run.Start), maxTime(v.LastSeen, run.Start)
-		costs = append(costs, run.Cost.Total)
-		durs = append(durs, run.DurationMs)
 	}
-	s := newSide(graded)
+	s := newSide(graded(runs))
 	v.Graded, v.Passed, v.PassRate = s.graded, s.passed, s.passRate()
-	v.CostPerRun = consistency.SpreadOf(costs).Mean
-	slices.Sort(durs)
-	v.P95Ms = consistency.Quantile(durs, 0.95)
+	v.CostPerRun = mean(s.costs)
+	slices.Sort(s.durs)
+	v.P95Ms = consistency.Quantile(s.durs, 0.95)
 	return v
 }
 
@@ -202,7 +198,7 @@ func (r *Reader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error
 		if fp == "" {
 			f.Since, f.Until, cs.Since, cs.Until = since, until, since, until
 		}
-		runs, _, err := r.versionedRuns(ctx, f, s.Outcome)
+		runs, _, err := r.versionedRuns(ctx, f, s.Outcome, true)
 		if err != nil {
 			return cs, nil, err
 		}
@@ -236,14 +232,14 @@ func (r *Reader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error
 	if err != nil {
 		return nil, err
 	}
-	return compareRuns(s.Task, a, b, ra, rb), nil
+	return compareRuns(s.Task, a, b, graded(ra), graded(rb)), nil
 }
 
 // LatestVersionChanges compares, for each task with two versions or more
 // in the range, the version first seen last (B) with the one before it
 // that ran most (A): what a regression alert watches.
 func (r *Reader) LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]Comparison, error) {
-	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome)
+	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome, true)
 	if err != nil {
 		return nil, err
 	}
@@ -276,10 +272,31 @@ func (r *Reader) LatestVersionChanges(ctx context.Context, project string, since
 		prevConfig, newConfig := prev.Config, newest.Config
 		a := CompareSide{Fingerprint: prev.Fingerprint, Config: &prevConfig, FirstSeen: prev.FirstSeen}
 		b := CompareSide{Fingerprint: newest.Fingerprint, Config: &newConfig, FirstSeen: newest.FirstSeen}
-		out = append(out, *compareRuns(task, a, b, versions[prev.Fingerprint], versions[newest.Fingerprint]))
+		out = append(out, *compareRuns(task, a, b, graded(versions[prev.Fingerprint]), graded(versions[newest.Fingerprint])))
 	}
 	slices.SortFunc(out, func(x, y Comparison) int { return cmp.Compare(x.Task, y.Task) })
 	return out, nil
+}
+
+// mean is the mean of v, 0 for none.
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+// graded is the graded runs of versioned ones.
+func graded(runs []versionedRun) []gradedRun {
+	out := make([]gradedRun, len(runs))
+	for i := range runs {
+		out[i] = runs[i].gradedRun
+	}
+	return out
 }
 
 // side holds what a comparison needs of one side's runs.
@@ -340,15 +357,8 @@ func (s side) passRate() *float64 {
 }
 
 // compareRuns builds the comparison of two sides' runs.
-func compareRuns(task string, a, b CompareSide, ra, rb []versionedRun) *Comparison {
-	ga, gb := make([]gradedRun, len(ra)), make([]gradedRun, len(rb))
-	for i := range ra {
-		ga[i] = ra[i].gradedRun
-	}
-	for i := range rb {
-		gb[i] = rb[i].gradedRun
-	}
-	sa, sb := newSide(ga), newSide(gb)
+func compareRuns(task string, a, b CompareSide, ra, rb []gradedRun) *Comparison {
+	sa, sb := newSide(ra), newSide(rb)
 	a.Runs, a.Graded, a.Passed = sa.runs, sa.graded, sa.passed
 	b.Runs, b.Graded, b.Passed = sb.runs, sb.graded, sb.passed
 	c := &Comparison{Task: task, A: a, B: b}
@@ -406,7 +416,7 @@ func compareRuns(task string, a, b CompareSide, ra, rb []versionedRun) *Comparis
 	add(MetricErrorRate, ratio(sa.errors, sa.runs), ratio(sb.errors, sb.runs), false, "fisher_exact", fisher(sa.errors, sa.runs, sb.errors, sb.runs))
 	add(MetricRetryRate, ratio(sa.retries, sa.toolCalls), ratio(sb.retries, sb.toolCalls), false, "fisher_exact",
 		fisher(sa.retries, sa.toolCalls, sb.retries, sb.toolCalls))
-	add(MetricCostPerRun, ptr(consistency.SpreadOf(slices.Clone(sa.costs)).Mean), ptr(consistency.SpreadOf(slices.Clone(sb.costs)).Mean),
+	add(MetricCostPerRun, ptr(mean(sa.costs)), ptr(mean(sb.costs)),
 		false, "mann_whitney", mw(sa.costs, sb.costs))
 	add(MetricCostPerSuccess, perSuccess(sa), perSuccess(sb), false, "none", nil)
 	add(MetricP95Duration, p95(sa.durs), p95(sb.durs), false, "mann_whitney", mw(sa.durs, sb.durs))
@@ -420,11 +430,12 @@ func compareRuns(task string, a, b CompareSide, ra, rb []versionedRun) *Comparis
 // before it (A): what a period regression alert watches.
 func (r *Reader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
 	mid, since := until.Add(-window), until.Add(-2*window)
-	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome)
+	// The run list's until is inclusive; the period is not.
+	runs, _, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, MaxTaskRuns, true)
 	if err != nil {
 		return nil, err
 	}
-	type halves struct{ before, last []versionedRun }
+	type halves struct{ before, last []gradedRun }
 	byTask := map[string]*halves{}
 	for _, run := range runs {
 		h := byTask[run.Task]

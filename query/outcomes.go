@@ -63,8 +63,9 @@ func VerdictOfLabel(label string) *bool {
 const outcomeChunk = 1000
 
 // Outcomes reads the outcomes of runs, by trace id: those posted (the
-// latest post of each) and those their spans carry. lo and hi bound the
-// runs' starts, for partition pruning (zero: unbounded).
+// latest post of each) and those their spans carry. lo and hi bound when
+// the runs' spans start (from the first run's start to the last one's
+// end), for partition pruning.
 func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]Outcome, error) {
 	out := map[string][]Outcome{}
 	for len(traceIDs) > 0 {
@@ -74,7 +75,7 @@ func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string
 		for i, id := range chunk {
 			set.Value[i] = strings.ToLower(id)
 		}
-		if err := r.postedOutcomes(ctx, project, set, out); err != nil {
+		if err := r.postedOutcomes(ctx, project, set, lo, hi, out); err != nil {
 			return nil, err
 		}
 		if err := r.spanOutcomes(ctx, project, set, lo, hi, out); err != nil {
@@ -85,10 +86,13 @@ func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string
 }
 
 // postedOutcomes adds the posted outcomes of a set of runs to out.
-func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, out map[string][]Outcome) error {
+func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
+	// run_start (the partition key) is the run's first start when the
+	// outcome was posted: within [lo, hi].
 	q := "SELECT trace_id, span_id, name, source, score, has_score, label, passed, explanation, created_at FROM " +
-		final(r.store.Table(schema.TableOutcomes)) + " WHERE project = ? AND trace_id IN ? ORDER BY trace_id, created_at, name, source, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, project, set)
+		final(r.store.Table(schema.TableOutcomes)) + " WHERE project = ? AND trace_id IN ? AND run_start >= ? AND run_start <= ?" +
+		" ORDER BY trace_id, created_at, name, source, span_id"
+	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
 	if err != nil {
 		return fmt.Errorf("read outcomes: %w", err)
 	}
@@ -116,16 +120,8 @@ func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickho
 
 // spanOutcomes adds the evaluation results the runs' spans carry to out.
 func (r *Reader) spanOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
-	where := "project = ? AND trace_id IN ?"
-	args := []any{project, set}
-	if !lo.IsZero() {
-		where += " AND start >= ?"
-		args = append(args, lo.UTC().Truncate(time.Second).Add(-DefaultTraceWindow))
-	}
-	if !hi.IsZero() {
-		where += " AND start <= ?"
-		args = append(args, hi.UTC().Truncate(time.Second).Add(DefaultTraceWindow))
-	}
+	where := "project = ? AND trace_id IN ? AND start >= ? AND start <= ?"
+	args := []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
 	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs FROM " + r.store.Table(schema.TableSpans) +
 		" PREWHERE " + where + " WHERE has(event_names, ?) OR has(attr_keys, ?)" +
 		" OR arrayExists(k -> k LIKE 'evaluations.%' OR k LIKE 'annotations.%' OR k LIKE 'trace.evaluations.%' OR k LIKE 'trace.annotations.%', attr_keys)" +
@@ -188,16 +184,17 @@ func outcomeOf(traceID, spanID, origin string, get func(string) string) Outcome 
 	return o
 }
 
-// RunStart is a run's first span start (ErrNotFound for no such run).
-func (r *Reader) RunStart(ctx context.Context, project, traceID string) (time.Time, error) {
+// RunExtent is when a run's first and last spans start, to the second
+// (ErrNotFound for no such run).
+func (r *Reader) RunExtent(ctx context.Context, project, traceID string) (first, last time.Time, err error) {
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, time.Time{}, err
 	}
 	if ext.rows == 0 {
-		return time.Time{}, ErrNotFound
+		return time.Time{}, time.Time{}, ErrNotFound
 	}
-	return ext.lo, nil
+	return ext.lo, ext.hi, nil
 }
 
 // openInferenceOutcomes reads OpenInference's flattened evaluations and

@@ -112,7 +112,7 @@ type SignalsReport struct {
 // their signals by kind and tool.
 func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, error) {
 	rep := &SignalsReport{Since: f.Since, Until: f.Until, Groups: []SignalGroup{}}
-	page, err := r.runList(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task, Limit: MaxTaskRuns})
+	page, err := r.runList(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task, Limit: MaxTaskRuns}, false)
 	if err != nil {
 		return nil, err
 	}

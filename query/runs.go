@@ -258,13 +258,15 @@ func (r *Reader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 		f.Limit = 50
 	}
 	f.Limit = min(f.Limit, 1000)
-	return r.runList(ctx, f)
+	return r.runList(ctx, f, true)
 }
 
 // runList is Runs with f.Limit as given: the reports that read every run
 // of a range (tasks, versions) take up to MaxTaskRuns in one query, where
-// pages would repeat the whole range's aggregation each.
-func (r *Reader) runList(ctx context.Context, f RunFilter) (RunPage, error) {
+// pages would repeat the whole range's aggregation each. withRetries reads
+// each run's ToolRetries and ToolRepeats (another read of its tool spans),
+// which only the list and the comparisons show.
+func (r *Reader) runList(ctx context.Context, f RunFilter, withRetries bool) (RunPage, error) {
 	// A run is filed under its start (its earliest span's start) and its
 	// figures are always the whole run's: the window picks runs, never
 	// spans (see runsStartingIn).
@@ -384,6 +386,9 @@ func (r *Reader) runList(ctx context.Context, f RunFilter) (RunPage, error) {
 	if len(page.Runs) > f.Limit {
 		page.Runs = page.Runs[:f.Limit]
 		page.NextCursor = order.encode(cursor{found[f.Limit-1].key, found[f.Limit-1].run.TraceID})
+	}
+	if !withRetries {
+		return page, nil
 	}
 	if err := r.addRetries(ctx, f.Project, page.Runs); err != nil {
 		return RunPage{}, err

@@ -121,7 +121,7 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 	}
 	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
 	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, f.MaxRuns)
+		f.Outcome, f.MaxRuns, false)
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +164,10 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 
 // gradedRuns reads the runs f selects (newest first, at most max) with
 // their verdicts by the named outcome (RunVerdict), and whether the range
-// held more.
-func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int) ([]gradedRun, bool, error) {
+// held more; withRetries as runList.
+func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, withRetries bool) ([]gradedRun, bool, error) {
 	f.Limit, f.Cursor, f.Sort, f.Dir = max, "", "", ""
-	page, err := r.runList(ctx, f)
+	page, err := r.runList(ctx, f, withRetries)
 	if err != nil {
 		return nil, false, err
 	}
@@ -188,16 +188,17 @@ func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, ma
 }
 
 // runsExtent lists n runs' trace ids (at(i) is the i-th run) and the
-// range of their starts, for the reads that name runs and prune by start.
+// range their spans start in — from the earliest run's start to the latest
+// run's end — for the reads that name runs and prune by start.
 func runsExtent(n int, at func(int) *RunSummary) (ids []string, lo, hi time.Time) {
 	ids = make([]string, n)
 	for i := range n {
 		run := at(i)
 		ids[i] = run.TraceID
 		if i == 0 {
-			lo, hi = run.Start, run.Start
+			lo, hi = run.Start, run.End
 		}
-		lo, hi = minTime(lo, run.Start), maxTime(hi, run.Start)
+		lo, hi = minTime(lo, run.Start), maxTime(hi, run.End)
 	}
 	return ids, lo, hi
 }

@@ -132,7 +132,7 @@ func (b *configBuilder) spanConfig(spanType, agent, reqModel, respModel, service
 }
 
 // RunConfigs reads the configurations of runs, by trace id. lo and hi bound
-// the runs' starts (partition pruning).
+// when the runs' spans start (runsExtent), for partition pruning.
 func (r *Reader) RunConfigs(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string]RunConfig, error) {
 	builders := map[string]*configBuilder{}
 	get := func(id string) *configBuilder {
@@ -145,7 +145,7 @@ func (r *Reader) RunConfigs(ctx context.Context, project string, traceIDs []stri
 	for i, k := range configAttrs {
 		wanted[i] = k
 	}
-	from, to := lo.UTC().Truncate(time.Second).Add(-DefaultTraceWindow), hi.UTC().Truncate(time.Second).Add(DefaultTraceWindow)
+	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
 	for len(traceIDs) > 0 {
 		chunk := traceIDs[:min(outcomeChunk, len(traceIDs))]
 		traceIDs = traceIDs[len(chunk):]

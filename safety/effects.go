@@ -92,7 +92,7 @@ func ParsePolicy(specs []string) (*Policy, error) {
 // else the first matching pattern of the project, else of all projects,
 // else unknown.
 func (p *Policy) Effect(project, tool, declared string) Effect {
-	if e, ok := parseEffect(declared); ok && declared != "" {
+	if e, ok := parseEffect(declared); ok {
 		return e
 	}
 	if p == nil {

@@ -154,7 +154,9 @@ func TestRetryStormAndRunawayLoop(t *testing.T) {
 			call("c", 2000, 2010, StatusError, true), call("d", 3000, 3010, StatusError, true), call("e", 4000, 4010, StatusError, true)},
 			[]string{"runaway_loop@d"}},
 		{"three failures are within the limit", []Step{call("a", 0, 10, StatusError, false), call("b", 1000, 1010, StatusError, true),
-			call("c", 2000, 2010, StatusOK, true)}, nil},
+			call("c", 2000, 2010, StatusError, true), call("d", 3000, 3010, StatusOK, true)}, nil},
+		{"a fourth failure is past it", []Step{call("a", 0, 10, StatusError, false), call("b", 1000, 1010, StatusError, true),
+			call("c", 2000, 2010, StatusError, true), call("d", 3000, 3010, StatusError, true)}, []string{"runaway_loop@d"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string

@@ -24,6 +24,11 @@ const (
 	KindRunawayLoop = "runaway_loop"
 )
 
+// Kinds are the signal kinds Signals raises, in the order the docs list them.
+func Kinds() []string {
+	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindRetryStorm, KindRunawayLoop}
+}
+
 // Limits are the thresholds of the signals that have one.
 type Limits struct {
 	// MinBackoff is the shortest gap between a failed attempt's end and its

@@ -62,8 +62,9 @@ func SpanSelectList() string {
 }
 
 // outlineOmits are the wide spans columns SpanOutlineList leaves empty:
-// the attributes, resource and events that make up most of a span's bytes.
-var outlineOmits = map[string]bool{"attr_keys": true, "attr_values": true, "resource_keys": true,
+// the resource and events that make up, with the attributes (kept for
+// tool spans only), most of a span's bytes.
+var outlineOmits = map[string]bool{"resource_keys": true,
 	"resource_values": true, "event_names": true, "event_time_ns": true, "event_attrs": true, "links_json": true}
 
 // SpanOutlineList is SpanSelectList with the wide columns (attributes —

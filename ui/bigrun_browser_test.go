@@ -111,8 +111,39 @@ func TestBigRunOpensInParts(t *testing.T) {
 	if ok := run(t, ctx, "more row left", chromedp.Evaluate[bool](fmt.Sprintf(`!!document.querySelector('%s')`, sel))); ok {
 		after = hidden(run(t, ctx, "more text", chromedp.Text(chromedp.CSS(sel))))
 	}
-	if n := loaded(); n != 2000+before-after {
-		t.Errorf("after loading: %d spans loaded, want 2000 + %d hidden before − %d hidden after", n, before, after)
+	// What the load should have brought, from the API itself: the page of
+	// children the row asks for (offset 0, 1,000 nodes), less what the
+	// first part already held.
+	resp, err := http.Get(fmt.Sprintf("%s/api/v1/runs/%s/spans/%s/children?offset=0&max_nodes=1000", tally.URL, id, of))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page query.ChildrenPart
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	walk(page.Children, func(n *query.SpanNode) {
+		if !inPart[n.SpanID] {
+			added++
+		}
+	})
+	var hiddenBefore int
+	walk(part.Roots, func(n *query.SpanNode) {
+		if n.SpanID == of {
+			hiddenBefore = n.HiddenSpans
+		}
+	})
+	if added == 0 || before != hiddenBefore {
+		t.Fatalf("load-more row of %s: says %d hidden, the API %d; the page brings %d new spans", of, before, hiddenBefore, added)
+	}
+	if n := loaded(); n != 2000+added {
+		t.Errorf("after loading: %d spans loaded, want 2000 + the %d the children page adds", n, added)
+	}
+	if after != 0 && after != hiddenBefore-added {
+		t.Errorf("after loading the row says %d hidden, want %d − %d", after, hiddenBefore, added)
 	}
 
 	// A deep link to a span outside the first part selects it (from another

@@ -116,10 +116,10 @@ func newAlertsHistoryCmd() *cobra.Command {
 	return cmd
 }
 
-// subjectOf picks the subject labels (tool, model, agent) of an alert.
+// subjectOf picks the subject labels (tool, model, agent, task) of an alert.
 func subjectOf(labels map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{"tool", "model", "agent"} {
+	for _, k := range []string{"tool", "model", "agent", "task"} {
 		if v, ok := labels[k]; ok {
 			out[k] = v
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
 )
 
 // newSignalsCmd is `tally signals`: the safety signals of recent runs by
@@ -25,7 +26,7 @@ func newSignalsCmd() *cobra.Command {
 	}
 	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "24h")
-	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: duplicate_side_effect, unsafe_retry, retry_storm or runaway_loop")
+	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: "+strings.Join(safety.Kinds(), ", "))
 	cmd.Flags().StringVar(&tool, "tool", "", "only this tool")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")

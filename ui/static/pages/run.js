@@ -125,6 +125,7 @@ ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.p
     const node = row.more;
     if (node._loading) return;
     node._loading = true;
+    node._error = null;
     wf.render();
     try {
       const page = await api(`/api/v1/runs/${encodeURIComponent(id)}/spans/${node.span_id}/children?offset=${node._next || 0}&max_nodes=${CHILDREN_PART}`);

@@ -28,10 +28,11 @@ export async function pageTasks() {
     show(el, html`<p class="empty" data-empty>No runs started in this range. Runs are grouped by <code>task.name</code> (or their root span's name) and graded by their outcomes: <code>gen_ai.evaluation.result</code> events, or <code>POST /api/v1/runs/{trace_id}/outcomes</code> (<code>tally outcome</code>).</p>`);
     return;
   }
+  const by = rep.by || 'task';
   const at = (m, k) => (m && m[k] != null ? pct(m[k]) : html`<span class="muted" title="fewer graded runs than k">—</span>`);
   const spread = (s, fmt) => html`${fmt(s.p50)} <small class="muted">/ ${fmt(s.p99)}</small>`;
   const cols = [
-    { key: 'key', label: { agent: 'Agent', case: 'Case' }[rep.by] || 'Task', html: (t) => (rep.by === 'case' ? html`<span class="mono">${t.key}</span>` : html`<a href="/runs?${new URLSearchParams({ [rep.by === 'agent' ? 'agent' : 'task']: t.key })}">${t.key}</a>`) },
+    { key: 'key', label: { agent: 'Agent', case: 'Case' }[by] || 'Task', html: (t) => (by === 'case' ? html`<span class="mono">${t.key}</span>` : html`<a href="/runs?${new URLSearchParams({ [by === 'agent' ? 'agent' : 'task']: t.key })}">${t.key}</a>`) },
     { key: 'runs', label: 'Runs', num: true, html: (t) => num(t.runs) },
     { key: 'graded', label: 'Graded', title: 'runs with a verdict (n of the estimators)', num: true, html: (t) => html`${num(t.graded)}${t.verdicts_from === 'status' ? html` <small class="muted" title="no run carries an outcome: graded by run status">by status</small>` : ''}` },
     { key: 'rate', label: 'Pass rate', num: true, html: (t) => (t.pass_rate == null ? '—' : html`<span data-pass-rate="${t.pass_rate}">${pct(t.pass_rate)}</span> <small class="muted">${num(t.passed)}/${num(t.graded)}</small>`) },
@@ -43,10 +44,9 @@ export async function pageTasks() {
     { key: 'cost', label: 'Cost / run', num: true, html: (t) => usd(t.cost_per_run) },
     { key: 'success', label: 'Cost / success', title: 'cost of the graded runs over their passes', num: true, html: (t) => (t.cost_per_success == null ? '—' : usd(t.cost_per_success)) },
     { key: 'budget', label: 'Over budget', title: 'passes using more tokens than the budget multiple × the median pass', num: true, html: (t) => (t.over_budget_share == null ? '—' : html`${pct(t.over_budget_share)} <small class="muted">&gt; ${num(Math.round(t.budget_tokens))}</small>`) },
-    { key: 'versions', label: 'Versions', html: (t) => (rep.by !== 'task' ? '—' : html`<a href="/compare?${new URLSearchParams({ task: t.key })}">compare</a>`) },
+    { key: 'versions', label: 'Versions', html: (t) => (by !== 'task' ? '—' : html`<a href="/compare?${new URLSearchParams({ task: t.key })}">compare</a>`) },
     { key: 'failed', label: 'Failed runs', wrap: true, html: (t) => join(t.failed_runs.map((id) => html`<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`), ' ') },
   ];
-  const by = rep.by || 'task';
   const group = join(['task', 'agent', 'case'].map((g) => (g === by ? html`<strong>${g}</strong>`
     : html`<a href="/tasks?${new URLSearchParams({ ...Object.fromEntries(params), by: g })}" data-by="${g}">${g}</a>`)), ' · ');
   show(el, html`<p class="muted" id="tasks-by">Group by ${group}</p>${rep.truncated ? html`<p class="notice warn">The range has more runs than one report reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}

@@ -7,12 +7,19 @@ import { fmtMs, num, pct, shortID } from '../lib/format.js';
 import { copyParams, rangeText, setupRangeForm } from '../lib/range.js';
 import { sortRows, tableHTML, wireSort } from '../lib/table.js';
 
-/** thresholdsFrom reads per-subject alert thresholds of a kind from the alerts API's answer. */
-export function thresholdsFrom(alerts, kind, label) {
+/**
+ * thresholdsFrom reads the alert thresholds of a kind per subject: each
+ * loaded rule's threshold for every subject ('*') and its overrides' for
+ * theirs (GET /alerts/rules), then what live alerts measured against.
+ */
+export function thresholdsFrom(rules, alerts, kind, label) {
   const out = new Map();
-  if (!alerts) return out;
-  for (const r of alerts.rules || []) if (r.kind === kind && r.threshold != null) out.set('*', r.threshold);
-  for (const a of listOf(alerts, 'alerts')) if (a.kind === kind && a.labels && a.labels[label]) out.set(a.labels[label], a.threshold);
+  for (const r of rules) {
+    if (r.kind !== kind) continue;
+    if (r.threshold != null) out.set('*', r.threshold);
+    for (const o of r.overrides || []) if (o[label] && o.threshold != null) out.set(o[label], o.threshold);
+  }
+  for (const a of alerts) if (a.kind === kind && a.labels && a.labels[label]) out.set(a.labels[label], a.threshold);
   return out;
 }
 
@@ -28,17 +35,20 @@ export async function pageTools() {
     show(el, errorHTML(err, 'Tool statistics'));
     return;
   }
-  let alerts = null;
-  try { alerts = await api('/api/v1/alerts'); } catch { alerts = null; }
+  // The thresholds: the loaded rules, and the alerts under way (an older
+  // server without either draws none).
+  let rules = [], alerts = [];
+  try { rules = listOf(await api('/api/v1/alerts/rules'), 'rules'); } catch { /* no rules endpoint */ }
+  try { alerts = listOf(await api('/api/v1/alerts'), 'alerts'); } catch { /* alerting off */ }
   const tools = listOf(body, 'tools');
   if (body && body.since) document.getElementById('tools-range').textContent = rangeText(body.since, body.until);
   if (!tools.length) {
     show(el, html`<p class="empty" data-empty>No tool calls in this time range. Tool calls are spans with <code>gen_ai.operation.name = execute_tool</code> and <code>gen_ai.tool.name</code>.</p>`);
     return;
   }
-  const retryT = thresholdsFrom(alerts, 'tool_retry_rate', 'tool');
-  const errT = thresholdsFrom(alerts, 'tool_error_rate', 'tool');
-  const latT = thresholdsFrom(alerts, 'tool_latency_p95', 'tool');
+  const retryT = thresholdsFrom(rules, alerts, 'tool_retry_rate', 'tool');
+  const errT = thresholdsFrom(rules, alerts, 'tool_error_rate', 'tool');
+  const latT = thresholdsFrom(rules, alerts, 'tool_latency_p95', 'tool');
   const th = (m, tool) => (m.has(tool) ? m.get(tool) : m.has('*') ? m.get('*') : null);
   const cols = [
     { key: 'tool', label: 'Tool', value: (t) => t.tool, html: (t) => html`<button type="button" class="link" data-tool="${esc(t.tool)}" aria-expanded="false">${esc(t.tool)}</button>` },
@@ -61,7 +71,7 @@ export async function pageTools() {
 <section class="panel">${hbars(chartRows((t) => t.retry_rate, retryT), { fmt: pct, title: 'Retry rate (dashed: alert threshold)' })}</section>
 <section class="panel">${hbars(chartRows((t) => t.p95_ms, latT), { fmt: fmtMs, title: 'p95 latency (dashed: alert threshold)' })}</section>
 </div>
-${retryT.size || latT.size || errT.size ? '' : html`<p class="muted">No tool alert rules reported by the alerts API: no thresholds to draw.</p>`}
+${retryT.size || latT.size || errT.size ? '' : html`<p class="muted">No tool alert rules loaded: no thresholds to draw.</p>`}
 ${tableHTML(cols, rows, state, { id: 'tools-table', rowAttrs: (t) => html` data-tool="${esc(t.tool)}"` })}
 <p class="muted">Select a tool to list example runs.${body.definitions && body.definitions.retry ? html` ${esc(body.definitions.retry)}` : ''}</p>
 ${modelsHTML(listOf(body, 'models'), thresholdsFrom(alerts, 'model_latency_p95', 'model'))}`);

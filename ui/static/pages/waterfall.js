@@ -51,7 +51,10 @@ export class Waterfall {
     this.collapsed = new Uint8Array(rows.length);
     rows.forEach((r, i) => { if (folded.has(r.n.span_id)) this.collapsed[i] = 1; });
     const at = (sid) => rows.findIndex((r) => r.n.span_id === sid);
-    this.focus = Math.max(at(focus), 0);
+    // A "load more" row that is gone (its node loaded whole) hands the
+    // focus to its node.
+    const more = this.rows[this.focus] && this.rows[this.focus].more;
+    this.focus = Math.max(at(focus), more ? at(more.span_id) : -1, 0);
     this.selected = selected ? at(selected) : -1;
     this.render();
   }
