@@ -3,7 +3,6 @@ package safety
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -20,13 +19,37 @@ const (
 	// ended than the minimum backoff: no backoff, or none to speak of.
 	KindRetryStorm = "retry_storm"
 	// KindRunawayLoop: the same tool called with the same arguments, ending
-	// in error, more times in one run than the limit.
+	// in error, more times in one run than the limit; or a run making more
+	// tool calls than the step limit.
 	KindRunawayLoop = "runaway_loop"
+	// KindUnknownTool: a tool call whose name was not among the tools
+	// offered to the model that requested it, or not in the configured
+	// registry: a hallucinated tool.
+	KindUnknownTool = "unknown_tool"
+	// KindInvalidArguments: a tool call whose arguments do not validate
+	// against the JSON schema the model was offered for the tool (unknown
+	// fields included).
+	KindInvalidArguments = "invalid_arguments"
+	// KindUngatedAction: an irreversible tool ran with no approval before it.
+	KindUngatedAction = "ungated_action"
+	// KindBudgetExceeded: a run over a configured cap on iterations,
+	// tokens, active time or spend, or one that ended with a typed partial
+	// result.
+	KindBudgetExceeded = "budget_exceeded"
 )
 
-// Kinds are the signal kinds Signals raises, in the order the docs list them.
+// Kinds are the signal kinds Review raises, in the order the docs list them.
 func Kinds() []string {
-	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindRetryStorm, KindRunawayLoop}
+	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindUnknownTool, KindInvalidArguments, KindUngatedAction,
+		KindRetryStorm, KindRunawayLoop, KindBudgetExceeded}
+}
+
+// AtOnce reports whether a signal of the kind is serious enough that one
+// is an incident (the default alert rules fire on any): a side effect
+// performed twice, one risked twice, an irreversible action nobody
+// approved. The others are judged by their rate.
+func AtOnce(kind string) bool {
+	return kind == KindDuplicateSideEffect || kind == KindUnsafeRetry || kind == KindUngatedAction
 }
 
 // Limits are the thresholds of the signals that have one.
@@ -37,10 +60,19 @@ type Limits struct {
 	// MaxRepeats is the most calls of one tool with the same arguments
 	// ending in error a run may make before it is a runaway loop (default 5).
 	MaxRepeats int
+	// MaxSteps is the most tool calls a run may make before it is a
+	// runaway loop whatever they are (default 200).
+	MaxSteps int
+	// Lockstep is the window within which retries of one tool by different
+	// branches (retrying different attempts) are in lockstep: a retry
+	// storm, backoff without jitter (default 20 ms).
+	Lockstep time.Duration
 }
 
 // DefaultLimits are the limits unless configured.
-func DefaultLimits() Limits { return Limits{MinBackoff: 100 * time.Millisecond, MaxRepeats: 5} }
+func DefaultLimits() Limits {
+	return Limits{MinBackoff: 100 * time.Millisecond, MaxRepeats: 5, MaxSteps: 200, Lockstep: 20 * time.Millisecond}
+}
 
 // withDefaults fills zero fields.
 func (l Limits) withDefaults() Limits {
@@ -50,6 +82,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRepeats <= 0 {
 		l.MaxRepeats = d.MaxRepeats
+	}
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.Lockstep <= 0 {
+		l.Lockstep = d.Lockstep
 	}
 	return l
 }
@@ -64,6 +102,9 @@ type Step struct {
 	CallID, StepID       string
 	ArgsHash             string
 	StartNs, EndNs       uint64
+	// Args are the call's arguments as recorded (JSON), "" when the span
+	// carried none or they were truncated, redacted or hashed: not checked.
+	Args string
 }
 
 // Signal is one finding about a run: its kind, the span it points at (the
@@ -77,8 +118,8 @@ type Signal struct {
 	Reason  string   `json:"reason"`
 }
 
-// Signals reviews one run's tool steps (any order) and returns its
-// signals, in the order of the spans they point at.
+// stepSignals reviews one run's tool steps, sorted by start, for the
+// signals that read the steps alone:
 //
 //   - duplicate_side_effect: two steps of a side-effecting tool ended ok
 //     with the same step id, or (without step ids) the same arguments
@@ -92,12 +133,11 @@ type Signal struct {
 //   - runaway_loop: more than l.MaxRepeats steps of one tool with the same
 //     arguments hash ended not ok; raised once, on the first step past the
 //     limit.
-func Signals(steps []Step, l Limits) []Signal {
-	l = l.withDefaults()
-	sorted := slices.Clone(steps)
-	slices.SortFunc(sorted, func(a, b Step) int {
-		return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.SpanID, b.SpanID))
-	})
+//   - runaway_loop also: the run's tool step past l.MaxSteps.
+//   - retry_storm also: retries of one tool of different attempts (other
+//     branches, other calls) starting within l.Lockstep of each other —
+//     one signal per such burst, on its last retry.
+func stepSignals(sorted []Step, l Limits) []Signal {
 	var out []Signal
 	// Duplicates: the first ok step of each identity, then each later one.
 	firstOK := map[string]*Step{}
@@ -136,7 +176,13 @@ func Signals(steps []Step, l Limits) []Signal {
 				Reason: fmt.Sprintf("tool %s failed with the same arguments %d times in one run, more than the limit of %d", s.Tool, l.MaxRepeats+1, l.MaxRepeats)})
 		}
 	}
+	if len(sorted) > l.MaxSteps {
+		s := &sorted[l.MaxSteps]
+		out = append(out, Signal{Kind: KindRunawayLoop, SpanID: s.SpanID, SpanIDs: []string{s.SpanID}, Tool: s.Tool,
+			Reason: fmt.Sprintf("the run made %d tool calls, more than the limit of %d", len(sorted), l.MaxSteps)})
+	}
 	// Retries: what the retried attempt's outcome was, and how soon after it.
+	prevOf := map[string]string{} // retry span → the attempt it retried
 	for i := range sorted {
 		s := &sorted[i]
 		if !s.Retry {
@@ -152,6 +198,9 @@ func Signals(steps []Step, l Limits) []Signal {
 				prev = p
 			}
 		}
+		if prev != nil {
+			prevOf[s.SpanID] = prev.SpanID
+		}
 		if prev != nil && prev.EndNs > 0 && s.StartNs < prev.EndNs+uint64(l.MinBackoff) {
 			gap := time.Duration(0)
 			if s.StartNs > prev.EndNs {
@@ -165,10 +214,43 @@ func Signals(steps []Step, l Limits) []Signal {
 				Reason: fmt.Sprintf("%s tool %s was retried after an ambiguous outcome: the first call may have taken effect", s.Effect, s.Tool)})
 		}
 	}
-	order := map[string]int{}
-	for i, s := range sorted {
-		order[s.SpanID] = i
+	return append(out, lockstep(sorted, prevOf, l)...)
+}
+
+// lockstep finds bursts of retries of one tool, each retrying a different
+// attempt, that start within l.Lockstep of the burst's first: parallel
+// branches backing off by the same fixed delay.
+func lockstep(sorted []Step, prevOf map[string]string, l Limits) []Signal {
+	var out []Signal
+	byTool := map[string][]*Step{}
+	var tools []string
+	for i := range sorted {
+		if s := &sorted[i]; s.Retry {
+			if byTool[s.Tool] == nil {
+				tools = append(tools, s.Tool)
+			}
+			byTool[s.Tool] = append(byTool[s.Tool], s)
+		}
 	}
-	slices.SortStableFunc(out, func(a, b Signal) int { return cmp.Compare(order[a.SpanID], order[b.SpanID]) })
+	for _, tool := range tools {
+		retries := byTool[tool]
+		for i := 0; i < len(retries); {
+			j, retried := i, map[string]bool{}
+			for ; j < len(retries) && retries[j].StartNs-retries[i].StartNs <= uint64(l.Lockstep); j++ {
+				retried[cmp.Or(prevOf[retries[j].SpanID], "self:"+retries[j].SpanID)] = true
+			}
+			if burst := retries[i:j]; len(burst) > 1 && len(retried) > 1 {
+				ids := make([]string, len(burst))
+				for k, s := range burst {
+					ids[k] = s.SpanID
+				}
+				last := burst[len(burst)-1]
+				out = append(out, Signal{Kind: KindRetryStorm, SpanID: last.SpanID, SpanIDs: ids, Tool: tool,
+					Reason: fmt.Sprintf("%d retries of tool %s started within %s of each other: backoff without jitter, in lockstep",
+						len(burst), tool, time.Duration(last.StartNs-burst[0].StartNs))})
+			}
+			i = j
+		}
+	}
 	return out
 }

@@ -1,0 +1,314 @@
+package safety
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Tools are the tools offered to a model, by name: each one's JSON schema
+// for its arguments (nil when the definition had none).
+type Tools map[string]*ToolDef
+
+// ToolDef is one offered tool.
+type ToolDef struct {
+	Name string
+	// Schema is the arguments' JSON schema as sent (decoded), nil for none.
+	Schema any
+	// key identifies the schema's text, for compiling it once per review.
+	key string
+}
+
+// AddDefinitions adds the tools of one recorded definitions value to t
+// and reports whether it held any. It reads the shapes the instrumentations
+// send: a JSON array (or one object) of definitions, each an object or a
+// JSON string of one (Vercel's ai.prompt.tools); a definition names its
+// tool in "name" or "function.name" (OpenAI's chat format) and its schema
+// in "parameters", "function.parameters", "input_schema" (Anthropic) or
+// "inputSchema" (MCP, the AI SDK); Gemini's {"functionDeclarations": […]}
+// is unwrapped.
+func (t Tools) AddDefinitions(value string) bool {
+	var v any
+	if json.Unmarshal([]byte(value), &v) != nil {
+		return false
+	}
+	n := len(t)
+	t.add(v, 0)
+	return len(t) > n
+}
+
+// add reads one definitions value (depth bounds nesting).
+func (t Tools) add(v any, depth int) {
+	if depth > 4 {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		var inner any
+		if json.Unmarshal([]byte(x), &inner) == nil {
+			t.add(inner, depth+1)
+		}
+	case []any:
+		for _, e := range x {
+			t.add(e, depth+1)
+		}
+	case map[string]any:
+		for _, k := range []string{"functionDeclarations", "function_declarations", "tools"} {
+			if list, ok := x[k].([]any); ok {
+				t.add(list, depth+1)
+				return
+			}
+		}
+		def := x
+		if fn, ok := x["function"].(map[string]any); ok {
+			def = fn
+		}
+		name, _ := def["name"].(string)
+		if name == "" {
+			return
+		}
+		td := &ToolDef{Name: name}
+		for _, k := range []string{"parameters", "input_schema", "inputSchema"} {
+			if s, ok := def[k]; ok && s != nil {
+				if b, err := json.Marshal(s); err == nil {
+					td.Schema, td.key = s, string(b)
+				}
+				break
+			}
+		}
+		t[name] = td
+	}
+}
+
+// Names are the offered tools' names, sorted.
+func (t Tools) Names() []string {
+	names := make([]string, 0, len(t))
+	for n := range t {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Registry is the configured list of tools a project's agents may call
+// (tally serve --tool-registry), as name patterns per project or for all.
+// A project with no patterns of its own or for all has no registry.
+type Registry struct {
+	rules []rule
+}
+
+// ParseRegistry reads patterns written [project:]glob (path.Match globs).
+func ParseRegistry(specs []string) (*Registry, error) {
+	r := &Registry{}
+	for _, spec := range specs {
+		project, pattern, scoped := strings.Cut(spec, ":")
+		if !scoped {
+			project, pattern = "", spec
+		}
+		if pattern == "" {
+			return nil, fmt.Errorf("tool registry %q: empty tool pattern", spec)
+		}
+		if _, err := path.Match(pattern, ""); err != nil {
+			return nil, fmt.Errorf("tool registry %q: bad pattern: %w", spec, err)
+		}
+		r.rules = append(r.rules, rule{project: project, pattern: pattern})
+	}
+	return r, nil
+}
+
+// Allows reports whether the registry has patterns for the project and,
+// if it does, whether tool matches one of them.
+func (r *Registry) Allows(project, tool string) (configured, allowed bool) {
+	if r == nil {
+		return false, false
+	}
+	for _, ru := range r.rules {
+		if ru.project != "" && ru.project != project {
+			continue
+		}
+		configured = true
+		if ok, _ := path.Match(ru.pattern, tool); ok {
+			return true, true
+		}
+	}
+	return configured, false
+}
+
+// requester is the inference call that asked for a tool step: the step's
+// parent when that is a call, else the latest call started before the step
+// under the same parent, else the latest call started before it anywhere
+// in the run; nil when none did.
+func requester(s *Step, calls []Call) *Call {
+	var sibling, latest *Call
+	for i := range calls {
+		c := &calls[i]
+		if c.SpanID == s.ParentSpanID {
+			return c
+		}
+		if c.StartNs > s.StartNs {
+			continue
+		}
+		if latest == nil || c.StartNs >= latest.StartNs {
+			latest = c
+		}
+		if c.ParentSpanID == s.ParentSpanID && (sibling == nil || c.StartNs >= sibling.StartNs) {
+			sibling = c
+		}
+	}
+	if sibling != nil {
+		return sibling
+	}
+	return latest
+}
+
+// offeredSignals checks each named tool step against the registry and the
+// tools its requesting call was offered:
+//
+//   - unknown_tool: the project has a registry and the tool matches none of
+//     its patterns; or the requesting call recorded the tools it was
+//     offered and this one was not among them.
+//   - invalid_arguments: the step's recorded arguments are not JSON, or do
+//     not validate against the offered tool's schema. An object schema
+//     that lists properties and says nothing of others is read strictly
+//     (additionalProperties: false, through properties, items and
+//     anyOf/oneOf branches, not allOf): a field the tool does not know is
+//     a field it silently drops.
+func offeredSignals(run Run, steps []Step, reg *Registry) []Signal {
+	var out []Signal
+	compiled := map[string]*jsonschema.Schema{}
+	for i := range steps {
+		s := &steps[i]
+		if s.Tool == "" {
+			continue
+		}
+		call := requester(s, run.Calls)
+		if configured, ok := reg.Allows(run.Project, s.Tool); configured && !ok {
+			out = append(out, Signal{Kind: KindUnknownTool, SpanID: s.SpanID, SpanIDs: []string{s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s is not in the configured tool registry", s.Tool)})
+			continue
+		}
+		if call == nil || call.Offered == nil {
+			continue
+		}
+		def := call.Offered[s.Tool]
+		if def == nil {
+			names := call.Offered.Names()
+			if len(names) > 8 {
+				names = append(names[:8], fmt.Sprintf("and %d more", len(call.Offered)-8))
+			}
+			out = append(out, Signal{Kind: KindUnknownTool, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s was called but the model was offered only %s", s.Tool, strings.Join(names, ", "))})
+			continue
+		}
+		if s.Args == "" {
+			continue
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(s.Args))
+		if err != nil {
+			out = append(out, Signal{Kind: KindInvalidArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s was called with arguments that are not JSON", s.Tool)})
+			continue
+		}
+		if def.Schema == nil {
+			continue
+		}
+		sch, ok := compiled[def.key]
+		if !ok {
+			sch = compileStrict(def.key)
+			compiled[def.key] = sch
+		}
+		if sch == nil {
+			continue // a schema the validator cannot compile checks nothing
+		}
+		if err := sch.Validate(inst); err != nil {
+			out = append(out, Signal{Kind: KindInvalidArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: fmt.Sprintf("tool %s was called with arguments its schema rejects: %s", s.Tool, firstViolation(err))})
+		}
+	}
+	return out
+}
+
+// noLoader refuses every reference outside the schema: a schema sent in a
+// span must not make tally read files or fetch URLs.
+type noLoader struct{}
+
+// Load refuses.
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("reference %s outside the tool's schema is not followed", url)
+}
+
+// compileStrict compiles a schema text, read strictly (see offeredSignals);
+// nil when it does not compile.
+func compileStrict(text string) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil
+	}
+	strict(doc, 0)
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	if c.AddResource("tool.json", doc) != nil {
+		return nil
+	}
+	sch, err := c.Compile("tool.json")
+	if err != nil {
+		return nil
+	}
+	return sch
+}
+
+// strict closes object schemas that list properties and leave others open.
+func strict(v any, depth int) {
+	m, ok := v.(map[string]any)
+	if !ok || depth > 32 {
+		return
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		_, a := m["additionalProperties"]
+		_, p := m["patternProperties"]
+		_, u := m["unevaluatedProperties"]
+		if !a && !p && !u {
+			m["additionalProperties"] = false
+		}
+		for _, sub := range props {
+			strict(sub, depth+1)
+		}
+	}
+	strict(m["items"], depth+1)
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if list, ok := m[k].([]any); ok {
+			for _, sub := range list {
+				strict(sub, depth+1)
+			}
+		}
+	}
+	for _, k := range []string{"$defs", "definitions"} {
+		if defs, ok := m[k].(map[string]any); ok {
+			for _, sub := range defs {
+				strict(sub, depth+1)
+			}
+		}
+	}
+}
+
+// firstViolation is the validator's first concrete complaint, one line.
+func firstViolation(err error) string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		for len(ve.Causes) > 0 {
+			ve = ve.Causes[0]
+		}
+		at := "/" + strings.Join(ve.InstanceLocation, "/")
+		msg := ve.Error()
+		if i := strings.LastIndex(msg, "': "); i >= 0 {
+			msg = msg[i+3:]
+		}
+		return fmt.Sprintf("at %s: %s", at, strings.TrimSpace(msg))
+	}
+	return strings.SplitN(err.Error(), "\n", 2)[0]
+}

@@ -1,0 +1,74 @@
+package safety
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Run is what the review of one run reads: its tool steps, its inference
+// calls (with the tools each was offered), its approvals and its totals.
+type Run struct {
+	Project string
+	Task    string
+	Agents  []string
+	// RootSpanID is the span a run-wide signal points at when no step does.
+	RootSpanID string
+	Steps      []Step
+	Calls      []Call
+	Approvals  []Approval
+	// Incomplete are the typed partial results the run's spans declared.
+	Incomplete []Incomplete
+	// Totals: counted tokens and cost (USD), and the wall clock from the
+	// first span's start to the last span's end.
+	Tokens  uint64
+	CostUSD float64
+	StartNs uint64
+	EndNs   uint64
+}
+
+// Call is one inference call: when it ran, under which span, what it
+// counted toward the run's totals, and the tools it was offered (nil when
+// its span recorded no tool definitions: nothing to check against).
+type Call struct {
+	SpanID, ParentSpanID string
+	StartNs, EndNs       uint64
+	Tokens               uint64
+	CostUSD              float64
+	Offered              Tools
+}
+
+// Config is what the review is configured with. The zero Config reviews
+// with the default limits, no effect patterns, no registry and no caps.
+type Config struct {
+	Effects  *Policy
+	Registry *Registry
+	Limits   Limits
+	Caps     *Caps
+}
+
+// Review reviews one run and returns its signals, in the order of the
+// spans they point at (run-wide signals at their span's place). Each kind's
+// rule is documented on its constant and in the README.
+func Review(run Run, cfg Config) []Signal {
+	l := cfg.Limits.withDefaults()
+	steps := slices.Clone(run.Steps)
+	slices.SortFunc(steps, func(a, b Step) int {
+		return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.SpanID, b.SpanID))
+	})
+	out := stepSignals(steps, l)
+	out = append(out, offeredSignals(run, steps, cfg.Registry)...)
+	out = append(out, gateSignals(steps, run.Approvals)...)
+	out = append(out, budgetSignals(run, cfg.Caps)...)
+	order := map[string]uint64{}
+	for _, s := range steps {
+		order[s.SpanID] = s.StartNs
+	}
+	for _, c := range run.Calls {
+		order[c.SpanID] = c.StartNs
+	}
+	order[run.RootSpanID] = run.StartNs
+	slices.SortStableFunc(out, func(a, b Signal) int {
+		return cmp.Or(cmp.Compare(order[a.SpanID], order[b.SpanID]), cmp.Compare(a.SpanID, b.SpanID))
+	})
+	return out
+}
