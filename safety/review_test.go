@@ -288,7 +288,9 @@ func TestBudgets(t *testing.T) {
 		want []string
 	}{
 		// 5 s of wall clock, 1 s waiting for approval: 4 s active, over 2 s.
-		{"over every cap", func(r *Run) { r.Approvals = []Approval{{RequestedNs: uint64(time.Second), DecidedNs: uint64(2 * time.Second)}} },
+		{"over every cap", func(r *Run) {
+			r.Approvals = []Approval{{RequestedNs: uint64(time.Second), DecidedNs: uint64(2 * time.Second)}}
+		},
 			[]string{"budget_exceeded@root", "budget_exceeded@c4", "budget_exceeded@c4", "budget_exceeded@c4"}},
 		{"at every cap", func(r *Run) {
 			r.Calls, r.Tokens, r.CostUSD, r.EndNs = r.Calls[:3], 1000, 0.05, uint64(2*time.Second)
