@@ -19,9 +19,10 @@ type SignalReader interface {
 	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
 }
 
-// getSignals answers GET /signals?since=24h&kind=&tool=&agent=&task=: the
-// safety signals of the runs that started in the range, by kind and tool,
-// with counts and example runs.
+// getSignals answers GET /signals?since=24h&kind=&tool=&agent=&task=&by=:
+// the safety signals of the runs that started in the range, by kind and
+// tool (by=task, by=agent), with counts and example runs, and the tools'
+// steps by terminal status.
 func (h *Handler) getSignals(c *gin.Context) {
 	reader, ok := h.runs.(SignalReader)
 	if !ok {
@@ -34,7 +35,11 @@ func (h *Handler) getSignals(c *gin.Context) {
 		return
 	}
 	f := query.SignalFilter{Project: Project(c), Since: since, Until: until, Kind: c.Query("kind"), Tool: c.Query("tool"),
-		Agent: c.Query("agent"), Task: c.Query("task")}
+		Agent: c.Query("agent"), Task: c.Query("task"), By: c.DefaultQuery("by", "tool")}
+	if f.By != "tool" && f.By != "task" && f.By != "agent" {
+		fail(c, http.StatusBadRequest, "by %q: want tool, task or agent", f.By)
+		return
+	}
 	if f.Kind != "" && !slices.Contains(safety.Kinds(), f.Kind) {
 		fail(c, http.StatusBadRequest, "kind %q: want one of %s", f.Kind, strings.Join(safety.Kinds(), ", "))
 		return

@@ -3,14 +3,17 @@ package query
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
@@ -19,17 +22,164 @@ import (
 // which a tool span making an HTTP call carries.
 const httpStatusAttribute = "http.response.status_code"
 
-// stepsOf builds the safety steps of one run's tool spans (others are
-// skipped, duplicate deliveries too), given each span's retry class.
-func stepsOf(spans []schema.Span, class func(spanID string) attribution.Class, effects *safety.Policy) []safety.Step {
-	var steps []safety.Step
+// reviewAttrs are the span attributes the review reads (besides
+// OpenInference's llm.tools.* on inference spans).
+var reviewAttrs = []string{safety.EffectAttribute, safety.StatusAttribute, httpStatusAttribute,
+	safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute, safety.IncompleteAttribute}
+
+// runReview is one run's review: what it read and what it found.
+type runReview struct {
+	run     safety.Run
+	signals []safety.Signal
+}
+
+// reviewConfig is the review's configuration under the reader's options.
+func (r *Reader) reviewConfig() safety.Config {
+	return safety.Config{Effects: r.effects, Registry: r.registry, Limits: r.limits, Caps: r.caps}
+}
+
+// reviewRuns reviews runs (a chunk at a time): it reads their tool and
+// inference spans, roots, approvals and partial results (reviewSpans) and
+// the tool arguments and definitions they recorded (reviewContent), and
+// runs package safety's review on each. Runs with no spans read are
+// reviewed empty.
+func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSummary) (map[string]*runReview, error) {
+	out := make(map[string]*runReview, len(runs))
+	cfg := r.reviewConfig()
+	for start := 0; start < len(runs); start += outcomeChunk {
+		chunk := runs[start:min(start+outcomeChunk, len(runs))]
+		ids, lo, hi := runsExtent(len(chunk), func(i int) *RunSummary { return &chunk[i] })
+		spans, err := r.reviewSpans(ctx, project, ids, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		content, err := r.reviewContent(ctx, project, ids, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for i := range chunk {
+			sum := &chunk[i]
+			run := buildReview(sum, spans[sum.TraceID], content, r.effects)
+			out[sum.TraceID] = &runReview{run: run, signals: safety.Review(run, cfg)}
+		}
+	}
+	return out, nil
+}
+
+// reviewSpans reads the spans a review needs of runs, by trace id in start
+// order: tool and inference spans, roots, and spans carrying an approval,
+// a partial result or a framework's limit error; with only the attributes
+// and events the review reads.
+func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, lo, hi time.Time) (map[string][]schema.Span, error) {
+	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+	for i, id := range ids {
+		set.Value[i] = strings.ToLower(id)
+	}
+	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
+	limitErrors := make([]string, 0, len(safety.IncompleteErrors))
+	for e := range safety.IncompleteErrors {
+		limitErrors = append(limitErrors, e)
+	}
+	slices.Sort(limitErrors)
+	approvalEvent := "has(event_names, '" + safety.ApprovalEvent + "')"
+	q := "SELECT trace_id, span_id, parent_span_id, span_type, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
+		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
+		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
+		"if(" + approvalEvent + ", event_names, emptyArrayString()), if(" + approvalEvent + ", event_time_ns, emptyArrayUInt64()), if(" + approvalEvent + ", event_attrs, emptyArrayString())\nFROM " +
+		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+		" AND (span_type IN ('tool', 'inference') OR parent_span_id = '' OR has(attr_keys, '" + safety.ApprovalDecisionAttribute + "')" +
+		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "'))" +
+		"\nORDER BY trace_id, start_ns, span_id"
+	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("read spans to review: %w", err)
+	}
+	spans, err := scanAll(rows, func(s *schema.Span) []any {
+		return []any{&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SpanType, &s.ToolName, &s.ToolCallID, &s.StepID, &s.ArgsHash,
+			&s.Status, &s.ErrorType, &s.StatusMessage, &s.StartNs, &s.DurationNs, &s.Attempt, &s.InputTokens, &s.OutputTokens,
+			&s.CostTotal, &s.AttrKeys, &s.AttrValues, &s.EventNames, &s.EventTimeNs, &s.EventAttrs}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read spans to review: %w", err)
+	}
+	out := map[string][]schema.Span{}
+	for _, s := range spans {
+		s.Project = project
+		out[s.TraceID] = append(out[s.TraceID], s)
+	}
+	return out, nil
+}
+
+// reviewedContent is what runs' spans recorded of tool calls: each tool
+// span's arguments ("" when withheld) and each inference span's offered
+// tools.
+type reviewedContent struct {
+	args    map[string]string       // span id → arguments
+	offered map[string]safety.Tools // span id → tools
+}
+
+// reviewContent reads runs' recorded tool arguments and tool definitions.
+// Arguments truncated at ingest, redacted or hashed by privacy rules are
+// withheld: they cannot be checked.
+func (r *Reader) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
+	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+	for i, id := range ids {
+		set.Value[i] = strings.ToLower(id)
+	}
+	q := "SELECT span_id, kind, value, truncated FROM " + final(r.store.Table(schema.TableContent)) +
+		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) ORDER BY span_id, source_key"
+	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC(),
+		schema.ContentToolArguments, schema.ContentToolDefinitions)
+	if err != nil {
+		return nil, fmt.Errorf("read tool content to review: %w", err)
+	}
+	defer rows.Close()
+	c := &reviewedContent{args: map[string]string{}, offered: map[string]safety.Tools{}}
+	for rows.Next() {
+		var spanID, kind, value string
+		var truncated uint8
+		if err := rows.Scan(&spanID, &kind, &value, &truncated); err != nil {
+			return nil, fmt.Errorf("read tool content to review: %w", err)
+		}
+		switch kind {
+		case schema.ContentToolArguments:
+			if _, seen := c.args[spanID]; seen {
+				continue
+			}
+			if truncated != 0 || value == ingest.RedactedValue || strings.HasPrefix(value, ingest.HashPrefix) {
+				value = ""
+			}
+			c.args[spanID] = value
+		case schema.ContentToolDefinitions:
+			tools := c.offered[spanID]
+			if tools == nil {
+				tools = safety.Tools{}
+			}
+			if truncated == 0 && tools.AddDefinitions(value) {
+				c.offered[spanID] = tools
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tool content to review: %w", err)
+	}
+	return c, nil
+}
+
+// buildReview assembles one run's review input from its summary, the
+// spans reviewSpans read and the recorded content.
+func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
+	run := safety.Run{Project: "", Task: sum.Task, Agents: sum.Agents, Tokens: sum.Usage.Input + sum.Usage.Output,
+		CostUSD: sum.Cost.Total, StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano())}
 	seen := map[string]bool{}
+	var calls []attribution.ToolCall
 	for i := range spans {
 		s := &spans[i]
-		if s.SpanType != schema.TypeTool || seen[s.SpanID] {
+		if seen[s.SpanID] {
 			continue
 		}
 		seen[s.SpanID] = true
+		run.Project = s.Project
 		attr := func(k string) string {
 			for j, key := range s.AttrKeys {
 				if key == k && j < len(s.AttrValues) {
@@ -38,80 +188,196 @@ func stepsOf(spans []schema.Span, class func(spanID string) attribution.Class, e
 			}
 			return ""
 		}
-		steps = append(steps, safety.Step{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Tool: s.ToolName,
-			Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
-			Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
-				Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute)}),
-			Retry: class(s.SpanID).Retry(), CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs,
-			EndNs: s.StartNs + s.DurationNs})
+		end := s.StartNs + s.DurationNs
+		if s.ParentSpanID == "" && run.RootSpanID == "" {
+			run.RootSpanID = s.SpanID
+		}
+		switch s.SpanType {
+		case schema.TypeTool:
+			run.Steps = append(run.Steps, safety.Step{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Tool: s.ToolName,
+				Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
+				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
+					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute)}),
+				CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs, EndNs: end,
+				Args: content.args[s.SpanID]})
+			calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
+				Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
+				Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
+		case schema.TypeInference:
+			offered := content.offered[s.SpanID]
+			for j, k := range s.AttrKeys {
+				if strings.HasPrefix(k, "llm.tools.") && j < len(s.AttrValues) {
+					if offered == nil {
+						offered = safety.Tools{}
+					}
+					offered.AddDefinitions(s.AttrValues[j])
+				}
+			}
+			if len(offered) == 0 {
+				offered = nil
+			}
+			run.Calls = append(run.Calls, safety.Call{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, StartNs: s.StartNs, EndNs: end,
+				Tokens: s.InputTokens + s.OutputTokens, CostUSD: s.CostTotal, Offered: offered})
+		}
+		if d, ok := safety.ParseDecision(attr(safety.ApprovalDecisionAttribute)); ok {
+			a := safety.Approval{SpanID: s.SpanID, Decision: d, By: attr(safety.ApprovalByAttribute),
+				Tool: attr(safety.ApprovalToolAttribute), RequestedNs: s.StartNs, DecidedNs: end}
+			if d == safety.DecisionPending {
+				a.DecidedNs = 0
+			}
+			run.Approvals = append(run.Approvals, a)
+		}
+		for j, name := range s.EventNames {
+			if name != safety.ApprovalEvent || j >= len(s.EventTimeNs) || j >= len(s.EventAttrs) {
+				continue
+			}
+			if a, ok := approvalEvent(s.SpanID, s.EventTimeNs[j], s.EventAttrs[j]); ok {
+				run.Approvals = append(run.Approvals, a)
+			}
+		}
+		if v := attr(safety.IncompleteAttribute); v != "" {
+			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, Reason: v})
+		} else if v := safety.IncompleteErrors[s.ErrorType]; v != "" {
+			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, Reason: v + " (" + s.ErrorType + ")"})
+		}
 	}
-	return steps
+	classes := attribution.ClassifyRetries(calls)
+	for i := range run.Steps {
+		run.Steps[i].Retry = classes[i].Retry()
+	}
+	return run
 }
 
-// reviewSteps sets each tool node's effect class and terminal status and
-// returns the run's safety signals. The tree's retry classes must be set
-// (classifyRunTools). An outline read keeps tool spans' attributes, so big
-// runs are reviewed whole.
-func reviewSteps(spans []schema.Span, roots []*SpanNode, effects *safety.Policy, limits safety.Limits) []safety.Signal {
-	nodes := map[string]*SpanNode{}
-	stack := append([]*SpanNode(nil), roots...)
+// approvalEvent reads a tally.approval event: its decision, who made it,
+// the tool and the wait (tally.approval.wait_ms before the event's time).
+func approvalEvent(spanID string, at uint64, attrsJSON string) (safety.Approval, bool) {
+	var attrs map[string]any
+	if json.Unmarshal([]byte(attrsJSON), &attrs) != nil {
+		return safety.Approval{}, false
+	}
+	str := func(k string) string {
+		switch v := attrs[k].(type) {
+		case string:
+			return v
+		case float64:
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		return ""
+	}
+	d, ok := safety.ParseDecision(str(safety.ApprovalDecisionAttribute))
+	if !ok {
+		return safety.Approval{}, false
+	}
+	a := safety.Approval{SpanID: spanID, Decision: d, By: str(safety.ApprovalByAttribute), Tool: str(safety.ApprovalToolAttribute),
+		RequestedNs: at, DecidedNs: at}
+	if wait, err := strconv.ParseFloat(str(safety.ApprovalWaitAttribute), 64); err == nil && wait > 0 {
+		a.RequestedNs = at - min(at, uint64(wait*1e6))
+	}
+	if d == safety.DecisionPending {
+		a.DecidedNs = 0
+	}
+	return a, true
+}
+
+// applyReview sets each tool node's effect class and terminal status from
+// the run's review, and the summary's signals.
+func applyReview(d *RunDetail, rv *runReview) {
+	if rv == nil {
+		return
+	}
+	steps := make(map[string]*safety.Step, len(rv.run.Steps))
+	for i := range rv.run.Steps {
+		steps[rv.run.Steps[i].SpanID] = &rv.run.Steps[i]
+	}
+	stack := append([]*SpanNode(nil), d.Roots...)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		stack = append(stack, n.Children...)
-		if n.Type == schema.TypeTool {
-			nodes[n.SpanID] = n
-		}
-	}
-	steps := stepsOf(spans, func(id string) attribution.Class {
-		if n := nodes[id]; n != nil {
-			return n.RetryClass
-		}
-		return ""
-	}, effects)
-	for _, st := range steps {
-		if n := nodes[st.SpanID]; n != nil {
+		if st := steps[n.SpanID]; st != nil {
 			n.Effect, n.StepStatus = st.Effect, st.Status
 		}
 	}
-	return safety.Signals(steps, limits)
+	d.Summary.Signals = rv.signals
+}
+
+// reviewDetail reviews the run of a detail and applies the review.
+func (r *Reader) reviewDetail(ctx context.Context, project string, d *RunDetail) error {
+	reviews, err := r.reviewRuns(ctx, project, []RunSummary{d.Summary})
+	if err != nil {
+		return err
+	}
+	applyReview(d, reviews[d.Summary.TraceID])
+	return nil
 }
 
 // SignalFilter selects the runs whose signals GET /signals counts: those
 // that started in the range (the newest MaxTaskRuns), of a task or agent;
-// Kind and Tool keep those signals only.
+// Kind and Tool keep those signals only. By groups them by kind and tool
+// (default), task or agent.
 type SignalFilter struct {
 	Project      string
 	Since, Until time.Time
 	Kind, Tool   string
 	Agent, Task  string
+	By           string
 }
 
-// SignalGroup counts one kind of signal on one tool: how many, in how many
-// runs, and the newest runs it was raised in (up to 5).
+// SignalGroup counts one kind of signal on one tool (or task, or agent):
+// how many, in how many runs, and the newest runs it was raised in (up to
+// 5).
 type SignalGroup struct {
 	Kind        string   `json:"kind"`
-	Tool        string   `json:"tool"`
+	Tool        string   `json:"tool,omitempty"`
+	Task        string   `json:"task,omitempty"`
+	Agent       string   `json:"agent,omitempty"`
 	Signals     int      `json:"signals"`
 	Runs        int      `json:"runs"`
 	ExampleRuns []string `json:"example_runs"`
 	Reason      string   `json:"reason"` // the newest signal's
 }
 
-// SignalsReport is the answer of Signals: the groups, most signals first.
+// ToolReview is one tool's steps in the reviewed runs: its effect class
+// (the most common among its steps), how many steps, how they ended and
+// how many signals point at them.
+type ToolReview struct {
+	Tool     string                `json:"tool"`
+	Effect   safety.Effect         `json:"effect"`
+	Steps    int                   `json:"steps"`
+	Statuses map[safety.Status]int `json:"statuses"`
+	Signals  int                   `json:"signals"`
+}
+
+// SignalsReport is the answer of Signals: the groups, most signals first;
+// the signals by kind; the reviewed tools, most steps first; and the runs
+// read by task (the denominators of rates).
 type SignalsReport struct {
-	Since     time.Time     `json:"since,omitzero"`
-	Until     time.Time     `json:"until,omitzero"`
-	RunsRead  int           `json:"runs_read"`
-	Truncated bool          `json:"truncated,omitempty"`
-	Signals   int           `json:"signals"`
-	Groups    []SignalGroup `json:"groups"`
+	Since           time.Time      `json:"since,omitzero"`
+	Until           time.Time      `json:"until,omitzero"`
+	By              string         `json:"by"`
+	RunsRead        int            `json:"runs_read"`
+	Truncated       bool           `json:"truncated,omitempty"`
+	Signals         int            `json:"signals"`
+	RunsWithSignals int            `json:"runs_with_signals"`
+	Kinds           map[string]int `json:"kinds"`
+	Groups          []SignalGroup  `json:"groups"`
+	Tools           []ToolReview   `json:"tools"`
+	RunsByTask      map[string]int `json:"runs_by_task"`
 }
 
 // Signals reviews the runs f selects, as a run's detail does, and counts
-// their signals by kind and tool.
+// their signals by kind and tool (or task or agent), and their tools'
+// steps by terminal status.
 func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, error) {
-	rep := &SignalsReport{Since: f.Since, Until: f.Until, Groups: []SignalGroup{}}
+	f.By = cmp.Or(f.By, "tool")
+	if f.By != "tool" && f.By != "task" && f.By != "agent" {
+		return nil, fmt.Errorf("by %q: want tool, task or agent", f.By)
+	}
+	rep := &SignalsReport{Since: f.Since, Until: f.Until, By: f.By, Kinds: map[string]int{}, Groups: []SignalGroup{},
+		Tools: []ToolReview{}, RunsByTask: map[string]int{}}
+	for _, k := range safety.Kinds() {
+		rep.Kinds[k] = 0
+	}
 	page, err := r.runList(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task, Limit: MaxTaskRuns}, false)
 	if err != nil {
 		return nil, err
@@ -121,45 +387,61 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 	if len(runs) == 0 {
 		return rep, nil
 	}
-	type key struct{ kind, tool string }
+	reviews, err := r.reviewRuns(ctx, f.Project, runs)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ kind, by string }
 	groups := map[key]*SignalGroup{}
 	runsOf := map[key]map[string]bool{}
+	tools := map[string]*ToolReview{}
+	effects := map[string]map[safety.Effect]int{}
 	// Runs are newest first: example runs come out newest first too.
-	for start := 0; start < len(runs); start += outcomeChunk {
-		chunk := runs[start:min(start+outcomeChunk, len(runs))]
-		byRun, err := r.toolSpans(ctx, f.Project, chunk)
-		if err != nil {
-			return nil, err
+	for _, run := range runs {
+		rep.RunsByTask[run.Task]++
+		rv := reviews[run.TraceID]
+		if rv == nil {
+			continue
 		}
-		for _, run := range chunk {
-			spans := byRun[run.TraceID]
-			if len(spans) == 0 {
+		for _, st := range rv.run.Steps {
+			if f.Tool != "" && st.Tool != f.Tool {
 				continue
 			}
-			calls := make([]attribution.ToolCall, len(spans))
-			for i := range spans {
-				s := &spans[i]
-				calls[i] = attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
-					Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
-					Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt}
+			t := tools[st.Tool]
+			if t == nil {
+				t = &ToolReview{Tool: st.Tool, Statuses: map[safety.Status]int{}}
+				tools[st.Tool], effects[st.Tool] = t, map[safety.Effect]int{}
 			}
-			classes := attribution.ClassifyRetries(calls)
-			bySpan := make(map[string]attribution.Class, len(calls))
-			for i, c := range classes {
-				bySpan[calls[i].SpanID] = c
+			t.Steps++
+			t.Statuses[st.Status]++
+			effects[st.Tool][st.Effect]++
+		}
+		flagged := false
+		for _, sig := range rv.signals {
+			if (f.Kind != "" && sig.Kind != f.Kind) || (f.Tool != "" && sig.Tool != f.Tool) {
+				continue
 			}
-			for _, sig := range safety.Signals(stepsOf(spans, func(id string) attribution.Class { return bySpan[id] }, r.effects), r.limits) {
-				if (f.Kind != "" && sig.Kind != f.Kind) || (f.Tool != "" && sig.Tool != f.Tool) {
-					continue
-				}
-				k := key{sig.Kind, sig.Tool}
+			if t := tools[sig.Tool]; t != nil && sig.Tool != "" {
+				t.Signals++
+			}
+			rep.Kinds[sig.Kind]++
+			flagged = true
+			for _, by := range signalKeys(f.By, sig, &run) {
+				k := key{sig.Kind, by}
 				g := groups[k]
 				if g == nil {
-					g = &SignalGroup{Kind: sig.Kind, Tool: sig.Tool, ExampleRuns: []string{}, Reason: sig.Reason}
+					g = &SignalGroup{Kind: sig.Kind, ExampleRuns: []string{}, Reason: sig.Reason}
+					switch f.By {
+					case "tool":
+						g.Tool = by
+					case "task":
+						g.Task = by
+					case "agent":
+						g.Agent = by
+					}
 					groups[k], runsOf[k] = g, map[string]bool{}
 				}
 				g.Signals++
-				rep.Signals++
 				if !runsOf[k][run.TraceID] {
 					runsOf[k][run.TraceID] = true
 					g.Runs++
@@ -168,46 +450,44 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 					}
 				}
 			}
+			rep.Signals++
+		}
+		if flagged {
+			rep.RunsWithSignals++
 		}
 	}
 	for _, g := range groups {
 		rep.Groups = append(rep.Groups, *g)
 	}
 	slices.SortFunc(rep.Groups, func(a, b SignalGroup) int {
-		return cmp.Or(cmp.Compare(b.Signals, a.Signals), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Tool, b.Tool))
+		return cmp.Or(cmp.Compare(b.Signals, a.Signals), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Tool+a.Task+a.Agent, b.Tool+b.Task+b.Agent))
 	})
+	for name, t := range tools {
+		best := 0
+		t.Effect = safety.EffectUnknown
+		for e, n := range effects[name] {
+			if n > best || (n == best && e < t.Effect) {
+				t.Effect, best = e, n
+			}
+		}
+		rep.Tools = append(rep.Tools, *t)
+	}
+	slices.SortFunc(rep.Tools, func(a, b ToolReview) int { return cmp.Or(cmp.Compare(b.Steps, a.Steps), cmp.Compare(a.Tool, b.Tool)) })
 	return rep, nil
 }
 
-// toolSpans reads the tool spans of runs (their review's columns, and the
-// attributes the review reads), by trace id, in start order.
-func (r *Reader) toolSpans(ctx context.Context, project string, runs []RunSummary) (map[string][]schema.Span, error) {
-	set := clickhouse.GroupSet{Value: make([]any, len(runs))}
-	lo, hi := runs[0].Start, runs[0].End
-	for i := range runs {
-		set.Value[i] = runs[i].TraceID
-		lo, hi = minTime(lo, runs[i].Start), maxTime(hi, runs[i].End)
+// signalKeys are what a signal is grouped under: its tool, its run's task,
+// or each of its run's agents.
+func signalKeys(by string, sig safety.Signal, run *RunSummary) []string {
+	switch by {
+	case "task":
+		return []string{run.Task}
+	case "agent":
+		if len(run.Agents) == 0 {
+			return []string{""}
+		}
+		return run.Agents
 	}
-	keep := "has(['" + strings.Join([]string{safety.EffectAttribute, safety.StatusAttribute, httpStatusAttribute}, "', '") + "'], k)"
-	q := "SELECT project, trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status, error_type, status_message, " +
-		"start_ns, duration_ns, attempt, arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys)\nFROM " +
-		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND span_type = 'tool' AND trace_id IN ? AND start >= ? AND start <= ?" +
-		"\nORDER BY trace_id, start_ns, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
-	if err != nil {
-		return nil, fmt.Errorf("read tool spans: %w", err)
-	}
-	spans, err := scanAll(rows, func(s *schema.Span) []any {
-		return []any{&s.Project, &s.TraceID, &s.SpanID, &s.ParentSpanID, &s.ToolName, &s.ToolCallID, &s.StepID, &s.ArgsHash,
-			&s.Status, &s.ErrorType, &s.StatusMessage, &s.StartNs, &s.DurationNs, &s.Attempt, &s.AttrKeys, &s.AttrValues}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read tool spans: %w", err)
-	}
-	out := map[string][]schema.Span{}
-	for _, s := range spans {
-		s.SpanType = schema.TypeTool
-		out[s.TraceID] = append(out[s.TraceID], s)
-	}
-	return out, nil
+	return []string{sig.Tool}
 }

@@ -27,9 +27,11 @@ var ErrNotFound = errors.New("not found")
 
 // Reader runs queries for one ClickHouse database.
 type Reader struct {
-	store   *schema.Store
-	effects *safety.Policy // tool effect classes; nil: declared by spans only
-	limits  safety.Limits  // the signals' thresholds; zero: the defaults
+	store    *schema.Store
+	effects  *safety.Policy   // tool effect classes; nil: declared by spans only
+	limits   safety.Limits    // the signals' thresholds; zero: the defaults
+	registry *safety.Registry // the tools agents may call; nil: none configured
+	caps     *safety.Caps     // run budgets; nil: none
 }
 
 // ReaderOption configures a Reader.
@@ -43,6 +45,14 @@ func WithToolEffects(p *safety.Policy) ReaderOption { return func(r *Reader) { r
 // WithSignalLimits gives the Reader the safety signals' thresholds (tally
 // serve --signal-min-backoff, --signal-max-repeats).
 func WithSignalLimits(l safety.Limits) ReaderOption { return func(r *Reader) { r.limits = l } }
+
+// WithToolRegistry sets the tools each project's agents may call (tally
+// serve --tool-registry): a call of any other is an unknown_tool signal.
+func WithToolRegistry(reg *safety.Registry) ReaderOption { return func(r *Reader) { r.registry = reg } }
+
+// WithRunCaps sets the run budgets (tally serve --run-cap) budget_exceeded
+// signals check.
+func WithRunCaps(c *safety.Caps) ReaderOption { return func(r *Reader) { r.caps = c } }
 
 // NewReader returns a Reader over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
@@ -788,11 +798,13 @@ func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpan
 	if len(spans) == 0 {
 		return nil, ErrNotFound
 	}
-	d := runDetail(spans, r.effects, r.limits)
-	if !more {
-		return d, nil
+	d := runDetail(spans)
+	if more {
+		if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
+			return nil, err
+		}
 	}
-	if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
+	if err := r.reviewDetail(ctx, project, d); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -818,10 +830,9 @@ func (r *Reader) Run(ctx context.Context, project, traceID string) (*RunDetail, 
 	return r.RunWithin(ctx, project, traceID, 0)
 }
 
-// runDetail builds a run's tree and summary from its spans, with the
-// tool steps' effect classes and terminal statuses and the run's safety
-// signals (package safety) under the effects policy.
-func runDetail(spans []schema.Span, effects *safety.Policy, limits safety.Limits) *RunDetail {
+// runDetail builds a run's tree and summary from its spans; the safety
+// review is applied after (reviewDetail), since it reads more than spans.
+func runDetail(spans []schema.Span) *RunDetail {
 	roots := BuildTree(spans)
 	summary, counted := summarize(spans)
 	stack := append([]*SpanNode(nil), roots...)
@@ -834,7 +845,6 @@ func runDetail(spans []schema.Span, effects *safety.Policy, limits safety.Limits
 	sumSubtrees(roots)
 	retries, repeats := classifyRunTools(spans, roots)
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
-	summary.Signals = reviewSteps(spans, roots, effects, limits)
 	d := &RunDetail{Summary: summary, Roots: roots}
 	d.CostliestSpanID, d.FirstErrorSpanID = landmarks(roots)
 	return d

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -41,7 +40,7 @@ func TestSubtreeFigures(t *testing.T) {
 		llm(span("wrapper", "sub", schema.TypeInference, 22, 80), 200, 20, 0.002),
 		llm(span("llm-b", "wrapper", schema.TypeInference, 23, 79), 200, 20, 0.002),
 	}
-	d := runDetail(spans, nil, safety.Limits{})
+	d := runDetail(spans)
 	nodes := map[string]*SpanNode{}
 	stack := append([]*SpanNode(nil), d.Roots...)
 	for len(stack) > 0 {

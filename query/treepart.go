@@ -69,7 +69,11 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 		if len(spans) == 0 {
 			return nil, ErrNotFound
 		}
-		return runDetail(spans, r.effects, r.limits), nil
+		d := runDetail(spans)
+		if err := r.reviewDetail(ctx, project, d); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
 	if err != nil {
@@ -85,6 +89,9 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 		d.Partial = &Partial{TotalSpans: total, ReturnedSpans: len(kept), HiddenRoots: len(d.Roots) - len(roots)}
 	}
 	d.Roots = roots
+	if err := r.reviewDetail(ctx, project, d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -99,7 +106,7 @@ func (r *Reader) outline(ctx context.Context, project, traceID string, ext runEx
 	if len(spans) == 0 {
 		return nil, nil, ErrNotFound
 	}
-	d := runDetail(spans, r.effects, r.limits)
+	d := runDetail(spans)
 	if more {
 		if err := r.summarizeWhole(ctx, project, traceID, d, spans); err != nil {
 			return nil, nil, err
@@ -176,6 +183,9 @@ func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, 
 	}
 	kids, kept := prune(page, max(budget, len(page)), nil)
 	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
+		return nil, err
+	}
+	if err := r.reviewDetail(ctx, project, &RunDetail{Summary: d.Summary, Roots: kids}); err != nil {
 		return nil, err
 	}
 	part.Children = kids

@@ -83,10 +83,19 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(fmt.Errorf("--tool-effects: %w", err))
 	}
-	if cfg.API.Signals.MinBackoff <= 0 || cfg.API.Signals.MaxRepeats < 1 {
-		return fail(fmt.Errorf("--signal-min-backoff must be > 0 and --signal-max-repeats ≥ 1"))
+	if cfg.API.Signals.MinBackoff <= 0 || cfg.API.Signals.MaxRepeats < 1 || cfg.API.Signals.MaxSteps < 1 || cfg.API.Signals.Lockstep <= 0 {
+		return fail(fmt.Errorf("--signal-min-backoff and --signal-lockstep must be > 0, --signal-max-repeats and --signal-max-steps ≥ 1"))
 	}
-	reader := query.NewReader(store, query.WithToolEffects(effects), query.WithSignalLimits(cfg.API.Signals))
+	toolRegistry, err := safety.ParseRegistry(cfg.API.ToolRegistry)
+	if err != nil {
+		return fail(fmt.Errorf("--tool-registry: %w", err))
+	}
+	runCaps, err := safety.ParseCaps(cfg.API.RunCaps)
+	if err != nil {
+		return fail(fmt.Errorf("--run-cap: %w", err))
+	}
+	reader := query.NewReader(store, query.WithToolEffects(effects), query.WithSignalLimits(cfg.API.Signals),
+		query.WithToolRegistry(toolRegistry), query.WithRunCaps(runCaps))
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)

@@ -68,6 +68,10 @@ type apiConfig struct {
 	ToolEffects []string
 	// Signals are the safety signals' thresholds.
 	Signals safety.Limits
+	// ToolRegistry are the tools agents may call, [project:]pattern.
+	ToolRegistry []string
+	// RunCaps are the run budgets, "key=value …" each.
+	RunCaps []string
 }
 
 // alertsConfig is alerting, the metrics exporter and which replica evaluates.
@@ -159,6 +163,10 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.API.ToolEffects, "tool-effects", nil, "tool effect classes for the safety review, [project:]pattern=read|idempotent|non_idempotent|irreversible (repeatable; globs; the first match wins, a project's first)")
 	fs.DurationVar(&c.API.Signals.MinBackoff, "signal-min-backoff", safety.DefaultLimits().MinBackoff, "a retry starting sooner than this after the attempt it retried ended is a retry_storm signal")
 	fs.IntVar(&c.API.Signals.MaxRepeats, "signal-max-repeats", safety.DefaultLimits().MaxRepeats, "more calls than this of one tool with the same arguments failing in one run is a runaway_loop signal")
+	fs.IntVar(&c.API.Signals.MaxSteps, "signal-max-steps", safety.DefaultLimits().MaxSteps, "more tool calls than this in one run is a runaway_loop signal")
+	fs.DurationVar(&c.API.Signals.Lockstep, "signal-lockstep", safety.DefaultLimits().Lockstep, "retries of one tool by different branches starting within this of each other are a retry_storm signal (no jitter)")
+	fs.StringSliceVar(&c.API.ToolRegistry, "tool-registry", nil, "tools agents may call, [project:]pattern (repeatable; globs): a call of another is an unknown_tool signal; a project with no patterns has no registry")
+	fs.StringSliceVar(&c.API.RunCaps, "run-cap", nil, `a run budget checked by budget_exceeded signals: "[project=P] [task=T|agent=A] iterations=N tokens=N cost=USD wall=DURATION" (repeatable; at least one limit; wall is active time, approval waits excluded)`)
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{&c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")

@@ -21,7 +21,9 @@ var SafetyPolicy = []string{"charge_*=irreversible", "upsert_*=idempotent", "sea
 // cashier agent whose tool steps raise exactly two safety signals under
 // SafetyPolicy, and returns its trace id and the span ids by step:
 //
-//	charge1  charge_card    step pay-1, ok                   irreversible
+//	approve1 approval       approved by ana for charge_card
+//	charge1  charge_card    step pay-1, ok                   irreversible, gated
+//	approve2 approval       approved by ana for charge_card
 //	charge2  charge_card    step pay-1, ok again             → duplicate_side_effect
 //	refund1  refund         call c9, error timeout           non_idempotent (declared): ambiguous
 //	refund2  refund         call c9, attempt 2, ok           → unsafe_retry
@@ -55,7 +57,16 @@ func SendSafetyRun(t testing.TB, endpoint string, base time.Time) (traceID strin
 		s.End(trace.WithTimestamp(at(start + 50)))
 		spans[key] = s.SpanContext().SpanID().String()
 	}
+	approve := func(key string, start int) {
+		_, s := tr.Start(ctx, "approval charge_card", trace.WithTimestamp(at(start)), trace.WithAttributes(
+			attribute.String("tally.approval.decision", "approved"), attribute.String("tally.approval.by", "ana"),
+			attribute.String("tally.approval.tool", "charge_card")))
+		s.End(trace.WithTimestamp(at(start + 400)))
+		spans[key] = s.SpanContext().SpanID().String()
+	}
+	approve("approve1", 500)
 	tool("charge1", "charge_card", 1000, "", attribute.String("gen_ai.step.id", "pay-1"))
+	approve("approve2", 1500)
 	tool("charge2", "charge_card", 2000, "", attribute.String("gen_ai.step.id", "pay-1"))
 	tool("refund1", "refund", 3000, "timeout", attribute.String("gen_ai.tool.call.id", "c9"), attribute.String("tally.tool.effect", "non_idempotent"))
 	tool("refund2", "refund", 4000, "", attribute.String("gen_ai.tool.call.id", "c9"), attribute.Int("attempt", 2),

@@ -1,0 +1,234 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/server"
+)
+
+// reliabilityConfig is the review configuration the end-to-end signal
+// runs are read under: effect classes, a registry every tool of the runs
+// but drop_table matches, two caps, two repeats and six steps.
+func reliabilityConfig(t *testing.T) []query.ReaderOption {
+	t.Helper()
+	policy, err := safety.ParsePolicy([]string{"wire_*=irreversible", "search_*=read", "refund=non_idempotent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := safety.ParseRegistry([]string{"wire_*", "search_*", "refund", "delete_account", "lookup_*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := safety.ParseCaps([]string{"task=capped iterations=2 tokens=1000", "task=slow wall=1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []query.ReaderOption{query.WithToolEffects(policy), query.WithToolRegistry(reg), query.WithRunCaps(caps),
+		query.WithSignalLimits(safety.Limits{MinBackoff: 100 * time.Millisecond, MaxRepeats: 2, MaxSteps: 6, Lockstep: 20 * time.Millisecond})}
+}
+
+// refundTools offers refund(order string, amount number; both required)
+// and search_docs(q).
+const refundTools = `[{"type":"function","name":"refund","parameters":{"type":"object","properties":{"order":{"type":"string"},"amount":{"type":"number"}},"required":["order","amount"]}},` +
+	`{"type":"function","name":"search_docs","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}]`
+
+// reliabilityCase is one hand-built run and the signals it must raise,
+// as kind@span key.
+type reliabilityCase struct {
+	name  string
+	task  string
+	spans []tallytest.Span
+	want  []string
+}
+
+// reliabilityCases are the runs: each signal kind raised, and the runs the
+// playbooks call fine raising none.
+func reliabilityCases() []reliabilityCase {
+	root := func(task string, end int, attrs ...attribute.KeyValue) tallytest.Span {
+		return tallytest.Span{Key: "root", Name: "invoke_agent clerk", Start: 0, End: end, Attrs: append([]attribute.KeyValue{
+			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "clerk"),
+			attribute.String("task.name", task)}, attrs...)}
+	}
+	args := func(v string) attribute.KeyValue { return attribute.String("gen_ai.tool.call.arguments", v) }
+	callID := func(v string) attribute.KeyValue { return attribute.String("gen_ai.tool.call.id", v) }
+	approval := func(key string, start, end int, decision string) tallytest.Span {
+		return tallytest.Span{Key: key, Parent: "root", Name: "approval", Start: start, End: end, Attrs: []attribute.KeyValue{
+			attribute.String("tally.approval.decision", decision), attribute.String("tally.approval.by", "ana")}}
+	}
+	branch := func(key string) tallytest.Span {
+		return tallytest.Span{Key: key, Parent: "root", Name: "invoke_agent " + key, Start: 1, End: 2000, Attrs: []attribute.KeyValue{
+			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "fetcher")}}
+	}
+	// fetch fails in a branch at 10 ms and is retried (attempt 2) at retryAt.
+	fetch := func(b string, retryAt int) []tallytest.Span {
+		fail := tallytest.Tool(b+"1", b, "search_web", 10, 60, callID("c-"+b))
+		fail.Error = "timeout"
+		return []tallytest.Span{fail, tallytest.Tool(b+"2", b, "search_web", retryAt, retryAt+40, callID("c-"+b), attribute.Int("attempt", 2))}
+	}
+	lockstep := func(name string, at [3]int, want []string) reliabilityCase {
+		spans := []tallytest.Span{root("parallel", 2100), branch("a"), branch("b"), branch("c")}
+		for i, b := range []string{"a", "b", "c"} {
+			spans = append(spans, fetch(b, at[i])...)
+		}
+		return reliabilityCase{name, "parallel", spans, want}
+	}
+	chats := func(n int) []tallytest.Span {
+		var out []tallytest.Span
+		for i := range n {
+			// 300 in + 100 out tokens each.
+			out = append(out, tallytest.Chat(fmt.Sprintf("chat%d", i+1), "root", "gpt-4o-mini", 10+i*100, 60+i*100, "", 300, 100))
+		}
+		return out
+	}
+	repeat := func(key string, start int) tallytest.Span {
+		s := tallytest.Tool(key, "root", "lookup_order", start, start+50, args(`{"id":7}`))
+		s.Error = "ValueError"
+		return s
+	}
+	return []reliabilityCase{
+		{"a tool the model was not offered", "hallucinated", []tallytest.Span{root("hallucinated", 500),
+			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, refundTools, 50, 10),
+			tallytest.Tool("tool", "root", "delete_account", 120, 150, args(`{}`))}, []string{"unknown_tool@tool"}},
+		{"a tool outside the registry", "unregistered", []tallytest.Span{root("unregistered", 500),
+			tallytest.Tool("tool", "root", "drop_table", 120, 150)}, []string{"unknown_tool@tool"}},
+		{"a dry_run the schema does not know", "dryrun", []tallytest.Span{root("dryrun", 500),
+			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, refundTools, 50, 10),
+			tallytest.Tool("tool", "root", "refund", 120, 150, args(`{"order":"A1","amount":5,"dry_run":true}`))}, []string{"invalid_arguments@tool"}},
+		{"valid arguments are fine", "valid", []tallytest.Span{root("valid", 500),
+			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, refundTools, 50, 10),
+			tallytest.Tool("tool", "root", "refund", 120, 150, args(`{"order":"A1","amount":5}`))}, nil},
+		{"a wire nobody approved", "ungated", []tallytest.Span{root("ungated", 500),
+			tallytest.Tool("wire", "root", "wire_transfer", 120, 150)}, []string{"ungated_action@wire"}},
+		{"a wire after a rejection", "rejected", []tallytest.Span{root("rejected", 500), approval("ask", 10, 90, "rejected"),
+			tallytest.Tool("wire", "root", "wire_transfer", 120, 150)}, []string{"ungated_action@wire"}},
+		{"a wire approved by an event is fine", "approved", []tallytest.Span{func() tallytest.Span {
+			r := root("approved", 500)
+			r.Events = []tallytest.Event{{Name: "tally.approval", At: 100, Attrs: []attribute.KeyValue{
+				attribute.String("tally.approval.decision", "approved"), attribute.String("tally.approval.by", "ana"), attribute.Int("tally.approval.wait_ms", 80)}}}
+			return r
+		}(), tallytest.Tool("wire", "root", "wire_transfer", 120, 150)}, nil},
+		// Three branches fail at 10 ms and retry at 1000, 1005 and 1010 ms.
+		lockstep("three branches retrying in lockstep", [3]int{1000, 1005, 1010}, []string{"retry_storm@c2"}),
+		lockstep("three branches with jitter are fine", [3]int{1000, 1400, 1900}, nil),
+		{"seven tool calls, limit six", "busy", func() []tallytest.Span {
+			spans := []tallytest.Span{root("busy", 1000)}
+			for i := range 7 {
+				spans = append(spans, tallytest.Tool(fmt.Sprintf("t%d", i+1), "root", "search_docs", 10+i*100, 50+i*100, args(fmt.Sprintf(`{"q":"%d"}`, i))))
+			}
+			return spans
+		}(), []string{"runaway_loop@t7"}},
+		{"the same failing lookup three times, limit two", "looping", []tallytest.Span{root("looping", 4000),
+			repeat("l1", 10), repeat("l2", 1000), repeat("l3", 2000)}, []string{"runaway_loop@l3"}},
+		// Three calls of 400 tokens: the third passes both 2 iterations and 1,000 tokens.
+		{"over the iteration and token caps", "capped", append([]tallytest.Span{root("capped", 1000)}, chats(3)...),
+			[]string{"budget_exceeded@chat3", "budget_exceeded@chat3"}},
+		{"at the caps", "capped", append([]tallytest.Span{root("capped", 1000)}, chats(2)...), nil},
+		// 3 s of wall clock, 2 s of it waiting for ana: 1 s active, at the 1 s cap.
+		{"waiting for approval is not active time", "slow", []tallytest.Span{root("slow", 3000), approval("ask", 500, 2500, "approved")}, nil},
+		{"active past the wall cap", "slow", []tallytest.Span{root("slow", 3000), approval("ask", 500, 1500, "approved")}, []string{"budget_exceeded@root"}},
+		{"a typed partial result", "partial", []tallytest.Span{root("partial", 500, attribute.String("tally.run.incomplete", "iteration_limit"))},
+			[]string{"budget_exceeded@root"}},
+	}
+}
+
+// TestReliabilitySignalsEndToEnd: every signal kind from runs sent with the
+// real OTel Go SDK, and the runs that must raise none, on each run's
+// summary; then GET /signals counts them by kind, tool and task, and the
+// tools' steps by status.
+func TestReliabilitySignalsEndToEnd(t *testing.T) {
+	opts := reliabilityConfig(t)
+	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, opts...) })
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	perKind := map[string]int{}
+	for i, c := range reliabilityCases() {
+		t.Run(c.name, func(t *testing.T) {
+			id, ids := tallytest.SendSpans(t, tally.URL, "desk", base.Add(time.Duration(i)*10*time.Second), c.spans)
+			keyOf := map[string]string{}
+			for k, v := range ids {
+				keyOf[v] = k
+			}
+			code, _, b := get(t, tally.URL+"/api/v1/runs/"+id, "")
+			var d query.RunDetail
+			if code != http.StatusOK || json.Unmarshal(b, &d) != nil {
+				t.Fatalf("run: %d %.300s", code, b)
+			}
+			var got []string
+			for _, s := range d.Summary.Signals {
+				got = append(got, s.Kind+"@"+keyOf[s.SpanID])
+				if s.Reason == "" {
+					t.Errorf("%s has no reason", s.Kind)
+				}
+				perKind[s.Kind]++
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("signals %v, want %v", got, c.want)
+				for _, s := range d.Summary.Signals {
+					t.Log(s.Reason)
+				}
+			}
+		})
+	}
+	// Every kind but the two SendSafetyRun covers, raised at least once.
+	for _, k := range safety.Kinds() {
+		if k != safety.KindDuplicateSideEffect && k != safety.KindUnsafeRetry && perKind[k] == 0 {
+			t.Errorf("no run raised %s", k)
+		}
+	}
+
+	// GET /signals over the same runs: the counts per kind are the runs'.
+	code, _, b := get(t, tally.URL+"/api/v1/signals?since=3h", "")
+	var rep query.SignalsReport
+	if code != http.StatusOK || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("signals: %d %s", code, b)
+	}
+	// unknown_tool 2, invalid_arguments 1, ungated_action 2, retry_storm 1,
+	// runaway_loop 2, budget_exceeded 4 (two on one run): 12 in 11 runs of 16.
+	want := map[string]int{"duplicate_side_effect": 0, "unsafe_retry": 0, "unknown_tool": 2, "invalid_arguments": 1, "ungated_action": 2,
+		"retry_storm": 1, "runaway_loop": 2, "budget_exceeded": 4}
+	if fmt.Sprint(rep.Kinds) != fmt.Sprint(want) || rep.Signals != 12 || rep.RunsWithSignals != 11 || rep.RunsRead != 16 {
+		t.Errorf("report kinds %v signals %d in %d of %d runs; want %v, 12 in 11 of 16", rep.Kinds, rep.Signals, rep.RunsWithSignals, rep.RunsRead, want)
+	}
+	tools := map[string]query.ToolReview{}
+	for _, tr := range rep.Tools {
+		tools[tr.Tool] = tr
+	}
+	// search_web: 3 failures (timeouts: ambiguous) and 3 ok retries in each
+	// of two lockstep runs; lookup_order: 3 ValueErrors.
+	if w := tools["search_web"]; w.Effect != safety.EffectRead || w.Steps != 12 || w.Statuses[safety.StatusAmbiguous] != 6 || w.Statuses[safety.StatusOK] != 6 || w.Signals != 1 {
+		t.Errorf("search_web %+v", w)
+	}
+	if l := tools["lookup_order"]; l.Steps != 3 || l.Statuses[safety.StatusError] != 3 || l.Effect != safety.EffectUnknown {
+		t.Errorf("lookup_order %+v", l)
+	}
+	if w := tools["wire_transfer"]; w.Effect != safety.EffectIrreversible || w.Steps != 3 || w.Signals != 2 {
+		t.Errorf("wire_transfer %+v", w)
+	}
+	if rep.RunsByTask["capped"] != 2 || rep.RunsByTask["slow"] != 2 {
+		t.Errorf("runs by task %v", rep.RunsByTask)
+	}
+	// By task: budget_exceeded on capped (2 signals, 1 run), slow (1) and partial (1).
+	code, _, b = get(t, tally.URL+"/api/v1/signals?since=3h&by=task&kind=budget_exceeded", "")
+	rep = query.SignalsReport{}
+	if code != http.StatusOK || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("signals by task: %d %s", code, b)
+	}
+	byTask := map[string][2]int{}
+	for _, g := range rep.Groups {
+		byTask[g.Task] = [2]int{g.Signals, g.Runs}
+	}
+	if fmt.Sprint(byTask) != fmt.Sprint(map[string][2]int{"capped": {2, 1}, "partial": {1, 1}, "slow": {1, 1}}) {
+		t.Errorf("budget_exceeded by task %v", byTask)
+	}
+	if code, _, _ := get(t, tally.URL+"/api/v1/signals?by=colour", ""); code != http.StatusBadRequest {
+		t.Errorf("by=colour: %d, want 400", code)
+	}
+}
