@@ -27,6 +27,8 @@ type Source interface {
 	UsageByMinute(ctx context.Context, w query.Window) ([]query.UsageMinute, error)
 	LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]query.Comparison, error)
 	LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]query.Comparison, error)
+	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
+	Costs(ctx context.Context, f query.CostFilter) (query.CostReport, error)
 }
 
 // CacheVerdict is the cache check's judgement of one (agent, model) over a
@@ -229,6 +231,8 @@ type cycle struct {
 	now    time.Time
 	tools  map[string][]query.ToolStats
 	models map[string][]query.ModelStats
+	// signalReps memoizes the safety review per project and window.
+	signalReps map[string]*query.SignalsReport
 }
 
 func (c *cycle) window(project string, d time.Duration) query.Window {

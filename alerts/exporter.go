@@ -176,6 +176,9 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 					m.signals.WithLabelValues(p, g.Kind, name).Add(float64(g.Signals))
 				}
 			}
+			for _, mi := range d.signals.PerMinute {
+				m.addMinute(m.signalsTotal, []string{"kind", "tool"}, p, mi.Minute, float64(mi.Signals), mi.Kind, mi.Tool)
+			}
 		}
 		for _, u := range d.usage {
 			m.addMinute(m.cacheRead, agent, p, u.Minute, float64(u.CacheReadTokens), u.Agent, u.Model)

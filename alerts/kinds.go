@@ -50,7 +50,7 @@ type kindSpec struct {
 
 // kinds is the table of alert kinds, in the order the docs list them.
 func kinds() []kindSpec {
-	return []kindSpec{
+	out := []kindSpec{
 		toolRetryRate(),
 		toolErrorRate(),
 		toolRepeatRate(),
@@ -61,7 +61,9 @@ func kinds() []kindSpec {
 		repeatLoop(),
 		versionRegression(),
 		periodRegression(),
+		spendBudget(),
 	}
+	return append(out, signalKinds()...)
 }
 
 // specOf returns the kind's spec.

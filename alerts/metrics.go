@@ -77,6 +77,7 @@ type gauges struct {
 	cacheRead, cost                    *prometheus.CounterVec
 	overflow                           *prometheus.CounterVec
 	signals                            *prometheus.GaugeVec
+	signalsTotal                       *prometheus.CounterVec
 
 	caps *labelCaps
 	// totals holds the last seen per-minute sum of each counter series, to
@@ -103,6 +104,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 		cost:           counter("tally_cost_usd_total", "Cost of spans in USD.", "project", "agent", "model"),
 		overflow:       counter("tally_metric_label_overflow_total", "Distinct label values counted under __other__ because of the cardinality cap.", "label"),
 		signals:        gauge("tally_signals", "Safety signals ("+strings.Join(safety.Kinds(), ", ")+") in the runs that started in the metrics window, by kind and tool.", "project", "kind", "tool"),
+		signalsTotal:   counter("tally_signals_total", "Safety signals raised, by kind and tool (counted by their run's start minute, as the review of the metrics window finds them).", "project", "kind", "tool"),
 		caps:           newLabelCaps(maxValues),
 		totals:         map[minuteKey]float64{},
 	}
@@ -110,7 +112,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.toolCalls, m.toolErrors, m.toolRetries, m.toolRetryRatio,
-		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow, m.signals} {
+		m.toolLatency, m.modelLatency, m.modelTTFC, m.cacheRead, m.cost, m.overflow, m.signals, m.signalsTotal} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register tool and model metrics: %w", err)
 		}

@@ -7,6 +7,7 @@ package alerts
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -86,18 +87,25 @@ type Override struct {
 	Tool       string   `yaml:"tool" json:"tool,omitempty"`
 	Model      string   `yaml:"model" json:"model,omitempty"`
 	Agent      string   `yaml:"agent" json:"agent,omitempty"`
+	Task       string   `yaml:"task" json:"task,omitempty"`
+	User       string   `yaml:"user" json:"user,omitempty"`
 	Threshold  *float64 `yaml:"threshold" json:"threshold,omitempty"`
 	MinSamples *int     `yaml:"min_samples" json:"min_samples,omitempty"`
 	Disabled   bool     `yaml:"disabled" json:"disabled,omitempty"`
 }
 
 func (o Override) matches(labels map[string]string) bool {
-	for k, v := range map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent} {
+	for k, v := range o.subjects() {
 		if v != "" && labels[k] != v {
 			return false
 		}
 	}
 	return true
+}
+
+// subjects are the override's subject labels.
+func (o Override) subjects() map[string]string {
+	return map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent, "task": o.Task, "user": o.User}
 }
 
 // Rule is one alert rule. Each distinct subject (tool, model, agent+model)
@@ -122,7 +130,11 @@ type Rule struct {
 	// or ttfc (time to first chunk, over streamed calls only); and what
 	// version_regression watches: pass_rate (default), error_rate,
 	// retry_rate, cost_per_run or p95_duration_ms.
-	Measure     string            `yaml:"measure" json:"measure,omitempty"`
+	Measure string `yaml:"measure" json:"measure,omitempty"`
+	// Period and By are spend_budget's: the calendar period (month, day or
+	// hour, UTC) and what spend is summed by (project, agent, user, task).
+	Period      string            `yaml:"period" json:"period,omitempty"`
+	By          string            `yaml:"by" json:"by,omitempty"`
 	Severity    string            `yaml:"severity" json:"severity"`
 	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
 	Description string            `yaml:"description" json:"description,omitempty"`
@@ -244,6 +256,21 @@ func (r *Rule) normalize() error {
 	case !slices.Contains(spec.measures, r.Measure):
 		return fmt.Errorf("measure %q: want %s", r.Measure, strings.Join(spec.measures, " or "))
 	}
+	if r.Kind == KindSpendBudget {
+		r.Period, r.By = cmp.Or(r.Period, spendPeriods[0]), cmp.Or(r.By, spendBy[0])
+		if !slices.Contains(spendPeriods, r.Period) {
+			return fmt.Errorf("period %q: want %s", r.Period, strings.Join(spendPeriods, ", "))
+		}
+		if !slices.Contains(spendBy, r.By) {
+			return fmt.Errorf("by %q: want %s", r.By, strings.Join(spendBy, ", "))
+		}
+		// The window is the period's (the longest month): which projects
+		// spent in it.
+		start, end := periodOf(r.Period, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC))
+		r.Window = Duration(end.Sub(start))
+	} else if r.Period != "" || r.By != "" {
+		return fmt.Errorf("period and by: only %s takes them", KindSpendBudget)
+	}
 	if r.Severity == "" {
 		r.Severity = "warning"
 	}
@@ -258,14 +285,14 @@ func (r *Rule) normalize() error {
 		}
 	}
 	for i, o := range r.Overrides {
-		if o.Tool == "" && o.Model == "" && o.Agent == "" {
-			return fmt.Errorf("overrides[%d]: name a tool, model or agent", i)
+		if o.Tool == "" && o.Model == "" && o.Agent == "" && o.Task == "" && o.User == "" {
+			return fmt.Errorf("overrides[%d]: name a tool, model, agent, task or user", i)
 		}
 		allowed := map[string]bool{}
 		for _, sub := range spec.subjects {
 			allowed[sub] = true
 		}
-		for k, v := range map[string]string{"tool": o.Tool, "model": o.Model, "agent": o.Agent} {
+		for k, v := range o.subjects() {
 			if v != "" && !allowed[k] {
 				return fmt.Errorf("overrides[%d]: kind %s has no %s to match", i, r.Kind, k)
 			}

@@ -363,6 +363,20 @@ type SignalsReport struct {
 	Groups          []SignalGroup  `json:"groups"`
 	Tools           []ToolReview   `json:"tools"`
 	RunsByTask      map[string]int `json:"runs_by_task"`
+	// FlaggedByTask counts, per kind and task, the runs raising the kind:
+	// with RunsByTask, the rate of runs per task (budget_exceeded alerts).
+	FlaggedByTask map[string]map[string]int `json:"flagged_by_task"`
+	// PerMinute counts the signals by kind, tool and their run's start
+	// minute, for the metrics' counters (not in the JSON answer).
+	PerMinute []SignalMinute `json:"-"`
+}
+
+// SignalMinute is the signals of one kind on one tool in the runs that
+// started in one minute.
+type SignalMinute struct {
+	Kind, Tool string
+	Minute     time.Time
+	Signals    int
 }
 
 // Signals reviews the runs f selects, as a run's detail does, and counts
@@ -374,7 +388,7 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 		return nil, fmt.Errorf("by %q: want tool, task or agent", f.By)
 	}
 	rep := &SignalsReport{Since: f.Since, Until: f.Until, By: f.By, Kinds: map[string]int{}, Groups: []SignalGroup{},
-		Tools: []ToolReview{}, RunsByTask: map[string]int{}}
+		Tools: []ToolReview{}, RunsByTask: map[string]int{}, FlaggedByTask: map[string]map[string]int{}}
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
@@ -396,6 +410,11 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 	runsOf := map[key]map[string]bool{}
 	tools := map[string]*ToolReview{}
 	effects := map[string]map[safety.Effect]int{}
+	type minuteKey struct {
+		kind, tool string
+		minute     time.Time
+	}
+	perMinute := map[minuteKey]int{}
 	// Runs are newest first: example runs come out newest first too.
 	for _, run := range runs {
 		rep.RunsByTask[run.Task]++
@@ -417,6 +436,7 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 			effects[st.Tool][st.Effect]++
 		}
 		flagged := false
+		kindsRaised := map[string]bool{}
 		for _, sig := range rv.signals {
 			if (f.Kind != "" && sig.Kind != f.Kind) || (f.Tool != "" && sig.Tool != f.Tool) {
 				continue
@@ -425,7 +445,15 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 				t.Signals++
 			}
 			rep.Kinds[sig.Kind]++
+			perMinute[minuteKey{sig.Kind, sig.Tool, run.Start.UTC().Truncate(time.Minute)}]++
 			flagged = true
+			if !kindsRaised[sig.Kind] {
+				kindsRaised[sig.Kind] = true
+				if rep.FlaggedByTask[sig.Kind] == nil {
+					rep.FlaggedByTask[sig.Kind] = map[string]int{}
+				}
+				rep.FlaggedByTask[sig.Kind][run.Task]++
+			}
 			for _, by := range signalKeys(f.By, sig, &run) {
 				k := key{sig.Kind, by}
 				g := groups[k]
@@ -458,6 +486,9 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 	}
 	for _, g := range groups {
 		rep.Groups = append(rep.Groups, *g)
+	}
+	for k, n := range perMinute {
+		rep.PerMinute = append(rep.PerMinute, SignalMinute{Kind: k.kind, Tool: k.tool, Minute: k.minute, Signals: n})
 	}
 	slices.SortFunc(rep.Groups, func(a, b SignalGroup) int {
 		return cmp.Or(cmp.Compare(b.Signals, a.Signals), cmp.Compare(a.Kind, b.Kind),
