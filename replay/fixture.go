@@ -88,6 +88,11 @@ type Call struct {
 	// Truncated lists the parts whose recorded content was cut at ingest's
 	// size limit; they are kept in ArgumentsText / ResultText.
 	Truncated []string `json:"truncated,omitempty"`
+
+	// Fault, set by hand in a fixture, makes a player answer this call
+	// with the fault instead of its recording (see fault.go); never
+	// exported.
+	Fault *Fault `json:"fault,omitempty"`
 }
 
 // CallError is the error a recorded call ended with.
@@ -202,6 +207,11 @@ func Parse(b []byte) (*Fixture, error) {
 	for i, c := range f.Calls {
 		if c.Tool == "" {
 			return nil, fmt.Errorf("replay: parse fixture: call %d (seq %d) has no tool", i, c.Seq)
+		}
+		if c.Fault != nil {
+			if err := c.Fault.validate(); err != nil {
+				return nil, fmt.Errorf("replay: parse fixture: call %d (seq %d): %w", i, c.Seq, err)
+			}
 		}
 	}
 	return &f, nil

@@ -132,6 +132,11 @@ type Player struct {
 	anyArgs    map[string][]int   // tool -> calls recorded without arguments
 	used       []bool
 	unexpected []UnexpectedCall
+
+	faultRules []FaultRule
+	faults     []*Fault // by index into calls: the fault answering it, nil for none
+	faultLeft  []int    // how many more calls the fault answers
+	injected   []InjectedFault
 }
 
 type matchKey struct {
@@ -204,6 +209,21 @@ func NewPlayer(f *Fixture, opts ...Option) *Player {
 		}
 	}
 	p.used = make([]bool, len(p.calls))
+	p.faults, p.faultLeft = make([]*Fault, len(p.calls)), make([]int, len(p.calls))
+	for i := range p.calls {
+		c := &p.calls[i].call
+		f := c.Fault
+		for j := range p.faultRules {
+			if r := &p.faultRules[j]; (r.Seq != 0 && r.Seq == c.Seq) || (r.Tool != "" && r.Tool == c.Tool) {
+				f = &r.Fault
+			}
+		}
+		if f != nil {
+			ff := *f
+			p.faults[i] = &ff
+			p.faultLeft[i] = max(ff.Attempts, 1)
+		}
+	}
 	return p
 }
 
@@ -250,6 +270,15 @@ func (p *Player) Call(ctx context.Context, tool string, args any) (json.RawMessa
 		return nil, fmt.Errorf("%w: %s(args %s)", ErrNotRecorded, tool, uce.Arguments)
 	}
 	rc := p.calls[i]
+	if f := p.faults[i]; f != nil && p.faultLeft[i] > 0 {
+		p.faultLeft[i]--
+		p.used[i] = false // the recording answers once the fault's attempts are spent
+		p.injected = append(p.injected, InjectedFault{TraceID: p.traceID, Seq: rc.call.Seq, Tool: rc.call.Tool, Kind: f.Kind})
+		if err := f.validate(); err != nil {
+			return nil, fmt.Errorf("replay: call #%d %s: %w", rc.call.Seq, rc.call.Tool, err)
+		}
+		return answerFault(&rc, f)
+	}
 	if rc.call.Error != nil {
 		return nil, &RecordedError{
 			Seq:     rc.call.Seq,
@@ -329,7 +358,7 @@ func (p *Player) explain(tool string, raw []byte, hash string) *UnexpectedCallEr
 func (p *Player) Report() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := Report{Unmet: []UnmetCall{}, Unexpected: append([]UnexpectedCall{}, p.unexpected...)}
+	r := Report{Unmet: []UnmetCall{}, Unexpected: append([]UnexpectedCall{}, p.unexpected...), Faults: append([]InjectedFault(nil), p.injected...)}
 	for i, rc := range p.calls {
 		if p.used[i] {
 			continue
@@ -351,6 +380,9 @@ func (p *Player) Report() Report {
 type Report struct {
 	Unmet      []UnmetCall      `json:"unmet"`
 	Unexpected []UnexpectedCall `json:"unexpected"`
+	// Faults are the faults injected, in the order they answered: not
+	// problems, a record of what the agent was put through.
+	Faults []InjectedFault `json:"faults,omitempty"`
 }
 
 // UnmetCall is a recorded call the replay never made.
@@ -397,6 +429,7 @@ func mergeReports(reports ...Report) Report {
 	for _, r := range reports {
 		out.Unmet = append(out.Unmet, r.Unmet...)
 		out.Unexpected = append(out.Unexpected, r.Unexpected...)
+		out.Faults = append(out.Faults, r.Faults...)
 	}
 	return out
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // maxCallBody bounds a POST /call request body.
@@ -50,6 +52,11 @@ type CallResponse struct {
 //	  404 {"error": {"type": "unexpected_call"|"not_recorded", "message"}}   not in the fixture
 //	  409 {"error": {"type": "result_not_captured", "message"}}              recorded without result
 //	  400 bad request; 404 unknown_trace
+//	  an injected fault (a fixture call's "fault", WithFaults, --fault):
+//	  504 fault_timeout; 429 fault_rate_limit with Retry-After; 5xx
+//	  fault_server_error; 200 {"error": {"type": "unknown_tool"}}; 200
+//	  {"result": "…"} for truncated and injection; X-Tally-Fault names the
+//	  error faults' kind
 //	GET  /report  200 Report (unmet and unexpected calls of every player)
 //
 // A recorded error is a 200 because the replay did what it should: a client
@@ -150,8 +157,20 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	var (
 		recorded   *RecordedError
 		unexpected *UnexpectedCallError
+		fault      *FaultError
 	)
 	switch {
+	case errors.As(err, &fault):
+		w.Header().Set("X-Tally-Fault", fault.Kind)
+		if fault.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(fault.RetryAfter/time.Second)))
+		}
+		if fault.Kind == FaultUnknownTool {
+			// The dispatcher answered: the replay worked, the tool is unknown.
+			writeJSON(w, http.StatusOK, CallResponse{Error: &CallError{Type: fault.Kind, Message: fault.Error()}})
+			return
+		}
+		writeError(w, fault.Status, "fault_"+fault.Kind, fault.Error())
 	case err == nil:
 		writeJSON(w, http.StatusOK, CallResponse{Result: result})
 	case errors.As(err, &recorded):

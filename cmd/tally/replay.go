@@ -372,6 +372,7 @@ func (t exportTotals) print(w io.Writer) {
 
 func newReplayServeCmd() *cobra.Command {
 	var addr string
+	var faults []string
 	cmd := &cobra.Command{
 		Use:   "serve FIXTURE...",
 		Short: "Answer tool calls from fixtures over HTTP, for agents not written in Go",
@@ -381,14 +382,31 @@ like the Go replay.Player in strict mode: identical calls get their recorded
 answers in order, and a call the fixtures do not hold is a 404 naming the
 closest recorded call and the arguments that differ. GET /report lists recorded
 calls never made and unexpected calls. trace_id may be omitted with one
-fixture. Stops on Ctrl-C, printing the report.`,
+fixture. Stops on Ctrl-C, printing the report.
+
+--fault answers a recorded call with a fault instead of its recording, once (or
+attempts times) before the recording answers: seq=N:kind or tool=NAME:kind,
+then ,key=value options. Kinds: timeout (504), rate_limit (429 with
+Retry-After; retry_after_seconds=), server_error (status=, default 503),
+truncated (half the result, or bytes=), unknown_tool, injection (the result
+with text= appended). A fixture call's "fault" object does the same.`,
 		Example: `  tally replay serve testdata/checkout.fixture.json --addr 127.0.0.1:8765
   curl -s localhost:8765/call -d '{"tool":"search","arguments":{"q":"hotels in Lisbon","limit":10}}'
-  curl -s localhost:8765/report`,
+  curl -s localhost:8765/report
+  tally replay serve run.fixture.json --fault 'seq=2:timeout' --fault 'tool=search:rate_limit,retry_after_seconds=5'`,
 		Args: cobra.MinimumNArgs(1),
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8765", "listen address")
+	cmd.Flags().StringArrayVar(&faults, "fault", nil, "answer a recorded call with a fault first: seq=N:kind[,key=value…] or tool=NAME:kind[,…] (repeatable; kinds "+strings.Join(replay.FaultKinds(), ", ")+")")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var rules []replay.FaultRule
+		for _, spec := range faults {
+			r, err := replay.ParseFaultRule(spec)
+			if err != nil {
+				return fmt.Errorf("--fault: %w", err)
+			}
+			rules = append(rules, r)
+		}
 		fixtures := make([]*replay.Fixture, 0, len(args))
 		byTrace := map[string]string{}
 		for _, path := range args {
@@ -406,18 +424,18 @@ fixture. Stops on Ctrl-C, printing the report.`,
 		if err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		return serveReplay(cmd.Context(), ln, fixtures, cmd.OutOrStdout())
+		return serveReplay(cmd.Context(), ln, fixtures, rules, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
 // serveReplay answers from strict players of fixtures on ln until ctx ends,
 // then prints what the replay left over.
-func serveReplay(ctx context.Context, ln net.Listener, fixtures []*replay.Fixture, w io.Writer) error {
+func serveReplay(ctx context.Context, ln net.Listener, fixtures []*replay.Fixture, faults []replay.FaultRule, w io.Writer) error {
 	players := make([]*replay.Player, len(fixtures))
 	calls := 0
 	for i, f := range fixtures {
-		players[i] = replay.NewPlayer(f, replay.Strict())
+		players[i] = replay.NewPlayer(f, replay.Strict(), replay.WithFaults(faults...))
 		calls += len(f.Calls)
 	}
 	rs := replay.NewServer(players...)
@@ -442,7 +460,11 @@ func serveReplay(ctx context.Context, ln net.Listener, fixtures []*replay.Fixtur
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("replay server: %w", err)
 	}
-	if err := rs.Report().Err(); err != nil {
+	report := rs.Report()
+	for _, f := range report.Faults {
+		fmt.Fprintf(w, "injected %s on call #%d %s of %s\n", f.Kind, f.Seq, f.Tool, f.TraceID)
+	}
+	if err := report.Err(); err != nil {
 		fmt.Fprintln(w, err)
 	} else {
 		fmt.Fprintf(w, "replay clean: all %d recorded calls made, nothing unexpected\n", calls)

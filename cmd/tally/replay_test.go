@@ -516,3 +516,47 @@ func TestReplayExportRefusesServerTraceIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayServeFaults: `tally replay serve --fault` answers the first
+// search with a 429 (Retry-After 2) and the retry with the recording; the
+// exit report names the fault. A bad --fault is refused before serving.
+func TestReplayServeFaults(t *testing.T) {
+	fixtureFile := filepath.Join("..", "..", "api", "testdata", "trip_fixture.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	out := &lineWriter{first: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		done <- runCLI(ctx, out, "replay", "serve", fixtureFile, "--addr", addr, "--fault", "tool=search:rate_limit,retry_after_seconds=2")
+	}()
+	select {
+	case <-out.first:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve ended: %v\n%s", err, out.String())
+	}
+	req := `{"tool":"search","arguments":{"limit":10,"q":"hotels in Lisbon"}}`
+	resp, err := http.Post("http://"+addr+"/call", "application/json", strings.NewReader(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Errorf("first search: %d Retry-After %q, want 429 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if status, body := post(t, "http://"+addr, req); status != 200 || string(body) != `{"result":{"hits":[{"id":"h1","name":"Casa Azul"}]}}` {
+		t.Errorf("retry: %d %s", status, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if !strings.Contains(out.String(), "injected rate_limit on call #1 search of ") {
+		t.Errorf("exit report lacks the fault:\n%s", out.String())
+	}
+	var buf bytes.Buffer
+	if err := runCLI(context.Background(), &buf, "replay", "serve", fixtureFile, "--addr", "127.0.0.1:0", "--fault", "seq=1:flood"); err == nil ||
+		!strings.Contains(err.Error(), `fault kind "flood"`) {
+		t.Errorf("bad --fault: %v", err)
+	}
+}
