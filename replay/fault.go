@@ -226,7 +226,7 @@ func answerFault(rc *recordedCall, f *Fault) (json.RawMessage, error) {
 			}
 			return encodeText(text[:keep]), nil
 		}
-		return encodeText(strings.TrimSpace(text+"\n\n"+f.Text)), nil
+		return encodeText(strings.TrimSpace(text + "\n\n" + f.Text)), nil
 	}
 	return nil, fe
 }
