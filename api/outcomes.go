@@ -70,6 +70,7 @@ func (h *Handler) registerOutcomes(r gin.IRoutes) {
 	r.GET("/versions", h.getVersions)
 	r.GET("/compare", h.getCompare)
 	r.GET("/signals", h.getSignals)
+	r.GET("/caps", h.getCaps)
 }
 
 // RegisterWrites mounts the routes that write (POST

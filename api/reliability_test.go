@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,91 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 	}
 	if code, _, _ := get(t, tally.URL+"/api/v1/signals?by=colour", ""); code != http.StatusBadRequest {
 		t.Errorf("by=colour: %d, want 400", code)
+	}
+}
+
+// TestCapsFromData: five runs of task support sent with the OTel Go SDK —
+// four that ended ok with 1, 2, 3 and 4 model calls (400 tokens each), 0
+// to 3 tool calls, 1 to 4 s of wall clock, the second waiting 1 s for an
+// approval, and one that failed after 12 calls. Over the four successful
+// runs (R-7 percentiles): iterations p50 2.5, p99 3.97, suggested
+// ⌈2.5 × 3.97⌉ = 10; tokens p99 1,588, suggested 3,970; tool calls p99
+// 2.97, suggested 8; active time 1, 1 (2 s less the 1 s wait), 3, 4 s: p50
+// 2 s, p99 3.97 s, suggested 9.925 s rounded up to 10 s. The failed run
+// (12 calls, 4,800 tokens) is over two suggested caps: one run exceeded.
+func TestCapsFromData(t *testing.T) {
+	caps, err := safety.ParseCaps([]string{"task=support iterations=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithRunCaps(caps)) })
+	base := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond)
+	run := func(i, chats, tools, wallMs int, waitFrom, waitTo int, fail bool) string {
+		spans := []tallytest.Span{{Key: "root", Name: "invoke_agent helper", End: wallMs, Attrs: []attribute.KeyValue{
+			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "helper"),
+			attribute.String("task.name", "support")}}}
+		if fail {
+			spans[0].Error = "ValueError"
+		}
+		for c := range chats {
+			spans = append(spans, tallytest.Chat(fmt.Sprintf("chat%d", c), "root", "gpt-4o-mini", 10+c*100, 60+c*100, "", 300, 100))
+		}
+		if waitTo > 0 {
+			spans = append(spans, tallytest.Span{Key: "ask", Parent: "root", Name: "approval", Start: waitFrom, End: waitTo,
+				Attrs: []attribute.KeyValue{attribute.String("tally.approval.decision", "approved")}})
+		}
+		for k := range tools {
+			start := max(waitTo, 10+chats*100) + k*100
+			spans = append(spans, tallytest.Tool(fmt.Sprintf("tool%d", k), "root", "search_docs", start, start+50))
+		}
+		id, _ := tallytest.SendSpans(t, tally.URL, "desk", base.Add(time.Duration(i)*time.Minute), spans)
+		return id
+	}
+	run(0, 1, 0, 1000, 0, 0, false)
+	run(1, 2, 1, 2000, 500, 1500, false)
+	run(2, 3, 2, 3000, 0, 0, false)
+	run(3, 4, 3, 4000, 0, 0, false)
+	failed := run(4, 12, 0, 2000, 0, 0, true)
+
+	code, _, b := get(t, tally.URL+"/api/v1/caps?since=3h", "")
+	var rep query.CapsReport
+	if code != http.StatusOK || json.Unmarshal(b, &rep) != nil || len(rep.Tasks) != 1 {
+		t.Fatalf("caps: %d %s", code, b)
+	}
+	tc := rep.Tasks[0]
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	for _, c := range []struct {
+		name              string
+		got               query.CapFigure
+		p50, p99, suggest float64
+		exceeded          int
+	}{
+		{"iterations", tc.Iterations, 2.5, 3.97, 10, 1},
+		{"tool calls", tc.ToolCalls, 1.5, 2.97, 8, 0},
+		{"tokens", tc.Tokens, 1000, 1588, 3970, 1},
+		{"active ms", tc.ActiveMs, 2000, 3970, 10000, 0},
+	} {
+		if !near(c.got.P50, c.p50) || !near(c.got.P99, c.p99) || c.got.Suggested != c.suggest || c.got.Exceeded != c.exceeded {
+			t.Errorf("%s %+v, want p50 %v p99 %v suggested %v exceeded %d", c.name, c.got, c.p50, c.p99, c.suggest, c.exceeded)
+		}
+	}
+	if tc.Task != "support" || tc.Runs != 5 || tc.Successful != 4 || tc.VerdictsFrom != "status" || tc.RunsWaiting != 1 || tc.WaitMs.P50 != 1000 ||
+		tc.Exceeded != 1 || len(tc.ExceededRuns) != 1 || tc.ExceededRuns[0] != failed || !tc.FewRuns {
+		t.Errorf("task caps %+v", tc)
+	}
+	if !strings.HasPrefix(tc.Spec, "task=support iterations=10 tokens=3970 cost=") || !strings.HasSuffix(tc.Spec, " wall=10s") {
+		t.Errorf("spec %q", tc.Spec)
+	}
+	if fmt.Sprint(tc.Configured) != "[task=support iterations=5]" {
+		t.Errorf("configured %v", tc.Configured)
+	}
+	// A suggested spec is a valid --run-cap.
+	if _, err := safety.ParseCaps([]string{tc.Spec}); err != nil {
+		t.Errorf("spec %q does not parse: %v", tc.Spec, err)
+	}
+	for _, q := range []string{"multiplier=0.5", "multiplier=11", "multiplier=x"} {
+		if code, _, _ := get(t, tally.URL+"/api/v1/caps?"+q, ""); code != http.StatusBadRequest {
+			t.Errorf("caps?%s: %d, want 400", q, code)
+		}
 	}
 }

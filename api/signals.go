@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -47,6 +48,44 @@ func (h *Handler) getSignals(c *gin.Context) {
 	rep, err := reader.Signals(c.Request.Context(), f)
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "signals: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, rep)
+}
+
+// CapsReader sets run caps from data; *query.Reader implements it.
+type CapsReader interface {
+	Caps(ctx context.Context, f query.CapsFilter) (*query.CapsReport, error)
+}
+
+// getCaps answers GET /caps?since=7d&task=&agent=&outcome=&multiplier=2.5:
+// per task, the p50 and p99 of iterations, tool calls, tokens, cost and
+// active time over the successful runs, the suggested caps (multiplier ×
+// p99) and the runs over them; approval waits apart.
+func (h *Handler) getCaps(c *gin.Context) {
+	reader, ok := h.runs.(CapsReader)
+	if !ok {
+		fail(c, http.StatusNotImplemented, "caps are not available in this build")
+		return
+	}
+	since, until, err := params.TimeRange(c.DefaultQuery("since", "7d"), c.Query("until"), h.now())
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	f := query.CapsFilter{Project: Project(c), Since: since, Until: until, Task: c.Query("task"), Agent: c.Query("agent"),
+		Outcome: c.Query("outcome")}
+	if v := c.Query("multiplier"); v != "" {
+		m, err := strconv.ParseFloat(v, 64)
+		if err != nil || m < 1 || m > 10 {
+			fail(c, http.StatusBadRequest, "multiplier %q: want a number from 1 to 10", v)
+			return
+		}
+		f.Multiplier = m
+	}
+	rep, err := reader.Caps(c.Request.Context(), f)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "caps: %v", err)
 		return
 	}
 	c.JSON(http.StatusOK, rep)

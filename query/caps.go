@@ -1,0 +1,262 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/consistency"
+	"github.com/tallyhq/tally/safety"
+)
+
+// CapsFilter selects the runs GET /caps sets caps from: those that
+// started in the range (the newest MaxTaskRuns), of a task or agent.
+type CapsFilter struct {
+	Project      string
+	Since, Until time.Time
+	Task, Agent  string
+	// Outcome names the outcome whose verdict makes a run successful (as
+	// TaskFilter.Outcome); with no verdicts in a task, runs that ended ok.
+	Outcome string
+	// Multiplier is how many times the successful runs' p99 a suggested
+	// cap is (default DefaultCapMultiplier; 1 to 10).
+	Multiplier float64
+}
+
+// DefaultCapMultiplier is the playbooks' "2–3× the p99 of successful
+// runs", at its middle.
+const DefaultCapMultiplier = 2.5
+
+// CapFigure is one measure of a task's successful runs: its p50 and p99,
+// the suggested cap (Multiplier × p99, rounded up) and how many of the
+// task's runs — successful or not — went over it.
+type CapFigure struct {
+	P50       float64 `json:"p50"`
+	P99       float64 `json:"p99"`
+	Suggested float64 `json:"suggested"`
+	Exceeded  int     `json:"exceeded"`
+}
+
+// TaskCaps are one task's figures and suggested caps.
+type TaskCaps struct {
+	Task         string `json:"task"`
+	Runs         int    `json:"runs"`
+	Successful   int    `json:"successful"`
+	VerdictsFrom string `json:"verdicts_from"` // "outcomes" or "status"
+	// Iterations are model calls, ToolCalls tool calls, Tokens input and
+	// output tokens, CostUSD the counted cost, ActiveMs the wall clock less
+	// the waits for approval.
+	Iterations CapFigure `json:"iterations"`
+	ToolCalls  CapFigure `json:"tool_calls"`
+	Tokens     CapFigure `json:"tokens"`
+	CostUSD    CapFigure `json:"cost_usd"`
+	ActiveMs   CapFigure `json:"active_ms"`
+	// Waits for approval are reported apart: how many runs waited, and the
+	// waits' spread (ms) over those runs.
+	RunsWaiting int                `json:"runs_waiting"`
+	WaitMs      consistency.Spread `json:"wait_ms"`
+	// ExceededRuns are the newest runs (up to 5) over any suggested cap,
+	// Exceeded how many there are.
+	Exceeded     int      `json:"exceeded"`
+	ExceededRuns []string `json:"exceeded_runs"`
+	// Spec is the suggested caps as a --run-cap value; Configured the
+	// --run-cap caps that apply to the task now.
+	Spec       string   `json:"spec"`
+	Configured []string `json:"configured"`
+	// FewRuns: fewer than 20 successful runs, so p99 is about their maximum.
+	FewRuns bool `json:"few_runs,omitempty"`
+}
+
+// CapsReport is the answer of Caps: tasks with successful runs, most runs
+// first.
+type CapsReport struct {
+	Since      time.Time  `json:"since,omitzero"`
+	Until      time.Time  `json:"until,omitzero"`
+	Multiplier float64    `json:"multiplier"`
+	RunsRead   int        `json:"runs_read"`
+	Truncated  bool       `json:"truncated,omitempty"`
+	Tasks      []TaskCaps `json:"tasks"`
+}
+
+// capMeasures are the measures of a run caps are set on, in the order of
+// a --run-cap spec.
+var capMeasures = []string{"iterations", "tool_calls", "tokens", "cost", "wall"}
+
+// Caps reads the runs f selects with their verdicts and approval waits,
+// and per task sets caps from the successful runs.
+func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
+	f.Multiplier = cmp.Or(f.Multiplier, DefaultCapMultiplier)
+	if f.Multiplier < 1 || f.Multiplier > 10 {
+		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)
+	}
+	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
+		f.Outcome, MaxTaskRuns, false)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, RunsRead: len(runs), Truncated: truncated, Tasks: []TaskCaps{}}
+	if len(runs) == 0 {
+		return rep, nil
+	}
+	summaries := make([]RunSummary, len(runs))
+	for i := range runs {
+		summaries[i] = runs[i].RunSummary
+	}
+	reviews, err := r.reviewRuns(ctx, f.Project, summaries)
+	if err != nil {
+		return nil, err
+	}
+	byTask := map[string][]gradedRun{}
+	var order []string
+	for _, g := range runs {
+		if byTask[g.Task] == nil {
+			order = append(order, g.Task)
+		}
+		byTask[g.Task] = append(byTask[g.Task], g)
+	}
+	for _, task := range order {
+		tc := taskCaps(task, byTask[task], reviews, f.Multiplier)
+		for _, c := range r.caps.List() {
+			if (c.Project == "" || c.Project == f.Project) && (c.Task == "" || c.Task == task) && c.Agent == "" {
+				tc.Configured = append(tc.Configured, capSpec(c))
+			}
+		}
+		if tc.Successful > 0 {
+			rep.Tasks = append(rep.Tasks, tc)
+		}
+	}
+	slices.SortStableFunc(rep.Tasks, func(a, b TaskCaps) int { return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Task, b.Task)) })
+	return rep, nil
+}
+
+// runMeasures are one run's values of capMeasures (wall: active ms) and
+// its approval wait, ms.
+func runMeasures(run *RunSummary, rv *runReview) (values [5]float64, waitMs float64) {
+	active := time.Duration(run.DurationMs * float64(time.Millisecond))
+	if rv != nil {
+		start, end := uint64(run.Start.UnixNano()), uint64(run.End.UnixNano())
+		wait := safety.WaitNs(rv.run.Approvals, start, end)
+		waitMs = float64(wait) / 1e6
+		active = safety.ActiveTime(rv.run.Approvals, start, end)
+	}
+	return [5]float64{float64(run.LLMCalls), float64(run.ToolCalls), float64(run.Usage.Input + run.Usage.Output),
+		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs
+}
+
+// taskCaps computes one task's caps from its runs (newest first).
+func taskCaps(task string, runs []gradedRun, reviews map[string]*runReview, multiplier float64) TaskCaps {
+	tc := TaskCaps{Task: task, Runs: len(runs), VerdictsFrom: "status", ExceededRuns: []string{}, Configured: []string{}}
+	for _, g := range runs {
+		if g.verdict != nil {
+			tc.VerdictsFrom = "outcomes"
+			break
+		}
+	}
+	var ok [5][]float64
+	var waits []float64
+	measures := make([][5]float64, len(runs))
+	for i := range runs {
+		g := &runs[i]
+		var wait float64
+		measures[i], wait = runMeasures(&g.RunSummary, reviews[g.TraceID])
+		if wait > 0 {
+			tc.RunsWaiting++
+			waits = append(waits, wait)
+		}
+		success := g.verdict != nil && *g.verdict
+		if tc.VerdictsFrom == "status" {
+			success = g.Status != "error"
+		}
+		if success {
+			tc.Successful++
+			for m := range ok {
+				ok[m] = append(ok[m], measures[i][m])
+			}
+		}
+	}
+	tc.WaitMs = consistency.SpreadOf(waits)
+	tc.FewRuns = tc.Successful < 20
+	figures := []*CapFigure{&tc.Iterations, &tc.ToolCalls, &tc.Tokens, &tc.CostUSD, &tc.ActiveMs}
+	for m, fig := range figures {
+		s := consistency.SpreadOf(ok[m])
+		fig.P50, fig.P99 = s.P50, s.P99
+		fig.Suggested = roundUp(m, multiplier*s.P99)
+	}
+	for i := range runs {
+		over := false
+		for m, fig := range figures {
+			if fig.Suggested > 0 && measures[i][m] > fig.Suggested {
+				fig.Exceeded++
+				over = true
+			}
+		}
+		if over {
+			tc.Exceeded++
+			if len(tc.ExceededRuns) < 5 {
+				tc.ExceededRuns = append(tc.ExceededRuns, runs[i].TraceID)
+			}
+		}
+	}
+	tc.Spec = suggestedSpec(task, figures)
+	return tc
+}
+
+// roundUp rounds a suggested cap up: counts to whole numbers, cost to a
+// hundredth of a cent, active time to whole seconds (ms).
+func roundUp(measure int, v float64) float64 {
+	switch capMeasures[measure] {
+	case "cost":
+		return math.Ceil(v*1e4) / 1e4
+	case "wall":
+		return math.Ceil(v/1000) * 1000
+	}
+	return math.Ceil(v)
+}
+
+// suggestedSpec writes the suggested caps as a --run-cap value (tool
+// calls are not a cap of their own: runaway_loop's --signal-max-steps
+// bounds them).
+func suggestedSpec(task string, figs []*CapFigure) string {
+	parts := []string{"task=" + task}
+	if v := figs[0].Suggested; v > 0 {
+		parts = append(parts, "iterations="+strconv.FormatFloat(v, 'f', 0, 64))
+	}
+	if v := figs[2].Suggested; v > 0 {
+		parts = append(parts, "tokens="+strconv.FormatFloat(v, 'f', 0, 64))
+	}
+	if v := figs[3].Suggested; v > 0 {
+		parts = append(parts, "cost="+strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	if v := figs[4].Suggested; v > 0 {
+		parts = append(parts, "wall="+(time.Duration(v)*time.Millisecond).String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// capSpec writes a configured cap back as its --run-cap value.
+func capSpec(c safety.Cap) string {
+	var parts []string
+	for _, kv := range [][2]string{{"project", c.Project}, {"task", c.Task}, {"agent", c.Agent}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	if c.Iterations > 0 {
+		parts = append(parts, "iterations="+strconv.Itoa(c.Iterations))
+	}
+	if c.Tokens > 0 {
+		parts = append(parts, "tokens="+strconv.FormatUint(c.Tokens, 10))
+	}
+	if c.CostUSD > 0 {
+		parts = append(parts, "cost="+strconv.FormatFloat(c.CostUSD, 'f', -1, 64))
+	}
+	if c.Active > 0 {
+		parts = append(parts, "wall="+c.Active.String())
+	}
+	return strings.Join(parts, " ")
+}
