@@ -119,9 +119,53 @@ func TestSignalsCLI(t *testing.T) {
 	if err := runCLI(context.Background(), &out, "signals", "--server", tally.URL, "--since", "2h"); err != nil {
 		t.Fatalf("signals: %v\n%s", err, out.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[1], "duplicate_side_effect  charge_card  1") || !strings.HasPrefix(lines[2], "unsafe_retry") ||
-		!strings.Contains(lines[1], id[:8]) || lines[3] != "2 signals in 1 runs" {
-		t.Errorf("signals:\n%s", out.String())
+	// Fields of each line; the tools table: two steps each, the refund's and
+	// the search's first attempts timed out (ambiguous).
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		got = append(got, strings.Join(strings.Fields(l), " "))
+	}
+	want := []string{
+		"KIND TOOL SIGNALS RUNS EXAMPLE RUNS REASON",
+		"duplicate_side_effect charge_card 1 1 " + id[:8] + " irreversible tool charge_card succeeded twice with step id pay-1: the side effect happened twice",
+		"unsafe_retry refund 1 1 " + id[:8] + " non_idempotent tool refund was retried after an ambiguous outcome: the first call may have taken effect",
+		"2 signals in 1 runs",
+		"",
+		"TOOL EFFECT STEPS OK RETRYABLE AMBIGUOUS DENIED ESCALATED ERROR SIGNALS",
+		"charge_card irreversible 2 2 0 0 0 0 0 1",
+		"refund non_idempotent 2 1 0 1 0 0 0 1",
+		"search_docs read 2 1 0 1 0 0 0 0",
+		"upsert_profile idempotent 2 2 0 0 0 0 0 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("signals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCapsCLI: two runs of tallytest.SendAgentRun's (3,300 tokens,
+// $0.007465 each, both ok): p50 = p99 = 3,300 tokens, suggested
+// 2.5 × 3,300 = 8,250; cost suggested ⌈2.5 × 0.007465 × 10⁴⌉ / 10⁴ =
+// $0.0187; the suggestion printed as a --run-cap value.
+func TestCapsCLI(t *testing.T) {
+	tally := tallytest.Start(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	for i := range 2 {
+		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "caps_task", Base: base.Add(time.Duration(i) * time.Minute)})
+	}
+	var out bytes.Buffer
+	if err := runCLI(context.Background(), &out, "caps", "--server", tally.URL, "--since", "2h"); err != nil {
+		t.Fatalf("caps: %v\n%s", err, out.String())
+	}
+	var got []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		got = append(got, strings.Join(strings.Fields(l), " "))
+	}
+	text := strings.Join(got, "\n")
+	for _, want := range []string{"caps_task tokens 3,300 3,300 8,250 0", "caps_task cost $0.00747 $0.00747 $0.0187 0",
+		"caps_task 2 of 2 runs successful (status); 0 over a suggested cap; 0 waited for approval",
+		"caps_task suggested: --run-cap 'task=caps_task iterations="} {
+		if !strings.Contains(text, want) {
+			t.Errorf("caps output lacks %q:\n%s", want, text)
+		}
 	}
 }
