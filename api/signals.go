@@ -50,6 +50,9 @@ func (h *Handler) getSignals(c *gin.Context) {
 		fail(c, http.StatusInternalServerError, "signals: %v", err)
 		return
 	}
+	if rep.Until.IsZero() {
+		rep.Until = h.now().UTC() // an open range ends now: say so
+	}
 	c.JSON(http.StatusOK, rep)
 }
 
@@ -87,6 +90,9 @@ func (h *Handler) getCaps(c *gin.Context) {
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "caps: %v", err)
 		return
+	}
+	if rep.Until.IsZero() {
+		rep.Until = h.now().UTC()
 	}
 	c.JSON(http.StatusOK, rep)
 }

@@ -76,7 +76,7 @@ type handler struct {
 
 // page names, each with templates/<name>.html; every page may also use the
 // shared blocks in partialTemplates.
-var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "compare", "alerts", "error"}
+var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "compare", "reliability", "alerts", "error"}
 
 // partialTemplates define blocks shared by several pages: "range", the
 // time-range form of the tools and cache pages.
@@ -294,6 +294,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/tasks":
 		v.Title, v.Nav, v.Page, v.DefaultSince = "Tasks", "tasks", "tasks", "7d"
+		if err := h.checkTimes(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	case path == "/reliability":
+		v.Title, v.Nav, v.Page = "Reliability", "reliability", "reliability"
 		if err := h.checkTimes(q); err != nil {
 			h.fail(w, r, http.StatusBadRequest, err.Error())
 			return

@@ -6,6 +6,7 @@ import { hbars } from '../lib/charts.js';
 import { fmtMs, num, pct, shortID } from '../lib/format.js';
 import { copyParams, rangeText, setupRangeForm } from '../lib/range.js';
 import { sortRows, tableHTML, wireSort } from '../lib/table.js';
+import { effectPill } from './reliability.js';
 
 /**
  * thresholdsFrom reads the alert thresholds of a kind per subject: each
@@ -21,6 +22,13 @@ export function thresholdsFrom(rules, alerts, kind, label) {
   }
   for (const a of alerts) if (a.kind === kind && a.labels && a.labels[label]) out.set(a.labels[label], a.threshold);
   return out;
+}
+
+/** statusHTML lists a tool's steps by terminal status, ok first, zeros left out. */
+function statusHTML(t) {
+  if (!t) return '—';
+  const order = ['ok', 'retryable', 'ambiguous', 'denied', 'escalated', 'error'];
+  return join(order.filter((s) => (t.statuses || {})[s]).map((s) => html`<span class="pill ${s === 'ok' ? 'ok' : s === 'error' || s === 'ambiguous' ? 'error' : 'warn'}" data-status="${s}">${s} ${num(t.statuses[s])}</span>`), ' ');
 }
 
 export async function pageTools() {
@@ -40,6 +48,13 @@ export async function pageTools() {
   let rules = [], alerts = [];
   try { rules = listOf(await api('/api/v1/alerts/rules'), 'rules'); } catch { /* no rules endpoint */ }
   try { alerts = listOf(await api('/api/v1/alerts'), 'alerts'); } catch { /* alerting off */ }
+  // Each tool's effect class and steps by terminal status: the safety
+  // review of the same range (an older server without it shows none).
+  const review = new Map();
+  try {
+    const sig = await api(`/api/v1/signals?${qs}`);
+    for (const t of sig.tools || []) review.set(t.tool, t);
+  } catch { /* no safety review */ }
   const tools = listOf(body, 'tools');
   if (body && body.since) document.getElementById('tools-range').textContent = rangeText(body.since, body.until);
   if (!tools.length) {
@@ -52,12 +67,14 @@ export async function pageTools() {
   const th = (m, tool) => (m.has(tool) ? m.get(tool) : m.has('*') ? m.get('*') : null);
   const cols = [
     { key: 'tool', label: 'Tool', value: (t) => t.tool, html: (t) => html`<button type="button" class="link" data-tool="${esc(t.tool)}" aria-expanded="false">${esc(t.tool)}</button>` },
+    { key: 'effect', label: 'Effect', title: 'what a call can do to the world (--tool-effects, tally.tool.effect)', value: (t) => (review.get(t.tool) || {}).effect || 'unknown', html: (t) => effectPill((review.get(t.tool) || {}).effect || 'unknown') },
     { key: 'calls', label: 'Calls', num: true, value: (t) => t.calls, html: (t) => num(t.calls) },
     { key: 'errors', label: 'Errors', num: true, value: (t) => t.errors, html: (t) => num(t.errors) },
     { key: 'error_rate', label: 'Error rate', num: true, value: (t) => t.error_rate, html: (t) => rateHTML(t.error_rate, th(errT, t.tool)) },
     { key: 'retries', label: 'Retries', num: true, value: (t) => t.retries, html: (t) => num(t.retries) },
     { key: 'retry_rate', label: 'Retry rate', num: true, value: (t) => t.retry_rate, html: (t) => rateHTML(t.retry_rate, th(retryT, t.tool)) },
     { key: 'repeats', label: 'Repeats', title: 'identical arguments after a success (loop signal)', num: true, value: (t) => t.repeats, html: (t) => num(t.repeats) },
+    { key: 'status', label: 'Ended', title: 'steps by terminal status: ok, retryable, ambiguous (timeout, 5xx), denied, escalated, error', wrap: true, html: (t) => statusHTML(review.get(t.tool)) },
     { key: 'p50', label: 'p50', num: true, value: (t) => t.p50_ms, html: (t) => fmtMs(t.p50_ms) },
     { key: 'p95', label: 'p95', num: true, value: (t) => t.p95_ms, html: (t) => { const x = th(latT, t.tool); return x != null && t.p95_ms > x ? html`<span class="pill error" title="above the alert threshold ${fmtMs(x)}">${fmtMs(t.p95_ms)}</span>` : fmtMs(t.p95_ms); } },
     { key: 'p99', label: 'p99', num: true, value: (t) => t.p99_ms, html: (t) => fmtMs(t.p99_ms) },
