@@ -197,12 +197,15 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "response_bytes": size,
 				"rollup_hours_recomputed_before": rs.HoursRecomputed, "rollup_refresh_s": rollupTook.Seconds()}})
 	}
-	// Consistency and versions read every run of the range (at most the
-	// newest 10,000), their outcomes and configurations: no goal yet, the
-	// figure says what a page of them costs.
+	// Consistency, versions, the safety review and caps read every run of
+	// the range (at most the newest 10,000), their outcomes,
+	// configurations or review inputs: no goal yet, the figure says what a
+	// page of them costs.
 	for _, r := range []struct{ id, name, path string }{
 		{"tasks.7d.p50", "consistency per task over 7 days (the newest 10,000 runs), p50", "/api/v1/tasks?since=7d"},
 		{"versions.7d.p50", "versions per task over 7 days (the newest 10,000 runs), p50", "/api/v1/versions?since=7d"},
+		{"signals.24h.p50", "safety review of 24 hours (the newest 10,000 runs): signals by kind and tool, p50", "/api/v1/signals?since=24h"},
+		{"caps.7d.p50", "caps from data per task over 7 days (the newest 10,000 runs), p50", "/api/v1/caps?since=7d"},
 	} {
 		samples := max(1, cfg.RollupSamples/5)
 		inputs := map[string]any{"spans_stored": st.Spans, "window": "7d", "endpoint": "GET " + r.path, "requests": samples, "clients": 1}
