@@ -88,7 +88,9 @@ log "applying migrations"
 bin/tally migrate --clickhouse-addr "$CH_ADDR"
 
 log "starting tally serve on $listen (log: $tally_log)"
+# The demo's tools' effect classes, for the safety review (Reliability page).
 bin/tally serve --clickhouse-addr "$CH_ADDR" --listen "$listen" --data-dir "$state_dir/data" \
+	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=non_idempotent' \
 	>>"$tally_log" 2>&1 </dev/null &
 tally_pid=$!
 echo "$tally_pid" >"$tally_pidfile"
