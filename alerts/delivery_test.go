@@ -266,21 +266,33 @@ type amWebhook struct {
 	} `json:"alerts"`
 }
 
-func TestAlertmanagerEndToEnd(t *testing.T) {
-	ctx := context.Background()
+// amReceiver starts a webhook receiver for a real Alertmanager's
+// notifications: its URL, and what it has received so far.
+func amReceiver(t *testing.T) (url string, received func() []amWebhook) {
+	t.Helper()
 	var mu sync.Mutex
-	var received []amWebhook
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var got []amWebhook
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m amWebhook
 		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
 			t.Errorf("webhook body: %v", err)
 		}
 		mu.Lock()
-		received = append(received, m)
+		got = append(got, m)
 		mu.Unlock()
 	}))
-	defer receiver.Close()
-	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: receiver.URL})
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []amWebhook {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]amWebhook(nil), got...)
+	}
+}
+
+func TestAlertmanagerEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	hookURL, received := amReceiver(t)
+	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: hookURL})
 
 	// Alertmanager judges endsAt by its own clock, so this test runs on the
 	// real clock: spans from 5 minutes ago.
@@ -305,9 +317,7 @@ rules:
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			mu.Lock()
-			got := append([]amWebhook{}, received...)
-			mu.Unlock()
+			got := received()
 			if cond(got) {
 				return got
 			}

@@ -2,12 +2,8 @@ package alerts_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,19 +24,8 @@ import (
 // fire on the first evaluation, each naming its tool and the newest
 // reason, and reach a real Alertmanager; the retry_storm rule stays quiet.
 func TestSignalAlertsReachAlertmanager(t *testing.T) {
-	var mu sync.Mutex
-	var received []amWebhook
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m amWebhook
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			t.Errorf("webhook body: %v", err)
-		}
-		mu.Lock()
-		received = append(received, m)
-		mu.Unlock()
-	}))
-	defer receiver.Close()
-	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: receiver.URL})
+	hookURL, received := amReceiver(t)
+	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: hookURL})
 
 	policy, err := safety.ParsePolicy(append([]string{"wire_*=irreversible"}, tallytest.SafetyPolicy...))
 	if err != nil {
@@ -92,15 +77,13 @@ rules:
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got := map[string]bool{}
-		mu.Lock()
-		for _, m := range received {
+		for _, m := range received() {
 			for _, al := range m.Alerts {
 				if al.Status == "firing" && al.Labels["tool"] == want[al.Labels["alertname"]].tool {
 					got[al.Labels["alertname"]] = true
 				}
 			}
 		}
-		mu.Unlock()
 		if len(got) == len(want) {
 			break
 		}

@@ -2,11 +2,7 @@ package alerts_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,19 +25,8 @@ import (
 // fires with the same figures. A rule on cost per run (every run costs the
 // same) stays quiet, and so does one with a 70-point threshold.
 func TestVersionRegressionReachesAlertmanager(t *testing.T) {
-	var mu sync.Mutex
-	var received []amWebhook
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m amWebhook
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			t.Errorf("webhook body: %v", err)
-		}
-		mu.Lock()
-		received = append(received, m)
-		mu.Unlock()
-	}))
-	defer receiver.Close()
-	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: receiver.URL})
+	hookURL, received := amReceiver(t)
+	amURL := testenv.StartAlertmanager(t, testenv.AlertmanagerOptions{WebhookURL: hookURL})
 
 	tally := tallytest.Start(t)
 	// Runs a minute apart from 19m30s ago: the first ten fall in the 10
@@ -94,16 +79,14 @@ rules:
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		mu.Lock()
 		n := 0
-		for _, m := range received {
+		for _, m := range received() {
 			for _, al := range m.Alerts {
 				if al.Labels["alertname"] == "PassRateRegressed" && al.Labels["task"] == "cmp_task" && al.Status == "firing" {
 					n++
 				}
 			}
 		}
-		mu.Unlock()
 		if n > 0 {
 			break
 		}

@@ -117,6 +117,22 @@ func reliabilityCases() []reliabilityCase {
 				attribute.String("tally.approval.decision", "approved"), attribute.String("tally.approval.by", "ana"), attribute.Int("tally.approval.wait_ms", 80)}}}
 			return r
 		}(), tallytest.Tool("wire", "root", "wire_transfer", 120, 150)}, nil},
+		// The OTel contrib openai-agents-v2 instrumentation's guardrail span,
+		// tripped, under the wire: denied, so it did not act.
+		{"a wire a guardrail blocked", "guarded", []tallytest.Span{root("guarded", 500),
+			tallytest.Tool("wire", "root", "wire_transfer", 120, 150),
+			{Key: "guard", Parent: "wire", Name: "guardrail_check", Start: 121, End: 125, Attrs: []attribute.KeyValue{
+				attribute.String("gen_ai.operation.name", "guardrail_check"), attribute.String("gen_ai.guardrail.name", "amount_limit"),
+				attribute.Bool("gen_ai.guardrail.triggered", true)}}}, nil},
+		// pydantic-ai deferring the call for approval: escalated.
+		{"a wire deferred for approval", "deferred", []tallytest.Span{root("deferred", 500),
+			tallytest.Tool("wire", "root", "wire_transfer", 120, 150, attribute.String("pydantic_ai.tool.deferral.name", "ApprovalRequired"))}, nil},
+		// The OpenAI Agents SDK's rejection: the span ends in error with its text.
+		{"a wire the user rejected", "refused", []tallytest.Span{root("refused", 500), func() tallytest.Span {
+			w := tallytest.Tool("wire", "root", "wire_transfer", 120, 150)
+			w.Error = "Tool execution was not approved."
+			return w
+		}()}, nil},
 		// Three branches fail at 10 ms and retry at 1000, 1005 and 1010 ms.
 		lockstep("three branches retrying in lockstep", [3]int{1000, 1005, 1010}, []string{"retry_storm@c2"}),
 		lockstep("three branches with jitter are fine", [3]int{1000, 1400, 1900}, nil),
@@ -170,6 +186,12 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 				}
 				perKind[s.Kind]++
 			}
+			if c.task == "guarded" {
+				g := d.Summary.Guardrails
+				if len(g) != 1 || g[0].Name != "amount_limit" || g[0].SpanID != ids["guard"] || g[0].Triggered == nil || !*g[0].Triggered {
+					t.Errorf("guardrails %+v, want amount_limit triggered", g)
+				}
+			}
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("signals %v, want %v", got, c.want)
 				for _, s := range d.Summary.Signals {
@@ -192,11 +214,11 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 		t.Fatalf("signals: %d %s", code, b)
 	}
 	// unknown_tool 2, invalid_arguments 1, ungated_action 2, retry_storm 1,
-	// runaway_loop 2, budget_exceeded 4 (two on one run): 12 in 11 runs of 16.
+	// runaway_loop 2, budget_exceeded 4 (two on one run): 12 in 11 runs of 19.
 	want := map[string]int{"duplicate_side_effect": 0, "unsafe_retry": 0, "unknown_tool": 2, "invalid_arguments": 1, "ungated_action": 2,
 		"retry_storm": 1, "runaway_loop": 2, "budget_exceeded": 4}
-	if fmt.Sprint(rep.Kinds) != fmt.Sprint(want) || rep.Signals != 12 || rep.RunsWithSignals != 11 || rep.RunsRead != 16 {
-		t.Errorf("report kinds %v signals %d in %d of %d runs; want %v, 12 in 11 of 16", rep.Kinds, rep.Signals, rep.RunsWithSignals, rep.RunsRead, want)
+	if fmt.Sprint(rep.Kinds) != fmt.Sprint(want) || rep.Signals != 12 || rep.RunsWithSignals != 11 || rep.RunsRead != 19 {
+		t.Errorf("report kinds %v signals %d in %d of %d runs; want %v, 12 in 11 of 19", rep.Kinds, rep.Signals, rep.RunsWithSignals, rep.RunsRead, want)
 	}
 	tools := map[string]query.ToolReview{}
 	for _, tr := range rep.Tools {
@@ -210,7 +232,10 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 	if l := tools["lookup_order"]; l.Steps != 3 || l.Statuses[safety.StatusError] != 3 || l.Effect != safety.EffectUnknown {
 		t.Errorf("lookup_order %+v", l)
 	}
-	if w := tools["wire_transfer"]; w.Effect != safety.EffectIrreversible || w.Steps != 3 || w.Signals != 2 {
+	// Six wires: three ok (two ungated, one approved), one denied by a
+	// guardrail, one escalated, one rejected (denied).
+	if w := tools["wire_transfer"]; w.Effect != safety.EffectIrreversible || w.Steps != 6 || w.Signals != 2 ||
+		w.Statuses[safety.StatusOK] != 3 || w.Statuses[safety.StatusDenied] != 2 || w.Statuses[safety.StatusEscalated] != 1 {
 		t.Errorf("wire_transfer %+v", w)
 	}
 	if rep.RunsByTask["capped"] != 2 || rep.RunsByTask["slow"] != 2 {

@@ -25,7 +25,13 @@ const httpStatusAttribute = "http.response.status_code"
 // reviewAttrs are the span attributes the review reads (besides
 // OpenInference's llm.tools.* on inference spans).
 var reviewAttrs = []string{safety.EffectAttribute, safety.StatusAttribute, httpStatusAttribute,
-	safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute, safety.IncompleteAttribute}
+	safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute, safety.IncompleteAttribute,
+	safety.GuardrailTriggeredAttribute, safety.GuardrailNameAttribute, safety.OIGuardrailTriggeredAttribute, safety.OISpanKindAttribute,
+	deferralAttribute}
+
+// deferralAttribute is pydantic-ai's record of a tool call deferred
+// (ApprovalRequired: handed to a human; pydantic_ai/_instrumentation.py).
+const deferralAttribute = "pydantic_ai.tool.deferral.name"
 
 // runReview is one run's review: what it read and what it found.
 type runReview struct {
@@ -82,20 +88,24 @@ func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, 
 	}
 	slices.Sort(limitErrors)
 	approvalEvent := "has(event_names, '" + safety.ApprovalEvent + "')"
-	q := "SELECT trace_id, span_id, parent_span_id, span_type, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
+	guardrail := "operation = '" + safety.GuardrailOperation + "' OR has(attr_keys, '" + safety.GuardrailTriggeredAttribute +
+		"') OR has(attr_keys, '" + safety.OIGuardrailTriggeredAttribute + "') OR attr_values[indexOf(attr_keys, '" +
+		safety.OISpanKindAttribute + "')] = 'GUARDRAIL'"
+	q := "SELECT trace_id, span_id, parent_span_id, span_type, name, operation, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
 		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
 		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
 		"if(" + approvalEvent + ", event_names, emptyArrayString()), if(" + approvalEvent + ", event_time_ns, emptyArrayUInt64()), if(" + approvalEvent + ", event_attrs, emptyArrayString())\nFROM " +
 		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
 		" AND (span_type IN ('tool', 'inference') OR parent_span_id = '' OR has(attr_keys, '" + safety.ApprovalDecisionAttribute + "')" +
-		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "'))" +
+		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "')" +
+		" OR " + guardrail + ")" +
 		"\nORDER BY trace_id, start_ns, span_id"
 	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
 	if err != nil {
 		return nil, fmt.Errorf("read spans to review: %w", err)
 	}
 	spans, err := scanAll(rows, func(s *schema.Span) []any {
-		return []any{&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SpanType, &s.ToolName, &s.ToolCallID, &s.StepID, &s.ArgsHash,
+		return []any{&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SpanType, &s.Name, &s.Operation, &s.ToolName, &s.ToolCallID, &s.StepID, &s.ArgsHash,
 			&s.Status, &s.ErrorType, &s.StatusMessage, &s.StartNs, &s.DurationNs, &s.Attempt, &s.InputTokens, &s.OutputTokens,
 			&s.CostTotal, &s.AttrKeys, &s.AttrValues, &s.EventNames, &s.EventTimeNs, &s.EventAttrs}
 	})
@@ -171,7 +181,33 @@ func (r *Reader) reviewContent(ctx context.Context, project string, ids []string
 func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
 	run := safety.Run{Project: "", Task: sum.Task, Agents: sum.Agents, Tokens: sum.Usage.Input + sum.Usage.Output,
 		CostUSD: sum.Cost.Total, StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano())}
+	attrOf := func(s *schema.Span) func(string) string {
+		return func(k string) string {
+			for j, key := range s.AttrKeys {
+				if key == k && j < len(s.AttrValues) {
+					return s.AttrValues[j]
+				}
+			}
+			return ""
+		}
+	}
+	// Guardrails first: a tripped one under a tool step denies it.
+	tripped := map[string]bool{}
 	seen := map[string]bool{}
+	for i := range spans {
+		s := &spans[i]
+		if seen[s.SpanID] {
+			continue
+		}
+		seen[s.SpanID] = true
+		if g, ok := safety.GuardrailOf(s.SpanID, s.ParentSpanID, s.Name, s.Operation, attrOf(s)); ok {
+			run.Guardrails = append(run.Guardrails, g)
+			if g.Triggered != nil && *g.Triggered {
+				tripped[g.ParentSpanID] = true
+			}
+		}
+	}
+	seen = map[string]bool{}
 	var calls []attribution.ToolCall
 	for i := range spans {
 		s := &spans[i]
@@ -180,14 +216,7 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 		}
 		seen[s.SpanID] = true
 		run.Project = s.Project
-		attr := func(k string) string {
-			for j, key := range s.AttrKeys {
-				if key == k && j < len(s.AttrValues) {
-					return s.AttrValues[j]
-				}
-			}
-			return ""
-		}
+		attr := attrOf(s)
 		end := s.StartNs + s.DurationNs
 		if s.ParentSpanID == "" && run.RootSpanID == "" {
 			run.RootSpanID = s.SpanID
@@ -197,7 +226,8 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 			run.Steps = append(run.Steps, safety.Step{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Tool: s.ToolName,
 				Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
 				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
-					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute)}),
+					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute),
+					Deferral: attr(deferralAttribute), GuardrailTriggered: tripped[s.SpanID] || attr(safety.GuardrailTriggeredAttribute) == "true"}),
 				CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs, EndNs: end,
 				Args: content.args[s.SpanID]})
 			calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
@@ -299,6 +329,7 @@ func applyReview(d *RunDetail, rv *runReview) {
 		}
 	}
 	d.Summary.Signals = rv.signals
+	d.Summary.Guardrails = rv.run.Guardrails
 }
 
 // reviewDetail reviews the run of a detail and applies the review.

@@ -102,6 +102,10 @@ type RunSummary struct {
 	// (package safety: duplicate side effects, unsafe retries); absent in
 	// lists and when there are none.
 	Signals []safety.Signal `json:"signals,omitempty"`
+	// Guardrails are the guardrail checks the run's spans recorded and
+	// their verdicts (triggered null when the span did not say), on a
+	// run's detail.
+	Guardrails []safety.Guardrail `json:"guardrails,omitempty"`
 }
 
 // RunFilter selects runs. Zero fields do not filter.

@@ -18,6 +18,8 @@ type Run struct {
 	Approvals  []Approval
 	// Incomplete are the typed partial results the run's spans declared.
 	Incomplete []Incomplete
+	// Guardrails are the guardrail checks the run's spans recorded.
+	Guardrails []Guardrail
 	// Totals: counted tokens and cost (USD), and the wall clock from the
 	// first span's start to the last span's end.
 	Tokens  uint64

@@ -322,3 +322,41 @@ func TestBudgets(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardrailOf: the guardrail spans of each instrumentation, and spans
+// that are not guardrails.
+func TestGuardrailOf(t *testing.T) {
+	attrs := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		name, spanName, op string
+		attr               func(string) string
+		want               string // name/triggered, or "-" for not a guardrail
+	}{
+		{"otel contrib openai-agents-v2", "guardrail_check", "guardrail_check", attrs("gen_ai.guardrail.name", "pii", "gen_ai.guardrail.triggered", "true"), "pii/true"},
+		{"openinference js", "pii_check", "", attrs("openinference.span.kind", "GUARDRAIL", "guardrail.triggered", "false"), "pii_check/false"},
+		{"openinference python: no verdict", "pii_check", "", attrs("openinference.span.kind", "GUARDRAIL"), "pii_check/?"},
+		{"a chat span", "chat", "chat", attrs("openinference.span.kind", "LLM"), "-"},
+	} {
+		g, ok := GuardrailOf("s", "p", c.spanName, c.op, c.attr)
+		got := "-"
+		if ok {
+			v := "?"
+			if g.Triggered != nil {
+				v = fmt.Sprint(*g.Triggered)
+			}
+			got = g.Name + "/" + v
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}

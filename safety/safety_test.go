@@ -57,6 +57,11 @@ func TestStepStatus(t *testing.T) {
 		{StepFacts{Error: true, HTTPStatus: "400"}, StatusError},
 		{StepFacts{Declared: "escalated"}, StatusEscalated},
 		{StepFacts{Error: true, ErrorType: "timeout", Declared: "denied"}, StatusDenied},
+		{StepFacts{GuardrailTriggered: true}, StatusDenied},
+		{StepFacts{Deferral: "ApprovalRequired"}, StatusEscalated},
+		{StepFacts{Deferral: "CallDeferred"}, StatusOK}, // deferred to another executor, not a human
+		{StepFacts{Error: true, Message: "Tool execution was not approved."}, StatusDenied},
+		{StepFacts{Error: true, ErrorType: "ToolInputGuardrailTripwireTriggered"}, StatusDenied},
 	} {
 		if got := StepStatus(c.f); got != c.want {
 			t.Errorf("StepStatus(%+v) = %s, want %s", c.f, got, c.want)

@@ -31,6 +31,12 @@ type StepFacts struct {
 	Message    string // the status message
 	HTTPStatus string // http.response.status_code
 	Declared   string // StatusAttribute
+	// Deferral is pydantic-ai's pydantic_ai.tool.deferral.name:
+	// "ApprovalRequired" hands the call to a human.
+	Deferral string
+	// GuardrailTriggered: a guardrail on the step tripped (a triggered
+	// guardrail span under it, or gen_ai.guardrail.triggered on it).
+	GuardrailTriggered bool
 }
 
 // ambiguousWords and retryableWords are matched against error.type and the
@@ -39,11 +45,17 @@ var (
 	ambiguousWords = []string{"timeout", "timed out", "deadline", "cancel", "connection reset", "econnreset",
 		"broken pipe", "eof", "unavailable", "gateway", "internal server error"}
 	retryableWords = []string{"rate limit", "rate_limit", "ratelimit", "too many requests", "throttl", "quota"}
-	deniedWords    = []string{"denied", "forbidden", "guardrail", "policy", "not allowed", "blocked"}
+	// "not approved" and "rejected by user" are the OpenAI Agents SDK's
+	// rejection texts (tool.py DEFAULT_APPROVAL_REJECTION_MESSAGE,
+	// run_internal/tool_execution.py).
+	deniedWords = []string{"denied", "forbidden", "guardrail", "policy", "not allowed", "blocked", "not approved", "rejected by user",
+		"tripwire"}
 )
 
 // StepStatus decides a tool step's terminal status: the declared one when
-// it is a status name; else ok without an error; else by the HTTP status
+// it is a status name; else denied when a guardrail on it tripped;
+// escalated when pydantic-ai deferred it for approval; else ok without an
+// error; else by the HTTP status
 // (429 retryable, 401/403 denied, 5xx and 408 ambiguous), then by words in
 // error.type and the message (rate limits retryable, timeouts and resets
 // ambiguous, denials denied); else error.
@@ -52,7 +64,12 @@ func StepStatus(f StepFacts) Status {
 	case StatusOK, StatusRetryable, StatusAmbiguous, StatusDenied, StatusEscalated, StatusError:
 		return s
 	}
-	if !f.Error {
+	switch {
+	case f.GuardrailTriggered:
+		return StatusDenied
+	case f.Deferral == "ApprovalRequired":
+		return StatusEscalated
+	case !f.Error:
 		return StatusOK
 	}
 	if code, err := strconv.Atoi(strings.TrimSpace(f.HTTPStatus)); err == nil {

@@ -38,6 +38,9 @@ func TestRunPageSafetySignals(t *testing.T) {
 	if !strings.Contains(review, "duplicate_side_effect") || !strings.Contains(review, "unsafe_retry") {
 		t.Errorf("safety review %q: want both signals", review)
 	}
+	if g := run(t, ctx, "guardrails", chromedp.Text(chromedp.CSS("#run-guardrails"))); g != "Guardrails: pii passed" {
+		t.Errorf("guardrails %q, want pii passed", g)
+	}
 	badged := run(t, ctx, "badges", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#wf-rows .wf-row .mark.sig')].map(m => m.closest('.wf-row').dataset.spanId + ':' + m.dataset.signal)`))
 	want := []string{spans["charge2"] + ":duplicate_side_effect", spans["refund2"] + ":unsafe_retry"}
 	if strings.Join(badged, ",") != strings.Join(want, ",") {

@@ -92,6 +92,7 @@ export async function pageRun() {
 ${s.usage_from_aggregate ? html`<p class="notice warn">No inference span carried usage: token totals come from the agent span's aggregated usage.</p>` : ''}
 ${run.truncated ? html`<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree is built from the earliest ${num(run.truncated.returned_spans)} (the server's --max-tree-spans). The totals above cover the whole run.</p>` : ''}
 ${(s.signals || []).length ? html`<div class="notice error" id="run-signals" role="status"><strong>Safety review:</strong> <ul>${s.signals.map((g) => html`<li data-signal="${g.kind}"><code>${g.kind}</code> ${g.reason}</li>`)}</ul></div>` : ''}
+${(s.guardrails || []).length ? html`<p class="muted" id="run-guardrails"><strong>Guardrails:</strong> ${join(s.guardrails.map((g) => html`<span class="pill ${g.triggered ? 'error' : g.triggered === false ? 'ok' : 'muted'}" data-guardrail="${g.name}">${g.name} ${g.triggered ? 'triggered' : g.triggered === false ? 'passed' : 'no verdict'}</span>`), ' ')}</p>` : ''}
 ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.partial.total_spans)} spans: ${num(run.partial.returned_spans)} are loaded, the costliest step and the first error among them. Rows marked ⋯ load the rest of their subtree; every figure covers the whole run.</p>` : ''}
 <div class="runbody">
   <section class="waterfall" aria-label="Span waterfall">
