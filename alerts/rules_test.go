@@ -110,8 +110,10 @@ func TestDefaultRuleFile(t *testing.T) {
 	for _, r := range rules {
 		kinds[r.Kind] = true
 	}
+	// The at-once safety signals are on by default: one is an incident.
 	for _, k := range []alerts.Kind{alerts.KindToolRetryRate, alerts.KindToolErrorRate, alerts.KindToolLatencyP95,
-		alerts.KindModelLatencyP95, alerts.KindCacheReadZero, alerts.KindRunCost, alerts.KindRepeatLoop} {
+		alerts.KindModelLatencyP95, alerts.KindCacheReadZero, alerts.KindRunCost, alerts.KindRepeatLoop,
+		"duplicate_side_effect", "unsafe_retry", "ungated_action"} {
 		if !kinds[k] {
 			t.Errorf("deploy/alerts.yaml has no %s rule", k)
 		}

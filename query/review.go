@@ -332,13 +332,24 @@ func applyReview(d *RunDetail, rv *runReview) {
 	d.Summary.Guardrails = rv.run.Guardrails
 }
 
-// reviewDetail reviews the run of a detail and applies the review.
-func (r *Reader) reviewDetail(ctx context.Context, project string, d *RunDetail) error {
-	reviews, err := r.reviewRuns(ctx, project, []RunSummary{d.Summary})
+// reviewOutline is what a run's outline keeps of its spans' wide columns
+// for the review: the attributes it reads, OpenInference's offered tools
+// on inference spans, approval events.
+func reviewOutline() schema.OutlineKeep {
+	return schema.OutlineKeep{Attrs: reviewAttrs, InferencePrefix: "llm.tools.", Event: safety.ApprovalEvent}
+}
+
+// reviewDetail reviews the run of a detail from the spans it was built
+// from (read whole, or as an outline keeping reviewOutline) and the run's
+// recorded tool content, and applies the review.
+func (r *Reader) reviewDetail(ctx context.Context, project string, d *RunDetail, spans []schema.Span) error {
+	ids, lo, hi := runsExtent(1, func(int) *RunSummary { return &d.Summary })
+	content, err := r.reviewContent(ctx, project, ids, lo, hi)
 	if err != nil {
 		return err
 	}
-	applyReview(d, reviews[d.Summary.TraceID])
+	run := buildReview(&d.Summary, spans, content, r.effects)
+	applyReview(d, &runReview{run: run, signals: safety.Review(run, r.reviewConfig())})
 	return nil
 }
 

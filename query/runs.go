@@ -808,7 +808,7 @@ func (r *Reader) RunWithin(ctx context.Context, project, traceID string, maxSpan
 			return nil, err
 		}
 	}
-	if err := r.reviewDetail(ctx, project, d); err != nil {
+	if err := r.reviewDetail(ctx, project, d, spans); err != nil {
 		return nil, err
 	}
 	return d, nil

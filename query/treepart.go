@@ -70,7 +70,7 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 			return nil, ErrNotFound
 		}
 		d := runDetail(spans)
-		if err := r.reviewDetail(ctx, project, d); err != nil {
+		if err := r.reviewDetail(ctx, project, d, spans); err != nil {
 			return nil, err
 		}
 		return d, nil
@@ -89,7 +89,7 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 		d.Partial = &Partial{TotalSpans: total, ReturnedSpans: len(kept), HiddenRoots: len(d.Roots) - len(roots)}
 	}
 	d.Roots = roots
-	if err := r.reviewDetail(ctx, project, d); err != nil {
+	if err := r.reviewDetail(ctx, project, d, spans); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -99,7 +99,7 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 // builds its detail: tree, counted flags, subtree figures, retry classes,
 // and the whole run's summary.
 func (r *Reader) outline(ctx context.Context, project, traceID string, ext runExtent, maxSpans int) (*RunDetail, []schema.Span, error) {
-	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutlineList(), ext, maxSpans)
+	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutlineList(reviewOutline()), ext, maxSpans)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +147,7 @@ func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, 
 	if ext.rows == 0 {
 		return nil, ErrNotFound
 	}
-	d, _, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
+	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, 
 	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
 		return nil, err
 	}
-	if err := r.reviewDetail(ctx, project, &RunDetail{Summary: d.Summary, Roots: kids}); err != nil {
+	if err := r.reviewDetail(ctx, project, &RunDetail{Summary: d.Summary, Roots: kids}, spans); err != nil {
 		return nil, err
 	}
 	part.Children = kids

@@ -1,11 +1,13 @@
 package safety
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -139,31 +141,51 @@ func (r *Registry) Allows(project, tool string) (configured, allowed bool) {
 	return configured, false
 }
 
-// requester is the inference call that asked for a tool step: the step's
-// parent when that is a call, else the latest call started before the step
-// under the same parent, else the latest call started before it anywhere
-// in the run; nil when none did.
-func requester(s *Step, calls []Call) *Call {
-	var sibling, latest *Call
+// callIndex finds the inference call that asked for a tool step — the
+// step's parent when that is a call, else the latest call started before
+// the step under the same parent, else the latest call started before it
+// anywhere in the run — in O(log n) a step.
+type callIndex struct {
+	byID     map[string]*Call
+	all      []*Call            // by start, then span id
+	byParent map[string][]*Call // the same order
+}
+
+// newCallIndex indexes a run's calls.
+func newCallIndex(calls []Call) *callIndex {
+	x := &callIndex{byID: make(map[string]*Call, len(calls)), byParent: map[string][]*Call{}}
 	for i := range calls {
 		c := &calls[i]
-		if c.SpanID == s.ParentSpanID {
-			return c
-		}
-		if c.StartNs > s.StartNs {
-			continue
-		}
-		if latest == nil || c.StartNs >= latest.StartNs {
-			latest = c
-		}
-		if c.ParentSpanID == s.ParentSpanID && (sibling == nil || c.StartNs >= sibling.StartNs) {
-			sibling = c
-		}
+		x.byID[c.SpanID] = c
+		x.all = append(x.all, c)
 	}
-	if sibling != nil {
-		return sibling
+	slices.SortFunc(x.all, func(a, b *Call) int {
+		return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.SpanID, b.SpanID))
+	})
+	for _, c := range x.all {
+		x.byParent[c.ParentSpanID] = append(x.byParent[c.ParentSpanID], c)
 	}
-	return latest
+	return x
+}
+
+// latestBefore is the last call of sorted that started at or before t.
+func latestBefore(sorted []*Call, t uint64) *Call {
+	i := sort.Search(len(sorted), func(i int) bool { return sorted[i].StartNs > t })
+	if i == 0 {
+		return nil
+	}
+	return sorted[i-1]
+}
+
+// requester is the call that asked for step s; nil when none did.
+func (x *callIndex) requester(s *Step) *Call {
+	if c := x.byID[s.ParentSpanID]; c != nil {
+		return c
+	}
+	if c := latestBefore(x.byParent[s.ParentSpanID], s.StartNs); c != nil {
+		return c
+	}
+	return latestBefore(x.all, s.StartNs)
 }
 
 // offeredSignals checks each named tool step against the registry and the
@@ -181,12 +203,13 @@ func requester(s *Step, calls []Call) *Call {
 func offeredSignals(run Run, steps []Step, reg *Registry) []Signal {
 	var out []Signal
 	compiled := map[string]*jsonschema.Schema{}
+	calls := newCallIndex(run.Calls)
 	for i := range steps {
 		s := &steps[i]
 		if s.Tool == "" {
 			continue
 		}
-		call := requester(s, run.Calls)
+		call := calls.requester(s)
 		if configured, ok := reg.Allows(run.Project, s.Tool); configured && !ok {
 			out = append(out, Signal{Kind: KindUnknownTool, SpanID: s.SpanID, SpanIDs: []string{s.SpanID}, Tool: s.Tool,
 				Reason: fmt.Sprintf("tool %s is not in the configured tool registry", s.Tool)})

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -357,6 +358,53 @@ func TestGuardrailOf(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRequesterMatchesScan: the indexed requester picks the call the
+// definition's scan does, on random runs (ties in start broken the same
+// way: the greatest span id among equal starts).
+func TestRequesterMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	scan := func(s *Step, calls []Call) *Call {
+		var sibling, latest *Call
+		better := func(c, than *Call) bool {
+			return than == nil || c.StartNs > than.StartNs || (c.StartNs == than.StartNs && c.SpanID > than.SpanID)
+		}
+		for i := range calls {
+			c := &calls[i]
+			if c.SpanID == s.ParentSpanID {
+				return c
+			}
+			if c.StartNs > s.StartNs {
+				continue
+			}
+			if better(c, latest) {
+				latest = c
+			}
+			if c.ParentSpanID == s.ParentSpanID && better(c, sibling) {
+				sibling = c
+			}
+		}
+		if sibling != nil {
+			return sibling
+		}
+		return latest
+	}
+	parents := []string{"a", "b", "c", "c1", "c7"}
+	for run := range 500 {
+		var calls []Call
+		for i := range rng.IntN(12) {
+			calls = append(calls, Call{SpanID: fmt.Sprintf("c%d", i), ParentSpanID: parents[rng.IntN(3)], StartNs: uint64(rng.IntN(20))})
+		}
+		x := newCallIndex(calls)
+		for range 10 {
+			s := &Step{SpanID: "s", ParentSpanID: parents[rng.IntN(len(parents))], StartNs: uint64(rng.IntN(25))}
+			want, got := scan(s, calls), x.requester(s)
+			if (want == nil) != (got == nil) || (want != nil && want.SpanID != got.SpanID) {
+				t.Fatalf("run %d step %+v: requester %v, scan %v", run, s, got, want)
+			}
 		}
 	}
 }

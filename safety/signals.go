@@ -182,21 +182,33 @@ func stepSignals(sorted []Step, l Limits) []Signal {
 			Reason: fmt.Sprintf("the run made %d tool calls, more than the limit of %d", len(sorted), l.MaxSteps)})
 	}
 	// Retries: what the retried attempt's outcome was, and how soon after it.
+	// The retried attempt is the latest earlier call of the tool with the
+	// same call id, else the same step id, else (neither set) under the
+	// same parent: the latest of each is kept as the steps go by.
 	prevOf := map[string]string{} // retry span → the attempt it retried
+	type key struct{ tool, id string }
+	lastByCall, lastByStep, lastByParent := map[key]int{}, map[key]int{}, map[key]int{}
 	for i := range sorted {
 		s := &sorted[i]
+		var prev *Step
+		if s.Retry {
+			best := -1
+			if j, ok := lastByCall[key{s.Tool, s.CallID}]; ok && s.CallID != "" {
+				best = max(best, j)
+			}
+			if j, ok := lastByStep[key{s.Tool, s.StepID}]; ok && s.StepID != "" {
+				best = max(best, j)
+			}
+			if j, ok := lastByParent[key{s.Tool, s.ParentSpanID}]; ok && s.CallID == "" && s.StepID == "" {
+				best = max(best, j)
+			}
+			if best >= 0 {
+				prev = &sorted[best]
+			}
+		}
+		lastByCall[key{s.Tool, s.CallID}], lastByStep[key{s.Tool, s.StepID}], lastByParent[key{s.Tool, s.ParentSpanID}] = i, i, i
 		if !s.Retry {
 			continue
-		}
-		var prev *Step
-		for j := i - 1; j >= 0 && prev == nil; j-- {
-			p := &sorted[j]
-			switch {
-			case p.Tool != s.Tool:
-			case s.CallID != "" && p.CallID == s.CallID, s.StepID != "" && p.StepID == s.StepID,
-				s.CallID == "" && s.StepID == "" && p.ParentSpanID == s.ParentSpanID:
-				prev = p
-			}
 		}
 		if prev != nil {
 			prevOf[s.SpanID] = prev.SpanID

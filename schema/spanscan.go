@@ -67,12 +67,36 @@ func SpanSelectList() string {
 var outlineOmits = map[string]bool{"resource_keys": true,
 	"resource_values": true, "event_names": true, "event_time_ns": true, "event_attrs": true, "links_json": true}
 
+// OutlineKeep is what an outline keeps of the wide columns of spans that
+// are not tool spans (whose attributes it keeps whole): the attributes
+// named in Attrs, on inference spans also those starting with
+// InferencePrefix, and all events of a span holding an event named Event.
+// Empty fields keep nothing.
+type OutlineKeep struct {
+	Attrs           []string
+	InferencePrefix string
+	Event           string
+}
+
 // SpanOutlineList is SpanSelectList with the wide columns (attributes —
-// but a tool span's —, resource, events, links) selected as empty values, so that ScanSpans
-// reads a run's outline — ids, names, times, status, usage, cost — at a
-// fraction of the bytes: what a big run's tree needs for all its spans,
-// the wide columns being read for the spans an answer shows.
-func SpanOutlineList() string {
+// but a tool span's and those keep names —, resource, events — but keep's
+// —, links) selected as empty values, so that ScanSpans reads a run's
+// outline — ids, names, times, status, usage, cost — at a fraction of the
+// bytes: what a big run's tree needs for all its spans, the wide columns
+// being read for the spans an answer shows. keep's names are written into
+// the SQL and must be plain attribute names (no quotes).
+func SpanOutlineList(keep OutlineKeep) string {
+	cond := "0"
+	if len(keep.Attrs) > 0 {
+		cond = "has(['" + strings.Join(keep.Attrs, "', '") + "'], k)"
+	}
+	if keep.InferencePrefix != "" {
+		cond += " OR (span_type = 'inference' AND startsWith(k, '" + keep.InferencePrefix + "'))"
+	}
+	filtered := map[string]string{
+		"attr_keys":   "arrayFilter(k -> " + cond + ", attr_keys)",
+		"attr_values": "arrayFilter((v, k) -> " + cond + ", attr_values, attr_keys)",
+	}
 	exprs := make([]string, len(spanReads))
 	for i, r := range spanReads {
 		exprs[i] = r.expr
@@ -80,7 +104,9 @@ func SpanOutlineList() string {
 		case name == "attr_keys" || name == "attr_values":
 			// Tool spans keep their attributes: their effect class and
 			// terminal status are read from them for the whole run.
-			exprs[i] = "if(span_type = 'tool', " + r.expr + ", '') AS outlined_" + name
+			exprs[i] = "if(span_type = 'tool', " + r.expr + ", " + strings.Replace(r.expr, name, filtered[name], 1) + ") AS outlined_" + name
+		case keep.Event != "" && (name == "event_names" || name == "event_time_ns" || name == "event_attrs"):
+			exprs[i] = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '') AS outlined_" + name
 		case outlineOmits[name]:
 			exprs[i] = "'' AS omitted_" + name
 		}
