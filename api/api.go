@@ -57,6 +57,8 @@ type Handler struct {
 	now      func() time.Time
 	// outcomeStore stores posted outcomes; nil: the POST answers 501.
 	outcomeStore OutcomeStore
+	storage      StorageReporter
+	keptFrom     func(project string, now time.Time) (time.Time, time.Duration)
 }
 
 // Options are what the API needs besides its reader; zero fields take the
@@ -79,12 +81,24 @@ type Options struct {
 	// OutcomeStore stores posted outcomes (*schema.Store); nil: POST
 	// /runs/{trace_id}/outcomes answers 501.
 	OutcomeStore OutcomeStore
+	// Storage reports disk use, the free-space floor and retention (GET
+	// /storage; *retention.Storage); nil: 501.
+	Storage StorageReporter
+	// KeptFrom is the oldest span start a project's data is kept from (its
+	// retention, zero: forever): a read whose since is older gets a
+	// Tally-Retention header saying the answer holds only what is kept.
+	KeptFrom func(project string, now time.Time) (time.Time, time.Duration)
+}
+
+// StorageReporter reports what is stored and kept.
+type StorageReporter interface {
+	Storage(ctx context.Context) (any, error)
 }
 
 // New returns the API over a reader.
 func New(runs Runs, opts Options) *Handler {
 	h := &Handler{runs: runs, alerts: opts.Alerts, explain: opts.Explain, maxRange: opts.MaxQueryRange,
-		log: opts.Logger, now: time.Now, outcomeStore: opts.OutcomeStore}
+		log: opts.Logger, now: time.Now, outcomeStore: opts.OutcomeStore, storage: opts.Storage, keptFrom: opts.KeptFrom}
 	if h.maxRange <= 0 {
 		h.maxRange = DefaultMaxQueryRange
 	}
@@ -139,6 +153,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 	h.registerTools(r)
 	h.registerOutcomes(r)
 	h.RegisterAlerts(r, h.alerts)
+	r.GET("/storage", h.getStorage)
 }
 
 // TraceResolver finds the runs whose trace id starts with a prefix, so the
@@ -241,7 +256,34 @@ func (h *Handler) checkRange(c *gin.Context) {
 	if d := until.Sub(since); d > h.maxRange {
 		fail(c, http.StatusBadRequest, "since %s to until %s covers %s, more than the longest range served, %s (--max-query-range)",
 			since.Format(time.RFC3339), until.Format(time.RFC3339), formatDays(d), formatDays(h.maxRange))
+		return
 	}
+	if h.keptFrom != nil {
+		if from, d := h.keptFrom(Project(c), now); !from.IsZero() && since.Before(from) {
+			c.Header(RetentionHeader, fmt.Sprintf("spans are kept %s (--retention): the answer holds what exists since %s, not since %s",
+				formatDays(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
+// RetentionHeader says that a read's range starts before what retention
+// keeps: the answer holds the data that exists.
+const RetentionHeader = "Tally-Retention"
+
+// getStorage answers GET /storage: the tables' bytes on disk, free space
+// and the floor, the retention policy, the last run and what the next
+// would drop.
+func (h *Handler) getStorage(c *gin.Context) {
+	if h.storage == nil {
+		fail(c, http.StatusNotImplemented, "storage status is not available in this build")
+		return
+	}
+	rep, err := h.storage.Storage(c.Request.Context())
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "storage: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, rep)
 }
 
 // formatDays writes d in days when it is a whole number of them.

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +125,46 @@ type Options struct {
 	// Checks are reported by /readyz besides the server's own (ClickHouse,
 	// schema, durable log).
 	Checks map[string]ReadinessCheck
+	// WriteGuard, when set, refuses writes (/v1/traces, the API's writes)
+	// with 503 and its Retry-After while it has an error (the free-space
+	// floor: *diskguard.Guard), and fails /readyz and /readyz/ingest.
+	WriteGuard WriteGuard
+}
+
+// WriteGuard says whether writes are refused for now, and for how long to
+// tell clients to wait.
+type WriteGuard interface {
+	Err() error
+	RetryAfter() time.Duration
+}
+
+// guardedSink refuses batches while the guard has an error: before the
+// durable log takes them, so nothing is acknowledged that the disk may
+// not hold.
+type guardedSink struct {
+	receiver.Sink
+	guard WriteGuard
+}
+
+// Accept refuses with 503 + Retry-After while the guard objects.
+func (g guardedSink) Accept(ctx context.Context, b ingest.Batch) error {
+	if err := g.guard.Err(); err != nil {
+		return receiver.Unavailable(g.guard.RetryAfter(), err)
+	}
+	return g.Sink.Accept(ctx, b)
+}
+
+// guardWrites is the API writes' middleware of the same guard.
+func (s *Server) guardWrites() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.opts.WriteGuard == nil {
+			return
+		}
+		if err := s.opts.WriteGuard.Err(); err != nil {
+			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(s.opts.WriteGuard.RetryAfter().Seconds()))))
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, api.Error{Error: err.Error()})
+		}
+	}
 }
 
 // DurableLog is where the durable log lives and how it behaves; its batch
@@ -302,7 +344,15 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.opts.Auth != nil {
 		ingestAuth = ingestAuthFunc(s.opts.Auth.AuthenticateIngest)
 	}
-	recv := receiver.New(s.opts.Receiver, normalize, s.sink, ingestAuth, s.log, metrics)
+	sink := s.sink
+	if s.opts.WriteGuard != nil {
+		sink = guardedSink{Sink: s.sink, guard: s.opts.WriteGuard}
+		s.mu.Lock()
+		s.checks["disk"] = func(context.Context) error { return s.opts.WriteGuard.Err() }
+		s.ingestChecks["disk"] = true
+		s.mu.Unlock()
+	}
+	recv := receiver.New(s.opts.Receiver, normalize, sink, ingestAuth, s.log, metrics)
 
 	e := s.engine
 	e.Use(gin.CustomRecovery(func(c *gin.Context, err any) {
@@ -324,7 +374,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.api.Register(e.Group("/api/v1", read))
 	// Writes through the API (outcomes) take the ingest scope, like
 	// /v1/traces: an evaluator posts with the key it sends spans with.
-	s.api.RegisterWrites(e.Group("/api/v1", s.writeAuth()))
+	s.api.RegisterWrites(e.Group("/api/v1", s.writeAuth(), s.guardWrites()))
 	if s.opts.UI != nil {
 		e.NoRoute(read, func(c *gin.Context) { s.opts.UI.ServeHTTP(c.Writer, c.Request) })
 	} else {

@@ -22,10 +22,12 @@ import (
 	"github.com/tallyhq/tally/ingest/wal"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/retention"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/auth"
+	"github.com/tallyhq/tally/support/diskguard"
 	"github.com/tallyhq/tally/support/lease"
 	"github.com/tallyhq/tally/ui"
 )
@@ -124,6 +126,17 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		apiOpts.Alerts = evaluator
 	}
 
+	// Retention, under its lease like alert evaluation, and the disk floor
+	// on every replica.
+	storage, retain, guard, err := buildStorage(cfg, store, registry, log)
+	if err != nil {
+		return fail(err)
+	}
+	jobs = append(jobs, retain, guard.Run)
+	apiOpts.Storage = storage
+	policy := storage.Job.Policy()
+	apiOpts.KeptFrom = policy.KeptFrom
+
 	// The server: receiver → durable log → writer → ClickHouse, and the
 	// readers behind the API and the UI.
 	rcfg := receiver.Config{Limits: cfg.Ingest.Limits, MaxInFlightBytes: cfg.Ingest.MaxInFlight,
@@ -148,6 +161,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		Public:       keyring.Public(),
 		AllowedHosts: cfg.Auth.AllowedHosts,
 		Jobs:         jobs,
+		WriteGuard:   guard,
 	})
 	if err != nil {
 		return fail(err)
@@ -309,6 +323,67 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, ca
 	log.Info("alerting on", "rules", len(rules), "file", a.RulesPath, "alertmanagers", len(a.Alertmanagers),
 		"webhooks", len(a.Webhooks), "interval", a.Interval)
 	return ev, run, nil
+}
+
+// retentionLease is the lease retention runs under with --alerts-evaluator
+// auto: one replica drops partitions at a time.
+const retentionLease = "retention"
+
+// buildStorage builds retention (its job, run as --alerts-evaluator says:
+// under a lease, always or never) and the free-space guard on the data
+// directory and the ClickHouse server's disks.
+func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), *diskguard.Guard, error) {
+	st := cfg.Storage
+	overrides, err := retention.ParseOverrides(st.ProjectRetention)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--project-retention: %w", err)
+	}
+	policy := retention.Policy{Spans: st.Retention, Content: st.ContentRetention, Rollups: st.RollupRetention, Projects: overrides}
+	job, err := retention.NewJob(store, retention.Config{Policy: policy, Interval: st.RetentionEvery, Registerer: reg,
+		Logger: log.With("component", "retention")})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	floor, err := diskguard.ParseFloor(st.DiskFloor)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--disk-floor: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	guard := diskguard.New(diskguard.Config{Floor: floor, Paths: []string{cfg.DataDir}, Server: store.ServerDisk,
+		Usage: func(ctx context.Context) ([]diskguard.TableUsage, error) {
+			tables, err := store.DiskUsage(ctx)
+			out := make([]diskguard.TableUsage, len(tables))
+			for i, t := range tables {
+				out[i] = diskguard.TableUsage{Table: t.Table, Bytes: t.Bytes, Rows: t.Rows}
+			}
+			return out, err
+		},
+		Interval: st.DiskCheckEvery, Logger: log.With("component", "disk")})
+	if err := reg.Register(guard.Collector()); err != nil {
+		return nil, nil, nil, fmt.Errorf("disk metrics: %w", err)
+	}
+	run := job.Run
+	switch cfg.Alerts.Evaluator {
+	case "off":
+		run = func(context.Context) {}
+	case "auto":
+		holder := cfg.Alerts.ReplicaID
+		if holder == "" {
+			if holder, err = defaultReplicaID(); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		l, err := lease.New(store, lease.Config{Name: retentionLease, Holder: holder, Logger: log.With("component", "lease")})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		run = func(ctx context.Context) { l.Run(ctx, job.Run) }
+	}
+	log.Info("retention", "spans", retention.FormatDuration(policy.Spans), "content", retention.FormatDuration(policy.Of(schema.ClassContent, "")),
+		"rollups", retention.FormatDuration(policy.Rollups), "projects", len(overrides), "disk_floor", st.DiskFloor)
+	return &retention.Storage{Job: job, Guard: guard}, run, guard, nil
 }
 
 // defaultReplicaID is the host name with a random suffix, unique per process.

@@ -66,6 +66,7 @@ func newRootCmd() *cobra.Command {
 		newCompareCmd(),
 		newSignalsCmd(),
 		newCapsCmd(),
+		newRetentionCmd(),
 		newReplayCmd(),
 		newKeysCmd(),
 		newProbeCmd(),

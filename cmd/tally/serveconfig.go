@@ -9,9 +9,11 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/retention"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/auth"
+	"github.com/tallyhq/tally/support/params"
 )
 
 // serveConfig is every setting of tally serve, typed, one sub-struct per
@@ -36,7 +38,41 @@ type serveConfig struct {
 	Alerts  alertsConfig
 	Auth    authConfig
 	Debug   debugConfig
+	Storage storageConfig
 }
+
+// storageConfig is retention and the free-space floor.
+type storageConfig struct {
+	Retention        time.Duration
+	ContentRetention time.Duration
+	RollupRetention  time.Duration
+	ProjectRetention []string
+	RetentionEvery   time.Duration
+	DiskFloor        string
+	DiskCheckEvery   time.Duration
+}
+
+// keepDuration is a retention flag: days (30d) or Go's units, 0 for
+// forever (dayDuration refuses 0).
+type keepDuration struct{ d *time.Duration }
+
+func (v keepDuration) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return retention.FormatDuration(*v.d)
+}
+
+func (v keepDuration) Set(s string) error {
+	d, err := params.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v keepDuration) Type() string { return "duration" }
 
 // ingestConfig is how spans are received and normalized.
 type ingestConfig struct {
@@ -128,6 +164,17 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
 	fs.Int64Var(&c.MemoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", false, "do not apply migrations at start-up")
+
+	st := &c.Storage
+	def := retention.DefaultPolicy()
+	st.Retention, st.ContentRetention, st.RollupRetention = def.Spans, def.Content, def.Rollups
+	fs.Var(keepDuration{&st.Retention}, "retention", "how long spans (and outcomes) are kept, e.g. 30d; 0 keeps them forever")
+	fs.Var(keepDuration{&st.ContentRetention}, "content-retention", "how long captured prompt and tool content is kept (at most --retention); 0: as long as spans")
+	fs.Var(keepDuration{&st.RollupRetention}, "rollup-retention", "how long the hourly cost rollups are kept (at least --retention); 0 forever")
+	fs.StringSliceVar(&st.ProjectRetention, "project-retention", nil, "a project's own retention: project=30d, or project=spans:30d,content:7d (repeatable; tally.yaml: a list)")
+	fs.DurationVar(&st.RetentionEvery, "retention-interval", time.Hour, "how often retention runs after its run at start-up")
+	fs.StringVar(&st.DiskFloor, "disk-floor", "1GiB", "least free space on the data directory's disk (and ClickHouse's, where the server reports it): below it tally refuses writes with 503 until space returns; a size (1GiB, 500MB) or a percentage (5%); 0 for none")
+	fs.DurationVar(&st.DiskCheckEvery, "disk-check-interval", 10*time.Second, "how often free space is measured")
 
 	in := &c.Ingest
 	fs.StringVar(&in.Prices, "prices", "", "YAML price file adding to or overriding the built-in catalog")
