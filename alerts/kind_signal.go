@@ -72,16 +72,10 @@ func signalKind(kind string) kindSpec {
 					runsQuery: url.Values{"since": {since}, "tool": {g.Tool}}})
 			}
 		case perTask:
-			examples := map[string][]string{}
-			for _, g := range rep.Groups {
-				if g.Kind == kind {
-					examples[g.Tool] = g.ExampleRuns
-				}
-			}
 			for task, runs := range rep.FlaggedByTask[kind] {
 				n := rep.RunsByTask[task]
 				out = append(out, sample{subject: map[string]string{"task": task}, value: float64(runs) / float64(max(n, 1)), samples: n,
-					examples: examples[""], cond: above,
+					examples: rep.FlaggedRunsByTask[kind][task], cond: above,
 					detail:    fmt.Sprintf("%d of %d runs in %s", runs, n, win),
 					runsQuery: url.Values{"since": {since}, "task": {task}}})
 			}

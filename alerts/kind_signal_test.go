@@ -119,8 +119,7 @@ rules:
 // so the day is forecast at 2 × $0.007465 = $0.01493, over a $0.01 budget
 // though only $0.007465 is spent; at that rate the spend passes $0.01
 // after 12 h × 0.01 / 0.007465 = 16.075 h, at 16:04 UTC. A $0.02 budget
-// by agent stays quiet, and so does a month's $0.01 (the month's first
-// tenth has gone only after three days: the first days are not forecast).
+// by agent stays quiet (TestForecast covers a month's first tenth).
 func TestSpendBudgetForecast(t *testing.T) {
 	tally := tallytest.Start(t)
 	now := time.Now().UTC()

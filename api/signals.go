@@ -80,7 +80,7 @@ func (h *Handler) getCaps(c *gin.Context) {
 		Outcome: c.Query("outcome")}
 	if v := c.Query("multiplier"); v != "" {
 		m, err := strconv.ParseFloat(v, 64)
-		if err != nil || m < 1 || m > 10 {
+		if err != nil || !(m >= 1 && m <= 10) {
 			fail(c, http.StatusBadRequest, "multiplier %q: want a number from 1 to 10", v)
 			return
 		}

@@ -64,8 +64,9 @@ type TaskCaps struct {
 	// Exceeded how many there are.
 	Exceeded     int      `json:"exceeded"`
 	ExceededRuns []string `json:"exceeded_runs"`
-	// Spec is the suggested caps as a --run-cap value; Configured the
-	// --run-cap caps that apply to the task now.
+	// Spec is the suggested caps as a --run-cap value ("" when the task's
+	// name cannot be written in one: empty, or with spaces or "=");
+	// Configured the --run-cap caps that apply to the task now.
 	Spec       string   `json:"spec"`
 	Configured []string `json:"configured"`
 	// FewRuns: fewer than 20 successful runs, so p99 is about their maximum.
@@ -91,7 +92,7 @@ var capMeasures = []string{"iterations", "tool_calls", "tokens", "cost", "wall"}
 // and per task sets caps from the successful runs.
 func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 	f.Multiplier = cmp.Or(f.Multiplier, DefaultCapMultiplier)
-	if f.Multiplier < 1 || f.Multiplier > 10 {
+	if !(f.Multiplier >= 1 && f.Multiplier <= 10) {
 		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)
 	}
 	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
@@ -222,6 +223,9 @@ func roundUp(measure int, v float64) float64 {
 // calls are not a cap of their own: runaway_loop's --signal-max-steps
 // bounds them).
 func suggestedSpec(task string, figs []*CapFigure) string {
+	if task == "" || strings.ContainsAny(task, " \t\n=") {
+		return "" // not writable as a --run-cap selector
+	}
 	parts := []string{"task=" + task}
 	if v := figs[0].Suggested; v > 0 {
 		parts = append(parts, "iterations="+strconv.FormatFloat(v, 'f', 0, 64))

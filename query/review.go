@@ -90,7 +90,7 @@ func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, 
 	approvalEvent := "has(event_names, '" + safety.ApprovalEvent + "')"
 	guardrail := "operation = '" + safety.GuardrailOperation + "' OR has(attr_keys, '" + safety.GuardrailTriggeredAttribute +
 		"') OR has(attr_keys, '" + safety.OIGuardrailTriggeredAttribute + "') OR attr_values[indexOf(attr_keys, '" +
-		safety.OISpanKindAttribute + "')] = 'GUARDRAIL'"
+		safety.OISpanKindAttribute + "')] IN ('GUARDRAIL', 'guardrail')"
 	q := "SELECT trace_id, span_id, parent_span_id, span_type, name, operation, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
 		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
 		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
@@ -179,7 +179,7 @@ func (r *Reader) reviewContent(ctx context.Context, project string, ids []string
 // buildReview assembles one run's review input from its summary, the
 // spans reviewSpans read and the recorded content.
 func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
-	run := safety.Run{Project: "", Task: sum.Task, Agents: sum.Agents, Tokens: sum.Usage.Input + sum.Usage.Output,
+	run := safety.Run{Project: "", Task: sum.Task, Agents: sum.Agents, Iterations: sum.LLMCalls, Tokens: sum.Usage.Input + sum.Usage.Output,
 		CostUSD: sum.Cost.Total, StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano())}
 	attrOf := func(s *schema.Span) func(string) string {
 		return func(k string) string {
@@ -227,7 +227,7 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 				Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
 				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
 					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute),
-					Deferral: attr(deferralAttribute), GuardrailTriggered: tripped[s.SpanID] || attr(safety.GuardrailTriggeredAttribute) == "true"}),
+					Deferral: attr(deferralAttribute), GuardrailTriggered: tripped[s.SpanID] || strings.EqualFold(attr(safety.GuardrailTriggeredAttribute), "true")}),
 				CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs, EndNs: end,
 				Args: content.args[s.SpanID]})
 			calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
@@ -235,15 +235,20 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 				Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 		case schema.TypeInference:
 			offered := content.offered[s.SpanID]
+			unreadable := false
 			for j, k := range s.AttrKeys {
 				if strings.HasPrefix(k, "llm.tools.") && j < len(s.AttrValues) {
 					if offered == nil {
 						offered = safety.Tools{}
 					}
-					offered.AddDefinitions(s.AttrValues[j])
+					// A definition cut at ingest's attribute limit, redacted
+					// or hashed hides a tool: the offer is then not known.
+					if !offered.AddDefinitions(s.AttrValues[j]) {
+						unreadable = true
+					}
 				}
 			}
-			if len(offered) == 0 {
+			if len(offered) == 0 || unreadable {
 				offered = nil
 			}
 			run.Calls = append(run.Calls, safety.Call{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, StartNs: s.StartNs, EndNs: end,
@@ -266,9 +271,9 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 			}
 		}
 		if v := attr(safety.IncompleteAttribute); v != "" {
-			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, Reason: v})
+			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, StartNs: s.StartNs, Reason: v})
 		} else if v := safety.IncompleteErrors[s.ErrorType]; v != "" {
-			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, Reason: v + " (" + s.ErrorType + ")"})
+			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, StartNs: s.StartNs, Reason: v + " (" + s.ErrorType + ")"})
 		}
 	}
 	classes := attribution.ClassifyRetries(calls)
@@ -408,6 +413,9 @@ type SignalsReport struct {
 	// FlaggedByTask counts, per kind and task, the runs raising the kind:
 	// with RunsByTask, the rate of runs per task (budget_exceeded alerts).
 	FlaggedByTask map[string]map[string]int `json:"flagged_by_task"`
+	// FlaggedRunsByTask are, per kind and task, the newest of those runs
+	// (up to 5).
+	FlaggedRunsByTask map[string]map[string][]string `json:"flagged_runs_by_task"`
 	// PerMinute counts the signals by kind, tool and their run's start
 	// minute, for the metrics' counters (not in the JSON answer).
 	PerMinute []SignalMinute `json:"-"`
@@ -430,7 +438,8 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 		return nil, fmt.Errorf("by %q: want tool, task or agent", f.By)
 	}
 	rep := &SignalsReport{Since: f.Since, Until: f.Until, By: f.By, Kinds: map[string]int{}, Groups: []SignalGroup{},
-		Tools: []ToolReview{}, RunsByTask: map[string]int{}, FlaggedByTask: map[string]map[string]int{}}
+		Tools: []ToolReview{}, RunsByTask: map[string]int{}, FlaggedByTask: map[string]map[string]int{},
+		FlaggedRunsByTask: map[string]map[string][]string{}}
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
@@ -492,9 +501,12 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 			if !kindsRaised[sig.Kind] {
 				kindsRaised[sig.Kind] = true
 				if rep.FlaggedByTask[sig.Kind] == nil {
-					rep.FlaggedByTask[sig.Kind] = map[string]int{}
+					rep.FlaggedByTask[sig.Kind], rep.FlaggedRunsByTask[sig.Kind] = map[string]int{}, map[string][]string{}
 				}
 				rep.FlaggedByTask[sig.Kind][run.Task]++
+				if ids := rep.FlaggedRunsByTask[sig.Kind][run.Task]; len(ids) < 5 {
+					rep.FlaggedRunsByTask[sig.Kind][run.Task] = append(ids, run.TraceID)
+				}
 			}
 			for _, by := range signalKeys(f.By, sig, &run) {
 				k := key{sig.Kind, by}

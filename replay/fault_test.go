@@ -56,7 +56,7 @@ func TestPlayerFaults(t *testing.T) {
 				t.Errorf("err %v, want 502", err)
 			}
 		}},
-		// {"hits":[1,2]} is 14 bytes: half is {"hits":[ (7 bytes).
+		// {"hits":[1,2]} is 14 bytes: half is {"hits" (7 bytes).
 		{"seq=1:truncated", func(t *testing.T, res json.RawMessage, err error) {
 			if err != nil || string(res) != `"{\"hits\""` {
 				t.Errorf("result %s %v, want the first 7 bytes as a string", res, err)

@@ -271,12 +271,12 @@ func (p *Player) Call(ctx context.Context, tool string, args any) (json.RawMessa
 	}
 	rc := p.calls[i]
 	if f := p.faults[i]; f != nil && p.faultLeft[i] > 0 {
-		p.faultLeft[i]--
 		p.used[i] = false // the recording answers once the fault's attempts are spent
-		p.injected = append(p.injected, InjectedFault{TraceID: p.traceID, Seq: rc.call.Seq, Tool: rc.call.Tool, Kind: f.Kind})
 		if err := f.validate(); err != nil {
 			return nil, fmt.Errorf("replay: call #%d %s: %w", rc.call.Seq, rc.call.Tool, err)
 		}
+		p.faultLeft[i]--
+		p.injected = append(p.injected, InjectedFault{TraceID: p.traceID, Seq: rc.call.Seq, Tool: rc.call.Tool, Kind: f.Kind})
 		return answerFault(&rc, f)
 	}
 	if rc.call.Error != nil {

@@ -58,9 +58,9 @@ type Approval struct {
 
 // gateSignals raises ungated_action for each irreversible step that ran
 // (any status but denied or escalated: those did not act) without an
-// approved approval decided before it started, naming its tool or none.
-// Each approval gates one action: approving one refund does not approve
-// the next.
+// approved approval decided before it started, naming its tool or none
+// (one naming the tool is used first). Each approval gates one action:
+// approving one refund does not approve the next.
 func gateSignals(steps []Step, approvals []Approval) []Signal {
 	approvals = slices.Clone(approvals)
 	slices.SortFunc(approvals, func(a, b Approval) int {
@@ -73,23 +73,35 @@ func gateSignals(steps []Step, approvals []Approval) []Signal {
 		if s.Effect != EffectIrreversible || s.Status == StatusDenied || s.Status == StatusEscalated {
 			continue
 		}
+		// An approval naming the tool first, then one naming none: a
+		// wildcard is not spent while a specific approval fits.
 		gated := false
-		var refused *Approval
-		for j := range approvals {
-			a := &approvals[j]
-			if used[j] || (a.Tool != "" && a.Tool != s.Tool) || a.RequestedNs > s.StartNs {
-				continue
+		for _, specific := range []bool{true, false} {
+			for j := range approvals {
+				a := &approvals[j]
+				if used[j] || (a.Tool != "") != specific || (specific && a.Tool != s.Tool) {
+					continue
+				}
+				if a.Decision == DecisionApproved && a.DecidedNs > 0 && a.DecidedNs <= s.StartNs && a.RequestedNs <= s.StartNs {
+					used[j], gated = true, true
+					break
+				}
 			}
-			if a.Decision == DecisionApproved && a.DecidedNs > 0 && a.DecidedNs <= s.StartNs {
-				used[j], gated = true, true
+			if gated {
 				break
-			}
-			if a.Decision != DecisionApproved {
-				refused = a
 			}
 		}
 		if gated {
 			continue
+		}
+		// The latest refusal decided before the step, for the reason.
+		var refused *Approval
+		for j := range approvals {
+			a := &approvals[j]
+			if a.Decision != DecisionApproved && (a.Tool == "" || a.Tool == s.Tool) && a.RequestedNs <= s.StartNs &&
+				(a.DecidedNs == 0 || a.DecidedNs <= s.StartNs) {
+				refused = a
+			}
 		}
 		reason := fmt.Sprintf("irreversible tool %s ran with no approval before it", s.Tool)
 		ids := []string{s.SpanID}

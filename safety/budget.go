@@ -25,8 +25,9 @@ var IncompleteErrors = map[string]string{
 // Incomplete is a typed partial result: the span that declared it and
 // what limit it stopped at.
 type Incomplete struct {
-	SpanID string
-	Reason string
+	SpanID  string
+	StartNs uint64
+	Reason  string
 }
 
 // Cap is one configured budget for runs: of a project (or all), of a task
@@ -162,8 +163,10 @@ func budgetSignals(run Run, caps *Caps) []Signal {
 		if !c.applies(&run) {
 			continue
 		}
-		if c.Iterations > 0 && len(calls) > c.Iterations {
-			signal(calls[c.Iterations].SpanID, fmt.Sprintf("the run made %d model calls, over %s cap of %d", len(calls), c.name(), c.Iterations))
+		if n := cmp.Or(run.Iterations, len(calls)); c.Iterations > 0 && n > c.Iterations {
+			// The counted calls (wrapper spans of one call left out) decide;
+			// the signal points at the inference span at the cap's place.
+			signal(calls[min(c.Iterations, len(calls)-1)].SpanID, fmt.Sprintf("the run made %d model calls, over %s cap of %d", n, c.name(), c.Iterations))
 		}
 		if c.Tokens > 0 && run.Tokens > c.Tokens {
 			signal(crossing(func(t uint64, _ float64) bool { return t > c.Tokens }),

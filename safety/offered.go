@@ -196,10 +196,10 @@ func (x *callIndex) requester(s *Step) *Call {
 //     offered and this one was not among them.
 //   - invalid_arguments: the step's recorded arguments are not JSON, or do
 //     not validate against the offered tool's schema. An object schema
-//     that lists properties and says nothing of others is read strictly
-//     (additionalProperties: false, through properties, items and
-//     anyOf/oneOf branches, not allOf): a field the tool does not know is
-//     a field it silently drops.
+//     that lists properties, says nothing of others and combines with no
+//     other schema is read strictly (additionalProperties: false; see
+//     strict): a field the tool does not know is a field it silently
+//     drops.
 func offeredSignals(run Run, steps []Step, reg *Registry) []Signal {
 	var out []Signal
 	compiled := map[string]*jsonschema.Schema{}
@@ -285,17 +285,30 @@ func compileStrict(text string) *jsonschema.Schema {
 	return sch
 }
 
-// strict closes object schemas that list properties and leave others open.
+// applicators are the keywords that combine a schema with others: an
+// object using one may get properties from them, so it is not closed.
+var applicators = []string{"allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "not",
+	"dependentSchemas", "dependencies", "patternProperties", "additionalProperties", "unevaluatedProperties"}
+
+// strict closes object schemas that list properties and leave others open
+// and combine with nothing (see applicators); it recurses into properties,
+// items and $defs, and into anyOf/oneOf branches of an object that lists no
+// properties of its own (a union of whole objects).
 func strict(v any, depth int) {
 	m, ok := v.(map[string]any)
 	if !ok || depth > 32 {
 		return
 	}
-	if props, ok := m["properties"].(map[string]any); ok {
-		_, a := m["additionalProperties"]
-		_, p := m["patternProperties"]
-		_, u := m["unevaluatedProperties"]
-		if !a && !p && !u {
+	props, hasProps := m["properties"].(map[string]any)
+	if hasProps {
+		combined := false
+		for _, k := range applicators {
+			if _, ok := m[k]; ok {
+				combined = true
+				break
+			}
+		}
+		if !combined {
 			m["additionalProperties"] = false
 		}
 		for _, sub := range props {
@@ -303,10 +316,12 @@ func strict(v any, depth int) {
 		}
 	}
 	strict(m["items"], depth+1)
-	for _, k := range []string{"anyOf", "oneOf"} {
-		if list, ok := m[k].([]any); ok {
-			for _, sub := range list {
-				strict(sub, depth+1)
+	if !hasProps {
+		for _, k := range []string{"anyOf", "oneOf"} {
+			if list, ok := m[k].([]any); ok {
+				for _, sub := range list {
+					strict(sub, depth+1)
+				}
 			}
 		}
 	}

@@ -20,6 +20,9 @@ type Run struct {
 	Incomplete []Incomplete
 	// Guardrails are the guardrail checks the run's spans recorded.
 	Guardrails []Guardrail
+	// Iterations are the run's counted model calls (wrapper spans of one
+	// call counted once); 0: len(Calls).
+	Iterations int
 	// Totals: counted tokens and cost (USD), and the wall clock from the
 	// first span's start to the last span's end.
 	Tokens  uint64
@@ -67,6 +70,12 @@ func Review(run Run, cfg Config) []Signal {
 	}
 	for _, c := range run.Calls {
 		order[c.SpanID] = c.StartNs
+	}
+	for _, inc := range run.Incomplete {
+		order[inc.SpanID] = inc.StartNs
+	}
+	for _, a := range run.Approvals {
+		order[a.SpanID] = a.RequestedNs
 	}
 	order[run.RootSpanID] = run.StartNs
 	slices.SortStableFunc(out, func(a, b Signal) int {

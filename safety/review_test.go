@@ -408,3 +408,60 @@ func TestRequesterMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewFixes: a model's re-issued call (a new call id) after a timeout
+// is an unsafe retry; a wildcard approval is not spent where a specific one
+// fits; one fast chain of retries is not lockstep; schemas that combine
+// with others are not closed.
+func TestReviewFixes(t *testing.T) {
+	step := func(id, call string, start uint64, st Status, retry bool) Step {
+		return Step{SpanID: id, ParentSpanID: "agent", Tool: "refund", Effect: EffectNonIdempotent, Status: st, Retry: retry,
+			CallID: call, StartNs: start * ms, EndNs: (start + 10) * ms}
+	}
+	got := Review(Run{Steps: []Step{step("a", "call_1", 0, StatusAmbiguous, false), step("b", "call_2", 1000, StatusOK, true)}}, Config{})
+	if fmt.Sprint(kinds(got)) != "[unsafe_retry@b]" {
+		t.Errorf("re-issued call: %v, want [unsafe_retry@b]", kinds(got))
+	}
+	// a1 fails, a2 retries it 1 ms after, fails, a3 retries a2 1 ms after:
+	// two retries under the backoff, one chain: no lockstep.
+	chain := []Step{step("a1", "c", 0, StatusError, false), step("a2", "c", 11, StatusError, true), step("a3", "c", 22, StatusOK, true)}
+	for i := range chain {
+		chain[i].Effect = EffectRead
+	}
+	got = Review(Run{Steps: chain}, Config{})
+	if fmt.Sprint(kinds(got)) != "[retry_storm@a2 retry_storm@a3]" {
+		t.Errorf("one chain: %v, want the two backoff storms only", kinds(got))
+	}
+	wire := func(id, tool string, start uint64) Step {
+		return Step{SpanID: id, Tool: tool, Effect: EffectIrreversible, Status: StatusOK, StartNs: start * ms}
+	}
+	approvals := []Approval{{SpanID: "any", Decision: DecisionApproved, RequestedNs: 1 * ms, DecidedNs: 10 * ms},
+		{SpanID: "r", Decision: DecisionApproved, Tool: "refund", RequestedNs: 1 * ms, DecidedNs: 20 * ms}}
+	got = Review(Run{Steps: []Step{wire("s1", "refund", 100), wire("s2", "charge", 200)}, Approvals: approvals}, Config{})
+	if len(got) != 0 {
+		t.Errorf("specific then wildcard: %v, want none", kinds(got))
+	}
+	// A refusal decided after the step ran is not its reason.
+	got = Review(Run{Steps: []Step{wire("s", "wire", 100)}, Approvals: []Approval{{SpanID: "x", Decision: DecisionRejected, RequestedNs: 50 * ms, DecidedNs: 150 * ms}}}, Config{})
+	if len(got) != 1 || got[0].Reason != "irreversible tool wire ran with no approval before it" {
+		t.Errorf("late refusal: %+v", got)
+	}
+	for _, c := range []struct {
+		name, schema, args string
+		valid              bool
+	}{
+		{"discriminated union", `{"type":"object","properties":{"method":{"enum":["card","bank"]}},"oneOf":[{"properties":{"method":{"const":"card"},"card":{"type":"string"}}},{"properties":{"method":{"const":"bank"},"iban":{"type":"string"}}}]}`,
+			`{"method":"card","card":"4242"}`, true},
+		{"allOf adds a property", `{"type":"object","properties":{"a":{"type":"string"}},"allOf":[{"properties":{"b":{"type":"number"}}}]}`, `{"a":"x","b":1}`, true},
+		{"a union of whole objects is closed", `{"oneOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"]}]}`,
+			`{"a":"x","dry_run":true}`, false},
+		{"nested plain object is closed", `{"type":"object","properties":{"o":{"type":"object","properties":{"x":{"type":"number"}}}}}`, `{"o":{"x":1,"y":2}}`, false},
+	} {
+		tools := Tools{}
+		tools.AddDefinitions(`[{"name":"t","parameters":` + c.schema + `}]`)
+		got := Review(Run{Calls: []Call{{SpanID: "l", Offered: tools}}, Steps: []Step{{SpanID: "s", Tool: "t", StartNs: 5, Args: c.args}}}, Config{})
+		if (len(got) == 0) != c.valid {
+			t.Errorf("%s: signals %v, want valid %v", c.name, got, c.valid)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package safety
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 )
@@ -126,8 +125,8 @@ type Signal struct {
 //     hash. Idempotent and read tools may repeat freely.
 //   - unsafe_retry: a side-effecting step classified as a retry whose
 //     previous attempt — the latest earlier call of the tool with the same
-//     call id, else the same step id, else under the same parent — ended
-//     ambiguous.
+//     call id, else the same step id, else the latest under the same
+//     parent — ended ambiguous.
 //   - retry_storm: a step classified as a retry that started less than
 //     l.MinBackoff after that previous attempt ended.
 //   - runaway_loop: more than l.MaxRepeats steps of one tool with the same
@@ -183,8 +182,8 @@ func stepSignals(sorted []Step, l Limits) []Signal {
 	}
 	// Retries: what the retried attempt's outcome was, and how soon after it.
 	// The retried attempt is the latest earlier call of the tool with the
-	// same call id, else the same step id, else (neither set) under the
-	// same parent: the latest of each is kept as the steps go by.
+	// same call id, else the same step id, else under the same parent: the
+	// latest of each is kept as the steps go by.
 	prevOf := map[string]string{} // retry span → the attempt it retried
 	type key struct{ tool, id string }
 	lastByCall, lastByStep, lastByParent := map[key]int{}, map[key]int{}, map[key]int{}
@@ -192,18 +191,19 @@ func stepSignals(sorted []Step, l Limits) []Signal {
 		s := &sorted[i]
 		var prev *Step
 		if s.Retry {
-			best := -1
-			if j, ok := lastByCall[key{s.Tool, s.CallID}]; ok && s.CallID != "" {
-				best = max(best, j)
+			// The same call id, else the same step id, else the latest
+			// call of the tool under the same parent: a model re-issuing a
+			// call after a timeout gives it a new call id.
+			j, ok := lastByCall[key{s.Tool, s.CallID}]
+			ok = ok && s.CallID != ""
+			if !ok && s.StepID != "" {
+				j, ok = lastByStep[key{s.Tool, s.StepID}]
 			}
-			if j, ok := lastByStep[key{s.Tool, s.StepID}]; ok && s.StepID != "" {
-				best = max(best, j)
+			if !ok {
+				j, ok = lastByParent[key{s.Tool, s.ParentSpanID}]
 			}
-			if j, ok := lastByParent[key{s.Tool, s.ParentSpanID}]; ok && s.CallID == "" && s.StepID == "" {
-				best = max(best, j)
-			}
-			if best >= 0 {
-				prev = &sorted[best]
+			if ok {
+				prev = &sorted[j]
 			}
 		}
 		lastByCall[key{s.Tool, s.CallID}], lastByStep[key{s.Tool, s.StepID}], lastByParent[key{s.Tool, s.ParentSpanID}] = i, i, i
@@ -229,9 +229,23 @@ func stepSignals(sorted []Step, l Limits) []Signal {
 	return append(out, lockstep(sorted, prevOf, l)...)
 }
 
-// lockstep finds bursts of retries of one tool, each retrying a different
-// attempt, that start within l.Lockstep of the burst's first: parallel
-// branches backing off by the same fixed delay.
+// origin is the first attempt of the retry chain a span belongs to: its
+// retried attempts followed back to one that retried nothing.
+func origin(span string, prevOf map[string]string) string {
+	for range len(prevOf) + 1 {
+		p, ok := prevOf[span]
+		if !ok {
+			return span
+		}
+		span = p
+	}
+	return span
+}
+
+// lockstep finds bursts of retries of one tool from different retry chains
+// (other branches or calls, not one chain retrying fast) that start within
+// l.Lockstep of the burst's first: parallel branches backing off by the
+// same fixed delay.
 func lockstep(sorted []Step, prevOf map[string]string, l Limits) []Signal {
 	var out []Signal
 	byTool := map[string][]*Step{}
@@ -247,11 +261,11 @@ func lockstep(sorted []Step, prevOf map[string]string, l Limits) []Signal {
 	for _, tool := range tools {
 		retries := byTool[tool]
 		for i := 0; i < len(retries); {
-			j, retried := i, map[string]bool{}
+			j, chains := i, map[string]bool{}
 			for ; j < len(retries) && retries[j].StartNs-retries[i].StartNs <= uint64(l.Lockstep); j++ {
-				retried[cmp.Or(prevOf[retries[j].SpanID], "self:"+retries[j].SpanID)] = true
+				chains[origin(retries[j].SpanID, prevOf)] = true
 			}
-			if burst := retries[i:j]; len(burst) > 1 && len(retried) > 1 {
+			if burst := retries[i:j]; len(burst) > 1 && len(chains) > 1 {
 				ids := make([]string, len(burst))
 				for k, s := range burst {
 					ids[k] = s.SpanID

@@ -112,7 +112,7 @@ func TestReliabilityPage(t *testing.T) {
 	}
 
 	open(t, ctx, tally.URL+"/tools?since=2h")
-	waitFor(t, ctx, `!!document.getElementById('tools-table')`)
+	waitFor(t, ctx, `!!document.getElementById('tools-table') && document.getElementById('tools').dataset.review === 'loaded'`)
 	effect := run(t, ctx, "tool effect", chromedp.Evaluate[string](`document.querySelector('#tools-table tr[data-tool="charge_card"] [data-effect]').dataset.effect`))
 	status := run(t, ctx, "tool status", chromedp.Text(chromedp.CSS(`#tools-table tr[data-tool="refund"] [data-status="ambiguous"]`)))
 	if effect != "irreversible" || status != "ambiguous 1" {

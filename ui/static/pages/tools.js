@@ -49,12 +49,10 @@ export async function pageTools() {
   try { rules = listOf(await api('/api/v1/alerts/rules'), 'rules'); } catch { /* no rules endpoint */ }
   try { alerts = listOf(await api('/api/v1/alerts'), 'alerts'); } catch { /* alerting off */ }
   // Each tool's effect class and steps by terminal status: the safety
-  // review of the same range (an older server without it shows none).
+  // review of the same range, drawn when it arrives (the table does not
+  // wait for it; an older server without it shows none).
   const review = new Map();
-  try {
-    const sig = await api(`/api/v1/signals?${qs}`);
-    for (const t of sig.tools || []) review.set(t.tool, t);
-  } catch { /* no safety review */ }
+  const reviewed = api(`/api/v1/signals?${qs}`).then((sig) => { for (const t of sig.tools || []) review.set(t.tool, t); }, () => {});
   const tools = listOf(body, 'tools');
   if (body && body.since) document.getElementById('tools-range').textContent = rangeText(body.since, body.until);
   if (!tools.length) {
@@ -95,6 +93,7 @@ ${modelsHTML(listOf(body, 'models'), thresholdsFrom(alerts, 'model_latency_p95',
   };
   render();
   wireSort(el, state, render);
+  reviewed.then(() => { render(); el.dataset.review = 'loaded'; });
   el.addEventListener('click', (ev) => {
     const b = ev.target.closest('button[data-tool]');
     if (!b) return;
