@@ -153,7 +153,6 @@ func (h *Handler) Register(r gin.IRoutes) {
 	h.registerTools(r)
 	h.registerOutcomes(r)
 	h.RegisterAlerts(r, h.alerts)
-	r.GET("/storage", h.getStorage)
 }
 
 // TraceResolver finds the runs whose trace id starts with a prefix, so the
@@ -258,9 +257,11 @@ func (h *Handler) checkRange(c *gin.Context) {
 			since.Format(time.RFC3339), until.Format(time.RFC3339), formatDays(d), formatDays(h.maxRange))
 		return
 	}
-	if h.keptFrom != nil {
+	// Cost reports read the hourly rollups, kept longer than spans: they
+	// hold the whole range.
+	if h.keptFrom != nil && !strings.Contains(c.Request.URL.Path, "/costs") {
 		if from, d := h.keptFrom(Project(c), now); !from.IsZero() && since.Before(from) {
-			c.Header(RetentionHeader, fmt.Sprintf("spans are kept %s (--retention): the answer holds what exists since %s, not since %s",
+			c.Header(RetentionHeader, fmt.Sprintf("this project's spans are kept %s (retention): the answer holds what exists since %s, not since %s",
 				formatDays(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
 		}
 	}
@@ -270,10 +271,11 @@ func (h *Handler) checkRange(c *gin.Context) {
 // keeps: the answer holds the data that exists.
 const RetentionHeader = "Tally-Retention"
 
-// getStorage answers GET /storage: the tables' bytes on disk, free space
-// and the floor, the retention policy, the last run and what the next
-// would drop.
-func (h *Handler) getStorage(c *gin.Context) {
+// Storage answers GET /api/v1/storage: the tables' bytes on disk, free
+// space and the floor, the retention policy, the last run and what the
+// next would drop. It spans every project, so the server mounts it behind
+// the metrics scope, like /metrics, not in Register.
+func (h *Handler) Storage(c *gin.Context) {
 	if h.storage == nil {
 		fail(c, http.StatusNotImplemented, "storage status is not available in this build")
 		return

@@ -19,6 +19,7 @@ type Store interface {
 	DropPartition(ctx context.Context, table, id string) error
 	DeleteAged(ctx context.Context, a schema.AgedRows) error
 	CountAged(ctx context.Context, a schema.AgedRows) (uint64, error)
+	PendingMutations(ctx context.Context, table string) (uint64, error)
 }
 
 // DefaultInterval is how often the job runs after its start-up run.
@@ -139,12 +140,12 @@ func (j *Job) run(ctx context.Context, act bool) (Report, error) {
 		switch a.Kind {
 		case "drop":
 			if act {
+				j.log.Warn("retention: dropping a partition past retention", "table", a.Table, "partition", a.Partition, "rows", a.Rows, "bytes", a.Bytes)
 				if err := j.store.DropPartition(ctx, a.Table, a.Partition); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 				rep.Dropped++
-				j.log.Info("retention: dropped partition", "table", a.Table, "partition", a.Partition, "rows", a.Rows, "bytes", a.Bytes)
 			}
 		case "delete":
 			sel := schema.AgedRows{Table: tables[a.Table], From: a.From, Before: a.Before, Projects: a.Projects, Except: a.Except}
@@ -158,6 +159,17 @@ func (j *Job) run(ctx context.Context, act bool) (Report, error) {
 			}
 			a.Rows = n
 			if act {
+				// A delete the server is still applying: its rows are
+				// counted again, so wait for it rather than issue another.
+				pending, err := j.store.PendingMutations(ctx, a.Table)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if pending > 0 {
+					j.log.Info("retention: a delete is still being applied; next run", "table", a.Table, "pending", pending)
+					continue
+				}
 				if err := j.store.DeleteAged(ctx, sel); err != nil {
 					errs = append(errs, err)
 					continue

@@ -73,19 +73,37 @@ func ParseOverrides(specs []string) (map[string]Override, error) {
 	return out, nil
 }
 
-// Validate checks that content is not kept longer than spans and rollups
-// not shorter, for all and per project.
+// MinRetention is the shortest retention taken: a duration in minutes is
+// a typo for months more often than a wish.
+const MinRetention = time.Hour
+
+// Validate checks that every retention is at least MinRetention (or 0,
+// forever), that content is not kept longer than spans (0: as long as
+// spans) and rollups not shorter, for all and per project.
 func (p Policy) Validate() error {
 	longer := func(a, b time.Duration) bool { return a == 0 && b != 0 || b != 0 && a > b } // a keeps longer than b
-	if longer(p.Content, p.Spans) {
+	for name, d := range map[string]time.Duration{"--retention": p.Spans, "--content-retention": p.Content, "--rollup-retention": p.Rollups} {
+		if d != 0 && d < MinRetention {
+			return fmt.Errorf("%s %s: at least %s (0 keeps forever)", name, d, MinRetention)
+		}
+	}
+	if p.Content != 0 && longer(p.Content, p.Spans) {
 		return fmt.Errorf("--content-retention %s is longer than --retention %s: content lives on spans", show(p.Content), show(p.Spans))
 	}
 	if longer(p.Spans, p.Rollups) {
 		return fmt.Errorf("--rollup-retention %s is shorter than --retention %s", show(p.Rollups), show(p.Spans))
 	}
 	for name, o := range p.Projects {
+		for _, d := range []time.Duration{o.Spans, o.Content} {
+			if d != 0 && d < MinRetention {
+				return fmt.Errorf("project %s: retention %s: at least %s", name, d, MinRetention)
+			}
+		}
 		if o.Content != 0 && longer(o.Content, p.of(schema.ClassSpans, name)) {
 			return fmt.Errorf("project %s: content kept %s, longer than its spans (%s)", name, show(o.Content), show(p.of(schema.ClassSpans, name)))
+		}
+		if longer(p.of(schema.ClassSpans, name), p.Rollups) {
+			return fmt.Errorf("project %s: spans kept %s, longer than the rollups (--rollup-retention %s)", name, show(p.of(schema.ClassSpans, name)), show(p.Rollups))
 		}
 	}
 	return nil
@@ -152,12 +170,21 @@ type Action struct {
 	Bytes    uint64    `json:"bytes,omitempty"`
 }
 
+// dayStart is the start of t's UTC day: deletes cut on day boundaries, so
+// a run issues a new one at most once a day (each is a rewrite of parts).
+func dayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
 // Plan works out what a retention run at now does to the partitions
 // listed. Per table: the partitions wholly older than the longest
 // retention of the table's class (the default or any project's) are
 // dropped; then, for each shorter retention, the rows older than its cutoff
 // of the projects kept that long are deleted (tables with a project
-// column). Deletes are planned with Rows 0: the job counts them first.
+// column), cut at the start of that cutoff's UTC day (rows are kept up to
+// a day longer, and a delete is issued at most once a day). Deletes are
+// planned with Rows 0: the job counts them first.
 func Plan(p Policy, now time.Time, parts []schema.Partition) []Action {
 	var out []Action
 	overrides := make([]string, 0, len(p.Projects))
@@ -209,7 +236,7 @@ func Plan(p Policy, now time.Time, parts []schema.Partition) []Action {
 					keepOthers = append(keepOthers, name)
 				}
 			}
-			out = append(out, Action{Table: t.Name, Class: t.Class, Kind: "delete", Before: now.Add(-def), From: dropped, Projects: keepOthers, Except: true})
+			out = append(out, Action{Table: t.Name, Class: t.Class, Kind: "delete", Before: dayStart(now.Add(-def)), From: dropped, Projects: keepOthers, Except: true})
 		}
 		durs := make([]time.Duration, 0, len(byDur))
 		for d := range byDur {
@@ -220,7 +247,7 @@ func Plan(p Policy, now time.Time, parts []schema.Partition) []Action {
 			if d == longest {
 				continue
 			}
-			out = append(out, Action{Table: t.Name, Class: t.Class, Kind: "delete", Before: now.Add(-d), From: dropped, Projects: byDur[d]})
+			out = append(out, Action{Table: t.Name, Class: t.Class, Kind: "delete", Before: dayStart(now.Add(-d)), From: dropped, Projects: byDur[d]})
 		}
 	}
 	return out

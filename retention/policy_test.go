@@ -101,6 +101,8 @@ func parsePartition(id string) (time.Time, time.Time, bool) {
 // no shorter; the override syntax.
 func TestPolicyValidateAndOverrides(t *testing.T) {
 	for _, bad := range []Policy{
+		{Spans: 6 * time.Minute, Content: 0, Rollups: 400 * day}, // minutes: a typo for months
+		{Spans: 30 * day, Content: 7 * day, Rollups: 400 * day, Projects: map[string]Override{"audit": {Spans: 500 * day}}},
 		{Spans: 7 * day, Content: 30 * day, Rollups: 400 * day},
 		{Spans: 30 * day, Content: 7 * day, Rollups: 10 * day},
 		{Spans: 0, Content: 7 * day, Rollups: 10 * day}, // spans forever, rollups not
@@ -110,8 +112,10 @@ func TestPolicyValidateAndOverrides(t *testing.T) {
 			t.Errorf("%+v validated", bad)
 		}
 	}
-	if err := DefaultPolicy().Validate(); err != nil {
-		t.Error(err)
+	for _, good := range []Policy{DefaultPolicy(), {Spans: 30 * day, Content: 0, Rollups: 400 * day}, {}} {
+		if err := good.Validate(); err != nil {
+			t.Errorf("%+v: %v", good, err)
+		}
 	}
 	o, err := ParseOverrides([]string{"audit=90d", "noisy=spans:3d,content:12h"})
 	if err != nil {

@@ -46,6 +46,9 @@ type StorageReport struct {
 	Retention *PolicyView       `json:"retention,omitempty"`
 	LastRun   *Report           `json:"last_run,omitempty"`
 	NextRun   *Report           `json:"next_run,omitempty"`
+	// NextRunError says why the next run could not be previewed; the rest
+	// of the report stands.
+	NextRunError string `json:"next_run_error,omitempty"`
 }
 
 // Storage reports; the next run is previewed now.
@@ -61,11 +64,11 @@ func (s *Storage) Storage(ctx context.Context) (any, error) {
 		if last := s.Job.Last(); !last.At.IsZero() {
 			rep.LastRun = &last
 		}
-		next, err := s.Job.Preview(ctx)
-		if err != nil {
-			return nil, err
+		if next, err := s.Job.Preview(ctx); err != nil {
+			rep.NextRunError = err.Error()
+		} else {
+			rep.NextRun = &next
 		}
-		rep.NextRun = &next
 	}
 	return rep, nil
 }
@@ -78,4 +81,20 @@ func (p Policy) KeptFrom(project string, now time.Time) (time.Time, time.Duratio
 		return time.Time{}, 0
 	}
 	return now.Add(-d), d
+}
+
+// SpansKeptFrom is the oldest span start every project's spans are still
+// kept from at now — by the shortest spans retention — zero when all are
+// kept forever: the rollup's hours before it are final.
+func (p Policy) SpansKeptFrom(now time.Time) time.Time {
+	shortest := p.Spans
+	for name := range p.Projects {
+		if d := p.of(schema.ClassSpans, name); d != 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return time.Time{}
+	}
+	return now.Add(-shortest)
 }

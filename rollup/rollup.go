@@ -69,6 +69,12 @@ type Config struct {
 	FullEvery    time.Duration // Run: time between full checks; default 1 h
 	ChunkHours   int           // hours computed per load of raw spans; default 6
 	Logger       *slog.Logger  // Run: where failed refreshes are logged; default slog.Default()
+	// KeptFrom is, at now, the oldest span start every project's spans are
+	// still kept from (retention: the shortest spans retention); zero or
+	// nil: all are kept. Hours before it, and the trace window after it,
+	// are final: their spans may be gone, so they are never recomputed —
+	// a recomputation would replace the rollup, kept longer, with zeros.
+	KeptFrom func(now time.Time) time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -154,6 +160,17 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 	margin := query.DefaultTraceWindow.Truncate(time.Hour)
 	if margin < query.DefaultTraceWindow {
 		margin += time.Hour
+	}
+	if r.cfg.KeptFrom != nil {
+		if kept := r.cfg.KeptFrom(time.Now()); !kept.IsZero() {
+			// The first hour whose neighbours all still have their spans.
+			if floor := kept.UTC().Truncate(time.Hour).Add(time.Hour + margin); from.Before(floor) {
+				from = floor
+			}
+			if !to.After(from) {
+				return stats, nil
+			}
+		}
 	}
 	// Fingerprints first, state second, computation last: a span arriving
 	// after the fingerprint was read changes it again, so it is never missed.

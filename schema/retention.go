@@ -45,9 +45,9 @@ func RetainedTables() []RetainedTable {
 }
 
 // Partition is one partition of a retained table as the server reports it
-// (system.parts, active parts; in cluster mode those of the node tally is
-// connected to): the period it holds, [Start, End) in UTC, its rows and
-// bytes on disk.
+// (system.parts, active parts; in cluster mode of every node, rows and
+// bytes summed over replicas): the period it holds, [Start, End) in UTC
+// (cut in the server's time zone), its rows and bytes on disk.
 type Partition struct {
 	Table      string
 	ID         string // YYYYMMDD or YYYYMM
@@ -56,17 +56,32 @@ type Partition struct {
 	Bytes      uint64
 }
 
-// parsePartitionID reads a day or month partition id.
-func parsePartitionID(id string) (start, end time.Time, ok bool) {
+// parsePartitionID reads a day or month partition id in loc, the server's
+// time zone, in which toYYYYMMDD and toYYYYMM cut DateTime columns.
+func parsePartitionID(id string, loc *time.Location) (start, end time.Time, ok bool) {
 	switch len(id) {
 	case 8:
-		t, err := time.Parse("20060102", id)
-		return t, t.AddDate(0, 0, 1), err == nil
+		t, err := time.ParseInLocation("20060102", id, loc)
+		return t.UTC(), t.AddDate(0, 0, 1).UTC(), err == nil
 	case 6:
-		t, err := time.Parse("200601", id)
-		return t, t.AddDate(0, 1, 0), err == nil
+		t, err := time.ParseInLocation("200601", id, loc)
+		return t.UTC(), t.AddDate(0, 1, 0).UTC(), err == nil
 	}
 	return time.Time{}, time.Time{}, false
+}
+
+// serverZone is the server's time zone (UTC when it cannot be loaded
+// here: the zone database is missing).
+func (s *Store) serverZone(ctx context.Context) (*time.Location, error) {
+	var name string
+	if err := s.conn.QueryRow(ctx, "SELECT timezone()").Scan(&name); err != nil {
+		return nil, fmt.Errorf("server time zone: %w", err)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("server time zone %q: %w (install tzdata)", name, err)
+	}
+	return loc, nil
 }
 
 // Partitions lists the partitions of the retained tables, oldest first per
@@ -83,7 +98,17 @@ func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 		names = append(names, "'"+n+"'")
 		local[n] = t.Name
 	}
-	q := "SELECT table, partition_id, sum(rows), sum(bytes_on_disk) FROM system.parts WHERE database = ? AND active AND table IN (" +
+	loc, err := s.serverZone(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// In cluster mode every node's parts: a partition may exist on some
+	// shards only.
+	parts := "system.parts"
+	if s.cluster != "" {
+		parts = "cluster('" + s.cluster + "', system.parts)"
+	}
+	q := "SELECT table, partition_id, sum(rows), sum(bytes_on_disk) FROM " + parts + " WHERE database = ? AND active AND table IN (" +
 		strings.Join(names, ", ") + ") GROUP BY table, partition_id ORDER BY table, partition_id"
 	rows, err := s.conn.Query(ctx, q, s.db)
 	if err != nil {
@@ -97,7 +122,7 @@ func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 			return nil, fmt.Errorf("list partitions: %w", err)
 		}
 		var ok bool
-		if p.Start, p.End, ok = parsePartitionID(p.ID); !ok {
+		if p.Start, p.End, ok = parsePartitionID(p.ID, loc); !ok {
 			continue
 		}
 		p.Table = local[p.Table]
@@ -184,6 +209,21 @@ func (s *Store) CountAged(ctx context.Context, a AgedRows) (uint64, error) {
 	return n, nil
 }
 
+// PendingMutations counts the mutations (deletes) of a retained table the
+// server has not finished (on the node tally is connected to): retention
+// waits for them rather than issuing another.
+func (s *Store) PendingMutations(ctx context.Context, table string) (uint64, error) {
+	name := table
+	if s.cluster != "" {
+		name += "_local"
+	}
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0", s.db, name).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pending mutations of %s: %w", table, err)
+	}
+	return n, nil
+}
+
 // TableDisk is one table's bytes on disk and rows (active parts).
 type TableDisk struct {
 	Table string
@@ -211,8 +251,11 @@ func (s *Store) DiskUsage(ctx context.Context) ([]TableDisk, error) {
 }
 
 // ServerDisk is the free and total space of the disks the ClickHouse
-// server stores data on (system.disks, ClickHouse 19.15 and later); ok is
-// false on a server without it (18.16), which says nothing of its disks.
+// server stores this database's parts on (system.disks and
+// system.parts.disk_name, ClickHouse 19.15 and later), the one with the
+// least free space first; ok is false on a server without them (18.16),
+// which says nothing of its disks. A disk reporting no size (object
+// storage) is left out.
 func (s *Store) ServerDisk(ctx context.Context) (free, total uint64, ok bool, err error) {
 	var n uint64
 	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'system' AND name = 'disks'").Scan(&n); err != nil {
@@ -221,7 +264,17 @@ func (s *Store) ServerDisk(ctx context.Context) (free, total uint64, ok bool, er
 	if n == 0 {
 		return 0, 0, false, nil
 	}
-	if err := s.conn.QueryRow(ctx, "SELECT min(free_space), min(total_space) FROM system.disks").Scan(&free, &total); err != nil {
+	q := "SELECT free_space, total_space FROM system.disks WHERE total_space > 0 AND name IN " +
+		"(SELECT DISTINCT disk_name FROM system.parts WHERE database = ?) ORDER BY free_space LIMIT 1"
+	rows, err := s.conn.Query(ctx, q, s.db)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("server disks: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return 0, 0, false, rows.Err()
+	}
+	if err := rows.Scan(&free, &total); err != nil {
 		return 0, 0, false, fmt.Errorf("server disks: %w", err)
 	}
 	return free, total, true, nil

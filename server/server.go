@@ -125,11 +125,19 @@ type Options struct {
 	// Checks are reported by /readyz besides the server's own (ClickHouse,
 	// schema, durable log).
 	Checks map[string]ReadinessCheck
+	// SpansKeptFrom is what retention keeps of every project's spans
+	// (retention.Policy.SpansKeptFrom): the rollup leaves older hours as
+	// they are. nil: spans are kept forever.
+	SpansKeptFrom func(now time.Time) time.Time
 	// WriteGuard, when set, refuses writes (/v1/traces, the API's writes)
 	// with 503 and its Retry-After while it has an error (the free-space
 	// floor: *diskguard.Guard), and fails /readyz and /readyz/ingest.
 	WriteGuard WriteGuard
 }
+
+// diskCheck is the readiness check of the write guard, in /readyz and
+// /readyz/ingest alike.
+const diskCheck = "disk"
 
 // WriteGuard says whether writes are refused for now, and for how long to
 // tell clients to wait.
@@ -284,7 +292,7 @@ func New(opts Options) (*Server, error) {
 	var runs api.Runs = s.reader
 	if opts.Catalog != nil {
 		runs = query.NewCostReader(s.reader, opts.Catalog)
-		s.jobs = append(s.jobs, rollup.New(opts.Store, rollup.Config{Logger: opts.Logger}).Run)
+		s.jobs = append(s.jobs, rollup.New(opts.Store, rollup.Config{Logger: opts.Logger, KeptFrom: opts.SpansKeptFrom}).Run)
 	}
 	apiOpts := opts.API
 	apiOpts.Explain = query.NewExplainer(s.reader, opts.Normalize)
@@ -348,8 +356,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.opts.WriteGuard != nil {
 		sink = guardedSink{Sink: s.sink, guard: s.opts.WriteGuard}
 		s.mu.Lock()
-		s.checks["disk"] = func(context.Context) error { return s.opts.WriteGuard.Err() }
-		s.ingestChecks["disk"] = true
+		s.checks[diskCheck] = func(context.Context) error { return s.opts.WriteGuard.Err() }
 		s.mu.Unlock()
 	}
 	recv := receiver.New(s.opts.Receiver, normalize, sink, ingestAuth, s.log, metrics)
@@ -362,6 +369,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	e.Use(s.hostCheck())
 	e.Any("/v1/traces", gin.WrapH(recv))
 	e.GET("/metrics", s.metricsAuth(), gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	e.GET("/api/v1/storage", s.metricsAuth(), s.api.Storage)
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.readyz)
 	e.GET("/readyz/ingest", s.readyzIngest)
@@ -530,7 +538,7 @@ func (s *Server) report(c *gin.Context, ingestOnly bool) {
 	s.mu.Lock()
 	checks := make(map[string]ReadinessCheck, len(s.checks))
 	for k, v := range s.checks {
-		if !ingestOnly || len(s.ingestChecks) == 0 || s.ingestChecks[k] {
+		if !ingestOnly || len(s.ingestChecks) == 0 || s.ingestChecks[k] || k == diskCheck {
 			checks[k] = v
 		}
 	}

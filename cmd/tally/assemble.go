@@ -162,6 +162,8 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		AllowedHosts: cfg.Auth.AllowedHosts,
 		Jobs:         jobs,
 		WriteGuard:   guard,
+
+		SpansKeptFrom: policy.SpansKeptFrom,
 	})
 	if err != nil {
 		return fail(err)
@@ -325,11 +327,11 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, ca
 	return ev, run, nil
 }
 
-// retentionLease is the lease retention runs under with --alerts-evaluator
+// retentionLease is the lease retention runs under with --retention-runner
 // auto: one replica drops partitions at a time.
 const retentionLease = "retention"
 
-// buildStorage builds retention (its job, run as --alerts-evaluator says:
+// buildStorage builds retention (its job, run as --retention-runner says:
 // under a lease, always or never) and the free-space guard on the data
 // directory and the ClickHouse server's disks.
 func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), *diskguard.Guard, error) {
@@ -365,8 +367,10 @@ func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Register
 		return nil, nil, nil, fmt.Errorf("disk metrics: %w", err)
 	}
 	run := job.Run
-	switch cfg.Alerts.Evaluator {
+	switch st.RetentionRunner {
+	case "on":
 	case "off":
+		log.Warn("retention off on this replica (--retention-runner=off): nothing ages out unless another replica runs it")
 		run = func(context.Context) {}
 	case "auto":
 		holder := cfg.Alerts.ReplicaID
@@ -380,6 +384,8 @@ func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Register
 			return nil, nil, nil, err
 		}
 		run = func(ctx context.Context) { l.Run(ctx, job.Run) }
+	default:
+		return nil, nil, nil, fmt.Errorf("--retention-runner %q: want auto, on or off", st.RetentionRunner)
 	}
 	log.Info("retention", "spans", retention.FormatDuration(policy.Spans), "content", retention.FormatDuration(policy.Of(schema.ClassContent, "")),
 		"rollups", retention.FormatDuration(policy.Rollups), "projects", len(overrides), "disk_floor", st.DiskFloor)

@@ -48,6 +48,7 @@ type storageConfig struct {
 	RollupRetention  time.Duration
 	ProjectRetention []string
 	RetentionEvery   time.Duration
+	RetentionRunner  string
 	DiskFloor        string
 	DiskCheckEvery   time.Duration
 }
@@ -173,6 +174,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.Var(keepDuration{&st.RollupRetention}, "rollup-retention", "how long the hourly cost rollups are kept (at least --retention); 0 forever")
 	fs.StringSliceVar(&st.ProjectRetention, "project-retention", nil, "a project's own retention: project=30d, or project=spans:30d,content:7d (repeatable; tally.yaml: a list)")
 	fs.DurationVar(&st.RetentionEvery, "retention-interval", time.Hour, "how often retention runs after its run at start-up")
+	fs.StringVar(&st.RetentionRunner, "retention-runner", "auto", "which replica applies retention: auto (one at a time, under a lease in ClickHouse), on (this one), off (none: data is kept until you run it elsewhere)")
 	fs.StringVar(&st.DiskFloor, "disk-floor", "1GiB", "least free space on the data directory's disk (and ClickHouse's, where the server reports it): below it tally refuses writes with 503 until space returns; a size (1GiB, 500MB) or a percentage (5%); 0 for none")
 	fs.DurationVar(&st.DiskCheckEvery, "disk-check-interval", 10*time.Second, "how often free space is measured")
 

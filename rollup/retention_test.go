@@ -1,0 +1,57 @@
+package rollup_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/rollup"
+	"github.com/tallyhq/tally/schema"
+)
+
+// TestRollupOutlivesItsSpans: the golden corpus (2026-01-10) rolled up
+// (summed over the model grain),
+// then its day of spans and facts dropped as retention does. A full check
+// with KeptFrom after that day leaves the rollup as it was; one without
+// it replaces the hours with zeros (what the rollup did before retention
+// knew of it: the regression this guards against).
+func TestRollupOutlivesItsSpans(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	insert(t, store, loadCorpus(t, "../query/testdata/golden.json", "golden", builtin(t)), 1)
+	since, until := mustTime(t, "2026-01-09T00:00:00Z"), mustTime(t, "2026-01-12T00:00:00Z")
+	if _, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, since, until); err != nil {
+		t.Fatal(err)
+	}
+	total := func() float64 {
+		t.Helper()
+		var v float64
+		if err := store.Conn().QueryRow(ctx, "SELECT sum(cost_total) FROM "+store.Table(schema.TableCostRollup)+" FINAL WHERE grain = 2").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := total()
+	if before <= 0 {
+		t.Fatalf("rolled-up cost %v, want > 0", before)
+	}
+	for _, table := range []string{schema.TableSpans, schema.TableSpanFacts, schema.TableContent} {
+		if err := store.DropPartition(ctx, table, "20260110"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := mustTime(t, "2026-01-11T00:00:00Z")
+	stats, err := rollup.New(store, rollup.Config{KeptFrom: func(time.Time) time.Time { return kept }}).RefreshRange(ctx, since, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := total(); got != before || stats.HoursRecomputed != 0 {
+		t.Fatalf("with KeptFrom: cost %v (was %v), %d hours recomputed; want it untouched", got, before, stats.HoursRecomputed)
+	}
+	if _, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, since, until); err != nil {
+		t.Fatal(err)
+	}
+	if got := total(); got != 0 {
+		t.Errorf("without KeptFrom the hours are recomputed from no spans: cost %v, want 0", got)
+	}
+}

@@ -1,0 +1,60 @@
+package diskguard
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestParseFloor: sizes in decimal and binary units, percentages, and
+// what is refused.
+func TestParseFloor(t *testing.T) {
+	for in, want := range map[string]Floor{
+		"0": {}, "1048576": {Bytes: 1 << 20}, "1GiB": {Bytes: 1 << 30}, "500MB": {Bytes: 500e6}, "2G": {Bytes: 2 << 30},
+		"1.5KiB": {Bytes: 1536}, "5%": {Percent: 5}, " 10 MiB ": {Bytes: 10 << 20},
+	} {
+		got, err := ParseFloor(in)
+		if err != nil || got != want {
+			t.Errorf("ParseFloor(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1GiB", "100%", "-5%", "1PB"} {
+		if _, err := ParseFloor(bad); err == nil {
+			t.Errorf("ParseFloor(%q): no error", bad)
+		}
+	}
+	if got := (Floor{Percent: 10}).of(1000); got != 100 {
+		t.Errorf("10%% of 1000 = %d", got)
+	}
+}
+
+// TestCheck: on a real directory, no floor and a small one take writes; a
+// floor above the disk's size refuses them, naming the path; a path that
+// cannot be measured is left out rather than refusing.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	free, total, err := statfs(dir)
+	if err != nil || total == 0 {
+		t.Fatalf("statfs: %d %d %v", free, total, err)
+	}
+	ctx := context.Background()
+	for _, f := range []Floor{{}, {Bytes: 1}, {Percent: 0.0001}} {
+		if err := New(Config{Floor: f, Paths: []string{dir}}).Check(ctx); err != nil {
+			t.Errorf("floor %+v: %v", f, err)
+		}
+	}
+	g := New(Config{Floor: Floor{Bytes: total + 1}, Paths: []string{dir, dir + "/missing"}})
+	err = g.Check(ctx)
+	if !errors.Is(err, ErrLowDisk) || g.Err() == nil {
+		t.Fatalf("floor above the disk: %v", err)
+	}
+	st := g.Status()
+	if !st.Low || len(st.Disks) != 1 || st.Disks[0].Name != dir || !st.Disks[0].Low || st.Disks[0].Floor != total+1 {
+		t.Errorf("status %+v", st)
+	}
+	// The server's disks count too, when it reports them.
+	g = New(Config{Floor: Floor{Percent: 50}, Server: func(context.Context) (uint64, uint64, bool, error) { return 10, 100, true, nil }})
+	if err := g.Check(ctx); !errors.Is(err, ErrLowDisk) {
+		t.Errorf("server at 10%% free under a 50%% floor: %v", err)
+	}
+}
