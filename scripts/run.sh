@@ -88,9 +88,10 @@ log "applying migrations"
 bin/tally migrate --clickhouse-addr "$CH_ADDR"
 
 log "starting tally serve on $listen (log: $tally_log)"
-# The demo's tools' effect classes, for the safety review (Reliability page).
+# The demo's tools' effect classes, for the safety review (Reliability page):
+# its sandbox reruns tests, which changes nothing outside it.
 bin/tally serve --clickhouse-addr "$CH_ADDR" --listen "$listen" --data-dir "$state_dir/data" \
-	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=non_idempotent' \
+	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=idempotent' \
 	>>"$tally_log" 2>&1 </dev/null &
 tally_pid=$!
 echo "$tally_pid" >"$tally_pidfile"

@@ -64,6 +64,14 @@ func (f Floor) String() string {
 	if f.Percent > 0 {
 		return strconv.FormatFloat(f.Percent, 'f', -1, 64) + "%"
 	}
+	for _, u := range []struct {
+		suffix string
+		size   uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if f.Bytes >= u.size && f.Bytes%u.size == 0 {
+			return strconv.FormatUint(f.Bytes/u.size, 10) + u.suffix
+		}
+	}
 	return strconv.FormatUint(f.Bytes, 10) + "B"
 }
 

@@ -23,6 +23,11 @@ func TestParseFloor(t *testing.T) {
 			t.Errorf("ParseFloor(%q): no error", bad)
 		}
 	}
+	for f, want := range map[Floor]string{{Bytes: 1 << 30}: "1GiB", {Bytes: 500e6}: "500000000B", {Bytes: 3 << 20}: "3MiB", {Percent: 5}: "5%", {}: "0B"} {
+		if got := f.String(); got != want {
+			t.Errorf("%+v.String() = %q, want %q", f, got, want)
+		}
+	}
 	if got := (Floor{Percent: 10}).of(1000); got != 100 {
 		t.Errorf("10%% of 1000 = %d", got)
 	}
