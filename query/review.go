@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,25 +131,32 @@ type reviewedContent struct {
 
 // reviewContent reads runs' recorded tool arguments and tool definitions.
 // Arguments truncated at ingest, redacted or hashed by privacy rules are
-// withheld: they cannot be checked.
+// withheld: they cannot be checked. Definitions repeat on every call of a
+// run (the same tools offered each turn), so each span reads only their
+// hash, each distinct text is read and parsed once, and spans offered the
+// same text share one parsed value.
 func (r *Reader) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
 	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
 	for i, id := range ids {
 		set.Value[i] = strings.ToLower(id)
 	}
-	q := "SELECT span_id, kind, value, truncated FROM " + final(r.store.Table(schema.TableContent)) +
+	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
+	table := final(r.store.Table(schema.TableContent))
+	q := "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM " + table +
 		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) ORDER BY span_id, source_key"
-	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC(),
+	rows, err := r.store.Conn().Query(ctx, q, schema.ContentToolArguments, schema.ContentToolDefinitions, project, set, from, to,
 		schema.ContentToolArguments, schema.ContentToolDefinitions)
 	if err != nil {
 		return nil, fmt.Errorf("read tool content to review: %w", err)
 	}
-	defer rows.Close()
 	c := &reviewedContent{args: map[string]string{}, offered: map[string]safety.Tools{}}
+	defsOf := map[string][]uint64{} // span id → hashes of its definitions, in order read
 	for rows.Next() {
 		var spanID, kind, value string
+		var hash uint64
 		var truncated uint8
-		if err := rows.Scan(&spanID, &kind, &value, &truncated); err != nil {
+		if err := rows.Scan(&spanID, &kind, &value, &hash, &truncated); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("read tool content to review: %w", err)
 		}
 		switch kind {
@@ -161,17 +169,59 @@ func (r *Reader) reviewContent(ctx context.Context, project string, ids []string
 			}
 			c.args[spanID] = value
 		case schema.ContentToolDefinitions:
-			tools := c.offered[spanID]
-			if tools == nil {
-				tools = safety.Tools{}
-			}
-			if truncated == 0 && tools.AddDefinitions(value) {
-				c.offered[spanID] = tools
+			if truncated == 0 {
+				defsOf[spanID] = append(defsOf[spanID], hash)
 			}
 		}
 	}
-	if err := rows.Err(); err != nil {
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
 		return nil, fmt.Errorf("read tool content to review: %w", err)
+	}
+	if len(defsOf) == 0 {
+		return c, nil
+	}
+	dq := "SELECT cityHash64(value) AS h, any(value) FROM " + table +
+		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h"
+	drows, err := r.store.Conn().Query(ctx, dq, project, set, from, to, schema.ContentToolDefinitions)
+	if err != nil {
+		return nil, fmt.Errorf("read tool definitions to review: %w", err)
+	}
+	parsed := map[uint64]safety.Tools{}
+	for drows.Next() {
+		var h uint64
+		var value string
+		if err := drows.Scan(&h, &value); err != nil {
+			drows.Close()
+			return nil, fmt.Errorf("read tool definitions to review: %w", err)
+		}
+		if tools := (safety.Tools{}); tools.AddDefinitions(value) {
+			parsed[h] = tools
+		}
+	}
+	err = drows.Err()
+	drows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read tool definitions to review: %w", err)
+	}
+	for spanID, hashes := range defsOf {
+		var tools safety.Tools
+		for _, h := range hashes {
+			p, ok := parsed[h]
+			switch {
+			case !ok:
+			case tools == nil:
+				tools = p // shared: read-only from here on
+			default:
+				merged := maps.Clone(tools)
+				maps.Copy(merged, p)
+				tools = merged
+			}
+		}
+		if tools != nil {
+			c.offered[spanID] = tools
+		}
 	}
 	return c, nil
 }
@@ -234,19 +284,28 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 				Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
 				Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 		case schema.TypeInference:
-			offered := content.offered[s.SpanID]
+			offered := content.offered[s.SpanID] // shared between spans: not changed here
 			unreadable := false
+			var fromAttrs safety.Tools
 			for j, k := range s.AttrKeys {
 				if strings.HasPrefix(k, "llm.tools.") && j < len(s.AttrValues) {
-					if offered == nil {
-						offered = safety.Tools{}
+					if fromAttrs == nil {
+						fromAttrs = safety.Tools{}
 					}
 					// A definition cut at ingest's attribute limit, redacted
 					// or hashed hides a tool: the offer is then not known.
-					if !offered.AddDefinitions(s.AttrValues[j]) {
+					if !fromAttrs.AddDefinitions(s.AttrValues[j]) {
 						unreadable = true
 					}
 				}
+			}
+			if fromAttrs != nil {
+				merged := maps.Clone(offered)
+				if merged == nil {
+					merged = safety.Tools{}
+				}
+				maps.Copy(merged, fromAttrs)
+				offered = merged
 			}
 			if len(offered) == 0 || unreadable {
 				offered = nil
