@@ -88,8 +88,9 @@ type CapsReport struct {
 // a --run-cap spec.
 var capMeasures = []string{"iterations", "tool_calls", "tokens", "cost", "wall"}
 
-// Caps reads the runs f selects with their verdicts and approval waits,
-// and per task sets caps from the successful runs.
+// Caps reads the runs f selects with their verdicts and approvals (only
+// those: not the whole safety review), and per task sets caps from the
+// successful runs.
 func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 	f.Multiplier = cmp.Or(f.Multiplier, DefaultCapMultiplier)
 	if !(f.Multiplier >= 1 && f.Multiplier <= 10) {
@@ -108,7 +109,7 @@ func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 	for i := range runs {
 		summaries[i] = runs[i].RunSummary
 	}
-	reviews, err := r.reviewRuns(ctx, f.Project, summaries)
+	approvals, err := r.runApprovals(ctx, f.Project, summaries)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 		byTask[g.Task] = append(byTask[g.Task], g)
 	}
 	for _, task := range order {
-		tc := taskCaps(task, byTask[task], reviews, f.Multiplier)
+		tc := taskCaps(task, byTask[task], approvals, f.Multiplier)
 		for _, c := range r.caps.List() {
 			if (c.Project == "" || c.Project == f.Project) && (c.Task == "" || c.Task == task) && c.Agent == "" {
 				tc.Configured = append(tc.Configured, capSpec(c))
@@ -137,20 +138,19 @@ func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 
 // runMeasures are one run's values of capMeasures (wall: active ms) and
 // its approval wait, ms.
-func runMeasures(run *RunSummary, rv *runReview) (values [5]float64, waitMs float64) {
+func runMeasures(run *RunSummary, approvals []safety.Approval) (values [5]float64, waitMs float64) {
 	active := time.Duration(run.DurationMs * float64(time.Millisecond))
-	if rv != nil {
+	if len(approvals) > 0 {
 		start, end := uint64(run.Start.UnixNano()), uint64(run.End.UnixNano())
-		wait := safety.WaitNs(rv.run.Approvals, start, end)
-		waitMs = float64(wait) / 1e6
-		active = safety.ActiveTime(rv.run.Approvals, start, end)
+		waitMs = float64(safety.WaitNs(approvals, start, end)) / 1e6
+		active = safety.ActiveTime(approvals, start, end)
 	}
 	return [5]float64{float64(run.LLMCalls), float64(run.ToolCalls), float64(run.Usage.Input + run.Usage.Output),
 		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs
 }
 
 // taskCaps computes one task's caps from its runs (newest first).
-func taskCaps(task string, runs []gradedRun, reviews map[string]*runReview, multiplier float64) TaskCaps {
+func taskCaps(task string, runs []gradedRun, approvals map[string][]safety.Approval, multiplier float64) TaskCaps {
 	tc := TaskCaps{Task: task, Runs: len(runs), VerdictsFrom: "status", ExceededRuns: []string{}, Configured: []string{}}
 	for _, g := range runs {
 		if g.verdict != nil {
@@ -164,7 +164,7 @@ func taskCaps(task string, runs []gradedRun, reviews map[string]*runReview, mult
 	for i := range runs {
 		g := &runs[i]
 		var wait float64
-		measures[i], wait = runMeasures(&g.RunSummary, reviews[g.TraceID])
+		measures[i], wait = runMeasures(&g.RunSummary, approvals[g.TraceID])
 		if wait > 0 {
 			tc.RunsWaiting++
 			waits = append(waits, wait)

@@ -313,22 +313,7 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 			run.Calls = append(run.Calls, safety.Call{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, StartNs: s.StartNs, EndNs: end,
 				Tokens: s.InputTokens + s.OutputTokens, CostUSD: s.CostTotal, Offered: offered})
 		}
-		if d, ok := safety.ParseDecision(attr(safety.ApprovalDecisionAttribute)); ok {
-			a := safety.Approval{SpanID: s.SpanID, Decision: d, By: attr(safety.ApprovalByAttribute),
-				Tool: attr(safety.ApprovalToolAttribute), RequestedNs: s.StartNs, DecidedNs: end}
-			if d == safety.DecisionPending {
-				a.DecidedNs = 0
-			}
-			run.Approvals = append(run.Approvals, a)
-		}
-		for j, name := range s.EventNames {
-			if name != safety.ApprovalEvent || j >= len(s.EventTimeNs) || j >= len(s.EventAttrs) {
-				continue
-			}
-			if a, ok := approvalEvent(s.SpanID, s.EventTimeNs[j], s.EventAttrs[j]); ok {
-				run.Approvals = append(run.Approvals, a)
-			}
-		}
+		run.Approvals = append(run.Approvals, spanApprovals(s, attr)...)
 		if v := attr(safety.IncompleteAttribute); v != "" {
 			run.Incomplete = append(run.Incomplete, safety.Incomplete{SpanID: s.SpanID, StartNs: s.StartNs, Reason: v})
 		} else if v := safety.IncompleteErrors[s.ErrorType]; v != "" {
@@ -340,6 +325,75 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 		run.Steps[i].Retry = classes[i].Retry()
 	}
 	return run
+}
+
+// spanApprovals are the approvals a span records: itself, when it carries
+// a decision (asked at its start, decided at its end), and its
+// tally.approval events.
+func spanApprovals(s *schema.Span, attr func(string) string) []safety.Approval {
+	var out []safety.Approval
+	if d, ok := safety.ParseDecision(attr(safety.ApprovalDecisionAttribute)); ok {
+		a := safety.Approval{SpanID: s.SpanID, Decision: d, By: attr(safety.ApprovalByAttribute),
+			Tool: attr(safety.ApprovalToolAttribute), RequestedNs: s.StartNs, DecidedNs: s.StartNs + s.DurationNs}
+		if d == safety.DecisionPending {
+			a.DecidedNs = 0
+		}
+		out = append(out, a)
+	}
+	for j, name := range s.EventNames {
+		if name != safety.ApprovalEvent || j >= len(s.EventTimeNs) || j >= len(s.EventAttrs) {
+			continue
+		}
+		if a, ok := approvalEvent(s.SpanID, s.EventTimeNs[j], s.EventAttrs[j]); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// runApprovals reads only the approvals of runs, by trace id: what caps
+// need of them (their waits), without the rest of the review's reads.
+func (r *Reader) runApprovals(ctx context.Context, project string, runs []RunSummary) (map[string][]safety.Approval, error) {
+	out := map[string][]safety.Approval{}
+	approvalAttrs := []string{safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute}
+	keep := "has(['" + strings.Join(approvalAttrs, "', '") + "'], k)"
+	event := "has(event_names, '" + safety.ApprovalEvent + "')"
+	for start := 0; start < len(runs); start += outcomeChunk {
+		chunk := runs[start:min(start+outcomeChunk, len(runs))]
+		ids, lo, hi := runsExtent(len(chunk), func(i int) *RunSummary { return &chunk[i] })
+		set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+		for i, id := range ids {
+			set.Value[i] = strings.ToLower(id)
+		}
+		q := "SELECT trace_id, span_id, start_ns, duration_ns, arrayFilter(k -> " + keep + ", attr_keys), " +
+			"arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), if(" + event + ", event_names, emptyArrayString()), " +
+			"if(" + event + ", event_time_ns, emptyArrayUInt64()), if(" + event + ", event_attrs, emptyArrayString())\nFROM " +
+			final(r.store.Table(schema.TableSpans)) + "\nPREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+			"\nWHERE has(attr_keys, '" + safety.ApprovalDecisionAttribute + "') OR " + event
+		rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+		if err != nil {
+			return nil, fmt.Errorf("read approvals: %w", err)
+		}
+		spans, err := scanAll(rows, func(s *schema.Span) []any {
+			return []any{&s.TraceID, &s.SpanID, &s.StartNs, &s.DurationNs, &s.AttrKeys, &s.AttrValues, &s.EventNames, &s.EventTimeNs, &s.EventAttrs}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read approvals: %w", err)
+		}
+		for i := range spans {
+			s := &spans[i]
+			attr := func(k string) string {
+				for j, key := range s.AttrKeys {
+					if key == k && j < len(s.AttrValues) {
+						return s.AttrValues[j]
+					}
+				}
+				return ""
+			}
+			out[s.TraceID] = append(out[s.TraceID], spanApprovals(s, attr)...)
+		}
+	}
+	return out, nil
 }
 
 // approvalEvent reads a tally.approval event: its decision, who made it,
