@@ -58,7 +58,7 @@ func startTallyProc(t *testing.T, bin, chAddr, db, dataDir string) *tallyProc {
 		logPath: filepath.Join(dataDir, "..", filepath.Base(dataDir)+".log"),
 		args: []string{"serve", "--config", "", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--clickhouse-addr", chAddr, "--clickhouse-database", db, "--data-dir", dataDir,
-			"--flush-interval", "20ms", "--ack-timeout", "2s", "--log-level", "warn"}}
+			"--flush-interval", "20ms", "--disk-floor", "0", "--ack-timeout", "2s", "--log-level", "warn"}}
 	p.start()
 	t.Cleanup(func() { p.kill() })
 	return p
@@ -398,7 +398,7 @@ func TestMetricsWithoutAlerting(t *testing.T) {
 		logPath: filepath.Join(dataDir, "..", "metrics.log"),
 		args: []string{"serve", "--config", "", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--clickhouse-addr", ch.Addr, "--clickhouse-database", db, "--data-dir", dataDir,
-			"--flush-interval", "20ms", "--alerts-rules", "", "--alerts-interval", "200ms", "--log-level", "warn"}}
+			"--flush-interval", "20ms", "--disk-floor", "0", "--alerts-rules", "", "--alerts-interval", "200ms", "--log-level", "warn"}}
 	p.start()
 	t.Cleanup(func() { p.kill() })
 	resp, err := http.Post(p.url+"/v1/traces", "application/x-protobuf", bytes.NewReader(faultRequest(1, time.Now().Add(-time.Minute))))
