@@ -32,14 +32,7 @@ func TestVersionRegressionReachesAlertmanager(t *testing.T) {
 	// Runs a minute apart from 19m30s ago: the first ten fall in the 10
 	// minutes before the last 10, the next ten in the last 10.
 	base := time.Now().Add(-19*time.Minute - 30*time.Second).UTC()
-	for i := range 20 {
-		v, fail := "1.0", i == 0
-		if i >= 10 {
-			v, fail = "1.1", i >= 13
-		}
-		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
-			Base: base.Add(time.Duration(i) * time.Minute)})
-	}
+	tallytest.SendVersionRegression(t, tally.URL, base)
 	rules := mustRules(t, `
 rules:
   - {name: PassRateRegressed, kind: version_regression, threshold: 0.20, severity: page}

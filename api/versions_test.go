@@ -100,14 +100,7 @@ func TestVersionFingerprints(t *testing.T) {
 func TestCompareVersions(t *testing.T) {
 	tally := tallytest.Start(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
-	for i := range 20 {
-		v, fail := "1.0", i == 0
-		if i >= 10 {
-			v, fail = "1.1", i >= 13
-		}
-		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
-			Base: base.Add(time.Duration(i) * time.Minute)})
-	}
+	tallytest.SendVersionRegression(t, tally.URL, base)
 	var vr api.VersionsReport
 	code, _, b := get(t, tally.URL+"/api/v1/versions?task=cmp_task&since=2h", "")
 	if code != http.StatusOK || json.Unmarshal(b, &vr) != nil || len(vr.Tasks) != 1 || len(vr.Tasks[0].Versions) != 2 {

@@ -66,6 +66,18 @@ func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string,
 	return out, truncated, nil
 }
 
+// byTaskVersion groups runs by task, then by configuration fingerprint.
+func byTaskVersion(runs []versionedRun) map[string]map[string][]versionedRun {
+	out := map[string]map[string][]versionedRun{}
+	for _, run := range runs {
+		if out[run.Task] == nil {
+			out[run.Task] = map[string][]versionedRun{}
+		}
+		out[run.Task][run.config.Fingerprint] = append(out[run.Task][run.config.Fingerprint], run)
+	}
+	return out
+}
+
 // Versions lists each task's versions over the range: runs, first and last
 // seen, pass rate, cost per run and p95 duration.
 func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
@@ -73,13 +85,7 @@ func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions,
 	if err != nil {
 		return nil, err
 	}
-	byTask := map[string]map[string][]versionedRun{}
-	for _, run := range runs {
-		if byTask[run.Task] == nil {
-			byTask[run.Task] = map[string][]versionedRun{}
-		}
-		byTask[run.Task][run.config.Fingerprint] = append(byTask[run.Task][run.config.Fingerprint], run)
-	}
+	byTask := byTaskVersion(runs)
 	out := []TaskVersions{}
 	for task, versions := range byTask {
 		tv := TaskVersions{Task: task}
@@ -243,13 +249,7 @@ func (r *Reader) LatestVersionChanges(ctx context.Context, project string, since
 	if err != nil {
 		return nil, err
 	}
-	byTask := map[string]map[string][]versionedRun{}
-	for _, run := range runs {
-		if byTask[run.Task] == nil {
-			byTask[run.Task] = map[string][]versionedRun{}
-		}
-		byTask[run.Task][run.config.Fingerprint] = append(byTask[run.Task][run.config.Fingerprint], run)
-	}
+	byTask := byTaskVersion(runs)
 	var out []Comparison
 	for task, versions := range byTask {
 		if len(versions) < 2 {

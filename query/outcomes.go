@@ -62,6 +62,15 @@ func VerdictOfLabel(label string) *bool {
 // outcomeChunk is how many runs one outcome read names (see wideChunk).
 const outcomeChunk = 1000
 
+// traceSet is the IN set of trace ids (lowercased, as stored).
+func traceSet(ids []string) clickhouse.GroupSet {
+	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+	for i, id := range ids {
+		set.Value[i] = strings.ToLower(id)
+	}
+	return set
+}
+
 // Outcomes reads the outcomes of runs, by trace id: those posted (the
 // latest post of each) and those their spans carry. lo and hi bound when
 // the runs' spans start (from the first run's start to the last one's
@@ -71,10 +80,7 @@ func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string
 	for len(traceIDs) > 0 {
 		chunk := traceIDs[:min(outcomeChunk, len(traceIDs))]
 		traceIDs = traceIDs[len(chunk):]
-		set := clickhouse.GroupSet{Value: make([]any, len(chunk))}
-		for i, id := range chunk {
-			set.Value[i] = strings.ToLower(id)
-		}
+		set := traceSet(chunk)
 		if err := r.postedOutcomes(ctx, project, set, lo, hi, out); err != nil {
 			return nil, err
 		}

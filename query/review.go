@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/safety"
@@ -78,10 +76,7 @@ func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSumma
 // a partial result or a framework's limit error; with only the attributes
 // and events the review reads.
 func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, lo, hi time.Time) (map[string][]schema.Span, error) {
-	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
-	for i, id := range ids {
-		set.Value[i] = strings.ToLower(id)
-	}
+	set := traceSet(ids)
 	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
 	limitErrors := make([]string, 0, len(safety.IncompleteErrors))
 	for e := range safety.IncompleteErrors {
@@ -136,10 +131,7 @@ type reviewedContent struct {
 // hash, each distinct text is read and parsed once, and spans offered the
 // same text share one parsed value.
 func (r *Reader) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
-	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
-	for i, id := range ids {
-		set.Value[i] = strings.ToLower(id)
-	}
+	set := traceSet(ids)
 	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
 	table := final(r.store.Table(schema.TableContent))
 	q := "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM " + table +
@@ -361,10 +353,7 @@ func (r *Reader) runApprovals(ctx context.Context, project string, runs []RunSum
 	for start := 0; start < len(runs); start += outcomeChunk {
 		chunk := runs[start:min(start+outcomeChunk, len(runs))]
 		ids, lo, hi := runsExtent(len(chunk), func(i int) *RunSummary { return &chunk[i] })
-		set := clickhouse.GroupSet{Value: make([]any, len(ids))}
-		for i, id := range ids {
-			set.Value[i] = strings.ToLower(id)
-		}
+		set := traceSet(ids)
 		q := "SELECT trace_id, span_id, start_ns, duration_ns, arrayFilter(k -> " + keep + ", attr_keys), " +
 			"arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), if(" + event + ", event_names, emptyArrayString()), " +
 			"if(" + event + ", event_time_ns, emptyArrayUInt64()), if(" + event + ", event_attrs, emptyArrayString())\nFROM " +

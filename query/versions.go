@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/support/canonical"
 )
@@ -149,9 +147,8 @@ func (r *Reader) RunConfigs(ctx context.Context, project string, traceIDs []stri
 	for len(traceIDs) > 0 {
 		chunk := traceIDs[:min(outcomeChunk, len(traceIDs))]
 		traceIDs = traceIDs[len(chunk):]
-		set := clickhouse.GroupSet{Value: make([]any, len(chunk))}
-		for i, id := range chunk {
-			set.Value[i] = strings.ToLower(id)
+		set := traceSet(chunk)
+		for _, id := range chunk {
 			get(strings.ToLower(id))
 		}
 		keep := "(has([" + strings.TrimSuffix(strings.Repeat("?, ", len(wanted)), ", ") + "], k) OR k LIKE 'llm.tools.%')"

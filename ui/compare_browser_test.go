@@ -18,14 +18,7 @@ import (
 func TestComparePage(t *testing.T) {
 	tally := startTally(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
-	for i := range 20 {
-		v, fail := "1.0", i == 0
-		if i >= 10 {
-			v, fail = "1.1", i >= 13
-		}
-		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
-			Base: base.Add(time.Duration(i) * time.Minute)})
-	}
+	tallytest.SendVersionRegression(t, tally.URL, base)
 	ctx := newBrowser(t)
 	open(t, ctx, tally.URL+"/tasks?since=2h")
 	run(t, ctx, "compare link", chromedp.Click(chromedp.CSS(`#tasks-table tr[data-task="cmp_task"] a[href^="/compare"]`)))

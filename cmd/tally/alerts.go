@@ -87,10 +87,7 @@ func newAlertsHistoryCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		setIf(q, "since", since)
-		setIf(q, "until", until)
-		setIf(q, "rule", rule)
+		q := queryOf(map[string]string{"since": since, "until": until, "rule": rule})
 		var rep api.AlertHistoryReport
 		if done, err := getOrPrint(cmd, client, "/api/v1/alerts/history", q, asJSON, &rep); done || err != nil {
 			return err

@@ -125,6 +125,16 @@ func rangeFlags(cmd *cobra.Command, since, until *string, def string) {
 	cmd.Flags().StringVar(until, "until", "", "end of the range (default now)")
 }
 
+// queryOf is the query of the values that are set (empty ones are left
+// out, so the server's defaults apply).
+func queryOf(values map[string]string) url.Values {
+	q := url.Values{}
+	for k, v := range values {
+		setIf(q, k, v)
+	}
+	return q
+}
+
 // setIf adds a query value when it is not empty.
 func setIf(q url.Values, key, value string) {
 	if value != "" {

@@ -126,10 +126,7 @@ func newCacheCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model} {
-			setIf(q, k, v)
-		}
+		q := queryOf(map[string]string{"since": since, "until": until, "agent": agent, "model": model})
 		for k, v := range map[string]int{"min_eligible_calls": minCalls, "min_eligible_run_calls": minRunCalls,
 			"default_min_prefix_tokens": defaultPrefix} {
 			if v > 0 {

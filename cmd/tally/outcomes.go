@@ -112,10 +112,7 @@ func newTasksCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		for key, v := range map[string]string{"since": since, "until": until, "by": by, "outcome": outcome, "task": task, "agent": agent} {
-			setIf(q, key, v)
-		}
+		q := queryOf(map[string]string{"since": since, "until": until, "by": by, "outcome": outcome, "task": task, "agent": agent})
 		q.Set("k", strconv.Itoa(k))
 		var rep query.TasksReport
 		if done, err := getOrPrint(cmd, client, "/api/v1/tasks", q, asJSON, &rep); done || err != nil {
@@ -193,10 +190,7 @@ func newVersionsCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		setIf(q, "since", since)
-		setIf(q, "until", until)
-		setIf(q, "task", task)
+		q := queryOf(map[string]string{"since": since, "until": until, "task": task})
 		var rep api.VersionsReport
 		if done, err := getOrPrint(cmd, client, "/api/v1/versions", q, asJSON, &rep); done || err != nil {
 			return err
@@ -242,9 +236,7 @@ func newCompareCmd() *cobra.Command {
 		if task == "" || a == "" || b == "" {
 			return errors.New("--task, --a and --b are required")
 		}
-		q := url.Values{"task": {task}, "a": {a}, "b": {b}}
-		setIf(q, "since", since)
-		setIf(q, "until", until)
+		q := queryOf(map[string]string{"task": task, "a": a, "b": b, "since": since, "until": until})
 		var c query.Comparison
 		if err := client.get(cmd.Context(), "/api/v1/compare", q, &c); err != nil {
 			return err

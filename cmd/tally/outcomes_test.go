@@ -68,14 +68,7 @@ func TestCompareCLI(t *testing.T) {
 	tally := tallytest.Start(t)
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
-	for i := range 20 {
-		v, fail := "1.0", i == 0
-		if i >= 10 {
-			v, fail = "1.1", i >= 13
-		}
-		tallytest.SendAgentRun(t, tally.URL, tallytest.AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail,
-			Base: base.Add(time.Duration(i) * time.Minute)})
-	}
+	tallytest.SendVersionRegression(t, tally.URL, base)
 	var out bytes.Buffer
 	if err := runCLI(ctx, &out, "versions", "--server", tally.URL, "--task", "cmp_task", "--since", "2h"); err != nil {
 		t.Fatalf("versions: %v\n%s", err, out.String())

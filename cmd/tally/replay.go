@@ -151,11 +151,8 @@ func exportTraceIDs(ctx context.Context, c *apiClient, args []string, f exportFi
 		return ids, nil
 	}
 	var matched []string
-	q := url.Values{}
-	for k, v := range map[string]string{"conversation": f.conversation, "since": f.since, "until": f.until,
-		"agent": f.agent, "task": f.task} {
-		setIf(q, k, v)
-	}
+	q := queryOf(map[string]string{"conversation": f.conversation, "since": f.since, "until": f.until,
+		"agent": f.agent, "task": f.task})
 	for len(matched) < f.limit {
 		q.Set("limit", strconv.Itoa(min(f.limit-len(matched), 1000)))
 		var page query.RunPage

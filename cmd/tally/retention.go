@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,7 +27,7 @@ func newRetentionCmd() *cobra.Command {
 			return err
 		}
 		var rep retention.StorageReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/storage", url.Values{}, asJSON, &rep); done || err != nil {
+		if done, err := getOrPrint(cmd, client, "/api/v1/storage", nil, asJSON, &rep); done || err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

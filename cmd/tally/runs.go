@@ -46,12 +46,10 @@ func newRunsCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{"limit": {strconv.Itoa(limit)}}
-		for k, v := range map[string]string{"since": since, "until": until, "agent": agent, "model": model,
+		q := queryOf(map[string]string{"since": since, "until": until, "agent": agent, "model": model,
 			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor,
-			"sort": sortBy, "dir": dir, "has_errors": hasErrors} {
-			setIf(q, k, v)
-		}
+			"sort": sortBy, "dir": dir, "has_errors": hasErrors})
+		q.Set("limit", strconv.Itoa(limit))
 		var page query.RunPage
 		if done, err := getOrPrint(cmd, c, "/api/v1/runs", q, asJSON, &page); done || err != nil {
 			return err

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,10 +37,7 @@ func newSignalsCmd() *cobra.Command {
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"since": since, "until": until, "kind": kind, "tool": tool, "agent": agent, "task": task, "by": by} {
-			setIf(q, k, v)
-		}
+		q := queryOf(map[string]string{"since": since, "until": until, "kind": kind, "tool": tool, "agent": agent, "task": task, "by": by})
 		var rep query.SignalsReport
 		if done, err := getOrPrint(cmd, client, "/api/v1/signals", q, asJSON, &rep); done || err != nil {
 			return err
@@ -113,10 +109,7 @@ tally serve, beside the caps configured now.`,
 		if err := apply(); err != nil {
 			return err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"since": since, "until": until, "task": task, "agent": agent, "outcome": outcome, "multiplier": multiplier} {
-			setIf(q, k, v)
-		}
+		q := queryOf(map[string]string{"since": since, "until": until, "task": task, "agent": agent, "outcome": outcome, "multiplier": multiplier})
 		var rep query.CapsReport
 		if done, err := getOrPrint(cmd, client, "/api/v1/caps", q, asJSON, &rep); done || err != nil {
 			return err

@@ -212,3 +212,19 @@ func messagesJSON(messages ...msg) string {
 	}
 	return string(b)
 }
+
+// SendVersionRegression exports twenty runs of task cmp_task a minute
+// apart from base: agent version 1.0 passing 9 of 10 (the first fails),
+// then 1.1 passing 3 of 10 (the last seven fail) — a pass rate falling
+// from 0.9 to 0.3, every run costing the same. The comparison tests of
+// versions, alerts, the CLI and the UI share it.
+func SendVersionRegression(t testing.TB, endpoint string, base time.Time) {
+	t.Helper()
+	for i := range 20 {
+		v, fail := "1.0", i == 0
+		if i >= 10 {
+			v, fail = "1.1", i >= 13
+		}
+		SendAgentRun(t, endpoint, AgentRun{Task: "cmp_task", AgentVersion: v, Fail: fail, Base: base.Add(time.Duration(i) * time.Minute)})
+	}
+}
