@@ -257,9 +257,9 @@ func (h *Handler) checkRange(c *gin.Context) {
 			since.Format(time.RFC3339), until.Format(time.RFC3339), formatDays(d), formatDays(h.maxRange))
 		return
 	}
-	// Cost reports read the hourly rollups, kept longer than spans: they
-	// hold the whole range.
-	if h.keptFrom != nil && !strings.Contains(c.Request.URL.Path, "/costs") {
+	// Cost reports read the hourly rollups, kept longer than spans, and
+	// alert history is tally's own state: both hold the whole range.
+	if path := c.Request.URL.Path; h.keptFrom != nil && !strings.Contains(path, "/costs") && !strings.Contains(path, "/alerts") {
 		if from, d := h.keptFrom(Project(c), now); !from.IsZero() && since.Before(from) {
 			c.Header(RetentionHeader, fmt.Sprintf("this project's spans are kept %s (retention): the answer holds what exists since %s, not since %s",
 				formatDays(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))

@@ -301,9 +301,9 @@ func graded(runs []versionedRun) []gradedRun {
 
 // side holds what a comparison needs of one side's runs.
 type side struct {
-	runs, graded, passed, failed, errors, toolCalls, retries int
-	costs, durs, steps, tokens                               []float64
-	gradedCost                                               float64
+	runs, graded, passed, errors, toolCalls, retries int
+	costs, durs, steps, tokens                       []float64
+	gradedCost                                       float64
 }
 
 // newSide tallies runs, graded like taskReport: by outcomes when any run
@@ -341,8 +341,6 @@ func newSide(runs []gradedRun) side {
 		s.gradedCost += run.Cost.Total
 		if *verdict {
 			s.passed++
-		} else {
-			s.failed++
 		}
 	}
 	return s

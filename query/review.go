@@ -64,7 +64,7 @@ func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSumma
 		}
 		for i := range chunk {
 			sum := &chunk[i]
-			run := buildReview(sum, spans[sum.TraceID], content, r.effects)
+			run := buildReview(project, sum, spans[sum.TraceID], content, r.effects)
 			out[sum.TraceID] = &runReview{run: run, signals: safety.Review(run, cfg)}
 		}
 	}
@@ -110,7 +110,6 @@ func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, 
 	}
 	out := map[string][]schema.Span{}
 	for _, s := range spans {
-		s.Project = project
 		out[s.TraceID] = append(out[s.TraceID], s)
 	}
 	return out, nil
@@ -220,8 +219,8 @@ func (r *Reader) reviewContent(ctx context.Context, project string, ids []string
 
 // buildReview assembles one run's review input from its summary, the
 // spans reviewSpans read and the recorded content.
-func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
-	run := safety.Run{Project: "", Task: sum.Task, Agents: sum.Agents, Iterations: sum.LLMCalls, Tokens: sum.Usage.Input + sum.Usage.Output,
+func buildReview(project string, sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
+	run := safety.Run{Project: project, Task: sum.Task, Agents: sum.Agents, Iterations: sum.LLMCalls, Tokens: sum.Usage.Input + sum.Usage.Output,
 		CostUSD: sum.Cost.Total, StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano())}
 	attrOf := func(s *schema.Span) func(string) string {
 		return func(k string) string {
@@ -257,7 +256,6 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 			continue
 		}
 		seen[s.SpanID] = true
-		run.Project = s.Project
 		attr := attrOf(s)
 		end := s.StartNs + s.DurationNs
 		if s.ParentSpanID == "" && run.RootSpanID == "" {
@@ -266,7 +264,7 @@ func buildReview(sum *RunSummary, spans []schema.Span, content *reviewedContent,
 		switch s.SpanType {
 		case schema.TypeTool:
 			run.Steps = append(run.Steps, safety.Step{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Tool: s.ToolName,
-				Effect: effects.Effect(s.Project, s.ToolName, attr(safety.EffectAttribute)),
+				Effect: effects.Effect(project, s.ToolName, attr(safety.EffectAttribute)),
 				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
 					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute),
 					Deferral: attr(deferralAttribute), GuardrailTriggered: tripped[s.SpanID] || strings.EqualFold(attr(safety.GuardrailTriggeredAttribute), "true")}),
@@ -419,9 +417,6 @@ func approvalEvent(spanID string, at uint64, attrsJSON string) (safety.Approval,
 // applyReview sets each tool node's effect class and terminal status from
 // the run's review, and the summary's signals.
 func applyReview(d *RunDetail, rv *runReview) {
-	if rv == nil {
-		return
-	}
 	steps := make(map[string]*safety.Step, len(rv.run.Steps))
 	for i := range rv.run.Steps {
 		steps[rv.run.Steps[i].SpanID] = &rv.run.Steps[i]
@@ -446,6 +441,14 @@ func reviewOutline() schema.OutlineKeep {
 	return schema.OutlineKeep{Attrs: reviewAttrs, InferencePrefix: "llm.tools.", Event: safety.ApprovalEvent}
 }
 
+// stepFacts sets the effect class and terminal status of the tool nodes
+// under roots from the run's spans: what a page of children shows, without
+// the review's content read and signals.
+func (r *Reader) stepFacts(project string, sum RunSummary, roots []*SpanNode, spans []schema.Span) {
+	run := buildReview(project, &sum, spans, &reviewedContent{}, r.effects)
+	applyReview(&RunDetail{Summary: sum, Roots: roots}, &runReview{run: run})
+}
+
 // reviewDetail reviews the run of a detail from the spans it was built
 // from (read whole, or as an outline keeping reviewOutline) and the run's
 // recorded tool content, and applies the review.
@@ -455,7 +458,7 @@ func (r *Reader) reviewDetail(ctx context.Context, project string, d *RunDetail,
 	if err != nil {
 		return err
 	}
-	run := buildReview(&d.Summary, spans, content, r.effects)
+	run := buildReview(project, &d.Summary, spans, content, r.effects)
 	applyReview(d, &runReview{run: run, signals: safety.Review(run, r.reviewConfig())})
 	return nil
 }

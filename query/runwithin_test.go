@@ -189,8 +189,9 @@ func TestRunTreeInParts(t *testing.T) {
 }
 
 // TestTasksBoundedRuns: a report reads at most MaxRuns runs, the newest,
-// and says it was cut. Four one-span runs of task t, a minute apart; with
-// MaxRuns 3 the report covers 3 (truncated), with 4 all of them.
+// and says it was cut. Four one-span runs of task t, a minute apart, the
+// oldest ended in error; with MaxRuns 3 the report covers the newest 3
+// (truncated, none failed), with 4 all of them (one failed).
 func TestTasksBoundedRuns(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
@@ -198,22 +199,26 @@ func TestTasksBoundedRuns(t *testing.T) {
 	var spans []schema.Span
 	for i := range 4 {
 		st := start.Add(time.Duration(i) * time.Minute)
+		status := "ok"
+		if i == 0 {
+			status = "error"
+		}
 		spans = append(spans, schema.Span{Project: "p", TraceID: fmt.Sprintf("%032x", i+1), SpanID: fmt.Sprintf("%016x", i+1),
 			Start: st, StartNs: uint64(st.UnixNano()), EndNs: uint64(st.UnixNano()) + 1e9, DurationNs: 1e9,
-			Name: "run", Kind: "internal", Status: "ok", SpanType: schema.TypeAgent, TaskName: "t"})
+			Name: "run", Kind: "internal", Status: status, SpanType: schema.TypeAgent, TaskName: "t"})
 	}
 	insert(t, store, spans, 1)
 	r := query.NewReader(store)
 	for _, c := range []struct {
-		max, read int
-		cut       bool
-	}{{3, 3, true}, {4, 4, false}} {
+		max, read, failed int
+		cut               bool
+	}{{3, 3, 0, true}, {4, 4, 1, false}} {
 		rep, err := r.Tasks(ctx, query.TaskFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), MaxRuns: c.max})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.RunsRead != c.read || rep.Truncated != c.cut || len(rep.Tasks) != 1 || rep.Tasks[0].Runs != c.read {
-			t.Errorf("MaxRuns %d: read %d truncated %v tasks %+v; want %d, %v", c.max, rep.RunsRead, rep.Truncated, rep.Tasks, c.read, c.cut)
+		if rep.RunsRead != c.read || rep.Truncated != c.cut || len(rep.Tasks) != 1 || rep.Tasks[0].Runs != c.read || rep.Tasks[0].Failed != c.failed {
+			t.Errorf("MaxRuns %d: read %d truncated %v tasks %+v; want %d, %v, %d failed", c.max, rep.RunsRead, rep.Truncated, rep.Tasks, c.read, c.cut, c.failed)
 		}
 	}
 }

@@ -185,9 +185,7 @@ func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, 
 	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
 		return nil, err
 	}
-	if err := r.reviewDetail(ctx, project, &RunDetail{Summary: d.Summary, Roots: kids}, spans); err != nil {
-		return nil, err
-	}
+	r.stepFacts(project, d.Summary, kids, spans)
 	part.Children = kids
 	if part.Children == nil {
 		part.Children = []*SpanNode{}

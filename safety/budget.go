@@ -166,7 +166,11 @@ func budgetSignals(run Run, caps *Caps) []Signal {
 		if n := cmp.Or(run.Iterations, len(calls)); c.Iterations > 0 && n > c.Iterations {
 			// The counted calls (wrapper spans of one call left out) decide;
 			// the signal points at the inference span at the cap's place.
-			signal(calls[min(c.Iterations, len(calls)-1)].SpanID, fmt.Sprintf("the run made %d model calls, over %s cap of %d", n, c.name(), c.Iterations))
+			at := run.RootSpanID
+			if len(calls) > 0 {
+				at = calls[min(c.Iterations, len(calls)-1)].SpanID
+			}
+			signal(at, fmt.Sprintf("the run made %d model calls, over %s cap of %d", n, c.name(), c.Iterations))
 		}
 		if c.Tokens > 0 && run.Tokens > c.Tokens {
 			signal(crossing(func(t uint64, _ float64) bool { return t > c.Tokens }),

@@ -237,27 +237,28 @@ func TestLockstepAndSteps(t *testing.T) {
 	// A step limit of 6 for the lockstep runs, 4 for the step-count ones.
 	l := Limits{MinBackoff: 100 * time.Millisecond, Lockstep: 20 * time.Millisecond, MaxSteps: 6}
 	for _, c := range []struct {
-		name  string
-		steps []Step
-		want  []string
+		name     string
+		steps    []Step
+		want     []string
+		maxSteps int
 	}{
 		// Three branches fail at 0, 2, 4 ms and all retry 1 s after: at 1010, 1015, 1025 (within 20 ms of 1010).
 		{"three branches in lockstep", []Step{fail("a1", "A", 0), fail("b1", "B", 2), fail("c1", "C", 4),
-			retry("a2", "A", 1010), retry("b2", "B", 1015), retry("c2", "C", 1025)}, []string{"retry_storm@c2"}},
+			retry("a2", "A", 1010), retry("b2", "B", 1015), retry("c2", "C", 1025)}, []string{"retry_storm@c2"}, 0},
 		// With jitter: 1010, 1300, 1700.
 		{"three branches with jitter", []Step{fail("a1", "A", 0), fail("b1", "B", 2), fail("c1", "C", 4),
-			retry("a2", "A", 1010), retry("b2", "B", 1300), retry("c2", "C", 1700)}, nil},
+			retry("a2", "A", 1010), retry("b2", "B", 1300), retry("c2", "C", 1700)}, nil, 0},
 		// Just past the window: 1010 and 1031.
-		{"21 ms apart", []Step{fail("a1", "A", 0), fail("b1", "B", 2), retry("a2", "A", 1010), retry("b2", "B", 1031)}, nil},
-		{"20 ms apart is lockstep", []Step{fail("a1", "A", 0), fail("b1", "B", 2), retry("a2", "A", 1010), retry("b2", "B", 1030)}, []string{"retry_storm@b2"}},
+		{"21 ms apart", []Step{fail("a1", "A", 0), fail("b1", "B", 2), retry("a2", "A", 1010), retry("b2", "B", 1031)}, nil, 0},
+		{"20 ms apart is lockstep", []Step{fail("a1", "A", 0), fail("b1", "B", 2), retry("a2", "A", 1010), retry("b2", "B", 1030)}, []string{"retry_storm@b2"}, 0},
 		{"five steps, limit four", []Step{fail("a", "A", 0), fail("b", "B", 1000), fail("c", "C", 2000), fail("d", "D", 3000), fail("e", "E", 4000)},
-			[]string{"runaway_loop@e"}},
-		{"four steps", []Step{fail("a", "A", 0), fail("b", "B", 1000), fail("c", "C", 2000), fail("d", "D", 3000)}, nil},
+			[]string{"runaway_loop@e"}, 4},
+		{"four steps", []Step{fail("a", "A", 0), fail("b", "B", 1000), fail("c", "C", 2000), fail("d", "D", 3000)}, nil, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lim := l
-			if strings.Contains(c.name, "steps") {
-				lim.MaxSteps = 4
+			if c.maxSteps > 0 {
+				lim.MaxSteps = c.maxSteps
 			}
 			got := Review(Run{Steps: c.steps}, Config{Limits: lim})
 			if fmt.Sprint(kinds(got)) != fmt.Sprint(c.want) {

@@ -70,7 +70,3 @@ func outcomesTable(s *Store) tableDef {
 func (s *Store) InsertOutcomes(ctx context.Context, rows []Outcome) error {
 	return insertColumns(ctx, s.conn, s.Table(TableOutcomes), outcomeColumns, rows)
 }
-
-// OutcomeSelectList is the SELECT list that scans into Outcome with
-// clickhouse-go's ScanStruct, in column order.
-func OutcomeSelectList() string { return columnNames(outcomeColumns) }

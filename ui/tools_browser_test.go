@@ -26,6 +26,9 @@ rules:
     kind: tool_retry_rate
     threshold: 0.10
     overrides: [{tool: fetch_url, threshold: 0.50}]
+  - name: ModelSlow
+    kind: model_latency_p95
+    threshold: 1
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -46,5 +49,12 @@ rules:
 	got := run(t, ctx, "thresholds", chromedp.Evaluate[[]string](`[...document.querySelectorAll('.panel')[0].querySelectorAll('line.threshold title')].map(t => t.textContent).sort()`))
 	if len(got) != 2 || got[0] != "alert threshold 10.0%" || got[1] != "alert threshold 50.0%" {
 		t.Errorf("retry chart thresholds %q, want 10.0%% and 50.0%%", got)
+	}
+	// Every model call of the run takes more than 1 ms: each model's p95 is
+	// marked above the model rule's threshold.
+	rows := run(t, ctx, "model rows", chromedp.Evaluate[int](`document.querySelectorAll('#models-table tbody tr').length`))
+	marked := run(t, ctx, "marked p95", chromedp.Evaluate[int](`document.querySelectorAll('#models-table tbody .pill.error').length`))
+	if rows == 0 || marked != rows {
+		t.Errorf("%d of %d models marked above the 1 ms threshold, want all", marked, rows)
 	}
 }

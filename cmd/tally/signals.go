@@ -53,7 +53,7 @@ func newSignalsCmd() *cobra.Command {
 				for i, id := range g.ExampleRuns {
 					short[i] = id[:min(8, len(id))]
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Kind, dash(g.Tool+g.Task+g.Agent), g.Signals, g.Runs, strings.Join(short, ","), g.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Kind, orDash(g.Tool+g.Task+g.Agent), g.Signals, g.Runs, strings.Join(short, ","), g.Reason)
 			}
 			fmt.Fprintf(tw, "%d signals in %d runs\n", rep.Signals, rep.RunsRead)
 		}
@@ -61,25 +61,14 @@ func newSignalsCmd() *cobra.Command {
 			fmt.Fprintln(tw, "\nTOOL\tEFFECT\tSTEPS\tOK\tRETRYABLE\tAMBIGUOUS\tDENIED\tESCALATED\tERROR\tSIGNALS")
 			for _, t := range rep.Tools {
 				st := t.Statuses
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(t.Tool), t.Effect, fmtCount(t.Steps),
-					fmtCount(st[safety.StatusOK]), fmtCount(st[safety.StatusRetryable]), fmtCount(st[safety.StatusAmbiguous]),
-					fmtCount(st[safety.StatusDenied]), fmtCount(st[safety.StatusEscalated]), fmtCount(st[safety.StatusError]), fmtCount(t.Signals))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(t.Tool), t.Effect, thousands(int64(t.Steps)),
+					thousands(int64(st[safety.StatusOK])), thousands(int64(st[safety.StatusRetryable])), thousands(int64(st[safety.StatusAmbiguous])),
+					thousands(int64(st[safety.StatusDenied])), thousands(int64(st[safety.StatusEscalated])), thousands(int64(st[safety.StatusError])), thousands(int64(t.Signals)))
 			}
 		}
 		return tw.Flush()
 	}
 	return cmd
-}
-
-// fmtCount writes a count with thousands separators, as the UI's num().
-func fmtCount(n int) string { return thousands(int64(n)) }
-
-// dash stands in for an empty value in a table.
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // newCapsCmd is `tally caps`: run caps set from data (GET /api/v1/caps).

@@ -89,7 +89,7 @@ export async function pageTools() {
 ${retryT.size || latT.size || errT.size ? '' : html`<p class="muted">No tool alert rules loaded: no thresholds to draw.</p>`}
 ${tableHTML(cols, rows, state, { id: 'tools-table', rowAttrs: (t) => html` data-tool="${esc(t.tool)}"` })}
 <p class="muted">Select a tool to list example runs.${body.definitions && body.definitions.retry ? html` ${esc(body.definitions.retry)}` : ''}</p>
-${modelsHTML(listOf(body, 'models'), thresholdsFrom(alerts, 'model_latency_p95', 'model'))}`);
+${modelsHTML(listOf(body, 'models'), thresholdsFrom(rules, alerts, 'model_latency_p95', 'model'))}`);
   };
   render();
   wireSort(el, state, render);
