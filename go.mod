@@ -19,6 +19,8 @@ require (
 
 require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 
+require github.com/ebitengine/purego v0.11.3 // indirect
+
 require (
 	github.com/ClickHouse/ch-go v0.75.0 // indirect
 	github.com/JohnCGriffin/overflow v0.0.0-20211019200055-46fa312c352c // indirect

@@ -13,16 +13,15 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func openStore(t *testing.T) (*schema.Store, *testenv.ClickHouseServer) {
+func openStore(t *testing.T) (*schema.Store, testenv.Database) {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
-	db := ch.NewDatabase(t)
-	s, err := schema.Open(context.Background(), schema.Config{Addr: ch.Addr, Database: db})
+	db := testenv.NewStoreDatabase(t)
+	s, err := schema.Open(context.Background(), schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, ch
+	return s, db
 }
 
 // migratedStore is openStore with the schema migrated.
@@ -37,9 +36,9 @@ func migratedStore(t *testing.T) *schema.Store {
 
 func TestMigrateTwiceAndConcurrently(t *testing.T) {
 	ctx := context.Background()
-	s, ch := openStore(t)
+	s, db := openStore(t)
 	// Two processes' worth of stores migrating the same database at once.
-	other, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: s.Database()})
+	other, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: s.Database()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +121,19 @@ func TestCapabilitiesFor(t *testing.T) {
 }
 
 func TestDetectedCapabilitiesOnTestServer(t *testing.T) {
-	s, _ := openStore(t)
+	s, db := openStore(t)
 	caps := s.Capabilities()
+	if db.Embedded != nil {
+		// The embedded engine is ClickHouse 26.7: the modern branch, with
+		// every capability tally uses.
+		if caps.Major != 26 || !caps.LowCardinality || !caps.Codecs || !caps.TTL {
+			t.Fatalf("capabilities of the embedded engine: %+v", caps)
+		}
+		if !s.Embedded() {
+			t.Fatal("a store on the embedded engine does not say so")
+		}
+		return
+	}
 	// The test server is Debian's 18.16: the portable branch.
 	if caps.Major != 18 || caps.LowCardinality {
 		t.Fatalf("capabilities of the test server: %+v", caps)

@@ -3,6 +3,8 @@ package schema
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,6 +35,14 @@ type Config struct {
 	Username    string
 	Password    string
 	DialTimeout time.Duration
+	// Embedded, when set, is an in-process engine's ClickHouse HTTP
+	// interface (package schema/chdb's Transport): the store talks to it
+	// through clickhouse-go's HTTP client, and Addr only names it in
+	// messages. Cluster mode needs servers.
+	Embedded http.RoundTripper
+	// Engine, when set, is closed after the connection pool when the store
+	// closes: the embedded engine this store alone uses.
+	Engine io.Closer
 }
 
 // Store is a connection to tally's ClickHouse database: it applies
@@ -40,10 +50,12 @@ type Config struct {
 // qualified table names to package query, the only other package that
 // issues SQL against these tables (reads).
 type Store struct {
-	conn    driver.Conn
-	db      string
-	cluster string
-	addr    string
+	conn     driver.Conn
+	owned    io.Closer // closed with the store (Config.Engine); may be nil
+	embedded bool
+	db       string
+	cluster  string
+	addr     string
 
 	mu       sync.Mutex
 	caps     Capabilities
@@ -78,7 +90,32 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			addrs = append(addrs, a)
 		}
 	}
+	if cfg.Embedded != nil {
+		if cfg.Cluster != "" {
+			return nil, fmt.Errorf("cluster %s: cluster mode needs ClickHouse servers, not the embedded store", cfg.Cluster)
+		}
+		if cfg.Addr == "" {
+			cfg.Addr = "embedded"
+		}
+		addrs = []string{cfg.Addr}
+	}
 	openConn := func(settings clickhouse.Settings) (driver.Conn, error) {
+		if cfg.Embedded != nil {
+			conn, err := clickhouse.Open(&clickhouse.Options{
+				Protocol: clickhouse.HTTP,
+				Addr:     addrs,
+				Auth:     clickhouse.Auth{Database: "default"},
+				TransportFunc: func(*http.Transport) (http.RoundTripper, error) {
+					return cfg.Embedded, nil
+				},
+				MaxOpenConns: 16,
+				MaxIdleConns: 8,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("open embedded store: %w", err)
+			}
+			return conn, nil
+		}
 		conn, err := clickhouse.Open(&clickhouse.Options{
 			Addr:         addrs,
 			Settings:     settings,
@@ -114,7 +151,7 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			conn.Close()
 			return nil, fmt.Errorf("clickhouse %s: cluster mode needs the server reachable at start (its settings depend on it)", cfg.Addr)
 		}
-		return &Store{conn: conn, db: cfg.Database, addr: cfg.Addr}, nil
+		return &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, addr: cfg.Addr}, nil
 	}
 	caps, err := DetectCapabilities(ctx, conn)
 	if err != nil {
@@ -126,7 +163,7 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			return nil, fmt.Errorf("clickhouse %s, cluster %s: %w", cfg.Addr, cfg.Cluster, err)
 		}
 	}
-	s := &Store{conn: conn, db: cfg.Database, cluster: cfg.Cluster, addr: cfg.Addr, caps: caps, detected: true}
+	s := &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, cluster: cfg.Cluster, addr: cfg.Addr, caps: caps, detected: true}
 	return s, nil
 }
 
@@ -156,8 +193,19 @@ func (s *Store) Detect(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection pool.
-func (s *Store) Close() error { return s.conn.Close() }
+// Close closes the connection pool, then the store's own embedded engine.
+func (s *Store) Close() error {
+	err := s.conn.Close()
+	if s.owned != nil {
+		if cerr := s.owned.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close embedded engine: %w", cerr)
+		}
+	}
+	return err
+}
+
+// Embedded says whether the store is the in-process engine.
+func (s *Store) Embedded() bool { return s.embedded }
 
 // Conn is the underlying connection, for package query.
 func (s *Store) Conn() driver.Conn { return s.conn }

@@ -225,7 +225,7 @@ and exit status are those of 'tally alerts check'.`,
 	}
 	apply := configFlag(cmd)
 	fs := cmd.Flags()
-	st.register(fs)
+	st.register(fs, nil)
 	fs.StringVar(&since, "since", "", "window for every rule instead of each rule's own (e.g. 1h, 7d)")
 	fs.StringSliceVar(&projects, "project", nil, "projects to check (default: every project with recent spans)")
 	fs.StringVar(&prices, "prices", "", "YAML price file adding to the built-in catalog (cache check's minimum prefixes)")

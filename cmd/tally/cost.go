@@ -208,7 +208,7 @@ func newRepriceCmd() *cobra.Command {
 	}
 	apply := configFlag(cmd)
 	fs := cmd.Flags()
-	st.register(fs)
+	st.register(fs, nil)
 	fs.StringVar(&since, "since", "", "start of the range (required): RFC 3339 or a duration before now (7d)")
 	fs.StringVar(&until, "until", "", "end of the range (default now)")
 	fs.StringVar(&model, "model", "", "only spans of this model (matched after normalization: gpt-4o matches gpt-4o-2024-08-06)")

@@ -37,7 +37,7 @@ func keysStoreCmd(use, short string, args cobra.PositionalArgs) (*cobra.Command,
 	cmd := &cobra.Command{Use: use, Short: short, Args: args}
 	apply := configFlag(cmd)
 	st := &storeFlags{}
-	st.register(cmd.Flags())
+	st.register(cmd.Flags(), nil)
 	return cmd, st, apply
 }
 

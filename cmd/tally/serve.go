@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -14,22 +15,76 @@ import (
 
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/schema/chdb"
 	"github.com/tallyhq/tally/support/config"
 	"github.com/tallyhq/tally/support/params"
 )
 
-// storeFlags are the ClickHouse connection flags shared by every command
-// that talks to ClickHouse directly.
+// storeFlags are the store flags shared by every command that opens the
+// store itself: the embedded engine under --data-dir (the default), or a
+// ClickHouse server or cluster.
 type storeFlags struct {
+	kind                                        string
+	chdbLib                                     string
+	embeddedConns                               int
+	dataDir                                     *string
 	addr, database, username, password, cluster string
+	fs                                          *pflag.FlagSet
 }
 
-func (f *storeFlags) register(fs *pflag.FlagSet) {
+// Store kinds --store takes.
+const (
+	storeEmbedded   = "embedded"
+	storeClickHouse = "clickhouse"
+)
+
+// register adds the flags to fs. dataDir is the command's --data-dir, or nil
+// to register one.
+func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
+	f.fs = fs
+	fs.StringVar(&f.kind, "store", "", "where data lives: embedded (the ClickHouse engine in-process, data under --data-dir) or clickhouse (a server or cluster at --clickhouse-addr); default embedded, or clickhouse when --clickhouse-addr is set")
+	fs.StringVar(&f.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded store; default $"+chdb.LibraryEnv+", next to the tally binary, or .tally/lib (make deps)")
+	fs.IntVar(&f.embeddedConns, "embedded-conns", 4, "statements the embedded store runs at once (chDB connections)")
 	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
-	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database")
+	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&f.password, "clickhouse-password", "", "ClickHouse password")
 	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
+	if dataDir == nil {
+		dataDir = new(string)
+		fs.StringVar(dataDir, "data-dir", ".tally/data", "tally's data directory (the embedded store lives in its store/)")
+	}
+	f.dataDir = dataDir
+}
+
+// store is the store kind the flags pick.
+func (f *storeFlags) store() (string, error) {
+	switch f.kind {
+	case "":
+		if f.fs != nil && (f.fs.Changed("clickhouse-addr") || f.fs.Changed("clickhouse-cluster")) {
+			return storeClickHouse, nil
+		}
+		return storeEmbedded, nil
+	case storeEmbedded:
+		if f.cluster != "" {
+			return "", fmt.Errorf("--clickhouse-cluster needs --store clickhouse: the embedded store is one node")
+		}
+		return storeEmbedded, nil
+	case storeClickHouse:
+		return storeClickHouse, nil
+	}
+	return "", fmt.Errorf("--store %q: want embedded or clickhouse", f.kind)
+}
+
+// embeddedPath is the embedded store's data directory.
+func (f *storeFlags) embeddedPath() string { return filepath.Join(*f.dataDir, "store") }
+
+// describe names the store for logs: the server address or the embedded path.
+func (f *storeFlags) describe() string {
+	if kind, err := f.store(); err == nil && kind == storeEmbedded {
+		return "embedded:" + f.embeddedPath()
+	}
+	return f.addr
 }
 
 func (f *storeFlags) config() schema.Config {
@@ -37,7 +92,24 @@ func (f *storeFlags) config() schema.Config {
 }
 
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
-	return schema.Open(ctx, f.config())
+	kind, err := f.store()
+	if err != nil {
+		return nil, err
+	}
+	if kind == storeClickHouse {
+		return schema.Open(ctx, f.config())
+	}
+	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns})
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: %w", err)
+	}
+	store, err := schema.Open(ctx, schema.Config{Addr: "embedded:" + f.embeddedPath(), Embedded: engine.Transport(),
+		Engine: engine, Database: f.database})
+	if err != nil {
+		engine.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 // configFlag adds --config and returns a function that layers the config
@@ -140,7 +212,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if externalURL == "" {
 			externalURL = "http://" + cfg.Listen
 		}
-		log.Info("tally serving", "listen", ln.Addr().String(), "clickhouse", cfg.Store.addr, "database", cfg.Store.database,
+		log.Info("tally serving", "listen", ln.Addr().String(), "store", cfg.Store.describe(), "database", cfg.Store.database,
 			"ui", externalURL+"/", "otlp", externalURL+"/v1/traces")
 		return srv.Serve(ctx, ln)
 	}
@@ -183,6 +255,13 @@ func (f dayDuration) Type() string { return "duration" }
 // reports the outage on /readyz, and its migrations run once ClickHouse
 // answers (migrateWhenReachable). reachable says which case this is.
 func openForServe(ctx context.Context, st *storeFlags, log *slog.Logger) (store *schema.Store, reachable bool, err error) {
+	if kind, err := st.store(); err != nil {
+		return nil, false, err
+	} else if kind == storeEmbedded {
+		// In-process: it opens or it cannot (no library, a bad data dir).
+		store, err := st.open(ctx)
+		return store, err == nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		store, err = st.open(ctx)
 		if err == nil {
@@ -228,6 +307,12 @@ func migrateWhenReachable(ctx context.Context, store *schema.Store, log *slog.Lo
 }
 
 func openWithRetry(ctx context.Context, st *storeFlags, log *slog.Logger) (*schema.Store, error) {
+	if kind, err := st.store(); err != nil || kind == storeEmbedded {
+		if err != nil {
+			return nil, err
+		}
+		return st.open(ctx) // in-process: nothing to wait for
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		store, err := st.open(ctx)
@@ -253,7 +338,7 @@ func newMigrateCmd() *cobra.Command {
 		Short: "Create or upgrade tally's ClickHouse schema (idempotent)",
 	}
 	apply := configFlag(cmd)
-	st.register(cmd.Flags())
+	st.register(cmd.Flags(), nil)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
 			return err

@@ -157,9 +157,9 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	c.HTTP = server.DefaultHTTPLimits()
 	c.API = apiConfig{MaxQueryRange: api.DefaultMaxQueryRange, RunReads: api.DefaultRunReadLimits()}
 
-	c.Store.register(fs)
+	c.Store.register(fs, &c.DataDir)
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:4318", "address for OTLP, API and UI")
-	fs.StringVar(&c.DataDir, "data-dir", ".tally/data", "directory for tally's local state (durable log, alert state, key cache)")
+	fs.StringVar(&c.DataDir, "data-dir", ".tally/data", "directory for tally's local state (durable log, alert state, key cache) and the embedded store (store/)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
 	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")

@@ -27,10 +27,9 @@ import (
 // OpenStore returns a migrated store on a fresh database.
 func OpenStore(t testing.TB) *schema.Store {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
-	db := ch.NewDatabase(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: db})
+	s, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,8 @@ type Instance struct {
 	URL    string // http://127.0.0.1:port
 	Store  *schema.Store
 	Server *server.Server
-	CH     *testenv.ClickHouseServer
+	// DB is the test's database and the store it is on.
+	DB testenv.Database
 }
 
 // Option adjusts the server's options before it starts.
@@ -28,10 +29,9 @@ type Option func(*server.Options)
 // Start runs tally against a fresh database. Stopped on test cleanup.
 func Start(t testing.TB, opts ...Option) *Instance {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
-	db := ch.NewDatabase(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	store, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: db})
+	store, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -67,5 +67,5 @@ func Start(t testing.TB, opts ...Option) *Instance {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &Instance{URL: "http://" + ln.Addr().String(), Store: store, Server: srv, CH: ch}
+	return &Instance{URL: "http://" + ln.Addr().String(), Store: store, Server: srv, DB: db}
 }

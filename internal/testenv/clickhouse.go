@@ -3,8 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"net"
@@ -407,11 +405,10 @@ func (s *ClickHouseServer) Conn(t testing.TB, database string) driver.Conn {
 // stopped by then).
 func (s *ClickHouseServer) NewDatabase(t testing.TB) string {
 	t.Helper()
-	suffix := make([]byte, 3)
-	if _, err := rand.Read(suffix); err != nil {
-		t.Fatalf("testenv: random database name: %v", err)
+	name, err := newDatabaseName(t, &s.dbSerial)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
 	}
-	name := fmt.Sprintf("t_%s_%d_%s", databaseNamePart(t.Name()), s.dbSerial.Add(1), hex.EncodeToString(suffix))
 	if err := s.exec("CREATE DATABASE " + name); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

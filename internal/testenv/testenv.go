@@ -27,10 +27,12 @@ const installHint = "run `make deps` (scripts/deps.sh) or `apt-get install %s`"
 func Main(m *testing.M) {
 	shared.mainCalled.Store(true)
 	code := m.Run()
-	if err := shared.close(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		if code == 0 {
-			code = 1
+	for _, closeFn := range []func() error{shared.close, embedded.close} {
+		if err := closeFn(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	os.Exit(code)

@@ -1,0 +1,420 @@
+// Package chdb runs the ClickHouse engine in-process: chDB's shared library,
+// loaded at run time with purego (no cgo), behind the ClickHouse HTTP
+// interface as an http.RoundTripper (transport.go). clickhouse-go's own HTTP
+// client talks to it, so package schema and everything above it issue the
+// same SQL, bind arguments and encode and decode Native blocks with
+// clickhouse-go's own column types, whichever store they run on.
+//
+// chDB keeps one storage path per process: Open a second Engine only on the
+// same path, or after closing the first.
+package chdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Config says where the engine keeps its data and how many statements it
+// runs at once.
+type Config struct {
+	// Library is the path of libchdb.so; "" finds it (FindLibrary).
+	Library string
+	// Path is the data directory (created if missing).
+	Path string
+	// Conns is how many chDB connections, so statements at once: 4 if 0.
+	// A connection runs one statement at a time.
+	Conns int
+	// Settings are query-level settings for every connection (max_threads,
+	// max_memory_usage, ...), as if each had run SET name = value.
+	Settings map[string]string
+	// Logger reports which signal handlers chDB took and were given back.
+	Logger *slog.Logger
+}
+
+// Engine is an open chDB engine: a pool of connections to one data path.
+type Engine struct {
+	lib     *library
+	path    string
+	signals signalState
+	logger  *slog.Logger
+	version string
+
+	pool chan *conn
+	all  []*conn
+
+	mu     sync.Mutex
+	closed bool
+	busy   sync.WaitGroup // statements running, for Close
+}
+
+// conn is one chDB connection and the session state tally set on it.
+type conn struct {
+	handle   unsafe.Pointer // chdb_connection * (what chdb_connect returned)
+	settings map[string]string
+}
+
+// value is the chdb_connection the query functions take.
+func (c *conn) value() unsafe.Pointer { return *(*unsafe.Pointer)(c.handle) }
+
+var settingNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Open loads the library, keeps the Go runtime's signal handlers from chDB,
+// and opens cfg.Conns connections on cfg.Path.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("chdb: the embedded store runs on Linux here (this is %s); use --store clickhouse", runtime.GOOS)
+	}
+	if cfg.Path == "" {
+		return nil, errors.New("chdb: a data path is required")
+	}
+	if cfg.Conns <= 0 {
+		cfg.Conns = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for name := range cfg.Settings {
+		if !settingNameRE.MatchString(name) {
+			return nil, fmt.Errorf("chdb: setting name %q: must match %s", name, settingNameRE)
+		}
+	}
+	libPath, err := FindLibrary(cfg.Library)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Path, 0o755); err != nil {
+		return nil, fmt.Errorf("chdb: create data path: %w", err)
+	}
+	lib, err := loadLibrary(libPath)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{lib: lib, path: cfg.Path, logger: cfg.Logger, pool: make(chan *conn, cfg.Conns)}
+	if e.signals, err = saveSignals(); err != nil {
+		return nil, fmt.Errorf("chdb: read signal handlers: %w", err)
+	}
+	// Opting out of chDB's crash handlers resets the fault signals to
+	// SIG_DFL as a side effect: give Go's back at once.
+	lib.setSignalHandlers(0)
+	e.restoreSignals("disable chDB's handlers")
+	e.version = lib.version()
+
+	args := []string{"tally", "--path=" + cfg.Path}
+	names := make([]string, 0, len(cfg.Settings))
+	for name := range cfg.Settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args = append(args, "--"+name+"="+cfg.Settings[name])
+	}
+	for range cfg.Conns {
+		if err := ctx.Err(); err != nil {
+			e.Close()
+			return nil, err
+		}
+		c, err := e.connect(args)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.all = append(e.all, c)
+		e.pool <- c
+	}
+	return e, nil
+}
+
+// connect opens one connection, restoring Go's signal handlers after it
+// (chDB re-applies its opt-out reset on every connect).
+func (e *Engine) connect(args []string) (*conn, error) {
+	cargs := make([][]byte, len(args))
+	argv := make([]*byte, len(args)+1)
+	for i, a := range args {
+		cargs[i] = cString(a)
+		argv[i] = &cargs[i][0]
+	}
+	handle := e.lib.connect(int32(len(args)), &argv[0])
+	runtime.KeepAlive(cargs)
+	runtime.KeepAlive(argv)
+	e.restoreSignals("connect")
+	if handle == nil || *(*unsafe.Pointer)(handle) == nil {
+		return nil, fmt.Errorf("chdb: connect to %s failed (another path already open in this process, or a bad setting in %q)", e.path, args[2:])
+	}
+	return &conn{handle: handle, settings: map[string]string{}}, nil
+}
+
+func (e *Engine) restoreSignals(when string) {
+	changed, err := e.signals.restore()
+	if err != nil {
+		e.logger.Error("chdb: restore Go's signal handlers", "when", when, "err", err)
+		return
+	}
+	if len(changed) > 0 {
+		e.logger.Debug("chdb: gave Go back its signal handlers", "when", when, "signals", fmt.Sprint(changed))
+	}
+}
+
+// Version is the chDB library's version (not ClickHouse's: ask SELECT version()).
+func (e *Engine) Version() string { return e.version }
+
+// LibraryPath is the libchdb.so the engine loaded.
+func (e *Engine) LibraryPath() string { return e.lib.path }
+
+// Path is the data directory.
+func (e *Engine) Path() string { return e.path }
+
+// Statement is one SQL statement for Exec.
+type Statement struct {
+	// SQL is the statement (for an INSERT with Data, without its FORMAT
+	// clause).
+	SQL []byte
+	// Data, when set, is the INSERT's rows in InputFormat, streamed to the
+	// engine as they are (binary-safe).
+	Data        []byte
+	InputFormat string
+	// Format is the output format ("Native", "TabSeparated", ...).
+	Format string
+	// Settings apply to this statement only.
+	Settings map[string]string
+	// Params bind {name:Type} placeholders server-side.
+	Params map[string]string
+}
+
+// Result is a statement's output, held in chDB's memory until Close.
+type Result struct {
+	lib  *library
+	res  unsafe.Pointer
+	data []byte
+	// RowsRead, BytesRead and RowsWritten are chDB's counters for the statement.
+	RowsRead, BytesRead, RowsWritten uint64
+}
+
+// Bytes is the output, valid until Close.
+func (r *Result) Bytes() []byte { return r.data }
+
+// Close frees the output.
+func (r *Result) Close() {
+	if r.res != nil {
+		r.lib.destroyResult(r.res)
+		r.res, r.data = nil, nil
+	}
+}
+
+// Error is a statement chDB refused or failed: Message is ClickHouse's own
+// text ("Code: 60. DB::Exception: ...").
+type Error struct {
+	Message string
+}
+
+func (e *Error) Error() string { return "chdb: " + e.Message }
+
+// ErrClosed is returned by Exec after Close.
+var ErrClosed = errors.New("chdb: engine closed")
+
+// Exec runs st on a free connection, waiting for one as long as ctx allows.
+// A statement that has started runs to its end inside chDB even when ctx
+// ends first: Exec then returns ctx's error and frees the output itself.
+func (e *Engine) Exec(ctx context.Context, st Statement) (*Result, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e.busy.Add(1)
+	e.mu.Unlock()
+	var c *conn
+	select {
+	case c = <-e.pool:
+	case <-ctx.Done():
+		e.busy.Done()
+		return nil, ctx.Err()
+	}
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer e.busy.Done()
+		res, err := e.run(c, st)
+		e.pool <- c
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.res != nil {
+				o.res.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// run brings c's session settings to st's, then runs st.
+func (e *Engine) run(c *conn, st Statement) (*Result, error) {
+	if set, err := c.settingsDiff(st.Settings); err != nil {
+		return nil, err
+	} else if set != "" {
+		res, err := e.query(c, []byte(set), "TabSeparated", nil)
+		if err != nil {
+			return nil, err
+		}
+		res.Close()
+		c.settings = make(map[string]string, len(st.Settings))
+		for k, v := range st.Settings {
+			c.settings[k] = v
+		}
+	}
+	if st.Data != nil {
+		return e.insert(c, st.SQL, st.InputFormat, st.Data)
+	}
+	format := st.Format
+	if format == "" {
+		format = "TabSeparated"
+	}
+	return e.query(c, st.SQL, format, st.Params)
+}
+
+// insert streams data into the INSERT statement sql on c.
+func (e *Engine) insert(c *conn, sql []byte, format string, data []byte) (*Result, error) {
+	if len(sql) == 0 || format == "" {
+		return nil, &Error{Message: "Code: 62. DB::Exception: INSERT with data needs a statement and a format. (SYNTAX_ERROR)"}
+	}
+	f := []byte(format)
+	stream := e.lib.insertStream(c.value(), &sql[0], uintptr(len(sql)), &f[0], uintptr(len(f)))
+	runtime.KeepAlive(sql)
+	runtime.KeepAlive(f)
+	if stream == nil {
+		return nil, &Error{Message: "no insert stream (connection closed?)"}
+	}
+	defer e.lib.insertDestroy(stream)
+	if msg := e.lib.insertError(stream); msg != "" {
+		return nil, &Error{Message: strings.TrimSpace(msg)}
+	}
+	if len(data) > 0 {
+		ok := e.lib.insertAppend(stream, &data[0], uintptr(len(data)))
+		runtime.KeepAlive(data)
+		if ok != 0 {
+			msg := e.lib.insertError(stream)
+			if msg == "" {
+				msg = "insert stream refused the data"
+			}
+			return nil, &Error{Message: strings.TrimSpace(msg)}
+		}
+	}
+	return e.result(e.lib.insertDone(stream))
+}
+
+// settingsDiff is the SET statement that turns c's session settings into
+// want ("" when they match): changed ones set, dropped ones back to DEFAULT.
+func (c *conn) settingsDiff(want map[string]string) (string, error) {
+	var parts []string
+	for name, v := range want {
+		if !settingNameRE.MatchString(name) {
+			return "", &Error{Message: fmt.Sprintf("setting name %q: must match %s", name, settingNameRE)}
+		}
+		if old, ok := c.settings[name]; !ok || old != v {
+			parts = append(parts, name+" = "+quote(v))
+		}
+	}
+	for name := range c.settings {
+		if _, ok := want[name]; !ok {
+			parts = append(parts, name+" = DEFAULT")
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	sort.Strings(parts)
+	return "SET " + strings.Join(parts, ", "), nil
+}
+
+// quote is a ClickHouse string literal; settings parse their value from it.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func (e *Engine) query(c *conn, sql []byte, format string, params map[string]string) (*Result, error) {
+	if len(sql) == 0 {
+		return nil, &Error{Message: "Code: 62. DB::Exception: Empty query. (SYNTAX_ERROR)"}
+	}
+	f := []byte(format)
+	var res unsafe.Pointer
+	if len(params) == 0 {
+		res = e.lib.query(c.value(), &sql[0], uintptr(len(sql)), &f[0], uintptr(len(f)))
+	} else {
+		names := make([][]byte, 0, len(params))
+		values := make([][]byte, 0, len(params))
+		for k, v := range params {
+			names = append(names, []byte(k+"\x00"))
+			values = append(values, []byte(v+"\x00"))
+		}
+		namePtrs := make([]*byte, len(names))
+		valuePtrs := make([]*byte, len(values))
+		nameLens := make([]uintptr, len(names))
+		valueLens := make([]uintptr, len(values))
+		for i := range names {
+			namePtrs[i], nameLens[i] = &names[i][0], uintptr(len(names[i])-1)
+			valuePtrs[i], valueLens[i] = &values[i][0], uintptr(len(values[i])-1)
+		}
+		res = e.lib.queryWithParams(c.value(), &sql[0], uintptr(len(sql)), &f[0], uintptr(len(f)),
+			&namePtrs[0], &nameLens[0], &valuePtrs[0], &valueLens[0], uintptr(len(params)))
+		runtime.KeepAlive(names)
+		runtime.KeepAlive(values)
+		runtime.KeepAlive(namePtrs)
+		runtime.KeepAlive(valuePtrs)
+		runtime.KeepAlive(nameLens)
+		runtime.KeepAlive(valueLens)
+	}
+	runtime.KeepAlive(sql)
+	runtime.KeepAlive(f)
+	return e.result(res)
+}
+
+// result wraps a chdb_result, or its error.
+func (e *Engine) result(res unsafe.Pointer) (*Result, error) {
+	if res == nil {
+		return nil, &Error{Message: "no result (connection closed?)"}
+	}
+	if msg := e.lib.resultError(res); msg != "" {
+		e.lib.destroyResult(res)
+		return nil, &Error{Message: strings.TrimSpace(msg)}
+	}
+	r := &Result{lib: e.lib, res: res,
+		RowsRead: e.lib.resultRowsRead(res), BytesRead: e.lib.resultBytesRead(res), RowsWritten: e.lib.resultRowsWritten(res)}
+	if n := e.lib.resultLength(res); n > 0 {
+		if buf := e.lib.resultBuffer(res); buf != nil {
+			r.data = unsafe.Slice(buf, n)
+		}
+	}
+	return r, nil
+}
+
+// Close waits for running statements and closes every connection.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.busy.Wait()
+	for _, c := range e.all {
+		e.lib.closeConn(c.handle)
+	}
+	e.all = nil
+	return nil
+}
