@@ -6,13 +6,18 @@ GO ?= go
 .PHONY: deps deps-run build test bench run fmt clean fuzz
 
 # Install clickhouse-server, clickhouse-client, prometheus-alertmanager and
-# chromium from Debian when missing; does nothing when all are present.
+# chromium from Debian, and chDB's libchdb.so (the embedded store's engine,
+# pinned npm package) into .tally/lib, when missing; does nothing when all
+# are present.
 deps:
 	scripts/deps.sh test
+	scripts/chdb.sh
 
-# Only what running needs (ClickHouse); test-only tools belong to `make test`.
+# Only what running needs (curl, and libchdb.so for the embedded store);
+# test-only tools belong to `make test`.
 deps-run:
 	scripts/deps.sh run
+	scripts/chdb.sh
 
 build:
 	$(GO) build -o bin/tally ./cmd/tally

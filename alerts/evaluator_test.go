@@ -22,9 +22,9 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // test ClickHouse.
 func openStore(t testing.TB) *schema.Store {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: ch.NewDatabase(t)})
+	s, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ var updateDemoFixture = flag.Bool("update", false, "rewrite ../replay/testdata/d
 // fixtureReader returns a reader and store over a fresh, migrated database.
 func fixtureReader(t *testing.T) (*query.Reader, *schema.Store) {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	store, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: ch.NewDatabase(t)})
+	store, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,9 @@ import (
 // store over a fresh, migrated database.
 func openReader(t *testing.T) (*query.Reader, *schema.Store) {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
-	db := ch.NewDatabase(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: db})
+	s, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

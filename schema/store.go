@@ -97,7 +97,9 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 		if cfg.Addr == "" {
 			cfg.Addr = "embedded"
 		}
-		addrs = []string{cfg.Addr}
+		// The URL host the HTTP client builds requests for: the transport
+		// ignores it, but it must parse.
+		addrs = []string{"embedded"}
 	}
 	openConn := func(settings clickhouse.Settings) (driver.Conn, error) {
 		if cfg.Embedded != nil {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the external programs tally's tests and `make run` need, from Debian
-# packages. `make run` needs only clickhouse-server and clickhouse-client
-# (deps.sh run); the tests also need prometheus-alertmanager,
+# packages. `make run` needs only curl (deps.sh run: its store is the
+# embedded engine, which scripts/chdb.sh fetches); the tests also need
+# clickhouse-server and clickhouse-client (the server store's suites),
+# prometheus-alertmanager,
 # chromium, zookeeper (the cluster test's ZooKeeper; not zookeeperd, whose
 # service would start on port 2181), docker-compose (validates
 # deploy/docker-compose.yaml without a Docker daemon) and systemd
@@ -23,8 +25,8 @@ has_any() {
 	return 1
 }
 
-# deps.sh run: what `make run` needs (ClickHouse); deps.sh test (the
-# default): everything the test suite needs besides.
+# deps.sh run: what `make run` needs (curl); deps.sh test (the default):
+# everything the test suite needs besides.
 mode="${1:-test}"
 case "$mode" in
 run | test) ;;
@@ -35,11 +37,12 @@ run | test) ;;
 esac
 
 missing=()
-has_any clickhouse-server /usr/bin/clickhouse-server /usr/sbin/clickhouse-server /usr/bin/clickhouse ||
-	missing+=(clickhouse-server)
-has_any clickhouse-client /usr/bin/clickhouse-client /usr/bin/clickhouse ||
-	missing+=(clickhouse-client)
+has_any curl /usr/bin/curl || missing+=(curl)
 if [[ "$mode" == test ]]; then
+	has_any clickhouse-server /usr/bin/clickhouse-server /usr/sbin/clickhouse-server /usr/bin/clickhouse ||
+		missing+=(clickhouse-server)
+	has_any clickhouse-client /usr/bin/clickhouse-client /usr/bin/clickhouse ||
+		missing+=(clickhouse-client)
 	has_any /usr/bin/prometheus-alertmanager || missing+=(prometheus-alertmanager)
 	has_any /usr/bin/chromium || missing+=(chromium)
 	has_any /usr/share/zookeeper/bin/zkServer.sh || missing+=(zookeeper)

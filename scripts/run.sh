@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Run tally locally (`make run`): start the private ClickHouse in
-# .tally/clickhouse, apply migrations, start `tally serve` on 127.0.0.1:4318
+# Run tally locally (`make run`): start `tally serve` on 127.0.0.1:4318 on
+# the embedded store (the ClickHouse engine in-process, no server to start),
 # with its data in .tally/data, load demo runs, and wait. Ctrl-C stops tally
-# and ClickHouse (by their PIDs). Running it again reuses the data in .tally/.
+# (by its PID). Running it again reuses the data in .tally/.
 #
-# Expects bin/tally (make build). ClickHouse ports: CH_TCP_PORT / CH_HTTP_PORT,
-# default 9000 / 8123 or the next free ones (see deploy/clickhouse/start.sh).
+# Expects bin/tally (make build) and .tally/lib/libchdb.so (scripts/chdb.sh).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 state_dir=.tally
-ch_dir="$state_dir/clickhouse"
 tally_pidfile="$state_dir/tally.pid"
 tally_log="$state_dir/tally.log"
 listen=127.0.0.1:4318
@@ -57,7 +55,6 @@ cleanup() {
 	fi
 	cleaned_up=true
 	stop_tally
-	deploy/clickhouse/stop.sh "$ch_dir" || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -80,17 +77,10 @@ if (exec 3<>"/dev/tcp/${listen%:*}/${listen#*:}") 2>/dev/null; then
 	exit 1
 fi
 
-deploy/clickhouse/start.sh "$ch_dir"
-# shellcheck source=/dev/null
-source "$ch_dir/clickhouse.env"
-
-log "applying migrations"
-bin/tally migrate --clickhouse-addr "$CH_ADDR"
-
-log "starting tally serve on $listen (log: $tally_log)"
+log "starting tally serve on $listen, embedded store in $state_dir/data/store (log: $tally_log)"
 # The demo's tools' effect classes, for the safety review (Reliability page):
 # its sandbox reruns tests, which changes nothing outside it.
-bin/tally serve --clickhouse-addr "$CH_ADDR" --listen "$listen" --data-dir "$state_dir/data" \
+bin/tally serve --store embedded --listen "$listen" --data-dir "$state_dir/data" \
 	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=idempotent' \
 	>>"$tally_log" 2>&1 </dev/null &
 tally_pid=$!
@@ -116,12 +106,12 @@ bin/tally demo --endpoint "$endpoint" --runs 40 --seed 1
 
 cat <<INFO
 
-tally is running (pid $tally_pid), ClickHouse at $CH_ADDR, data in $state_dir/
+tally is running (pid $tally_pid), embedded store, data in $state_dir/
   UI:        $endpoint/
   API:       curl $endpoint/api/v1/runs
   CLI:       bin/tally runs
   tally log: tail -f $tally_log
-Press Ctrl-C to stop tally and ClickHouse.
+Press Ctrl-C to stop tally.
 INFO
 
 # wait returns early when a trapped signal arrives; the trap then exits.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -51,14 +52,18 @@ type tallyProc struct {
 	logPath string
 }
 
-func startTallyProc(t *testing.T, bin, chAddr, db, dataDir string) *tallyProc {
+// serverStore is the store flags for database db on the server at addr.
+func serverStore(addr, db string) []string {
+	return []string{"--store", "clickhouse", "--clickhouse-addr", addr, "--clickhouse-database", db}
+}
+
+func startTallyProc(t *testing.T, bin string, store []string, dataDir string) *tallyProc {
 	t.Helper()
 	port := testenv.FreePort(t)
 	p := &tallyProc{t: t, bin: bin, url: fmt.Sprintf("http://127.0.0.1:%d", port),
 		logPath: filepath.Join(dataDir, "..", filepath.Base(dataDir)+".log"),
-		args: []string{"serve", "--config", "", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-			"--clickhouse-addr", chAddr, "--clickhouse-database", db, "--data-dir", dataDir,
-			"--flush-interval", "20ms", "--disk-floor", "0", "--ack-timeout", "2s", "--log-level", "warn"}}
+		args: append(append([]string{"serve", "--config", "", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, store...),
+			"--data-dir", dataDir, "--flush-interval", "20ms", "--disk-floor", "0", "--ack-timeout", "2s", "--log-level", "warn")}
 	p.start()
 	t.Cleanup(func() { p.kill() })
 	return p
@@ -196,58 +201,83 @@ func checkStored(t *testing.T, ch *testenv.ClickHouseServer, db string, acked ma
 		t.Fatalf("only %d requests acknowledged: the load did not run", len(acked))
 	}
 	conn := ch.Conn(t, db)
-	ctx := context.Background()
 	deadline := time.Now().Add(90 * time.Second)
-	var stored map[string]uint64
 	for {
-		stored = map[string]uint64{}
-		rows, err := conn.Query(ctx, "SELECT trace_id, count() FROM spans FINAL WHERE project = 'default' GROUP BY trace_id")
-		if err == nil {
-			for rows.Next() {
-				var id string
-				var c uint64
-				if err := rows.Scan(&id, &c); err != nil {
-					t.Fatal(err)
-				}
-				stored[id] = c
-			}
-			rows.Close()
-		}
-		missing := 0
-		for n := range acked {
-			if stored[traceHex(n)] != faultSpansPerRequest {
-				missing++
-			}
-		}
-		if missing == 0 {
-			break
+		counts, err := countStored(context.Background(), conn, "spans")
+		if err == nil && missingTraces(acked, counts.Traces) == 0 {
+			verifyStored(t, acked, counts)
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged requests are not fully in ClickHouse", missing, len(acked))
+			t.Fatalf("%d of %d acknowledged requests are not fully in ClickHouse (last error: %v)",
+				missingTraces(acked, counts.Traces), len(acked), err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	// None twice: the deduplicated figures equal the distinct identities.
-	var total, distinct uint64
-	if err := conn.QueryRow(ctx, "SELECT count(), uniqExact(trace_id, span_id) FROM spans FINAL").Scan(&total, &distinct); err != nil {
-		t.Fatal(err)
+}
+
+// storedCounts is what a store holds of the fault load.
+type storedCounts struct {
+	Traces          map[string]uint64 // spans per trace
+	Total, Distinct uint64            // span rows and distinct span identities, deduplicated
+}
+
+// countStored reads storedCounts from table (qualified as the caller needs).
+func countStored(ctx context.Context, conn driver.Conn, table string) (storedCounts, error) {
+	c := storedCounts{Traces: map[string]uint64{}}
+	rows, err := conn.Query(ctx, "SELECT trace_id, count() FROM "+table+" FINAL WHERE project = 'default' GROUP BY trace_id")
+	if err != nil {
+		return c, err
 	}
-	if total != distinct {
-		t.Fatalf("%d span rows for %d distinct spans", total, distinct)
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n uint64
+		if err := rows.Scan(&id, &n); err != nil {
+			return c, err
+		}
+		c.Traces[id] = n
 	}
-	for id, c := range stored {
-		if c != faultSpansPerRequest {
-			t.Errorf("trace %s has %d spans, want %d", id, c, faultSpansPerRequest)
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	err = conn.QueryRow(ctx, "SELECT count(), uniqExact(trace_id, span_id) FROM "+table+" FINAL").Scan(&c.Total, &c.Distinct)
+	return c, err
+}
+
+func missingTraces(acked map[int]bool, stored map[string]uint64) int {
+	missing := 0
+	for n := range acked {
+		if stored[traceHex(n)] != faultSpansPerRequest {
+			missing++
 		}
 	}
-	t.Logf("%d requests acknowledged (%d spans), %d traces stored", len(acked), len(acked)*faultSpansPerRequest, len(stored))
+	return missing
+}
+
+// verifyStored checks that every acknowledged trace is whole and no span
+// counts twice (the deduplicated figures equal the distinct identities).
+func verifyStored(t *testing.T, acked map[int]bool, c storedCounts) {
+	t.Helper()
+	if m := missingTraces(acked, c.Traces); m > 0 {
+		t.Fatalf("%d of %d acknowledged requests are not fully stored", m, len(acked))
+	}
+	if c.Total != c.Distinct {
+		t.Fatalf("%d span rows for %d distinct spans", c.Total, c.Distinct)
+	}
+	for id, n := range c.Traces {
+		if n != faultSpansPerRequest {
+			t.Errorf("trace %s has %d spans, want %d", id, n, faultSpansPerRequest)
+		}
+	}
+	t.Logf("%d requests acknowledged (%d spans), %d traces stored", len(acked), len(acked)*faultSpansPerRequest, len(c.Traces))
 }
 
 func TestFaultClickHouseStoppedUnderLoad(t *testing.T) {
 	bin := buildTally(t)
 	ch := testenv.StartClickHouse(t)
 	db := ch.NewDatabase(t)
-	p := startTallyProc(t, bin, ch.Addr, db, filepath.Join(t.TempDir(), "data"))
+	p := startTallyProc(t, bin, serverStore(ch.Addr, db), filepath.Join(t.TempDir(), "data"))
 	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -277,7 +307,7 @@ func TestFaultTallyKilledUnderLoad(t *testing.T) {
 	ch := testenv.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	p := startTallyProc(t, bin, ch.Addr, db, dataDir)
+	p := startTallyProc(t, bin, serverStore(ch.Addr, db), dataDir)
 	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -299,7 +329,7 @@ func TestFaultTornLogTail(t *testing.T) {
 	ch := testenv.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	p := startTallyProc(t, bin, ch.Addr, db, dataDir)
+	p := startTallyProc(t, bin, serverStore(ch.Addr, db), dataDir)
 	// ClickHouse down: acknowledged requests stay in the durable log.
 	ch.Stop(t)
 	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
@@ -342,10 +372,10 @@ func TestFaultStartDuringClickHouseOutage(t *testing.T) {
 	ch := testenv.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	first := startTallyProc(t, bin, ch.Addr, db, dataDir) // runs once: schema, key cache
+	first := startTallyProc(t, bin, serverStore(ch.Addr, db), dataDir) // runs once: schema, key cache
 	first.kill()
 	ch.Stop(t)
-	p := startTallyProc(t, bin, ch.Addr, db, dataDir)
+	p := startTallyProc(t, bin, serverStore(ch.Addr, db), dataDir)
 	status := func(path string) int {
 		resp, err := http.Get(p.url + path)
 		if err != nil {

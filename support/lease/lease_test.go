@@ -24,9 +24,9 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 func openStore(t *testing.T) *schema.Store {
 	t.Helper()
-	ch := testenv.ClickHouse(t)
+	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, schema.Config{Addr: ch.Addr, Database: ch.NewDatabase(t)})
+	s, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,196 @@
+package main
+
+// End-to-end tests of tally serve on the embedded store, as `make run` runs
+// it: the real binary as a subprocess, chDB in-process under --data-dir.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/schema/chdb"
+)
+
+// countEmbeddedEnv, set to a tally data directory, makes the test binary a
+// helper that prints the storedCounts of the embedded store there as JSON
+// and exits. The counting runs in its own process because chDB keeps one
+// data path per process, and the test binary may have its own engine open.
+const countEmbeddedEnv = "TALLY_TEST_COUNT_EMBEDDED"
+
+// countEmbeddedMain is the helper's main.
+func countEmbeddedMain(dataDir string) int {
+	ctx := context.Background()
+	engine, err := chdb.Open(ctx, chdb.Config{Path: filepath.Join(dataDir, "store")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer engine.Close()
+	conn, err := clickhouse.Open(&clickhouse.Options{Protocol: clickhouse.HTTP, Addr: []string{"embedded"},
+		TransportFunc: func(*http.Transport) (http.RoundTripper, error) { return engine.Transport(), nil }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	counts, err := countStored(ctx, conn, "tally.spans")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(counts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// countEmbedded runs the helper on dataDir (no tally may have it open).
+func countEmbedded(t *testing.T, dataDir string) storedCounts {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), countEmbeddedEnv+"="+dataDir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("count the embedded store: %v\n%s", err, stderr.String())
+	}
+	var c storedCounts
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatalf("count the embedded store: %v in %q", err, out)
+	}
+	return c
+}
+
+// stop sends SIGTERM and waits for the process to exit.
+func (p *tallyProc) stop() {
+	p.t.Helper()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // may have exited already
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(p.cmd.Process.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("tally did not exit 30 s after SIGTERM")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// metric reads one unlabelled sample from tally's /metrics.
+func (p *tallyProc) metric(name string) (float64, error) {
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /metrics", name)
+}
+
+// waitDelivered waits until tally has nothing acknowledged left to insert:
+// the durable log delivered and the writer's queue empty.
+func (p *tallyProc) waitDelivered() {
+	p.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pending, err1 := p.metric("tally_wal_pending_records")
+		queued, err2 := p.metric("tally_writer_queued_rows")
+		if err1 == nil && err2 == nil && pending == 0 && queued == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("tally has not delivered what it acknowledged after 90 s (pending records %v %v, queued rows %v %v)", pending, err1, queued, err2)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Acknowledged means durable on the embedded store too: tally is SIGKILLed
+// twice under load, engine and all, and every acknowledged span is stored
+// exactly once after it comes back.
+func TestEmbeddedStoreKilledUnderLoad(t *testing.T) {
+	bin := buildTally(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := startTallyProc(t, bin, []string{"--store", "embedded"}, dataDir)
+	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.run(ctx, 2); close(done) }()
+	for round := range 2 {
+		time.Sleep(1500 * time.Millisecond)
+		p.kill() // SIGKILL mid-load: the engine dies with tally
+		p.start()
+		t.Logf("round %d: restarted tally", round)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	<-done
+	if len(s.acked) < 10 {
+		t.Fatalf("only %d requests acknowledged: the load did not run", len(s.acked))
+	}
+	p.waitDelivered()
+	p.stop()
+	verifyStored(t, s.acked, countEmbedded(t, dataDir))
+}
+
+// Without the library tally serve says how to get it and exits: no panic.
+func TestEmbeddedStoreWithoutLibrary(t *testing.T) {
+	bin := buildTally(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"flag names a missing file", []string{"--chdb-lib", "/nonexistent/libchdb.so"},
+			[]string{"chdb library /nonexistent/libchdb.so", "no such file"}},
+		{"nowhere to be found", nil,
+			[]string{"libchdb.so not found", "make deps", chdb.PinnedPackage, "--chdb-lib"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"serve", "--config", "", "--store", "embedded", "--data-dir", filepath.Join(t.TempDir(), "data"),
+				"--listen", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))}, tc.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Dir = t.TempDir() // no .tally/lib above it, nor next to the binary
+			cmd.Env = append(os.Environ(), chdb.LibraryEnv+"=")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("tally serve without the library exited 0:\n%s", out)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("tally serve without the library did not exit in 30 s:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(string(out), "panic") || strings.Contains(string(out), "goroutine ") {
+				t.Errorf("tally panicked:\n%s", out)
+			}
+		})
+	}
+}

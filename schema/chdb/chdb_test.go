@@ -1,0 +1,352 @@
+package chdb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/schema/chdb"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// conn is clickhouse-go's HTTP client over the shared engine's transport,
+// as package schema opens it.
+func conn(t *testing.T) driver.Conn {
+	t.Helper()
+	engine := testenv.Embedded(t)
+	c, err := clickhouse.Open(&clickhouse.Options{
+		Protocol: clickhouse.HTTP,
+		Addr:     []string{"embedded"},
+		TransportFunc: func(*http.Transport) (http.RoundTripper, error) {
+			return engine.Transport(), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// database is a fresh database on the shared engine.
+func database(t *testing.T, c driver.Conn) string {
+	t.Helper()
+	name := fmt.Sprintf("chdb_test_%d", time.Now().UnixNano())
+	if err := c.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Exec(context.Background(), "DROP DATABASE "+name+" SYNC") })
+	return name
+}
+
+func TestServerInfoIsTheEngines(t *testing.T) {
+	c := conn(t)
+	v, err := c.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pinned library is chDB 26.7.3, ClickHouse 26.7.2.1.
+	if v.Version.Major != 26 || v.Version.Minor != 7 {
+		t.Fatalf("server version %v, want 26.7", v.Version)
+	}
+	// The transport reports the revision the engine writes Native at.
+	if v.Revision != 0 {
+		t.Fatalf("revision %d, want 0", v.Revision)
+	}
+}
+
+// spanRow has the column types tally's modern schema uses.
+type spanRow struct {
+	ID      uint64            `ch:"id"`
+	Name    string            `ch:"name"`
+	Kind    string            `ch:"kind"`
+	Start   time.Time         `ch:"start"`
+	Attrs   map[string]string `ch:"attrs"`
+	Tags    []string          `ch:"tags"`
+	Cost    float64           `ch:"cost"`
+	Content string            `ch:"content"`
+}
+
+// Values that would break an INSERT sent as query text with its data
+// appended: trailing whitespace and newlines at the very end of the block,
+// NUL bytes, invalid UTF-8, quotes and backslashes.
+func TestBatchRoundTripsEveryByte(t *testing.T) {
+	ctx := context.Background()
+	c := conn(t)
+	db := database(t, c)
+	table := db + ".spans"
+	if err := c.Exec(ctx, `CREATE TABLE `+table+` (
+		id UInt64, name String, kind LowCardinality(String), start DateTime64(9, 'UTC') CODEC(Delta, ZSTD(1)),
+		attrs Map(String, String), tags Array(String), cost Float64, content String CODEC(ZSTD(3))
+	) ENGINE = ReplacingMergeTree ORDER BY id TTL toDateTime(start) + INTERVAL 30 DAY`); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
+	want := []spanRow{
+		{1, "chat", "llm", base, map[string]string{"gen_ai.system": "anthropic"}, []string{"a", "b"}, 0.007465, "hello\n"},
+		{2, "tool 'x'", "tool", base.Add(time.Second), map[string]string{}, nil, 0, "nul\x00inside and \\ backslash"},
+		{3, "bad utf8 \xff\xfe", "tool", base.Add(2 * time.Second), map[string]string{"k": " \t"}, []string{""}, 1e-9, strings.Repeat("x", 70000)},
+		{4, "trailing", "llm", base.Add(3 * time.Second), map[string]string{"end": "\n"}, []string{"\n"}, 3.5, "ends in whitespace \n\t \n"},
+	}
+	batch, err := c.PrepareBatch(ctx, "INSERT INTO "+table+" (id, name, kind, start, attrs, tags, cost, content)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range want {
+		if err := batch.Append(r.ID, r.Name, r.Kind, r.Start, r.Attrs, r.Tags, r.Cost, r.Content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	var got []spanRow
+	if err := c.Select(ctx, &got, "SELECT id, name, kind, start, attrs, tags, cost, content FROM "+table+" WHERE id >= ? ORDER BY id", uint64(1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows back, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Tags == nil {
+			w.Tags = []string{}
+		}
+		if g.ID != w.ID || g.Name != w.Name || g.Kind != w.Kind || !g.Start.Equal(w.Start) || g.Cost != w.Cost ||
+			g.Content != w.Content || fmt.Sprint(g.Attrs) != fmt.Sprint(w.Attrs) || fmt.Sprint(g.Tags) != fmt.Sprint(w.Tags) {
+			t.Errorf("row %d:\n got %#v\nwant %#v", i, g, w)
+		}
+	}
+}
+
+func TestErrorsAreClickHouseExceptions(t *testing.T) {
+	c := conn(t)
+	err := c.Exec(context.Background(), "SELECT * FROM no_such_database.no_such_table")
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) {
+		t.Fatalf("error %v (%T), want a *clickhouse.Exception", err, err)
+	}
+	// 81 is UNKNOWN_DATABASE.
+	if ex.Code != 81 {
+		t.Fatalf("exception code %d (%v), want 81", ex.Code, err)
+	}
+}
+
+// Settings apply to their statement only: a connection that ran a statement
+// with a setting runs the next one without it.
+func TestSettingsApplyToOneStatement(t *testing.T) {
+	ctx := context.Background()
+	c := conn(t)
+	get := func(ctx context.Context) string {
+		t.Helper()
+		var v string
+		if err := c.QueryRow(ctx, "SELECT toString(getSetting('max_block_size'))").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	def := get(ctx)
+	// More statements than the engine has connections, alternating, so that
+	// every connection runs both kinds after each other.
+	for i := range 12 {
+		want, sctx := def, ctx
+		if i%2 == 0 {
+			want = fmt.Sprint(1000 + i)
+			sctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_block_size": 1000 + i}))
+		}
+		if got := get(sctx); got != want {
+			t.Fatalf("statement %d: max_block_size %s, want %s", i, got, want)
+		}
+	}
+}
+
+func TestServerSideParameters(t *testing.T) {
+	ctx := clickhouse.Context(context.Background(), clickhouse.WithParameters(clickhouse.Parameters{"n": "41", "s": "it's"}))
+	var n uint64
+	var s string
+	if err := conn(t).QueryRow(ctx, "SELECT {n:UInt64} + 1, {s:String}").Scan(&n, &s); err != nil {
+		t.Fatal(err)
+	}
+	if n != 42 || s != "it's" {
+		t.Fatalf("got %d %q, want 42 \"it's\"", n, s)
+	}
+}
+
+// Statements from many goroutines at once, more than the engine's
+// connections: each gets its own answer.
+func TestConcurrentStatements(t *testing.T) {
+	c := conn(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got uint64
+			if err := c.QueryRow(context.Background(), "SELECT sum(number) FROM numbers(?)", uint64(i*1000)).Scan(&got); err != nil {
+				errs <- err
+				return
+			}
+			n := uint64(i * 1000)
+			if want := n * (n - 1) / 2; n > 0 && got != want {
+				errs <- fmt.Errorf("statement %d: sum %d, want %d", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// chDB installs crash handlers of its own; the engine gives Go's back, so a
+// nil dereference is still a recoverable panic after the engine has run.
+func TestGoPanicsStillRecoverAfterStatements(t *testing.T) {
+	c := conn(t)
+	if err := c.Exec(context.Background(), "SELECT count() FROM numbers(100000)"); err != nil {
+		t.Fatal(err)
+	}
+	var p *int
+	recovered := func() (r any) {
+		defer func() { r = recover() }()
+		_ = *p
+		return nil
+	}()
+	if recovered == nil || !strings.Contains(fmt.Sprint(recovered), "nil pointer dereference") {
+		t.Fatalf("recovered %v, want a nil pointer dereference panic", recovered)
+	}
+}
+
+func TestRequestsTheTransportRefuses(t *testing.T) {
+	tr := testenv.Embedded(t).Transport()
+	for _, tc := range []struct {
+		name   string
+		url    string
+		header http.Header
+		want   string
+	}{
+		{"compressed body", "http://embedded/?default_format=Native", http.Header{"Content-Encoding": {"gzip"}}, "compressed request bodies"},
+		{"native compression", "http://embedded/?compress=1", nil, "Native compression is not supported"},
+		{"external tables", "http://embedded/", http.Header{"Content-Type": {"multipart/form-data; boundary=x"}}, "external tables"},
+		{"other default database", "http://embedded/?database=other", nil, `database default (asked for "other")`},
+		{"data without a format", "http://embedded/?query=INSERT+INTO+t+VALUES", nil, "must end in FORMAT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, tc.url, strings.NewReader("SELECT 1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body := new(strings.Builder)
+			if _, err := fmt.Fprint(body, readAll(t, resp)); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body.String(), tc.want) {
+				t.Fatalf("status %d, body %q; want 400 and %q", resp.StatusCode, body, tc.want)
+			}
+		})
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return b.String()
+		}
+	}
+}
+
+func TestWaitingForAConnectionHonoursTheContext(t *testing.T) {
+	engine := testenv.Embedded(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := engine.Exec(ctx, chdb.Statement{SQL: []byte("SELECT 1")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Exec with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+func TestFindLibrary(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, chdb.LibraryName)
+	if err := os.WriteFile(lib, []byte("not a library"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("explicit", func(t *testing.T) {
+		t.Setenv(chdb.LibraryEnv, "/nonexistent/env/libchdb.so")
+		if got, err := chdb.FindLibrary(lib); err != nil || got != lib {
+			t.Fatalf("FindLibrary(%q) = %q, %v", lib, got, err)
+		}
+		if _, err := chdb.FindLibrary(filepath.Join(dir, "missing.so")); err == nil {
+			t.Fatal("a missing explicit library is not an error")
+		}
+	})
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv(chdb.LibraryEnv, lib)
+		if got, err := chdb.FindLibrary(""); err != nil || got != lib {
+			t.Fatalf("FindLibrary from $%s = %q, %v", chdb.LibraryEnv, got, err)
+		}
+		t.Setenv(chdb.LibraryEnv, filepath.Join(dir, "missing.so"))
+		if _, err := chdb.FindLibrary(""); err == nil || !strings.Contains(err.Error(), chdb.LibraryEnv) {
+			t.Fatalf("a missing $%s library: %v", chdb.LibraryEnv, err)
+		}
+	})
+	t.Run(".tally/lib in a parent", func(t *testing.T) {
+		t.Setenv(chdb.LibraryEnv, "")
+		root := t.TempDir()
+		want := filepath.Join(root, ".tally", "lib", chdb.LibraryName)
+		if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(want, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sub := filepath.Join(root, "a", "b")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(sub)
+		if got, err := chdb.FindLibrary(""); err != nil || got != want {
+			t.Fatalf("FindLibrary from %s = %q, %v; want %s", sub, got, err, want)
+		}
+	})
+	t.Run("nowhere", func(t *testing.T) {
+		t.Setenv(chdb.LibraryEnv, "")
+		t.Chdir(t.TempDir())
+		_, err := chdb.FindLibrary("")
+		if !errors.Is(err, chdb.ErrLibraryNotFound) || !strings.Contains(err.Error(), "make deps") ||
+			!strings.Contains(err.Error(), chdb.PinnedPackage) {
+			t.Fatalf("no library anywhere: %v; want ErrLibraryNotFound saying how to get it", err)
+		}
+	})
+	t.Run("not a library", func(t *testing.T) {
+		_, err := chdb.Open(context.Background(), chdb.Config{Library: lib, Path: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "load "+lib) {
+			t.Fatalf("Open with a file that is not a library: %v", err)
+		}
+	})
+}

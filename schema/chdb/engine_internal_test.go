@@ -1,0 +1,38 @@
+package chdb
+
+import "testing"
+
+func TestSettingsDiff(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		have      map[string]string
+		want      map[string]string
+		statement string
+	}{
+		{"none", nil, nil, ""},
+		{"same", map[string]string{"max_threads": "2"}, map[string]string{"max_threads": "2"}, ""},
+		{"new", nil, map[string]string{"max_threads": "2", "max_execution_time": "35"},
+			"SET max_execution_time = '35', max_threads = '2'"},
+		{"changed and dropped", map[string]string{"max_threads": "2", "join_use_nulls": "1"}, map[string]string{"max_threads": "4"},
+			"SET join_use_nulls = DEFAULT, max_threads = '4'"},
+		{"quoted", nil, map[string]string{"format_csv_delimiter": `'\`}, `SET format_csv_delimiter = '\'\\'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &conn{settings: tc.have}
+			if c.settings == nil {
+				c.settings = map[string]string{}
+			}
+			got, err := c.settingsDiff(tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.statement {
+				t.Fatalf("settingsDiff = %q, want %q", got, tc.statement)
+			}
+		})
+	}
+	c := &conn{settings: map[string]string{}}
+	if _, err := c.settingsDiff(map[string]string{"x = 1; DROP TABLE t": "1"}); err == nil {
+		t.Fatal("a setting name that is not an identifier is not an error")
+	}
+}
