@@ -68,6 +68,9 @@ type Config struct {
 	// IngestOnly measures figures 1, 2, 5 and the ingested storage only
 	// (no load, no reads): for comparing builds of the ingest path.
 	IngestOnly bool `json:"ingest_only"`
+	// Embedded also measures the store-dependent figures on the embedded
+	// store (chDB in tally's process), beside the server's.
+	Embedded bool `json:"embedded"`
 	// ProfileDir, when set, receives cpu.pprof and heap.pprof of tally
 	// serve under the sustained ingest load, and heap-overload.pprof at the
 	// end of the overload.
@@ -95,6 +98,7 @@ func DefaultConfig() Config {
 		PaintSamples:         3,
 		RollupSamples:        20,
 		Seed:                 1,
+		Embedded:             true,
 	}
 }
 
@@ -104,25 +108,50 @@ func (c Config) logf(format string, args ...any) {
 	}
 }
 
-func openStore(ctx context.Context, addr, db string) (*schema.Store, error) {
-	store, err := schema.Open(ctx, schema.Config{Addr: addr, Database: db})
-	if err != nil {
+// startTally starts tally serve over database db on tg, named for its logs.
+func (c Config) startTally(ctx context.Context, tg *target, db, name string, debug bool) (*Tally, error) {
+	if err := tg.release(); err != nil {
 		return nil, err
 	}
-	if err := store.Migrate(ctx); err != nil {
-		store.Close()
-		return nil, err
-	}
-	return store, nil
+	return StartTally(ctx, TallyOptions{
+		Bin: c.TallyBin, Store: tg.tallyArgs(db), Debug: debug, Env: c.TallyEnv,
+		DataDir: tg.tallyDataDir(c.WorkDir, name),
+		LogPath: filepath.Join(c.WorkDir, "tally-"+tg.prefix+name+".log"),
+	})
 }
 
-// startTally starts tally serve over database db, named for its logs.
-func (c Config) startTally(ctx context.Context, db, name string, debug bool) (*Tally, error) {
-	return StartTally(ctx, TallyOptions{
-		Bin: c.TallyBin, CHAddr: c.CHAddr, Database: db, Debug: debug, Env: c.TallyEnv,
-		DataDir: filepath.Join(c.WorkDir, "tally-"+name),
-		LogPath: filepath.Join(c.WorkDir, "tally-"+name+".log"),
-	})
+// storeFigures measures the figures that depend on the store, on tg: ingest,
+// storage, load, rollup and reads (large content on the server only).
+func storeFigures(ctx context.Context, cfg Config, tg *target, res *Results) error {
+	cfg.logf("— %s store —", tg.kind)
+	if err := ingestFigures(ctx, cfg, tg, res); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	if tg.kind == storeServer {
+		if err := largeContentFigures(ctx, cfg, tg, res); err != nil {
+			return fmt.Errorf("large content: %w", err)
+		}
+	}
+	cfg.logf("storage: OPTIMIZE … FINAL")
+	if err := storageFigures(ctx, cfg, tg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",
+		"storage per span on disk, ingested through /v1/traces (spans + content + span_facts)"); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if cfg.IngestOnly {
+		return nil
+	}
+	st, err := loadFigures(ctx, cfg, tg, res)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	if err := storageFigures(ctx, cfg, tg, res, cfg.DBPrefix+"load", "storage.bytes_per_span_loaded",
+		"storage per span on disk, loaded data set"); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if err := readFigures(ctx, cfg, tg, res, st); err != nil {
+		return fmt.Errorf("reads: %w", err)
+	}
+	return nil
 }
 
 // Run measures every figure and returns them. A figure that this build
@@ -146,30 +175,28 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := decodeFigures(ctx, cfg, res); err != nil {
 		return finish(fmt.Errorf("decode: %w", err))
 	}
-	if err := ingestFigures(ctx, cfg, res); err != nil {
-		return finish(fmt.Errorf("ingest: %w", err))
+	targets := []*target{serverTarget(cfg.CHAddr)}
+	if cfg.Embedded {
+		tg, err := embeddedTarget(filepath.Join(cfg.WorkDir, "embedded"))
+		if err != nil {
+			return finish(fmt.Errorf("embedded store: %w", err))
+		}
+		targets = append(targets, tg)
+		probe, err := tg.open(ctx, "default")
+		if err != nil {
+			return finish(fmt.Errorf("embedded store: %w", err))
+		}
+		res.Machine.EmbeddedVersion = probe.Capabilities().Version + " (" + tg.lib + ")"
+		probe.Close()
 	}
-	if err := largeContentFigures(ctx, cfg, res); err != nil {
-		return finish(fmt.Errorf("large content: %w", err))
-	}
-	cfg.logf("storage: OPTIMIZE … FINAL")
-	if err := storageFigures(ctx, cfg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",
-		"storage per span on disk, ingested through /v1/traces (spans + content + span_facts)"); err != nil {
-		return finish(fmt.Errorf("storage: %w", err))
-	}
-	if cfg.IngestOnly {
-		return finish(nil)
-	}
-	st, err := loadFigures(ctx, cfg, res)
-	if err != nil {
-		return finish(fmt.Errorf("load: %w", err))
-	}
-	if err := storageFigures(ctx, cfg, res, cfg.DBPrefix+"load", "storage.bytes_per_span_loaded",
-		"storage per span on disk, loaded data set"); err != nil {
-		return finish(fmt.Errorf("storage: %w", err))
-	}
-	if err := readFigures(ctx, cfg, res, st); err != nil {
-		return finish(fmt.Errorf("reads: %w", err))
+	for _, tg := range targets {
+		err := storeFigures(ctx, cfg, tg, res)
+		if rerr := tg.release(); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return finish(fmt.Errorf("%s store: %w", tg.kind, err))
+		}
 	}
 	res.Notes = append(res.Notes,
 		"Ingest: tally serve runs as a subprocess (built from ./cmd/tally) on the same 2 cores as ClickHouse and the load generator; "+
@@ -178,5 +205,12 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			"(one stream, content first like the writer) into another database; median of 3 passes.",
 		"Reads run after OPTIMIZE … FINAL (the merged state of data older than a few minutes); one client, sequential requests, full answer read.",
 	)
+	if cfg.Embedded {
+		res.Notes = append(res.Notes,
+			"Embedded store: the same figures with tally serve --store embedded (chDB in tally's process, so its peak RSS includes the engine's). "+
+				"The suite cannot read the store while tally has it open, so there queryable means inserted (tally_writer_written_spans_total reaches "+
+				"the acknowledged count and the durable log is empty) and the deduplicated count (FINAL) is checked once tally has stopped; the direct "+
+				"baseline inserts through the same engine in the suite's process.")
+	}
 	return finish(nil)
 }

@@ -62,15 +62,17 @@ func largeContentBody(i int) ([]byte, error) {
 // with 1 MiB tool results each (retrying 429 and 503 after a short wait), and
 // the figure is tally serve's peak RSS until every span is stored, with the
 // default --batch-bytes and memory limit.
-func largeContentFigures(ctx context.Context, cfg Config, res *Results) error {
+// It runs on the server only: the suite counts the stored spans while tally
+// runs.
+func largeContentFigures(ctx context.Context, cfg Config, tg *target, res *Results) error {
 	const id, name = "memory.large_content_peak_rss", "tally serve peak RSS, spans with 1 MiB tool results"
 	db := cfg.DBPrefix + "large"
-	store, err := openStore(ctx, cfg.CHAddr, db)
+	store, err := tg.open(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	t, err := cfg.startTally(ctx, db, "large", false)
+	t, err := cfg.startTally(ctx, tg, db, "large", false)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,9 @@ type Machine struct {
 	OS                string `json:"os"`
 	GoVersion         string `json:"go_version"`
 	ClickHouseVersion string `json:"clickhouse_version"`
+	// EmbeddedVersion is the embedded engine's ClickHouse version and the
+	// library it was loaded from ("" when the embedded store was not run).
+	EmbeddedVersion string `json:"embedded_version,omitempty"`
 	LoadAverage       string `json:"load_average_at_start"` // the machine is shared: others' load shows here
 }
 

@@ -17,8 +17,8 @@ import (
 
 // loadFigures fills the read benchmarks' database with cfg.Spans spans
 // through the loader and reports its rate.
-func loadFigures(ctx context.Context, cfg Config, res *Results) (loader.Stats, error) {
-	store, err := openStore(ctx, cfg.CHAddr, cfg.DBPrefix+"load")
+func loadFigures(ctx context.Context, cfg Config, tg *target, res *Results) (loader.Stats, error) {
+	store, err := tg.open(ctx, cfg.DBPrefix+"load")
 	if err != nil {
 		return loader.Stats{}, err
 	}
@@ -35,7 +35,7 @@ func loadFigures(ctx context.Context, cfg Config, res *Results) (loader.Stats, e
 	}
 	cfg.logf("load: %d spans, %d content rows, %d runs in %s (%.0f spans/s)", st.Spans, st.Contents, st.Runs,
 		st.Elapsed.Round(time.Millisecond), st.SpansPerSecond)
-	res.add(Figure{ID: "loader.spans_per_s", Name: "loader (direct, 2 INSERT streams), spans/s",
+	res.add(Figure{ID: tg.id("loader.spans_per_s"), Name: tg.name("loader (direct, 2 INSERT streams), spans/s"),
 		Value: st.SpansPerSecond, Unit: "spans/s", Available: true,
 		Inputs: map[string]any{"spans": st.Spans, "content_rows": st.Contents, "runs": st.Runs, "batch_rows": loader.DefaultBatchRows,
 			"inserters": 2, "days": 30},
@@ -45,8 +45,8 @@ func loadFigures(ctx context.Context, cfg Config, res *Results) (loader.Stats, e
 
 // storageFigures merges the database's tables (OPTIMIZE … FINAL) and
 // reports figure 6: bytes on disk per span, spans and content tables.
-func storageFigures(ctx context.Context, cfg Config, res *Results, db, id, name string) error {
-	store, err := openStore(ctx, cfg.CHAddr, db)
+func storageFigures(ctx context.Context, cfg Config, tg *target, res *Results, db, id, name string) error {
+	store, err := tg.open(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func storageFigures(ctx context.Context, cfg Config, res *Results, db, id, name 
 	}
 	all := bytes[schema.TableSpans] + bytes[schema.TableContent] + bytes[schema.TableSpanFacts]
 	total := float64(all) / float64(spans)
-	res.add(Figure{ID: id, Name: name, Value: total, Unit: "bytes/span", Available: true,
+	res.add(Figure{ID: tg.id(id), Name: tg.name(name), Value: total, Unit: "bytes/span", Available: true,
 		Inputs: map[string]any{"spans": spans, "content_rows": rows[schema.TableContent], "after": "OPTIMIZE TABLE … FINAL"},
 		Detail: map[string]any{"spans_table_bytes_per_span": float64(bytes[schema.TableSpans]) / float64(spans),
 			"content_table_bytes_per_span":    float64(bytes[schema.TableContent]) / float64(spans),
@@ -149,12 +149,12 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // readFigures measures figures 3 and 4 against a tally serve over the
 // loaded database: run trees of the large runs, cost rollups over 30 days
 // and tool percentiles over the last hour.
-func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats) error {
+func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st loader.Stats) error {
 	db := cfg.DBPrefix + "load"
 	// Compute the cost rollup the way tally's background job does, before
 	// tally starts, so that cost reports read rolled-up hours (as they do
 	// on a server that has been running) rather than 30 days of raw spans.
-	store, err := openStore(ctx, cfg.CHAddr, db)
+	store, err := tg.open(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 	}
 	rollupTook := time.Since(began)
 	cfg.logf("rollup: %d hours, %d rows in %s", rs.HoursRecomputed, rs.RowsWritten, rollupTook.Round(time.Millisecond))
-	t, err := cfg.startTally(ctx, db, "reads", false)
+	t, err := cfg.startTally(ctx, tg, db, "reads", false)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 			"requests": cfg.RollupSamples, "clients": 1}
 		d, size, err := latencies(ctx, client, t.URL+r.path, cfg.RollupSamples)
 		if he, ok := err.(*httpError); ok && he.missing() {
-			res.unavailable(r.id, r.name, "ms", "p99 ≤ 300", "not available in this build ("+strings.SplitN(r.path, "?", 2)[0]+" answers "+fmt.Sprint(he.status)+")", inputs)
+			res.unavailable(tg.id(r.id), tg.name(r.name), "ms", "p99 ≤ 300", "not available in this build ("+strings.SplitN(r.path, "?", 2)[0]+" answers "+fmt.Sprint(he.status)+")", inputs)
 			cfg.logf("%s: not available in this build", r.name)
 			continue
 		}
@@ -193,7 +193,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 		}
 		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
 		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", r.name, p50, p99)
-		res.add(Figure{ID: r.id, Name: r.name, Value: p99, Unit: "ms", Goal: "p99 ≤ 300", Met: atMost(p99, 300),
+		res.add(Figure{ID: tg.id(r.id), Name: tg.name(r.name), Value: p99, Unit: "ms", Goal: "p99 ≤ 300", Met: atMost(p99, 300),
 			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "response_bytes": size,
 				"rollup_hours_recomputed_before": rs.HoursRecomputed, "rollup_refresh_s": rollupTook.Seconds()}})
 	}
@@ -211,7 +211,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 		inputs := map[string]any{"spans_stored": st.Spans, "window": "7d", "endpoint": "GET " + r.path, "requests": samples, "clients": 1}
 		d, size, err := latencies(ctx, client, t.URL+r.path, samples)
 		if he, ok := err.(*httpError); ok && he.missing() {
-			res.unavailable(r.id, r.name, "ms", "", "not available in this build", inputs)
+			res.unavailable(tg.id(r.id), tg.name(r.name), "ms", "", "not available in this build", inputs)
 			continue
 		}
 		if err != nil {
@@ -219,7 +219,7 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 		}
 		p50 := ms(percentile(d, 50))
 		cfg.logf("%s: p50 %.1f ms", r.name, p50)
-		res.add(Figure{ID: r.id, Name: r.name, Value: p50, Unit: "ms", Available: true, Inputs: inputs,
+		res.add(Figure{ID: tg.id(r.id), Name: tg.name(r.name), Value: p50, Unit: "ms", Available: true, Inputs: inputs,
 			Detail: map[string]any{"max_ms": ms(d[len(d)-1]), "response_bytes": size}})
 	}
 	bySize := map[int][]string{}
@@ -266,11 +266,14 @@ func readFigures(ctx context.Context, cfg Config, res *Results, st loader.Stats)
 		if g, ok := goals[n]; ok {
 			goal, met = fmt.Sprintf("p99 ≤ %g", g), atMost(p99, g)
 		}
-		res.add(Figure{ID: fmt.Sprintf("tree.%d.p99", n), Name: fmt.Sprintf("run tree of %d spans, p99", n),
+		res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.p99", n)), Name: tg.name(fmt.Sprintf("run tree of %d spans, p99", n)),
 			Value: p99, Unit: "ms", Goal: goal, Met: met, Available: true, Inputs: inputs,
 			Detail: map[string]any{"p50_ms": p50, "max_ms": ms(all[len(all)-1]), "response_bytes": size}})
-		res.add(Figure{ID: fmt.Sprintf("tree.%d.p50", n), Name: fmt.Sprintf("run tree of %d spans, p50", n),
+		res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.p50", n)), Name: tg.name(fmt.Sprintf("run tree of %d spans, p50", n)),
 			Value: p50, Unit: "ms", Available: true, Inputs: inputs})
+	}
+	if tg.kind != storeServer {
+		return nil // first render in Chromium: the store's part is the run tree above
 	}
 	return bigRunFigures(ctx, cfg, res, t.URL, client, bySize)
 }

@@ -109,6 +109,10 @@ func (r *Results) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, val, goal, formatMap(f.Inputs))
 	}
+	if side := r.sideBySide(); side != "" {
+		b.WriteString("\n## ClickHouse server and embedded store side by side\n\n")
+		b.WriteString(side)
+	}
 	b.WriteString("\n## Details\n\n")
 	for _, f := range r.Figures {
 		if len(f.Detail) == 0 {
@@ -121,6 +125,34 @@ func (r *Results) Markdown() string {
 		for _, n := range r.Notes {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
+	}
+	return b.String()
+}
+
+// sideBySide is a table of the figures measured on both stores: the server's
+// (ID x) beside the embedded store's (ID embedded.x); "" when none are.
+func (r *Results) sideBySide() string {
+	var b strings.Builder
+	for _, f := range r.Figures {
+		e := r.Figure("embedded." + f.ID)
+		if e == nil || strings.HasPrefix(f.ID, "embedded.") {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "ClickHouse server %s; embedded engine %s.\n\n", r.Machine.ClickHouseVersion, r.Machine.EmbeddedVersion)
+			b.WriteString("| figure | server | embedded | goal |\n|---|---|---|---|\n")
+		}
+		value := func(f *Figure) string {
+			if !f.Available {
+				return "n/a"
+			}
+			v := FormatValue(f.Value) + " " + f.Unit
+			if f.Met != nil && !*f.Met {
+				v += " ✗"
+			}
+			return v
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, value(&f), value(e), f.Goal)
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,12 @@ func TestSmoke(t *testing.T) {
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
 		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99", "tree.5000.first_part", "ui.first_paint.5000",
 		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
+		// The same store-dependent figures on the embedded store.
+		"embedded.ingest.efficiency", "embedded.ingest.spans_per_s", "embedded.ingest.ack_latency_p99",
+		"embedded.memory.sustained_peak_rss", "embedded.memory.overload_peak_rss",
+		"embedded.loader.spans_per_s", "embedded.storage.bytes_per_span", "embedded.storage.bytes_per_span_loaded",
+		"embedded.tree.500.p99", "embedded.tree.5000.p99",
+		"embedded.rollup.cost_by_agent.p99", "embedded.rollup.cost_by_model.p99", "embedded.rollup.tool_p95.p99",
 	}
 	for _, id := range want {
 		f := res.Figure(id)
@@ -90,10 +97,12 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("figure %s has no inputs", id)
 		}
 	}
-	if f := res.Figure("ingest.spans_per_s"); f != nil && fmt.Sprint(f.Detail["spans_acknowledged"]) != fmt.Sprint(f.Detail["spans_stored_final"]) {
-		t.Errorf("acknowledged %v spans, stored %v", f.Detail["spans_acknowledged"], f.Detail["spans_stored_final"])
+	for _, id := range []string{"ingest.spans_per_s", "embedded.ingest.spans_per_s"} {
+		if f := res.Figure(id); f != nil && fmt.Sprint(f.Detail["spans_acknowledged"]) != fmt.Sprint(f.Detail["spans_stored_final"]) {
+			t.Errorf("%s: acknowledged %v spans, stored %v", id, f.Detail["spans_acknowledged"], f.Detail["spans_stored_final"])
+		}
 	}
-	if res.Machine.Cores <= 0 || res.Machine.ClickHouseVersion == "" || res.Machine.GoVersion == "" {
+	if res.Machine.Cores <= 0 || res.Machine.ClickHouseVersion == "" || res.Machine.GoVersion == "" || res.Machine.EmbeddedVersion == "" {
 		t.Errorf("machine not described: %+v", res.Machine)
 	}
 	for _, p := range []string{"cpu.pprof", "heap.pprof"} {
@@ -117,7 +126,11 @@ func TestSmoke(t *testing.T) {
 	if len(back.Figures) != len(res.Figures) {
 		t.Errorf("results.json holds %d figures, want %d", len(back.Figures), len(res.Figures))
 	}
-	if md, err := os.ReadFile(filepath.Join(out, "results.md")); err != nil || len(md) == 0 {
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil || len(md) == 0 {
 		t.Errorf("results.md not written: %v", err)
+	}
+	if !strings.Contains(string(md), "side by side") || !strings.Contains(string(md), "(embedded store)") {
+		t.Errorf("results.md has no side-by-side table of the two stores:\n%s", md)
 	}
 }

@@ -31,9 +31,8 @@ type Tally struct {
 
 // TallyOptions say how to start tally serve.
 type TallyOptions struct {
-	Bin      string // the tally binary
-	CHAddr   string
-	Database string
+	Bin      string   // the tally binary
+	Store    []string // store flags (--store, --clickhouse-addr, --clickhouse-database)
 	DataDir  string
 	LogPath  string   // stdout and stderr go here
 	Debug    bool     // serve pprof on --debug-listen
@@ -49,11 +48,10 @@ func StartTally(ctx context.Context, o TallyOptions) (*Tally, error) {
 	}
 	args := []string{"serve",
 		"--listen", "127.0.0.1:" + strconv.Itoa(port),
-		"--clickhouse-addr", o.CHAddr,
-		"--clickhouse-database", o.Database,
 		"--data-dir", o.DataDir,
 		"--log-level", "warn",
 	}
+	args = append(args, o.Store...)
 	t := &Tally{URL: "http://127.0.0.1:" + strconv.Itoa(port), logPath: o.LogPath, exited: make(chan struct{})}
 	if o.Debug {
 		dport, err := freePort()

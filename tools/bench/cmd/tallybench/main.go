@@ -55,6 +55,7 @@ func run(ctx context.Context) error {
 		cfg.TallyEnv = append(cfg.TallyEnv, v)
 		return nil
 	})
+	flag.BoolVar(&cfg.Embedded, "embedded", true, "also measure the store-dependent figures on the embedded store (needs libchdb.so: make deps)")
 	flag.BoolVar(&cfg.IngestOnly, "ingest-only", false, "measure the ingest figures only (compare builds with --tally)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of tally serve under ingest load here")
 	flag.Parse()
