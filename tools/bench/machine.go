@@ -22,7 +22,7 @@ type Machine struct {
 	// EmbeddedVersion is the embedded engine's ClickHouse version and the
 	// library it was loaded from ("" when the embedded store was not run).
 	EmbeddedVersion string `json:"embedded_version,omitempty"`
-	LoadAverage       string `json:"load_average_at_start"` // the machine is shared: others' load shows here
+	LoadAverage     string `json:"load_average_at_start"` // the machine is shared: others' load shows here
 }
 
 // DescribeMachine reads the machine's cores, memory and CPU model from

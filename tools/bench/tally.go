@@ -31,13 +31,13 @@ type Tally struct {
 
 // TallyOptions say how to start tally serve.
 type TallyOptions struct {
-	Bin      string   // the tally binary
-	Store    []string // store flags (--store, --clickhouse-addr, --clickhouse-database)
-	DataDir  string
-	LogPath  string   // stdout and stderr go here
-	Debug    bool     // serve pprof on --debug-listen
-	Env      []string // added to the environment, KEY=VALUE
-	Args     []string // more flags
+	Bin     string   // the tally binary
+	Store   []string // store flags (--store, --clickhouse-addr, --clickhouse-database)
+	DataDir string
+	LogPath string   // stdout and stderr go here
+	Debug   bool     // serve pprof on --debug-listen
+	Env     []string // added to the environment, KEY=VALUE
+	Args    []string // more flags
 }
 
 // StartTally starts tally serve and waits until /readyz answers 200.
