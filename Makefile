@@ -23,15 +23,24 @@ build:
 	$(GO) build -o bin/tally ./cmd/tally
 
 # Each test binary with ClickHouse tests starts its own server; -p 2 keeps at
-# most two packages (and so two servers) running at once.
+# most two packages (and so two servers) running at once. Then the store,
+# query, server and end-to-end suites run again on the embedded engine
+# (ClickHouse 26.x, the modern DDL branch); the tests that stop, kill or
+# cluster ClickHouse servers (TestFault*, internal/clustertest) are about
+# the server and ran in the first pass.
+EMBEDDED_TEST_PKGS = ./schema/... ./query/... ./rollup/... ./retention/... ./alerts/... \
+	./server/... ./api/... ./ui/... ./support/lease/... ./support/auth/... \
+	./internal/realclients/... ./cmd/tally/...
 test: deps
 	scripts/test-deps.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 2 -timeout 40m ./...
+	TALLY_TEST_STORE=embedded $(GO) test -count=1 -p 2 -timeout 40m -skip '^TestFault' $(EMBEDDED_TEST_PKGS)
 	$(MAKE) fuzz
 
 # The benchmark suite (tools/bench/cmd/tallybench): starts a private ClickHouse on
-# free ports, builds ./cmd/tally, prints every figure and writes
+# free ports, builds ./cmd/tally, measures the store-dependent figures on the
+# server and on the embedded store side by side, prints every figure and writes
 # tools/bench/results.json and tools/bench/results.md. BENCH_SPANS sets the spans loaded
 # for the read benchmarks: the default is the issue's 10M, about 10 minutes on
 # a 2-core machine; make bench BENCH_SPANS=1000000 for a quicker look.
@@ -40,8 +49,8 @@ BENCH_SPANS ?= 10000000
 bench: deps
 	BENCH_SPANS=$(BENCH_SPANS) $(GO) run ./tools/bench/cmd/tallybench --out tools/bench
 
-# Start ClickHouse and tally with the data in .tally/, load demo runs, and
-# wait; Ctrl-C stops both.
+# Start tally on the embedded store with the data in .tally/, load demo
+# runs, and wait; Ctrl-C stops it.
 run: deps-run build
 	scripts/run.sh
 

@@ -194,3 +194,27 @@ func TestEmbeddedStoreWithoutLibrary(t *testing.T) {
 		})
 	}
 }
+
+// The embedded store's data path belongs to one process: a second tally
+// opening it while serve runs is refused with who has it, and serve goes on.
+func TestEmbeddedStoreHasOneProcess(t *testing.T) {
+	bin := buildTally(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := startTallyProc(t, bin, []string{"--store", "embedded"}, dataDir)
+	out, err := exec.Command(bin, "migrate", "--config", "", "--store", "embedded", "--data-dir", dataDir).CombinedOutput()
+	if err == nil {
+		t.Fatalf("tally migrate on a store tally serve has open exited 0:\n%s", out)
+	}
+	want := fmt.Sprintf("open in another process (PID: %d)", p.cmd.Process.Pid)
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("tally migrate said:\n%s\nwant it to name the holder: %q", out, want)
+	}
+	resp, err := http.Get(p.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tally serve /readyz after the refused second opener: %s", resp.Status)
+	}
+}

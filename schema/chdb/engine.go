@@ -94,6 +94,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.Path, 0o755); err != nil {
 		return nil, fmt.Errorf("chdb: create data path: %w", err)
 	}
+	if err := checkPathFree(cfg.Path); err != nil {
+		return nil, err
+	}
 	lib, err := loadLibrary(libPath)
 	if err != nil {
 		return nil, err
@@ -147,7 +150,7 @@ func (e *Engine) connect(args []string) (*conn, error) {
 	runtime.KeepAlive(argv)
 	e.restoreSignals("connect")
 	if handle == nil || *(*unsafe.Pointer)(handle) == nil {
-		return nil, fmt.Errorf("chdb: connect to %s failed (another path already open in this process, or a bad setting in %q)", e.path, args[2:])
+		return nil, fmt.Errorf("chdb: connect to %s failed (another process has it, this process has another path open, or a setting in %q is bad; the engine's message is on standard error)", e.path, args[2:])
 	}
 	return &conn{handle: handle, settings: map[string]string{}}, nil
 }

@@ -1,6 +1,14 @@
 package chdb
 
+// The Linux-only parts of the engine: signal dispositions and the data
+// path's lock.
+
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -71,4 +79,29 @@ func rtSigaction(sig syscall.Signal, act, old *kernelSigaction) error {
 		return errno
 	}
 	return nil
+}
+
+// checkPathFree fails when another process holds the engine's lock on
+// path (the status file ClickHouse flocks while it runs there), naming
+// the holder from the file when it says.
+func checkPathFree(path string) error {
+	f, err := os.Open(filepath.Join(path, "status"))
+	if err != nil {
+		return nil // never opened here: free
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := ""
+			if b, rerr := os.ReadFile(f.Name()); rerr == nil {
+				if first, _, _ := strings.Cut(string(b), "\n"); strings.HasPrefix(first, "PID:") {
+					holder = " (" + strings.TrimSpace(first) + ")"
+				}
+			}
+			return fmt.Errorf("chdb: the embedded store at %s is open in another process%s, a running tally serve perhaps: "+
+				"one process at a time can have it — stop that one first", path, holder)
+		}
+		return nil
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
