@@ -155,9 +155,14 @@ func TestEmbeddedStoreKilledUnderLoad(t *testing.T) {
 	verifyStored(t, s.acked, countEmbedded(t, dataDir))
 }
 
-// Without the library tally serve says how to get it and exits: no panic.
-func TestEmbeddedStoreWithoutLibrary(t *testing.T) {
+// Without the library tally serve says how to get it and exits, and a bad
+// engine setting is an error naming it: no panic.
+func TestEmbeddedStoreStartupErrors(t *testing.T) {
 	bin := buildTally(t)
+	lib, err := chdb.FindLibrary("")
+	if err != nil {
+		t.Fatalf("this test needs the engine library: %v", err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -167,6 +172,10 @@ func TestEmbeddedStoreWithoutLibrary(t *testing.T) {
 			[]string{"chdb library /nonexistent/libchdb.so", "no such file"}},
 		{"nowhere to be found", nil,
 			[]string{"libchdb.so not found", "make deps", chdb.PinnedPackage, "--chdb-lib"}},
+		{"setting without a value", []string{"--chdb-lib", lib, "--embedded-setting", "max_threads"},
+			[]string{`--embedded-setting "max_threads": want NAME=VALUE`}},
+		{"setting the engine refuses", []string{"--chdb-lib", lib, "--embedded-setting", "max_threads=lots"},
+			[]string{"connect to", "max_threads=lots"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"serve", "--config", "", "--store", "embedded", "--data-dir", filepath.Join(t.TempDir(), "data"),

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type storeFlags struct {
 	kind                                        string
 	chdbLib                                     string
 	embeddedConns                               int
+	embeddedSettings                            []string
 	dataDir                                     *string
 	addr, database, username, password, cluster string
 	fs                                          *pflag.FlagSet
@@ -45,6 +47,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.kind, "store", "", "where data lives: embedded (the ClickHouse engine in-process, data under --data-dir) or clickhouse (a server or cluster at --clickhouse-addr); default embedded, or clickhouse when --clickhouse-addr is set")
 	fs.StringVar(&f.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded store; default $"+chdb.LibraryEnv+", next to the tally binary, or .tally/lib (make deps)")
 	fs.IntVar(&f.embeddedConns, "embedded-conns", 4, "statements the embedded store runs at once (chDB connections)")
+	fs.StringArrayVar(&f.embeddedSettings, "embedded-setting", nil, "a ClickHouse query setting for every statement of the embedded store, NAME=VALUE (max_threads=2, max_memory_usage=2000000000), repeatable")
 	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
@@ -99,7 +102,15 @@ func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
 	if kind == storeClickHouse {
 		return schema.Open(ctx, f.config())
 	}
-	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns})
+	settings := map[string]string{}
+	for _, kv := range f.embeddedSettings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--embedded-setting %q: want NAME=VALUE", kv)
+		}
+		settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns, Settings: settings})
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
