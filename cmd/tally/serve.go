@@ -29,6 +29,7 @@ type storeFlags struct {
 	chdbLib                                     string
 	embeddedConns                               int
 	embeddedSettings                            []string
+	embeddedMaxMemory                           int64
 	dataDir                                     *string
 	addr, database, username, password, cluster string
 	fs                                          *pflag.FlagSet
@@ -47,6 +48,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.kind, "store", "", "where data lives: embedded (the ClickHouse engine in-process, data under --data-dir) or clickhouse (a server or cluster at --clickhouse-addr); default embedded, or clickhouse when --clickhouse-addr is set")
 	fs.StringVar(&f.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded store; default $"+chdb.LibraryEnv+", next to the tally binary, or .tally/lib (make deps)")
 	fs.IntVar(&f.embeddedConns, "embedded-conns", 4, "statements the embedded store runs at once (chDB connections)")
+	fs.Int64Var(&f.embeddedMaxMemory, "embedded-max-memory", 1<<30, "bytes the embedded store's engine may use (max_server_memory_usage; a statement that would pass it fails and the writer retries it); 0 for the engine's default, 90% of the machine's memory")
 	fs.StringArrayVar(&f.embeddedSettings, "embedded-setting", nil, "a ClickHouse query setting for every statement of the embedded store, NAME=VALUE (max_threads=2, max_memory_usage=2000000000), repeatable")
 	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")
@@ -110,7 +112,8 @@ func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
 		}
 		settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns, Settings: settings})
+	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns,
+		Settings: settings, MaxMemory: f.embeddedMaxMemory})
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,66 @@ import (
 	"github.com/tallyhq/tally/schema/chdb"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// serverSettingsEnv makes the test binary a helper that opens an engine of
+// its own with MaxMemory set to the variable's value and prints the engine's
+// memory and cache server settings (one data path per process: the tests'
+// shared engine has none of these).
+const serverSettingsEnv = "TALLY_CHDB_TEST_MAX_MEMORY"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(serverSettingsEnv); v != "" {
+		os.Exit(serverSettingsMain(v))
+	}
+	testenv.Main(m)
+}
+
+func serverSettingsMain(maxMemory string) int {
+	n, err := strconv.ParseInt(maxMemory, 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "chdb-settings-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	e, err := chdb.Open(context.Background(), chdb.Config{Path: dir, MaxMemory: n,
+		Settings: map[string]string{"index_mark_cache_size": "1000000"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer e.Close()
+	r, err := e.Exec(context.Background(), chdb.Statement{SQL: []byte("SELECT name, value FROM system.server_settings WHERE name IN " +
+		"('max_server_memory_usage', 'mark_cache_size', 'primary_index_cache_size', 'index_mark_cache_size') ORDER BY name FORMAT TSV")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer r.Close()
+	os.Stdout.Write(r.Bytes())
+	return 0
+}
+
+// The engine's memory cap and cache sizes are what tally sets for a process
+// it shares with the engine, and Settings override them.
+func TestEngineMemoryAndCaches(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverSettingsEnv+"=300000000")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	want := "index_mark_cache_size\t1000000\n" + // overridden
+		"mark_cache_size\t268435456\n" + // 256 MiB
+		"max_server_memory_usage\t300000000\n" +
+		"primary_index_cache_size\t134217728\n" // 128 MiB
+	if string(out) != want {
+		t.Fatalf("server settings:\n%s\nwant:\n%s", out, want)
+	}
+}
 
 // conn is clickhouse-go's HTTP client over the shared engine's transport,
 // as package schema opens it.

@@ -34,8 +34,14 @@ type Config struct {
 	// A connection runs one statement at a time.
 	Conns int
 	// Settings are query-level settings for every connection (max_threads,
-	// max_memory_usage, ...), as if each had run SET name = value.
+	// max_memory_usage, ...), as if each had run SET name = value. Server
+	// settings (mark_cache_size, ...) go here too: the first connection
+	// boots the engine with them.
 	Settings map[string]string
+	// MaxMemory caps the engine's memory (max_server_memory_usage) in
+	// bytes: a statement that would pass it fails instead of growing the
+	// process. 0 leaves the engine's default, 90% of the machine's memory.
+	MaxMemory int64
 	// Logger reports which signal handlers chDB took and were given back.
 	Logger *slog.Logger
 }
@@ -64,6 +70,15 @@ type conn struct {
 
 // value is the chdb_connection the query functions take.
 func (c *conn) value() unsafe.Pointer { return *(*unsafe.Pointer)(c.handle) }
+
+// embeddedCaches size the engine's caches for a process it shares with
+// tally (the server defaults, 5 GiB each, assume a machine of its own);
+// Config.Settings overrides them.
+var embeddedCaches = map[string]string{
+	"mark_cache_size":          fmt.Sprint(256 << 20),
+	"primary_index_cache_size": fmt.Sprint(128 << 20),
+	"index_mark_cache_size":    fmt.Sprint(64 << 20),
+}
 
 var settingNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -112,13 +127,23 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.version = lib.version()
 
 	args := []string{"tally", "--path=" + cfg.Path}
-	names := make([]string, 0, len(cfg.Settings))
-	for name := range cfg.Settings {
+	settings := map[string]string{}
+	for name, v := range embeddedCaches {
+		settings[name] = v
+	}
+	if cfg.MaxMemory > 0 {
+		settings["max_server_memory_usage"] = fmt.Sprint(cfg.MaxMemory)
+	}
+	for name, v := range cfg.Settings {
+		settings[name] = v
+	}
+	names := make([]string, 0, len(settings))
+	for name := range settings {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		args = append(args, "--"+name+"="+cfg.Settings[name])
+		args = append(args, "--"+name+"="+settings[name])
 	}
 	for range cfg.Conns {
 		if err := ctx.Err(); err != nil {
