@@ -411,3 +411,36 @@ func TestFindLibrary(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkStatement is one small statement through clickhouse-go and the
+// transport: the per-statement cost of the embedded store. With a deadline
+// clickhouse-go adds max_execution_time, which costs the connection a SET
+// when it differs from the last statement's.
+func BenchmarkStatement(b *testing.B) {
+	engine := testenv.Embedded(b)
+	c, err := clickhouse.Open(&clickhouse.Options{Protocol: clickhouse.HTTP, Addr: []string{"embedded"},
+		TransportFunc: func(*http.Transport) (http.RoundTripper, error) { return engine.Transport(), nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, bc := range []struct {
+		name     string
+		deadline bool
+	}{{"no deadline", false}, {"deadline", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				ctx := context.Background()
+				if bc.deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(10+i%50)*time.Second)
+					defer cancel()
+				}
+				var n uint64
+				if err := c.QueryRow(ctx, "SELECT count() FROM system.one").Scan(&n); err != nil || n != 1 {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}
