@@ -134,25 +134,13 @@ func TestEmbeddedStoreKilledUnderLoad(t *testing.T) {
 	bin := buildTally(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	p := startTallyProc(t, bin, []string{"--store", "embedded"}, dataDir)
-	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.run(ctx, 2); close(done) }()
-	for round := range 2 {
-		time.Sleep(1500 * time.Millisecond)
-		p.kill() // SIGKILL mid-load: the engine dies with tally
-		p.start()
-		t.Logf("round %d: restarted tally", round)
-	}
-	time.Sleep(time.Second)
-	cancel()
-	<-done
-	if len(s.acked) < 10 {
-		t.Fatalf("only %d requests acknowledged: the load did not run", len(s.acked))
+	acked := loadWithKills(t, p) // the engine dies with tally each time
+	if len(acked) < 10 {
+		t.Fatalf("only %d requests acknowledged: the load did not run", len(acked))
 	}
 	p.waitDelivered()
 	p.stop()
-	verifyStored(t, s.acked, countEmbedded(t, dataDir))
+	verifyStored(t, acked, countEmbedded(t, dataDir))
 }
 
 // Without the library tally serve says how to get it and exits, and a bad

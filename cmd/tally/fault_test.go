@@ -308,20 +308,28 @@ func TestFaultTallyKilledUnderLoad(t *testing.T) {
 	db := ch.NewDatabase(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	p := startTallyProc(t, bin, serverStore(ch.Addr, db), dataDir)
+	checkStored(t, ch, db, loadWithKills(t, p))
+}
+
+// loadWithKills sends load to p while SIGKILLing and restarting it twice
+// (acknowledged spans may then be only in its durable log), and returns
+// which requests were acknowledged.
+func loadWithKills(t *testing.T, p *tallyProc) map[int]bool {
+	t.Helper()
 	s := &sender{acked: map[int]bool{}, url: func() string { return p.url }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.run(ctx, 2); close(done) }()
 	for round := range 2 {
 		time.Sleep(1500 * time.Millisecond)
-		p.kill() // SIGKILL mid-load: acknowledged spans may be only in the log
+		p.kill()
 		p.start()
 		t.Logf("round %d: restarted tally", round)
 	}
 	time.Sleep(1 * time.Second)
 	cancel()
 	<-done
-	checkStored(t, ch, db, s.acked)
+	return s.acked
 }
 
 func TestFaultTornLogTail(t *testing.T) {
