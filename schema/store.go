@@ -267,3 +267,16 @@ func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, c
 	}
 	return nil
 }
+
+// EngineMemory is what the store's engine tracks as its memory in use
+// (system.metrics MemoryTracking) and its cap (max_server_memory_usage, 0
+// when the engine has none), for the embedded store's metrics: in tally's
+// process it is part of tally's RSS.
+func (s *Store) EngineMemory(ctx context.Context) (used, limit int64, err error) {
+	err = s.conn.QueryRow(ctx, "SELECT (SELECT toInt64(value) FROM system.metrics WHERE metric = 'MemoryTracking'), "+
+		"(SELECT toInt64OrZero(value) FROM system.server_settings WHERE name = 'max_server_memory_usage')").Scan(&used, &limit)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine memory: %w", err)
+	}
+	return used, limit, nil
+}

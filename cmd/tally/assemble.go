@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -366,6 +368,11 @@ func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Register
 	if err := reg.Register(guard.Collector()); err != nil {
 		return nil, nil, nil, fmt.Errorf("disk metrics: %w", err)
 	}
+	if store.Embedded() {
+		if err := registerEngineMetrics(reg, store); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	run := job.Run
 	switch st.RetentionRunner {
 	case "on":
@@ -403,4 +410,35 @@ func defaultReplicaID() (string, error) {
 		return "", fmt.Errorf("replica id: %w", err)
 	}
 	return host + "-" + hex.EncodeToString(suffix), nil
+}
+
+// registerEngineMetrics exports the embedded store's engine memory: it
+// lives in tally's process, so it is part of tally's RSS, and its cap is
+// --embedded-max-memory. Each scrape asks the engine (a few milliseconds);
+// a failed read reports NaN.
+func registerEngineMetrics(reg prometheus.Registerer, store *schema.Store) error {
+	read := func(pick func(used, limit int64) int64) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			used, limit, err := store.EngineMemory(ctx)
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(pick(used, limit))
+		}
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_store_engine_memory_bytes",
+			Help: "Memory the embedded store's engine tracks as in use (part of tally's RSS)."},
+			read(func(used, _ int64) int64 { return used })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_store_engine_memory_limit_bytes",
+			Help: "The embedded store's engine memory cap (--embedded-max-memory; 0: none)."},
+			read(func(_, limit int64) int64 { return limit })),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("engine metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -206,6 +206,13 @@ func TestEmbeddedStoreHasOneProcess(t *testing.T) {
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("tally migrate said:\n%s\nwant it to name the holder: %q", out, want)
 	}
+	// The engine's memory shows in /metrics: in use, and the default cap.
+	if used, err := p.metric("tally_store_engine_memory_bytes"); err != nil || used <= 0 {
+		t.Errorf("tally_store_engine_memory_bytes = %v, %v; want the engine's memory in use", used, err)
+	}
+	if limit, err := p.metric("tally_store_engine_memory_limit_bytes"); err != nil || limit != 1<<30 {
+		t.Errorf("tally_store_engine_memory_limit_bytes = %v, %v; want the default --embedded-max-memory, 1 GiB", limit, err)
+	}
 	resp, err := http.Get(p.url + "/readyz")
 	if err != nil {
 		t.Fatal(err)
