@@ -93,7 +93,9 @@ func bucketsOf(s *schema.Span) Buckets {
 	return Buckets{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
 }
 
-// step appends a line to ex when explaining.
+// step appends a line to ex when explaining. Callers test ex != nil
+// first: a call boxes its arguments (an allocation each) even when ex is
+// nil, and Normalize runs it for every span it does not explain.
 func (ex *Explanation) step(format string, args ...any) {
 	if ex != nil {
 		ex.Steps = append(ex.Steps, fmt.Sprintf(format, args...))
@@ -124,7 +126,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		v, ok := tokenValue(fd.h.v)
 		if !ok {
 			c.malformed = true
-			ex.step("%s = %q is not a token count: counted as 0", fd.h.key, valueText(fd.h.v, &n.scratch))
+			if ex != nil {
+				ex.step("%s = %q is not a token count: counted as 0", fd.h.key, valueText(fd.h.v, &n.scratch))
+			}
 			return 0
 		}
 		return v
@@ -147,14 +151,18 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		fill := func(name string, dst *uint64, v uint64) {
 			if *dst == 0 && v > 0 {
 				*dst, c.any = v, true
-				ex.step("%s %d read from %s (the provider's usage object; the span has no key of its own for it)", name, v, raw.source)
+				if ex != nil {
+					ex.step("%s %d read from %s (the provider's usage object; the span has no key of its own for it)", name, v, raw.source)
+				}
 			}
 		}
 		if raw.hasUncached && !c.hasNoCache {
 			// Anthropic's and Bedrock's usage objects count input without
 			// cache: that says outright what the uncached part is.
 			c.noCache, c.hasNoCache, c.any = raw.uncached, true, true
-			ex.step("uncached input %d read from %s (the provider's own usage object)", raw.uncached, raw.source)
+			if ex != nil {
+				ex.step("uncached input %d read from %s (the provider's own usage object)", raw.uncached, raw.source)
+			}
 		}
 		fill("cache read", &c.cacheRead, raw.cacheRead)
 		fill("cache write", &c.cacheWrite, raw.cacheWrite)
@@ -163,7 +171,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			// Gemini's candidatesTokenCount leaves thoughts out; an output
 			// equal to it was reported without reasoning (Vercel AI SDK 5).
 			outputWithoutReasoning = true
-			ex.step("output %d equals Gemini's candidatesTokenCount in %s: reasoning is not part of it", c.output, raw.source)
+			if ex != nil {
+				ex.step("output %d equals Gemini's candidatesTokenCount in %s: reasoning is not part of it", c.output, raw.source)
+			}
 		}
 	}
 	dialect := ""
@@ -172,9 +182,13 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		if lf, exclusive, ok := n.langfuseUsage(); ok {
 			c, dialect, langfuseExclusive = lf, "langfuse", exclusive
 			if exclusive {
-				ex.step("usage read from langfuse.observation.usage_details: Langfuse's usage types are disjoint (input is the uncached part)")
+				if ex != nil {
+					ex.step("usage read from langfuse.observation.usage_details: Langfuse's usage types are disjoint (input is the uncached part)")
+				}
 			} else {
-				ex.step("usage read from langfuse.observation.usage_details: the provider's own usage object (OpenAI: prompt_tokens includes cached tokens)")
+				if ex != nil {
+					ex.step("usage read from langfuse.observation.usage_details: the provider's own usage object (OpenAI: prompt_tokens includes cached tokens)")
+				}
 			}
 		}
 	}
@@ -204,9 +218,13 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 				}
 			}
 		}
-		ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
+		if ex != nil {
+			ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
+		}
 		if a.cacheReadTwice && c.hasInput && c.cacheRead > 0 {
-			ex.step("input %d counts cache reads twice: − %d = %d", c.input, c.cacheRead, c.input-min(c.input, c.cacheRead))
+			if ex != nil {
+				ex.step("input %d counts cache reads twice: − %d = %d", c.input, c.cacheRead, c.input-min(c.input, c.cacheRead))
+			}
 			c.input -= min(c.input, c.cacheRead)
 		}
 		reportedOutput := c.output
@@ -215,7 +233,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			c.output += c.reasoning
 		}
 		r := reconcile(c, a.exclusive, ex != nil)
-		ex.step("input: %s", r.why)
+		if ex != nil {
+			ex.step("input: %s", r.why)
+		}
 		out.InputTokens = r.input
 		out.OutputTokens = c.output
 		out.CacheReadTokens = c.cacheRead
@@ -223,13 +243,19 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		out.ReasoningTokens = c.reasoning
 		out.UsageMode = r.mode
 		if a.outputExclReasoning && c.reasoning > 0 {
-			ex.step("output: %d reported without reasoning, + reasoning %d = %d", reportedOutput, c.reasoning, out.OutputTokens)
+			if ex != nil {
+				ex.step("output: %d reported without reasoning, + reasoning %d = %d", reportedOutput, c.reasoning, out.OutputTokens)
+			}
 		} else {
-			ex.step("output: %d (reasoning %d is part of it)", c.output, c.reasoning)
+			if ex != nil {
+				ex.step("output: %d (reasoning %d is part of it)", c.output, c.reasoning)
+			}
 		}
 		if out.SpanType != schema.TypeInference || n.span.aggregated {
 			out.UsageMode = schema.UsageAggregated
-			ex.step("this %s span's usage repeats its children's and counts only in a run whose inference spans carry none", out.SpanType)
+			if ex != nil {
+				ex.step("this %s span's usage repeats its children's and counts only in a run whose inference spans carry none", out.SpanType)
+			}
 		}
 		if r.unreconciled {
 			out.UsageUnreconciled = 1
@@ -238,7 +264,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			out.SpanType == schema.TypeInference {
 			out.UsageUnreconciled = 1
 			n.notes = append(n.notes, kv{k: AttrUsageProblem, v: "every usage bucket is 0 (a streamed call that did not report usage?)"})
-			ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
+			if ex != nil {
+				ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
+			}
 		}
 	}
 	n.cost(out, hasUsage, ex)
@@ -265,12 +293,16 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 	if ok && (client != 0 || !usageNonZero) {
 		out.CostTotal = client
 		out.CostSource = schema.CostClient
-		ex.step("cost: the client sent %s = %s USD; a client cost always wins", key, strconv.FormatFloat(client, 'f', -1, 64))
+		if ex != nil {
+			ex.step("cost: the client sent %s = %s USD; a client cost always wins", key, strconv.FormatFloat(client, 'f', -1, 64))
+		}
 		return
 	}
 	if ok {
 		n.notes = append(n.notes, kv{k: AttrCostNote, v: key + " was 0 on a span with usage: priced from the catalog"})
-		ex.step("cost: the client sent %s = 0 with non-zero usage, which means it had no price: priced from the catalog", key)
+		if ex != nil {
+			ex.step("cost: the client sent %s = 0 with non-zero usage, which means it had no price: priced from the catalog", key)
+		}
 	}
 	if !hasUsage {
 		return
@@ -290,7 +322,9 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 			ex.CostLines = pe.ExplainPrice(out)
 		}
 		if out.CostSource == schema.CostUnpriced {
-			ex.step("cost: no catalog entry matches provider %q model %q: unpriced", out.Provider, out.Model)
+			if ex != nil {
+				ex.step("cost: no catalog entry matches provider %q model %q: unpriced", out.Provider, out.Model)
+			}
 		}
 	}
 }
