@@ -19,10 +19,10 @@ require (
 
 require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 
-require github.com/ebitengine/purego v0.11.3 // indirect
+require github.com/ebitengine/purego v0.11.3
 
 require (
-	github.com/ClickHouse/ch-go v0.75.0 // indirect
+	github.com/ClickHouse/ch-go v0.75.0
 	github.com/JohnCGriffin/overflow v0.0.0-20211019200055-46fa312c352c // indirect
 	github.com/andybalholm/brotli v1.2.7 // indirect
 	github.com/apache/thrift v0.20.0 // indirect

@@ -34,7 +34,11 @@ if [[ -f "$lib" && "$(cat "$lib.pin" 2>/dev/null)" == "$pin" ]]; then
 	exit 0
 fi
 if [[ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]]; then
-	log "the pinned package is for Linux x86_64 (this is $(uname -s)/$(uname -m)): set CHDB_LIB_PATH to a libchdb.so for this platform from chDB's releases"
+	if [[ -f "$lib" ]]; then
+		log "using $lib, put there by hand (the pinned package is for Linux x86_64)"
+		exit 0
+	fi
+	log "the pinned package is for Linux x86_64 (this is $(uname -s)/$(uname -m)): put a libchdb.so for this platform from chDB's releases in $dest or set CHDB_LIB_PATH to it"
 	exit 1
 fi
 

@@ -33,6 +33,7 @@ type storeFlags struct {
 	dataDir                                     *string
 	addr, database, username, password, cluster string
 	fs                                          *pflag.FlagSet
+	logger                                      *slog.Logger // for the embedded engine; nil: none
 }
 
 // Store kinds --store takes.
@@ -49,7 +50,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded store; default $"+chdb.LibraryEnv+", next to the tally binary, or .tally/lib (make deps)")
 	fs.IntVar(&f.embeddedConns, "embedded-conns", 4, "statements the embedded store runs at once (chDB connections)")
 	fs.Int64Var(&f.embeddedMaxMemory, "embedded-max-memory", 1<<30, "bytes the embedded store's engine may use (max_server_memory_usage; a statement that would pass it fails and the writer retries it); 0 for the engine's default, 90% of the machine's memory")
-	fs.StringArrayVar(&f.embeddedSettings, "embedded-setting", nil, "a ClickHouse query setting for every statement of the embedded store, NAME=VALUE (max_threads=2, max_memory_usage=2000000000), repeatable")
+	fs.StringSliceVar(&f.embeddedSettings, "embedded-setting", nil, "a ClickHouse setting for every statement of the embedded store, or of its engine, NAME=VALUE (max_threads=2, mark_cache_size=268435456; repeatable, or comma-separated; tally.yaml: a list)")
 	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
@@ -66,7 +67,9 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 func (f *storeFlags) store() (string, error) {
 	switch f.kind {
 	case "":
-		if f.fs != nil && (f.fs.Changed("clickhouse-addr") || f.fs.Changed("clickhouse-cluster")) {
+		// A server address or cluster given anywhere (flag, TALLY_*,
+		// tally.yaml) means a server; an empty one set to nothing does not.
+		if f.fs != nil && ((f.fs.Changed("clickhouse-addr") && f.addr != "") || f.cluster != "") {
 			return storeClickHouse, nil
 		}
 		return storeEmbedded, nil
@@ -113,7 +116,7 @@ func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
 		settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	engine, err := chdb.Open(ctx, chdb.Config{Library: f.chdbLib, Path: f.embeddedPath(), Conns: f.embeddedConns,
-		Settings: settings, MaxMemory: f.embeddedMaxMemory})
+		Settings: settings, MaxMemory: f.embeddedMaxMemory, Logger: f.logger})
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
@@ -272,7 +275,14 @@ func openForServe(ctx context.Context, st *storeFlags, log *slog.Logger) (store 
 	if kind, err := st.store(); err != nil {
 		return nil, false, err
 	} else if kind == storeEmbedded {
+		if st.kind == "" {
+			// Builds before the embedded store used the server at
+			// 127.0.0.1:9000 when given no address: say what this one does.
+			log.Info("embedded store (the default): data under "+st.embeddedPath()+
+				"; --store clickhouse --clickhouse-addr HOST:PORT uses a ClickHouse server", "path", st.embeddedPath())
+		}
 		// In-process: it opens or it cannot (no library, a bad data dir).
+		st.logger = log.With("component", "chdb")
 		store, err := st.open(ctx)
 		return store, err == nil, err
 	}

@@ -304,6 +304,7 @@ func TestRequestsTheTransportRefuses(t *testing.T) {
 		{"external tables", "http://embedded/", http.Header{"Content-Type": {"multipart/form-data; boundary=x"}}, "external tables"},
 		{"other default database", "http://embedded/?database=other", nil, `database default (asked for "other")`},
 		{"data without a format", "http://embedded/?query=INSERT+INTO+t+VALUES", nil, "must end in FORMAT"},
+		{"readonly", "http://embedded/?readonly=1", nil, "readonly setting is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(http.MethodPost, tc.url, strings.NewReader("SELECT 1"))
@@ -442,5 +443,19 @@ func BenchmarkStatement(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A path belongs to one Engine at a time: a second Open of the shared
+// engine's path is refused before it touches the engine.
+func TestSecondOpenOfAPathIsRefused(t *testing.T) {
+	engine := testenv.Embedded(t)
+	_, err := chdb.Open(context.Background(), chdb.Config{Path: engine.Path()})
+	if err == nil || !strings.Contains(err.Error(), "already open in this process") {
+		t.Fatalf("second Open of %s: %v, want it refused as already open in this process", engine.Path(), err)
+	}
+	var n uint64
+	if err := conn(t).QueryRow(context.Background(), "SELECT count() FROM system.one").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the shared engine after the refused Open: %d, %v", n, err)
 	}
 }

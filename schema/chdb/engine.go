@@ -5,8 +5,10 @@
 // same SQL, bind arguments and encode and decode Native blocks with
 // clickhouse-go's own column types, whichever store they run on.
 //
-// chDB keeps one storage path per process: Open a second Engine only on the
-// same path, or after closing the first.
+// chDB keeps one storage path per process, and the path belongs to one
+// process at a time (a second Open of a path already open, in this process
+// or another, fails): open one Engine per process, and another only after
+// closing it.
 package chdb
 
 import (
@@ -64,8 +66,10 @@ type Engine struct {
 
 // conn is one chDB connection and the session state tally set on it.
 type conn struct {
-	handle   unsafe.Pointer // chdb_connection * (what chdb_connect returned)
-	settings map[string]string
+	handle unsafe.Pointer // chdb_connection * (what chdb_connect returned)
+	// base is the settings the connection was opened with; settings is
+	// what its session has now (base with the last statement's on top).
+	base, settings map[string]string
 }
 
 // value is the chdb_connection the query functions take.
@@ -85,8 +89,8 @@ var settingNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Open loads the library, keeps the Go runtime's signal handlers from chDB,
 // and opens cfg.Conns connections on cfg.Path.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
-	if runtime.GOOS != "linux" {
-		return nil, fmt.Errorf("chdb: the embedded store runs on Linux here (this is %s); use --store clickhouse", runtime.GOOS)
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		return nil, fmt.Errorf("chdb: the embedded store runs on Linux amd64 or arm64 (this is %s/%s); use --store clickhouse", runtime.GOOS, runtime.GOARCH)
 	}
 	if cfg.Path == "" {
 		return nil, errors.New("chdb: a data path is required")
@@ -112,14 +116,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := checkPathFree(cfg.Path); err != nil {
 		return nil, err
 	}
+	// Go's dispositions, read before the library's own start-up code runs.
+	// Until Open returns, the fault signals may be chDB's or the default for
+	// a moment: open the engine before starting other work.
+	signals, err := saveSignals()
+	if err != nil {
+		return nil, fmt.Errorf("chdb: read signal handlers: %w", err)
+	}
 	lib, err := loadLibrary(libPath)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{lib: lib, path: cfg.Path, logger: cfg.Logger, pool: make(chan *conn, cfg.Conns)}
-	if e.signals, err = saveSignals(); err != nil {
-		return nil, fmt.Errorf("chdb: read signal handlers: %w", err)
-	}
+	e := &Engine{lib: lib, path: cfg.Path, logger: cfg.Logger, pool: make(chan *conn, cfg.Conns), signals: signals}
+	e.restoreSignals("load the library")
 	// Opting out of chDB's crash handlers resets the fault signals to
 	// SIG_DFL as a side effect: give Go's back at once.
 	lib.setSignalHandlers(0)
@@ -145,12 +154,18 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	for _, name := range names {
 		args = append(args, "--"+name+"="+settings[name])
 	}
+	// Query settings given at connect are each connection's own baseline:
+	// a statement's settings are set over them and put back after.
+	base := map[string]string{}
+	for name, v := range cfg.Settings {
+		base[name] = v
+	}
 	for range cfg.Conns {
 		if err := ctx.Err(); err != nil {
 			e.Close()
 			return nil, err
 		}
-		c, err := e.connect(args)
+		c, err := e.connect(args, base)
 		if err != nil {
 			e.Close()
 			return nil, err
@@ -163,12 +178,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 
 // connect opens one connection, restoring Go's signal handlers after it
 // (chDB re-applies its opt-out reset on every connect).
-func (e *Engine) connect(args []string) (*conn, error) {
+func (e *Engine) connect(args []string, base map[string]string) (*conn, error) {
+	// argv is Go memory holding Go pointers, passed to C: the strings it
+	// points to are pinned for the call.
+	var pin runtime.Pinner
+	defer pin.Unpin()
 	cargs := make([][]byte, len(args))
 	argv := make([]*byte, len(args)+1)
 	for i, a := range args {
 		cargs[i] = cString(a)
 		argv[i] = &cargs[i][0]
+		pin.Pin(argv[i])
 	}
 	handle := e.lib.connect(int32(len(args)), &argv[0])
 	runtime.KeepAlive(cargs)
@@ -177,7 +197,11 @@ func (e *Engine) connect(args []string) (*conn, error) {
 	if handle == nil || *(*unsafe.Pointer)(handle) == nil {
 		return nil, fmt.Errorf("chdb: connect to %s failed (another process has it, this process has another path open, or a setting in %q is bad; the engine's message is on standard error)", e.path, args[2:])
 	}
-	return &conn{handle: handle, settings: map[string]string{}}, nil
+	settings := make(map[string]string, len(base))
+	for k, v := range base {
+		settings[k] = v
+	}
+	return &conn{handle: handle, base: base, settings: settings}, nil
 }
 
 func (e *Engine) restoreSignals(when string) {
@@ -217,10 +241,12 @@ type Statement struct {
 	Params map[string]string
 }
 
-// Result is a statement's output, held in chDB's memory until Close.
+// Result is a statement's output, held in chDB's memory until Close (which
+// Engine.Close waits for).
 type Result struct {
 	lib  *library
 	res  unsafe.Pointer
+	done func() // counts the result out of the engine's busy
 	data []byte
 	// RowsRead, BytesRead and RowsWritten are chDB's counters for the statement.
 	RowsRead, BytesRead, RowsWritten uint64
@@ -234,6 +260,9 @@ func (r *Result) Close() {
 	if r.res != nil {
 		r.lib.destroyResult(r.res)
 		r.res, r.data = nil, nil
+		if r.done != nil {
+			r.done()
+		}
 	}
 }
 
@@ -292,7 +321,8 @@ func (e *Engine) Exec(ctx context.Context, st Statement) (*Result, error) {
 
 // run brings c's session settings to st's, then runs st.
 func (e *Engine) run(c *conn, st Statement) (*Result, error) {
-	if set, err := c.settingsDiff(st.Settings); err != nil {
+	want := c.wanted(st.Settings)
+	if set, err := c.settingsDiff(want); err != nil {
 		return nil, err
 	} else if set != "" {
 		res, err := e.query(c, []byte(set), "TabSeparated", nil)
@@ -300,10 +330,7 @@ func (e *Engine) run(c *conn, st Statement) (*Result, error) {
 			return nil, err
 		}
 		res.Close()
-		c.settings = make(map[string]string, len(st.Settings))
-		for k, v := range st.Settings {
-			c.settings[k] = v
-		}
+		c.settings = want
 	}
 	if st.Data != nil {
 		return e.insert(c, st.SQL, st.InputFormat, st.Data)
@@ -345,8 +372,23 @@ func (e *Engine) insert(c *conn, sql []byte, format string, data []byte) (*Resul
 	return e.result(e.lib.insertDone(stream))
 }
 
+// wanted is the session settings a statement with these settings runs
+// under: the connection's base with the statement's over it.
+func (c *conn) wanted(statement map[string]string) map[string]string {
+	want := make(map[string]string, len(c.base)+len(statement))
+	for k, v := range c.base {
+		want[k] = v
+	}
+	for k, v := range statement {
+		want[k] = v
+	}
+	return want
+}
+
 // settingsDiff is the SET statement that turns c's session settings into
-// want ("" when they match): changed ones set, dropped ones back to DEFAULT.
+// want ("" when they match): changed ones set, dropped ones back to
+// DEFAULT. want includes the connection's base settings, so only settings
+// no one configured go back to the engine's default.
 func (c *conn) settingsDiff(want map[string]string) (string, error) {
 	var parts []string
 	for name, v := range want {
@@ -389,6 +431,9 @@ func (e *Engine) query(c *conn, sql []byte, format string, params map[string]str
 			names = append(names, []byte(k+"\x00"))
 			values = append(values, []byte(v+"\x00"))
 		}
+		// Arrays of Go pointers passed to C: what they point to is pinned.
+		var pin runtime.Pinner
+		defer pin.Unpin()
 		namePtrs := make([]*byte, len(names))
 		valuePtrs := make([]*byte, len(values))
 		nameLens := make([]uintptr, len(names))
@@ -396,6 +441,8 @@ func (e *Engine) query(c *conn, sql []byte, format string, params map[string]str
 		for i := range names {
 			namePtrs[i], nameLens[i] = &names[i][0], uintptr(len(names[i])-1)
 			valuePtrs[i], valueLens[i] = &values[i][0], uintptr(len(values[i])-1)
+			pin.Pin(namePtrs[i])
+			pin.Pin(valuePtrs[i])
 		}
 		res = e.lib.queryWithParams(c.value(), &sql[0], uintptr(len(sql)), &f[0], uintptr(len(f)),
 			&namePtrs[0], &nameLens[0], &valuePtrs[0], &valueLens[0], uintptr(len(params)))
@@ -420,7 +467,8 @@ func (e *Engine) result(res unsafe.Pointer) (*Result, error) {
 		e.lib.destroyResult(res)
 		return nil, &Error{Message: strings.TrimSpace(msg)}
 	}
-	r := &Result{lib: e.lib, res: res,
+	e.busy.Add(1)
+	r := &Result{lib: e.lib, res: res, done: e.busy.Done,
 		RowsRead: e.lib.resultRowsRead(res), BytesRead: e.lib.resultBytesRead(res), RowsWritten: e.lib.resultRowsWritten(res)}
 	if n := e.lib.resultLength(res); n > 0 {
 		if buf := e.lib.resultBuffer(res); buf != nil {
@@ -430,7 +478,8 @@ func (e *Engine) result(res unsafe.Pointer) (*Result, error) {
 	return r, nil
 }
 
-// Close waits for running statements and closes every connection.
+// Close waits for running statements and for their results to be closed,
+// then closes every connection.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {

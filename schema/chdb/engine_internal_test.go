@@ -31,7 +31,31 @@ func TestSettingsDiff(t *testing.T) {
 			}
 		})
 	}
-	c := &conn{settings: map[string]string{}}
+	// A statement's setting over a configured one goes back to the
+	// configured value, not the engine's default, after it.
+	c := &conn{base: map[string]string{"max_execution_time": "30"}, settings: map[string]string{"max_execution_time": "30"}}
+	steps := []struct {
+		statement map[string]string
+		set       string
+	}{
+		{map[string]string{"max_execution_time": "45"}, "SET max_execution_time = '45'"},
+		{nil, "SET max_execution_time = '30'"},
+		{map[string]string{"max_threads": "1"}, "SET max_threads = '1'"},
+		{nil, "SET max_threads = DEFAULT"},
+		{nil, ""},
+	}
+	for i, step := range steps {
+		want := c.wanted(step.statement)
+		got, err := c.settingsDiff(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != step.set {
+			t.Fatalf("statement %d: %q, want %q", i, got, step.set)
+		}
+		c.settings = want
+	}
+	c = &conn{settings: map[string]string{}}
 	if _, err := c.settingsDiff(map[string]string{"x = 1; DROP TABLE t": "1"}); err == nil {
 		t.Fatal("a setting name that is not an identifier is not an error")
 	}

@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 package chdb
 
 // The Linux-only parts of the engine: signal dispositions and the data
@@ -8,14 +10,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
 )
 
 // kernelSigaction is struct sigaction as the rt_sigaction system call takes
-// it on Linux (handler, flags, restorer, mask): saved and written back
-// byte for byte, never interpreted.
+// it on Linux amd64 and arm64 (handler, flags, restorer, mask): saved and
+// written back byte for byte, never interpreted.
 type kernelSigaction struct {
 	handler  uintptr
 	flags    uint64
@@ -26,15 +29,19 @@ type kernelSigaction struct {
 // goSignals are the signals the Go runtime must keep handling for the
 // process to work: the faults it turns into panics and uses for stack growth
 // (SEGV, BUS, FPE, ILL, TRAP, SYS, ABRT), preemption (URG), profiling (PROF),
-// and what tally itself listens to (INT, TERM, HUP, QUIT, PIPE, CHLD, TSTP).
+// what tally itself listens to (INT, TERM), and CHLD (os/exec's Wait needs
+// it not ignored), HUP, QUIT and TSTP.
 // chDB installs its own crash handlers when it starts, and its opt-out resets
 // the fault set to SIG_DFL; either would break Go. Others (USR1, USR2, the
-// real-time signals) are left to chDB, which may use them itself.
+// real-time signals) are left to chDB, which may use them itself, and so is
+// PIPE: should chDB ignore it, Go's handler would turn a broken pipe on one
+// of chDB's threads into the death of the process (Go itself sees EPIPE as
+// an error either way).
 var goSignals = []syscall.Signal{
 	syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP,
 	syscall.SIGSYS, syscall.SIGABRT, syscall.SIGURG, syscall.SIGPROF,
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGPIPE, syscall.SIGCHLD, syscall.SIGTSTP,
+	syscall.SIGCHLD, syscall.SIGTSTP,
 }
 
 // signalState is the dispositions of goSignals at one moment, in order.
@@ -81,9 +88,10 @@ func rtSigaction(sig syscall.Signal, act, old *kernelSigaction) error {
 	return nil
 }
 
-// checkPathFree fails when another process holds the engine's lock on
-// path (the status file ClickHouse flocks while it runs there), naming
-// the holder from the file when it says.
+// checkPathFree fails when the engine's lock on path is held (the status
+// file ClickHouse flocks while it runs there), naming the holder from the
+// file when it says: another process, or an Engine of this one not yet
+// closed (flock is per open file).
 func checkPathFree(path string) error {
 	f, err := os.Open(filepath.Join(path, "status"))
 	if err != nil {
@@ -95,6 +103,9 @@ func checkPathFree(path string) error {
 			holder := ""
 			if b, rerr := os.ReadFile(f.Name()); rerr == nil {
 				if first, _, _ := strings.Cut(string(b), "\n"); strings.HasPrefix(first, "PID:") {
+					if strings.TrimSpace(strings.TrimPrefix(first, "PID:")) == strconv.Itoa(os.Getpid()) {
+						return fmt.Errorf("chdb: the embedded store at %s is already open in this process: close that Engine first", path)
+					}
 					holder = " (" + strings.TrimSpace(first) + ")"
 				}
 			}

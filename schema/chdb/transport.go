@@ -135,6 +135,11 @@ func (t *Transport) statement(req *http.Request) (Statement, string, error) {
 			st.Params[p] = values[len(values)-1]
 			continue
 		}
+		if name == "readonly" {
+			// A session in readonly mode refuses every later SET, so the
+			// connection could never be given back its settings.
+			return Statement{}, "", errors.New("the readonly setting is not supported per statement in-process")
+		}
 		st.Settings[name] = values[len(values)-1]
 	}
 	return st, params.Get("database"), nil

@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -112,6 +113,14 @@ func (c Config) logf(format string, args ...any) {
 func (c Config) startTally(ctx context.Context, tg *target, db, name string, debug bool) (*Tally, error) {
 	if err := tg.release(); err != nil {
 		return nil, err
+	}
+	if tg.kind == storeEmbedded {
+		// Every tally of the embedded pass has the one data directory (the
+		// store is in it): a durable log left by one run must not be
+		// replayed into the next run's database.
+		if err := os.RemoveAll(filepath.Join(tg.dataDir, "wal")); err != nil {
+			return nil, fmt.Errorf("clear the durable log: %w", err)
+		}
 	}
 	return StartTally(ctx, TallyOptions{
 		Bin: c.TallyBin, Store: tg.tallyArgs(db), Debug: debug, Env: c.TallyEnv,

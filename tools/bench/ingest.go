@@ -113,6 +113,9 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	if stored, err = finalCount(stored); err != nil {
 		return err
 	}
+	if stored < uint64(lg.SpansAcknowledged) {
+		return fmt.Errorf("ingest: %d spans acknowledged, %d stored (deduplicated)", lg.SpansAcknowledged, stored)
+	}
 	if lg.SpansAcknowledged == 0 {
 		return fmt.Errorf("ingest: no span acknowledged: %s", lg.FirstError)
 	}
