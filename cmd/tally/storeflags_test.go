@@ -11,7 +11,7 @@ func TestStoreFlagsPickTheStore(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		set  map[string]string // as flags, TALLY_* or tally.yaml set them (pflag's Set)
-		want string           // store kind, or "error: <text>"
+		want string            // store kind, or "error: <text>"
 	}{
 		{"nothing: embedded", nil, storeEmbedded},
 		{"a server address: clickhouse", map[string]string{"clickhouse-addr": "ch:9000"}, storeClickHouse},
