@@ -280,3 +280,18 @@ func (s *Store) EngineMemory(ctx context.Context) (used, limit int64, err error)
 	}
 	return used, limit, nil
 }
+
+// EmbeddedSettings are the query settings tally's tables want from the
+// embedded engine (ClickHouse 26.x), to open it with (chdb.Config.Settings):
+//
+//   - do_not_merge_across_partitions_select_final: FINAL collapses rows
+//     within each partition only, not across them. Right for tally's
+//     tables because every row that replaces another lands in its
+//     partition: spans, content and span_facts are partitioned by the day
+//     of the span's start, rollups by the month of their hour, both part
+//     of what identifies the row (outcomes, whose run_start could move,
+//     are read deduplicated by their identity besides). It halves a run
+//     read on the engine (23 → 12 ms for a 500-span run in the engine).
+func EmbeddedSettings() map[string]string {
+	return map[string]string{"do_not_merge_across_partitions_select_final": "1"}
+}

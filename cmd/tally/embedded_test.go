@@ -21,6 +21,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/schema/chdb"
 )
 
@@ -33,7 +34,7 @@ const countEmbeddedEnv = "TALLY_TEST_COUNT_EMBEDDED"
 // countEmbeddedMain is the helper's main.
 func countEmbeddedMain(dataDir string) int {
 	ctx := context.Background()
-	engine, err := chdb.Open(ctx, chdb.Config{Path: filepath.Join(dataDir, "store")})
+	engine, err := chdb.Open(ctx, chdb.Config{Path: filepath.Join(dataDir, "store"), Settings: schema.EmbeddedSettings()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

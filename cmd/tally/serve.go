@@ -107,7 +107,7 @@ func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
 	if kind == storeClickHouse {
 		return schema.Open(ctx, f.config())
 	}
-	settings := map[string]string{}
+	settings := schema.EmbeddedSettings()
 	for _, kv := range f.embeddedSettings {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/schema/chdb"
 )
 
@@ -111,7 +112,7 @@ func Embedded(t testing.TB) *chdb.Engine {
 		embedded.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		embedded.engine, embedded.err = chdb.Open(ctx, chdb.Config{Path: dir})
+		embedded.engine, embedded.err = chdb.Open(ctx, chdb.Config{Path: dir, Settings: schema.EmbeddedSettings()})
 	})
 	if embedded.err != nil {
 		if errors.Is(embedded.err, chdb.ErrLibraryNotFound) {

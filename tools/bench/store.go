@@ -61,7 +61,7 @@ func (tg *target) open(ctx context.Context, db string) (*schema.Store, error) {
 	cfg := schema.Config{Addr: tg.chAddr, Database: db}
 	if tg.kind == storeEmbedded {
 		if tg.engine == nil {
-			e, err := chdb.Open(ctx, chdb.Config{Library: tg.lib, Path: filepath.Join(tg.dataDir, "store")})
+			e, err := chdb.Open(ctx, chdb.Config{Library: tg.lib, Path: filepath.Join(tg.dataDir, "store"), Settings: schema.EmbeddedSettings()})
 			if err != nil {
 				return nil, fmt.Errorf("embedded store: %w", err)
 			}
