@@ -272,6 +272,7 @@ type Error struct {
 	Message string
 }
 
+// Error is the engine's message, prefixed with the package's name.
 func (e *Error) Error() string { return "chdb: " + e.Message }
 
 // ErrClosed is returned by Exec after Close.

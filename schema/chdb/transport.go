@@ -180,6 +180,7 @@ type resultBody struct {
 	r   *bytes.Reader
 }
 
+// Read reads the output, and nothing once the body is closed.
 func (b *resultBody) Read(p []byte) (int, error) {
 	if b.res == nil {
 		return 0, io.EOF
@@ -187,6 +188,7 @@ func (b *resultBody) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
+// Close frees the output in chDB's memory (once).
 func (b *resultBody) Close() error {
 	if b.res != nil {
 		b.res.Close()
