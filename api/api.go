@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -254,7 +253,7 @@ func (h *Handler) checkRange(c *gin.Context) {
 	}
 	if d := until.Sub(since); d > h.maxRange {
 		fail(c, http.StatusBadRequest, "since %s to until %s covers %s, more than the longest range served, %s (--max-query-range)",
-			since.Format(time.RFC3339), until.Format(time.RFC3339), formatDays(d), formatDays(h.maxRange))
+			since.Format(time.RFC3339), until.Format(time.RFC3339), params.FormatDuration(d), params.FormatDuration(h.maxRange))
 		return
 	}
 	// Cost reports read the hourly rollups, kept longer than spans, and
@@ -262,7 +261,7 @@ func (h *Handler) checkRange(c *gin.Context) {
 	if path := c.Request.URL.Path; h.keptFrom != nil && !strings.Contains(path, "/costs") && !strings.Contains(path, "/alerts") {
 		if from, d := h.keptFrom(Project(c), now); !from.IsZero() && since.Before(from) {
 			c.Header(RetentionHeader, fmt.Sprintf("this project's spans are kept %s (retention): the answer holds what exists since %s, not since %s",
-				formatDays(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
+				params.FormatDuration(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
 		}
 	}
 }
@@ -286,14 +285,6 @@ func (h *Handler) Storage(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, rep)
-}
-
-// formatDays writes d in days when it is a whole number of them.
-func formatDays(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	}
-	return d.String()
 }
 
 // getExplain answers how a run's (or one span's) tokens and cost were

@@ -26,7 +26,7 @@ func fixtureReader(t *testing.T) (*query.Reader, *schema.Store) {
 	t.Helper()
 	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	store, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
+	store, err := schema.Open(ctx, db.StoreConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

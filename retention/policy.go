@@ -114,16 +114,7 @@ func show(d time.Duration) string {
 	if d == 0 {
 		return "forever"
 	}
-	return FormatDuration(d)
-}
-
-// FormatDuration writes a retention as the flags take it: whole days as
-// 30d, else Go's form (12h0m0s).
-func FormatDuration(d time.Duration) string {
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
+	return params.FormatDuration(d)
 }
 
 // of is how long a project's rows of a class are kept (0: forever). A

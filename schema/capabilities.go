@@ -25,6 +25,9 @@ type Capabilities struct {
 	Codecs bool
 	// Table TTL expressions (19.6+), for retention.
 	TTL bool
+	// Disks: the server lists its disks and their free space in
+	// system.disks (19.15+), for the free-space floor.
+	Disks bool
 	// StringSettings: the server takes query settings serialized as
 	// strings (protocol revision above 54429, 19.11+), so clickhouse-go can
 	// send settings of any type. Older servers take only numeric and boolean
@@ -49,6 +52,7 @@ func CapabilitiesFor(version string) Capabilities {
 	c.LowCardinality = atLeast(19, 9)
 	c.Codecs = atLeast(19, 10)
 	c.TTL = atLeast(19, 6)
+	c.Disks = atLeast(19, 15)
 	return c
 }
 

@@ -257,11 +257,7 @@ func (s *Store) DiskUsage(ctx context.Context) ([]TableDisk, error) {
 // which says nothing of its disks. A disk reporting no size (object
 // storage) is left out.
 func (s *Store) ServerDisk(ctx context.Context) (free, total uint64, ok bool, err error) {
-	var n uint64
-	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'system' AND name = 'disks'").Scan(&n); err != nil {
-		return 0, 0, false, fmt.Errorf("server disks: %w", err)
-	}
-	if n == 0 {
+	if !s.Capabilities().Disks {
 		return 0, 0, false, nil
 	}
 	q := "SELECT free_space, total_space FROM system.disks WHERE total_space > 0 AND name IN " +

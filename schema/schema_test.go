@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func openStore(t *testing.T) (*schema.Store, testenv.Database) {
 	t.Helper()
 	db := testenv.NewStoreDatabase(t)
-	s, err := schema.Open(context.Background(), schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
+	s, err := schema.Open(context.Background(), db.StoreConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 	ctx := context.Background()
 	s, db := openStore(t)
 	// Two processes' worth of stores migrating the same database at once.
-	other, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: s.Database()})
+	other, err := schema.Open(ctx, db.StoreConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCapabilitiesFor(t *testing.T) {
 func TestDetectedCapabilitiesOnTestServer(t *testing.T) {
 	s, db := openStore(t)
 	caps := s.Capabilities()
-	if db.Embedded != nil {
+	if db.Engine != nil {
 		// The embedded engine is ClickHouse 26.7: the modern branch, with
 		// every capability tally uses.
 		if caps.Major != 26 || !caps.LowCardinality || !caps.Codecs || !caps.TTL {

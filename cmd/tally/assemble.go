@@ -31,6 +31,7 @@ import (
 	"github.com/tallyhq/tally/support/auth"
 	"github.com/tallyhq/tally/support/diskguard"
 	"github.com/tallyhq/tally/support/lease"
+	"github.com/tallyhq/tally/support/params"
 	"github.com/tallyhq/tally/ui"
 )
 
@@ -117,8 +118,15 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	}
 	jobs = append(jobs, exporter.Run)
 
-	// Alert evaluation, under the lease.
-	evaluator, evaluate, err := buildAlerts(cfg, store, reader, catalog, registry, externalURL, log)
+	// Alert evaluation, under the lease. This process holds the leases it
+	// takes under one name (--replica-id, or one made up once).
+	holder := cfg.Alerts.ReplicaID
+	if holder == "" {
+		if holder, err = defaultReplicaID(); err != nil {
+			return fail(err)
+		}
+	}
+	evaluator, evaluate, err := buildAlerts(cfg, store, holder, reader, catalog, registry, externalURL, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -130,11 +138,11 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 
 	// Retention, under its lease like alert evaluation, and the disk floor
 	// on every replica.
-	storage, retain, guard, err := buildStorage(cfg, store, registry, log)
+	storage, retain, err := buildStorage(cfg, store, holder, registry, log)
 	if err != nil {
 		return fail(err)
 	}
-	jobs = append(jobs, retain, guard.Run)
+	jobs = append(jobs, retain, storage.Guard.Run)
 	apiOpts.Storage = storage
 	policy := storage.Job.Policy()
 	apiOpts.KeptFrom = policy.KeptFrom
@@ -163,7 +171,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		Public:       keyring.Public(),
 		AllowedHosts: cfg.Auth.AllowedHosts,
 		Jobs:         jobs,
-		WriteGuard:   guard,
+		WriteGuard:   storage.Guard,
 
 		SpansKeptFrom: policy.SpansKeptFrom,
 	})
@@ -260,7 +268,7 @@ func buildAuth(ctx context.Context, cfg *serveConfig, store *schema.Store, log *
 // --alerts-evaluator says: under a lease in ClickHouse (auto: one replica
 // evaluates and notifies), always (on) or never (off). With no rules file it
 // returns nil: alerting is off, the metrics exporter still runs.
-func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, catalog *pricing.Catalog,
+func buildAlerts(cfg *serveConfig, store *schema.Store, holder string, reader *query.Reader, catalog *pricing.Catalog,
 	reg prometheus.Registerer, externalURL string, log *slog.Logger) (*alerts.Evaluator, func(context.Context), error) {
 	a := cfg.Alerts
 	if a.RulesPath == "" {
@@ -299,30 +307,17 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, reader *query.Reader, ca
 	if err != nil {
 		return nil, nil, err
 	}
-	run := func(ctx context.Context) { _ = ev.Run(ctx) }
+	run, err := underLease("--alerts-evaluator", a.Evaluator, alertsEvaluatorLease, holder, store, log,
+		func(ctx context.Context) { _ = ev.Run(ctx) })
+	if err != nil {
+		return nil, nil, err
+	}
 	switch a.Evaluator {
-	case "on":
 	case "off":
 		log.Info("alert evaluation off on this replica (--alerts-evaluator=off)")
-		run = func(context.Context) {}
 	case "auto":
-		holder := a.ReplicaID
-		if holder == "" {
-			if holder, err = defaultReplicaID(); err != nil {
-				return nil, nil, err
-			}
-		}
-		l, err := lease.New(store, lease.Config{Name: alertsEvaluatorLease, Holder: holder,
-			Logger: log.With("component", "lease")})
-		if err != nil {
-			return nil, nil, err
-		}
 		log.Info("alert evaluation under a lease: one replica evaluates at a time", "lease", alertsEvaluatorLease,
 			"holder", holder, "ttl", lease.DefaultTTL)
-		evaluate := run
-		run = func(ctx context.Context) { l.Run(ctx, evaluate) }
-	default:
-		return nil, nil, fmt.Errorf("--alerts-evaluator %q: want auto, on or off", a.Evaluator)
 	}
 	log.Info("alerting on", "rules", len(rules), "file", a.RulesPath, "alertmanagers", len(a.Alertmanagers),
 		"webhooks", len(a.Webhooks), "interval", a.Interval)
@@ -336,24 +331,21 @@ const retentionLease = "retention"
 // buildStorage builds retention (its job, run as --retention-runner says:
 // under a lease, always or never) and the free-space guard on the data
 // directory and the ClickHouse server's disks.
-func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), *diskguard.Guard, error) {
+func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), error) {
 	st := cfg.Storage
 	overrides, err := retention.ParseOverrides(st.ProjectRetention)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--project-retention: %w", err)
+		return nil, nil, fmt.Errorf("--project-retention: %w", err)
 	}
 	policy := retention.Policy{Spans: st.Retention, Content: st.ContentRetention, Rollups: st.RollupRetention, Projects: overrides}
 	job, err := retention.NewJob(store, retention.Config{Policy: policy, Interval: st.RetentionEvery, Registerer: reg,
 		Logger: log.With("component", "retention")})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	floor, err := diskguard.ParseFloor(st.DiskFloor)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--disk-floor: %w", err)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
+		return nil, nil, fmt.Errorf("--disk-floor: %w", err)
 	}
 	guard := diskguard.New(diskguard.Config{Floor: floor, Paths: []string{cfg.DataDir}, Server: store.ServerDisk,
 		Usage: func(ctx context.Context) ([]diskguard.TableUsage, error) {
@@ -366,37 +358,42 @@ func buildStorage(cfg *serveConfig, store *schema.Store, reg prometheus.Register
 		},
 		Interval: st.DiskCheckEvery, Logger: log.With("component", "disk")})
 	if err := reg.Register(guard.Collector()); err != nil {
-		return nil, nil, nil, fmt.Errorf("disk metrics: %w", err)
+		return nil, nil, fmt.Errorf("disk metrics: %w", err)
 	}
 	if store.Embedded() {
 		if err := registerEngineMetrics(reg, store); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	run := job.Run
-	switch st.RetentionRunner {
-	case "on":
-	case "off":
+	run, err := underLease("--retention-runner", st.RetentionRunner, retentionLease, holder, store, log, job.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.RetentionRunner == "off" {
 		log.Warn("retention off on this replica (--retention-runner=off): nothing ages out unless another replica runs it")
-		run = func(context.Context) {}
-	case "auto":
-		holder := cfg.Alerts.ReplicaID
-		if holder == "" {
-			if holder, err = defaultReplicaID(); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		l, err := lease.New(store, lease.Config{Name: retentionLease, Holder: holder, Logger: log.With("component", "lease")})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		run = func(ctx context.Context) { l.Run(ctx, job.Run) }
-	default:
-		return nil, nil, nil, fmt.Errorf("--retention-runner %q: want auto, on or off", st.RetentionRunner)
 	}
-	log.Info("retention", "spans", retention.FormatDuration(policy.Spans), "content", retention.FormatDuration(policy.Of(schema.ClassContent, "")),
-		"rollups", retention.FormatDuration(policy.Rollups), "projects", len(overrides), "disk_floor", st.DiskFloor)
-	return &retention.Storage{Job: job, Guard: guard}, run, guard, nil
+	log.Info("retention", "spans", params.FormatDuration(policy.Spans), "content", params.FormatDuration(policy.Of(schema.ClassContent, "")),
+		"rollups", params.FormatDuration(policy.Rollups), "projects", len(overrides), "disk_floor", st.DiskFloor)
+	return &retention.Storage{Job: job, Guard: guard}, run, nil
+}
+
+// underLease is run as a replica-runner flag (auto|on|off) says: under the
+// named lease, so one replica at a time runs it (auto); on every replica
+// (on); or not on this one (off).
+func underLease(flag, mode, name, holder string, store *schema.Store, log *slog.Logger, run func(context.Context)) (func(context.Context), error) {
+	switch mode {
+	case "on":
+		return run, nil
+	case "off":
+		return func(context.Context) {}, nil
+	case "auto":
+		l, err := lease.New(store, lease.Config{Name: name, Holder: holder, Logger: log.With("component", "lease")})
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) { l.Run(ctx, run) }, nil
+	}
+	return nil, fmt.Errorf("%s %q: want auto, on or off", flag, mode)
 }
 
 // defaultReplicaID is the host name with a random suffix, unique per process.

@@ -4,7 +4,6 @@ package main
 // it: the real binary as a subprocess, chDB in-process under --data-dir.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,13 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/schema"
@@ -93,21 +93,27 @@ func (p *tallyProc) stop() {
 	}
 }
 
-// metric reads one unlabelled sample from tally's /metrics.
+// metric reads one unlabelled gauge or counter from tally's /metrics
+// (parsed with Prometheus's own text parser).
 func (p *tallyProc) metric(name string) (float64, error) {
 	resp, err := http.Get(p.url + "/metrics")
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(v, 64)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if mf := families[name]; mf != nil && len(mf.GetMetric()) == 1 {
+		if m := mf.GetMetric()[0]; m.Gauge != nil {
+			return m.Gauge.GetValue(), nil
+		} else if m.Counter != nil {
+			return m.Counter.GetValue(), nil
 		}
 	}
-	return 0, fmt.Errorf("no %s in /metrics", name)
+	return 0, fmt.Errorf("no single gauge or counter %s in /metrics", name)
 }
 
 // waitDelivered waits until tally has nothing acknowledged left to insert:

@@ -237,17 +237,18 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 }
 
 // dayDuration is a duration flag that also takes days ("400d"), as the
-// API's since and until do.
-type dayDuration struct{ d *time.Duration }
+// API's since and until do. zero allows 0 (a retention of 0 keeps forever);
+// otherwise it must be more than 0.
+type dayDuration struct {
+	d    *time.Duration
+	zero bool
+}
 
 func (f dayDuration) String() string {
 	if f.d == nil {
 		return ""
 	}
-	if *f.d > 0 && *f.d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", *f.d/(24*time.Hour))
-	}
-	return f.d.String()
+	return params.FormatDuration(*f.d)
 }
 
 func (f dayDuration) Set(v string) error {
@@ -255,7 +256,7 @@ func (f dayDuration) Set(v string) error {
 	if err != nil {
 		return err
 	}
-	if d <= 0 {
+	if d == 0 && !f.zero {
 		return fmt.Errorf("duration %q: want more than 0", v)
 	}
 	*f.d = d

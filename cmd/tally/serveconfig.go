@@ -13,7 +13,6 @@ import (
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/auth"
-	"github.com/tallyhq/tally/support/params"
 )
 
 // serveConfig is every setting of tally serve, typed, one sub-struct per
@@ -52,28 +51,6 @@ type storageConfig struct {
 	DiskFloor        string
 	DiskCheckEvery   time.Duration
 }
-
-// keepDuration is a retention flag: days (30d) or Go's units, 0 for
-// forever (dayDuration refuses 0).
-type keepDuration struct{ d *time.Duration }
-
-func (v keepDuration) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return retention.FormatDuration(*v.d)
-}
-
-func (v keepDuration) Set(s string) error {
-	d, err := params.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
-
-func (v keepDuration) Type() string { return "duration" }
 
 // ingestConfig is how spans are received and normalized.
 type ingestConfig struct {
@@ -169,9 +146,9 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	st := &c.Storage
 	def := retention.DefaultPolicy()
 	st.Retention, st.ContentRetention, st.RollupRetention = def.Spans, def.Content, def.Rollups
-	fs.Var(keepDuration{&st.Retention}, "retention", "how long spans (and outcomes) are kept, e.g. 30d; 0 keeps them forever")
-	fs.Var(keepDuration{&st.ContentRetention}, "content-retention", "how long captured prompt and tool content is kept (at most --retention); 0: as long as spans")
-	fs.Var(keepDuration{&st.RollupRetention}, "rollup-retention", "how long the hourly cost rollups are kept (at least --retention); 0 forever")
+	fs.Var(dayDuration{d: &st.Retention, zero: true}, "retention", "how long spans (and outcomes) are kept, e.g. 30d; 0 keeps them forever")
+	fs.Var(dayDuration{d: &st.ContentRetention, zero: true}, "content-retention", "how long captured prompt and tool content is kept (at most --retention); 0: as long as spans")
+	fs.Var(dayDuration{d: &st.RollupRetention, zero: true}, "rollup-retention", "how long the hourly cost rollups are kept (at least --retention); 0 forever")
 	fs.StringSliceVar(&st.ProjectRetention, "project-retention", nil, "a project's own retention: project=30d, or project=spans:30d,content:7d (repeatable; tally.yaml: a list)")
 	fs.DurationVar(&st.RetentionEvery, "retention-interval", time.Hour, "how often retention runs after its run at start-up")
 	fs.StringVar(&st.RetentionRunner, "retention-runner", "auto", "which replica applies retention: auto (one at a time, under a lease in ClickHouse), on (this one), off (none: data is kept until you run it elsewhere)")
@@ -218,7 +195,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.API.RunCaps, "run-cap", nil, `a run budget checked by budget_exceeded signals: "[project=P] [task=T|agent=A] iterations=N tokens=N cost=USD wall=DURATION" (repeatable; at least one limit; wall is active time, approval waits excluded)`)
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
-	fs.Var(dayDuration{&c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
+	fs.Var(dayDuration{d: &c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
 
 	h := &c.HTTP
 	fs.IntVar(&h.MaxHeaderBytes, "max-header-bytes", h.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")

@@ -29,7 +29,7 @@ func OpenStore(t testing.TB) *schema.Store {
 	t.Helper()
 	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
+	s, err := schema.Open(ctx, db.StoreConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

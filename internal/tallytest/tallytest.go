@@ -31,7 +31,7 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	t.Helper()
 	db := testenv.NewStoreDatabase(t)
 	ctx := context.Background()
-	store, err := schema.Open(ctx, schema.Config{Addr: db.Addr, Embedded: db.Embedded, Database: db.Name})
+	store, err := schema.Open(ctx, db.StoreConfig())
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

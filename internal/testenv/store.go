@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -49,8 +48,6 @@ type Database struct {
 	Name string
 	// Addr is the ClickHouse server's native address ("" on the embedded store).
 	Addr string
-	// Embedded is the embedded engine's HTTP interface (nil on a server).
-	Embedded http.RoundTripper
 	// Server is the ClickHouse server (nil on the embedded store).
 	Server *ClickHouseServer
 	// Engine is the embedded engine (nil on a server).
@@ -79,7 +76,16 @@ func NewStoreDatabase(t testing.TB) Database {
 			t.Errorf("testenv: %v", err)
 		}
 	})
-	return Database{Name: name, Embedded: engine.Transport(), Engine: engine}
+	return Database{Name: name, Engine: engine}
+}
+
+// StoreConfig is the schema.Config that opens the database on its store.
+func (d Database) StoreConfig() schema.Config {
+	c := schema.Config{Addr: d.Addr, Database: d.Name}
+	if d.Engine != nil {
+		c.Embedded = d.Engine.Transport()
+	}
+	return c
 }
 
 // embedded is the one embedded engine of a test binary: chDB keeps one data

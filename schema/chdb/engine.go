@@ -16,9 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,7 +56,6 @@ type Engine struct {
 	path    string
 	signals signalState
 	logger  *slog.Logger
-	version string
 
 	pool chan *conn
 	all  []*conn
@@ -133,33 +134,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// SIG_DFL as a side effect: give Go's back at once.
 	lib.setSignalHandlers(0)
 	e.restoreSignals("disable chDB's handlers")
-	e.version = lib.version()
 
 	args := []string{"tally", "--path=" + cfg.Path}
-	settings := map[string]string{}
-	for name, v := range embeddedCaches {
-		settings[name] = v
-	}
+	settings := maps.Clone(embeddedCaches)
 	if cfg.MaxMemory > 0 {
 		settings["max_server_memory_usage"] = fmt.Sprint(cfg.MaxMemory)
 	}
-	for name, v := range cfg.Settings {
-		settings[name] = v
-	}
-	names := make([]string, 0, len(settings))
-	for name := range settings {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	maps.Copy(settings, cfg.Settings)
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
 		args = append(args, "--"+name+"="+settings[name])
 	}
 	// Query settings given at connect are each connection's own baseline:
 	// a statement's settings are set over them and put back after.
-	base := map[string]string{}
-	for name, v := range cfg.Settings {
-		base[name] = v
-	}
+	base := maps.Clone(cfg.Settings)
 	for range cfg.Conns {
 		if err := ctx.Err(); err != nil {
 			e.Close()
@@ -197,11 +184,7 @@ func (e *Engine) connect(args []string, base map[string]string) (*conn, error) {
 	if handle == nil || *(*unsafe.Pointer)(handle) == nil {
 		return nil, fmt.Errorf("chdb: connect to %s failed (another process has it, this process has another path open, or a setting in %q is bad; the engine's message is on standard error)", e.path, args[2:])
 	}
-	settings := make(map[string]string, len(base))
-	for k, v := range base {
-		settings[k] = v
-	}
-	return &conn{handle: handle, base: base, settings: settings}, nil
+	return &conn{handle: handle, base: base, settings: maps.Clone(base)}, nil
 }
 
 func (e *Engine) restoreSignals(when string) {
@@ -214,12 +197,6 @@ func (e *Engine) restoreSignals(when string) {
 		e.logger.Debug("chdb: gave Go back its signal handlers", "when", when, "signals", fmt.Sprint(changed))
 	}
 }
-
-// Version is the chDB library's version (not ClickHouse's: ask SELECT version()).
-func (e *Engine) Version() string { return e.version }
-
-// LibraryPath is the libchdb.so the engine loaded.
-func (e *Engine) LibraryPath() string { return e.lib.path }
 
 // Path is the data directory.
 func (e *Engine) Path() string { return e.path }
@@ -248,8 +225,6 @@ type Result struct {
 	res  unsafe.Pointer
 	done func() // counts the result out of the engine's busy
 	data []byte
-	// RowsRead, BytesRead and RowsWritten are chDB's counters for the statement.
-	RowsRead, BytesRead, RowsWritten uint64
 }
 
 // Bytes is the output, valid until Close.
@@ -322,10 +297,13 @@ func (e *Engine) Exec(ctx context.Context, st Statement) (*Result, error) {
 
 // run brings c's session settings to st's, then runs st.
 func (e *Engine) run(c *conn, st Statement) (*Result, error) {
+	for name := range st.Settings { // the base's were checked by Open
+		if !settingNameRE.MatchString(name) {
+			return nil, &Error{Message: fmt.Sprintf("setting name %q: must match %s", name, settingNameRE)}
+		}
+	}
 	want := c.wanted(st.Settings)
-	if set, err := c.settingsDiff(want); err != nil {
-		return nil, err
-	} else if set != "" {
+	if set := c.settingsDiff(want); set != "" {
 		res, err := e.query(c, []byte(set), "TabSeparated", nil)
 		if err != nil {
 			return nil, err
@@ -376,13 +354,11 @@ func (e *Engine) insert(c *conn, sql []byte, format string, data []byte) (*Resul
 // wanted is the session settings a statement with these settings runs
 // under: the connection's base with the statement's over it.
 func (c *conn) wanted(statement map[string]string) map[string]string {
-	want := make(map[string]string, len(c.base)+len(statement))
-	for k, v := range c.base {
-		want[k] = v
+	want := maps.Clone(c.base)
+	if want == nil {
+		want = make(map[string]string, len(statement))
 	}
-	for k, v := range statement {
-		want[k] = v
-	}
+	maps.Copy(want, statement)
 	return want
 }
 
@@ -390,12 +366,9 @@ func (c *conn) wanted(statement map[string]string) map[string]string {
 // want ("" when they match): changed ones set, dropped ones back to
 // DEFAULT. want includes the connection's base settings, so only settings
 // no one configured go back to the engine's default.
-func (c *conn) settingsDiff(want map[string]string) (string, error) {
+func (c *conn) settingsDiff(want map[string]string) string {
 	var parts []string
 	for name, v := range want {
-		if !settingNameRE.MatchString(name) {
-			return "", &Error{Message: fmt.Sprintf("setting name %q: must match %s", name, settingNameRE)}
-		}
 		if old, ok := c.settings[name]; !ok || old != v {
 			parts = append(parts, name+" = "+quote(v))
 		}
@@ -406,16 +379,17 @@ func (c *conn) settingsDiff(want map[string]string) (string, error) {
 		}
 	}
 	if len(parts) == 0 {
-		return "", nil
+		return ""
 	}
 	sort.Strings(parts)
-	return "SET " + strings.Join(parts, ", "), nil
+	return "SET " + strings.Join(parts, ", ")
 }
 
+// literalEscaper escapes a ClickHouse string literal's backslashes and quotes.
+var literalEscaper = strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+
 // quote is a ClickHouse string literal; settings parse their value from it.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
+func quote(s string) string { return "'" + literalEscaper.Replace(s) + "'" }
 
 func (e *Engine) query(c *conn, sql []byte, format string, params map[string]string) (*Result, error) {
 	if len(sql) == 0 {
@@ -469,8 +443,7 @@ func (e *Engine) result(res unsafe.Pointer) (*Result, error) {
 		return nil, &Error{Message: strings.TrimSpace(msg)}
 	}
 	e.busy.Add(1)
-	r := &Result{lib: e.lib, res: res, done: e.busy.Done,
-		RowsRead: e.lib.resultRowsRead(res), BytesRead: e.lib.resultBytesRead(res), RowsWritten: e.lib.resultRowsWritten(res)}
+	r := &Result{lib: e.lib, res: res, done: e.busy.Done}
 	if n := e.lib.resultLength(res); n > 0 {
 		if buf := e.lib.resultBuffer(res); buf != nil {
 			r.data = unsafe.Slice(buf, n)

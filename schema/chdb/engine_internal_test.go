@@ -1,6 +1,9 @@
 package chdb
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSettingsDiff(t *testing.T) {
 	for _, tc := range []struct {
@@ -22,11 +25,7 @@ func TestSettingsDiff(t *testing.T) {
 			if c.settings == nil {
 				c.settings = map[string]string{}
 			}
-			got, err := c.settingsDiff(tc.want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.statement {
+			if got := c.settingsDiff(tc.want); got != tc.statement {
 				t.Fatalf("settingsDiff = %q, want %q", got, tc.statement)
 			}
 		})
@@ -46,17 +45,16 @@ func TestSettingsDiff(t *testing.T) {
 	}
 	for i, step := range steps {
 		want := c.wanted(step.statement)
-		got, err := c.settingsDiff(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != step.set {
+		if got := c.settingsDiff(want); got != step.set {
 			t.Fatalf("statement %d: %q, want %q", i, got, step.set)
 		}
 		c.settings = want
 	}
-	c = &conn{settings: map[string]string{}}
-	if _, err := c.settingsDiff(map[string]string{"x = 1; DROP TABLE t": "1"}); err == nil {
-		t.Fatal("a setting name that is not an identifier is not an error")
+	// A statement's setting name that is not an identifier is refused
+	// before anything reaches the connection (which is never used here).
+	e := &Engine{}
+	if _, err := e.run(c, Statement{SQL: []byte("SELECT 1"), Settings: map[string]string{"x = 1; DROP TABLE t": "1"}}); err == nil ||
+		!strings.Contains(err.Error(), "must match") {
+		t.Fatalf("a setting name that is not an identifier: %v, want it refused", err)
 	}
 }

@@ -79,16 +79,12 @@ type library struct {
 	resultBuffer      func(result unsafe.Pointer) *byte
 	resultLength      func(result unsafe.Pointer) uintptr
 	resultError       func(result unsafe.Pointer) string
-	resultRowsRead    func(result unsafe.Pointer) uint64
-	resultBytesRead   func(result unsafe.Pointer) uint64
-	resultRowsWritten func(result unsafe.Pointer) uint64
 	insertStream      func(conn unsafe.Pointer, query *byte, queryLen uintptr, format *byte, formatLen uintptr) unsafe.Pointer
 	insertError       func(stream unsafe.Pointer) string
 	insertAppend      func(stream unsafe.Pointer, data *byte, n uintptr) int32
 	insertDone        func(stream unsafe.Pointer) unsafe.Pointer
 	insertDestroy     func(stream unsafe.Pointer)
 	setSignalHandlers func(enabled int32)
-	version           func() string
 }
 
 // loadLibrary dlopens path and resolves the functions, failing with the
@@ -111,16 +107,12 @@ func loadLibrary(path string) (*library, error) {
 		{"chdb_result_buffer", &lib.resultBuffer},
 		{"chdb_result_length", &lib.resultLength},
 		{"chdb_result_error", &lib.resultError},
-		{"chdb_result_rows_read", &lib.resultRowsRead},
-		{"chdb_result_bytes_read", &lib.resultBytesRead},
-		{"chdb_result_rows_written", &lib.resultRowsWritten},
 		{"chdb_stream_insert_n", &lib.insertStream},
 		{"chdb_stream_insert_error", &lib.insertError},
 		{"chdb_stream_append", &lib.insertAppend},
 		{"chdb_stream_done", &lib.insertDone},
 		{"chdb_destroy_insert_stream", &lib.insertDestroy},
 		{"chdb_set_signal_handlers_enabled", &lib.setSignalHandlers},
-		{"chdb_version", &lib.version},
 	} {
 		addr, err := purego.Dlsym(handle, sym.name)
 		if err != nil {

@@ -65,57 +65,53 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		defer req.Body.Close()
 	}
-	st, database, err := t.statement(req)
+	st, err := t.statement(req)
 	if err != nil {
-		return t.reply(req, http.StatusBadRequest, "Code: 1001. DB::Exception: "+err.Error(), nil), nil
-	}
-	if database != "" && database != "default" {
-		// tally qualifies every table with its database: a default database
-		// other than "default" would need per-connection USE, which chDB's
-		// shared connections cannot give a single request.
-		return t.reply(req, http.StatusBadRequest, fmt.Sprintf(
-			"Code: 1001. DB::Exception: the embedded store's connections use database default (asked for %q)", database), nil), nil
+		return failure(req, http.StatusBadRequest, "Code: 1001. DB::Exception: "+err.Error()), nil
 	}
 	if bytes.Equal(bytes.TrimSpace(st.SQL), []byte(HelloQuery)) {
 		return t.hello(req)
 	}
 	res, err := t.engine.Exec(req.Context(), st)
 	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			return t.reply(req, http.StatusInternalServerError, ce.Message, nil), nil
-		}
-		return nil, err
+		return failed(req, err)
 	}
-	return t.reply(req, http.StatusOK, "", res), nil
+	body := &resultBody{res: res, r: bytes.NewReader(res.Bytes())}
+	return response(req, http.StatusOK, "application/octet-stream", body, int64(len(res.Bytes()))), nil
 }
 
 // statement turns req into what Exec runs.
-func (t *Transport) statement(req *http.Request) (Statement, string, error) {
+func (t *Transport) statement(req *http.Request) (Statement, error) {
 	if enc := req.Header.Get("Content-Encoding"); enc != "" {
-		return Statement{}, "", fmt.Errorf("compressed request bodies (%s) are not supported in-process", enc)
+		return Statement{}, fmt.Errorf("compressed request bodies (%s) are not supported in-process", enc)
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); strings.HasPrefix(mt, "multipart/") {
-			return Statement{}, "", errors.New("external tables are not supported in-process")
+			return Statement{}, errors.New("external tables are not supported in-process")
 		}
 	}
 	params := req.URL.Query()
+	if db := params.Get("database"); db != "" && db != "default" {
+		// tally qualifies every table with its database: a default database
+		// other than "default" would need per-connection USE, which chDB's
+		// shared connections cannot give a single request.
+		return Statement{}, fmt.Errorf("the embedded store's connections use database default (asked for %q)", db)
+	}
 	if params.Get("compress") == "1" || params.Get("decompress") == "1" {
-		return Statement{}, "", errors.New("Native compression is not supported in-process: open the connection without Compression")
+		return Statement{}, errors.New("Native compression is not supported in-process: open the connection without Compression")
 	}
 	var body []byte
 	if req.Body != nil {
 		var err error
 		if body, err = io.ReadAll(req.Body); err != nil {
-			return Statement{}, "", fmt.Errorf("read request: %w", err)
+			return Statement{}, fmt.Errorf("read request: %w", err)
 		}
 	}
 	st := Statement{Format: params.Get("default_format"), Settings: map[string]string{}}
 	if q := params.Get("query"); q != "" {
 		m := insertFormatRE.FindStringSubmatch(q)
 		if m == nil {
-			return Statement{}, "", fmt.Errorf("a statement in the query parameter takes its data from the body: it must end in FORMAT <format> (got %q)", q)
+			return Statement{}, fmt.Errorf("a statement in the query parameter takes its data from the body: it must end in FORMAT <format> (got %q)", q)
 		}
 		st.SQL, st.InputFormat, st.Data = []byte(m[1]), m[2], body
 		if st.Data == nil {
@@ -138,40 +134,46 @@ func (t *Transport) statement(req *http.Request) (Statement, string, error) {
 		if name == "readonly" {
 			// A session in readonly mode refuses every later SET, so the
 			// connection could never be given back its settings.
-			return Statement{}, "", errors.New("the readonly setting is not supported per statement in-process")
+			return Statement{}, errors.New("the readonly setting is not supported per statement in-process")
 		}
 		st.Settings[name] = values[len(values)-1]
 	}
-	return st, params.Get("database"), nil
+	return st, nil
 }
 
-// reply is the response for a result (status 200) or an error text.
-func (t *Transport) reply(req *http.Request, status int, text string, res *Result) *http.Response {
-	resp := &http.Response{
+// response is the response to req with body, n bytes long.
+func response(req *http.Request, status int, contentType string, body io.ReadCloser, n int64) *http.Response {
+	return &http.Response{
 		Status:     strconv.Itoa(status) + " " + http.StatusText(status),
 		StatusCode: status,
 		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{},
-		Request: req,
+		Header:        http.Header{"Content-Type": {contentType}},
+		Body:          body,
+		ContentLength: n,
+		Request:       req,
 	}
-	if res == nil && status != http.StatusOK {
-		if m := exceptionCodeRE.FindStringSubmatch(text); m != nil {
-			resp.Header.Set("X-ClickHouse-Exception-Code", m[1])
-		}
-		resp.Header.Set("Content-Type", "text/plain; charset=UTF-8")
-		resp.Body = io.NopCloser(strings.NewReader(text + "\n"))
-		resp.ContentLength = int64(len(text) + 1)
-		return resp
+}
+
+// failure is the response a server gives for an error: ClickHouse's text,
+// and its code in X-ClickHouse-Exception-Code.
+func failure(req *http.Request, status int, text string) *http.Response {
+	text += "\n"
+	resp := response(req, status, "text/plain; charset=UTF-8", io.NopCloser(strings.NewReader(text)), int64(len(text)))
+	if m := exceptionCodeRE.FindStringSubmatch(text); m != nil {
+		resp.Header.Set("X-ClickHouse-Exception-Code", m[1])
 	}
-	if res == nil {
-		return resp
-	}
-	resp.Header.Set("Content-Type", "application/octet-stream")
-	resp.Header.Set("X-ClickHouse-Summary", fmt.Sprintf(`{"read_rows":"%d","read_bytes":"%d","written_rows":"%d"}`,
-		res.RowsRead, res.BytesRead, res.RowsWritten))
-	resp.ContentLength = int64(len(res.Bytes()))
-	resp.Body = &resultBody{res: res, r: bytes.NewReader(res.Bytes())}
 	return resp
+}
+
+// failed turns an Exec error into what a server would answer: a statement
+// the engine refused or failed is a 500 with its text; anything else (the
+// request's context ended, the engine closed) is the round trip's error.
+func failed(req *http.Request, err error) (*http.Response, error) {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return failure(req, http.StatusInternalServerError, ce.Message), nil
+	}
+	return nil, err
 }
 
 // resultBody reads a Result straight from chDB's memory and frees it on Close.
@@ -197,7 +199,6 @@ func (b *resultBody) Close() error {
 	return nil
 }
 
-// context check: Transport must satisfy http.RoundTripper.
 var _ http.RoundTripper = (*Transport)(nil)
 
 // hello answers HelloQuery (see there).
@@ -208,16 +209,12 @@ func (t *Transport) hello(req *http.Request) (*http.Response, error) {
 	}
 	res, err := t.engine.Exec(req.Context(), Statement{SQL: []byte("SELECT displayName(), version(), timezone()"), Format: "TabSeparated"})
 	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			return t.reply(req, http.StatusInternalServerError, ce.Message, nil), nil
-		}
-		return nil, err
+		return failed(req, err)
 	}
 	fields := strings.Split(strings.TrimSuffix(string(res.Bytes()), "\n"), "\t")
 	res.Close()
 	if len(fields) != 3 {
-		return t.reply(req, http.StatusInternalServerError, fmt.Sprintf("Code: 1001. DB::Exception: unexpected server info %q", fields), nil), nil
+		return failure(req, http.StatusInternalServerError, fmt.Sprintf("Code: 1001. DB::Exception: unexpected server info %q", fields)), nil
 	}
 	block := proto.NewBlock()
 	for _, c := range []struct{ name, typ string }{
@@ -234,9 +231,5 @@ func (t *Transport) hello(req *http.Request) (*http.Response, error) {
 	if err := block.Encode(&buf, revision); err != nil {
 		return nil, fmt.Errorf("chdb: hello block: %w", err)
 	}
-	resp := t.reply(req, http.StatusOK, "", nil)
-	resp.Header = http.Header{"Content-Type": {"application/octet-stream"}}
-	resp.Body = io.NopCloser(bytes.NewReader(buf.Buf))
-	resp.ContentLength = int64(len(buf.Buf))
-	return resp, nil
+	return response(req, http.StatusOK, "application/octet-stream", io.NopCloser(bytes.NewReader(buf.Buf)), int64(len(buf.Buf))), nil
 }

@@ -20,6 +20,15 @@ import (
 // maxDays is the most days a time.Duration holds.
 const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
 
+// FormatDuration writes d as ParseDuration reads it: a positive whole
+// number of days as "30d", anything else in Go's form ("12h0m0s", "0s").
+func FormatDuration(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
 // ParseDuration is time.ParseDuration plus a "d" (24h) unit, written as
 // decimal digits with an optional fraction ("7d", "1.5d"). Negative
 // durations, and durations too long for a time.Duration, are errors.

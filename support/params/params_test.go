@@ -50,6 +50,28 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{30 * 24 * time.Hour, "30d"},
+		{24 * time.Hour, "1d"},
+		{36 * time.Hour, "36h0m0s"}, // not whole days
+		{90 * time.Minute, "1h30m0s"},
+		{0, "0s"},
+	} {
+		if got := FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		if tc.d > 0 {
+			if back, err := ParseDuration(FormatDuration(tc.d)); err != nil || back != tc.d {
+				t.Errorf("ParseDuration(FormatDuration(%v)) = %v, %v", tc.d, back, err)
+			}
+		}
+	}
+}
+
 func TestTimeRangeEdges(t *testing.T) {
 	now := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
 	tests := []struct {

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/tools/loadgen"
@@ -58,9 +59,7 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 			return 0, err
 		}
 		defer s.Close()
-		var n uint64
-		err = s.Conn().QueryRow(ctx, "SELECT count() FROM "+s.Table(schema.TableSpans)+" FINAL WHERE project = 'default'").Scan(&n)
-		return n, err
+		return countFinal(ctx, s)
 	}
 	profiling := cfg.ProfileDir != "" && tg.kind == storeServer
 
@@ -298,9 +297,8 @@ func waitQueryable(ctx context.Context, store *schema.Store, want uint64) (uint6
 			return 0, 0, fmt.Errorf("count stored spans: %w", err)
 		}
 		if n >= want {
-			err := store.Conn().QueryRow(ctx, "SELECT count() FROM "+table+" FINAL WHERE project = 'default'").Scan(&n)
-			if err != nil {
-				return 0, 0, fmt.Errorf("count stored spans: %w", err)
+			if n, err = countFinal(ctx, store); err != nil {
+				return 0, 0, err
 			}
 			if n >= want {
 				return n, time.Since(began), nil
@@ -315,6 +313,16 @@ func waitQueryable(ctx context.Context, store *schema.Store, want uint64) (uint6
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// countFinal is the project's deduplicated span count (FINAL).
+func countFinal(ctx context.Context, store *schema.Store) (uint64, error) {
+	var n uint64
+	q := "SELECT count() FROM " + store.Table(schema.TableSpans) + " FINAL WHERE project = 'default'"
+	if err := store.Conn().QueryRow(ctx, q).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count stored spans: %w", err)
+	}
+	return n, nil
 }
 
 // sampleRSS polls the process's RSS until the returned function is called,
@@ -396,7 +404,8 @@ func (t *Tally) waitWritten(ctx context.Context, want uint64) (uint64, time.Dura
 	}
 }
 
-// metrics reads the named unlabelled samples from tally's /metrics.
+// metrics reads the named unlabelled gauges and counters from tally's
+// /metrics (parsed with Prometheus's own text parser).
 func (t *Tally) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+"/metrics", nil)
 	if err != nil {
@@ -407,25 +416,25 @@ func (t *Tally) metrics(ctx context.Context, names ...string) (map[string]float6
 		return nil, fmt.Errorf("tally metrics: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("tally metrics: %w", err)
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		for _, name := range names {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil {
-					return nil, fmt.Errorf("tally metric %s: %w", name, err)
-				}
-				out[name] = f
-			}
-		}
-	}
 	for _, name := range names {
-		if _, ok := out[name]; !ok {
-			return nil, fmt.Errorf("tally metrics: no %s", name)
+		mf := families[name]
+		if mf == nil || len(mf.GetMetric()) != 1 {
+			return nil, fmt.Errorf("tally metrics: no single %s", name)
+		}
+		m := mf.GetMetric()[0]
+		switch {
+		case m.Gauge != nil:
+			out[name] = m.Gauge.GetValue()
+		case m.Counter != nil:
+			out[name] = m.Counter.GetValue()
+		default:
+			return nil, fmt.Errorf("tally metrics: %s is neither a gauge nor a counter", name)
 		}
 	}
 	return out, nil
