@@ -93,8 +93,8 @@ func bucketsOf(s *schema.Span) Buckets {
 	return Buckets{s.InputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.OutputTokens, s.ReasoningTokens}
 }
 
-// step appends a line to ex when explaining. Callers test ex != nil
-// first: a call boxes its arguments (an allocation each) even when ex is
+// step appends a line to ex when explaining. A call with arguments is
+// made under ex != nil: it boxes them (an allocation each) even when ex is
 // nil, and Normalize runs it for every span it does not explain.
 func (ex *Explanation) step(format string, args ...any) {
 	if ex != nil {
@@ -182,13 +182,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		if lf, exclusive, ok := n.langfuseUsage(); ok {
 			c, dialect, langfuseExclusive = lf, "langfuse", exclusive
 			if exclusive {
-				if ex != nil {
-					ex.step("usage read from langfuse.observation.usage_details: Langfuse's usage types are disjoint (input is the uncached part)")
-				}
+				ex.step("usage read from langfuse.observation.usage_details: Langfuse's usage types are disjoint (input is the uncached part)")
 			} else {
-				if ex != nil {
-					ex.step("usage read from langfuse.observation.usage_details: the provider's own usage object (OpenAI: prompt_tokens includes cached tokens)")
-				}
+				ex.step("usage read from langfuse.observation.usage_details: the provider's own usage object (OpenAI: prompt_tokens includes cached tokens)")
 			}
 		}
 	}
@@ -217,8 +213,6 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 					ex.Instrumentation, ex.Source = r.Instrumentation, r.Source
 				}
 			}
-		}
-		if ex != nil {
 			ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
 		}
 		if a.cacheReadTwice && c.hasInput && c.cacheRead > 0 {
@@ -242,12 +236,10 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		out.CacheWriteTokens = c.cacheWrite
 		out.ReasoningTokens = c.reasoning
 		out.UsageMode = r.mode
-		if a.outputExclReasoning && c.reasoning > 0 {
-			if ex != nil {
+		if ex != nil {
+			if a.outputExclReasoning && c.reasoning > 0 {
 				ex.step("output: %d reported without reasoning, + reasoning %d = %d", reportedOutput, c.reasoning, out.OutputTokens)
-			}
-		} else {
-			if ex != nil {
+			} else {
 				ex.step("output: %d (reasoning %d is part of it)", c.output, c.reasoning)
 			}
 		}
@@ -264,9 +256,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			out.SpanType == schema.TypeInference {
 			out.UsageUnreconciled = 1
 			n.notes = append(n.notes, kv{k: AttrUsageProblem, v: "every usage bucket is 0 (a streamed call that did not report usage?)"})
-			if ex != nil {
-				ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
-			}
+			ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
 		}
 	}
 	n.cost(out, hasUsage, ex)
@@ -322,9 +312,7 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 			ex.CostLines = pe.ExplainPrice(out)
 		}
 		if out.CostSource == schema.CostUnpriced {
-			if ex != nil {
-				ex.step("cost: no catalog entry matches provider %q model %q: unpriced", out.Provider, out.Model)
-			}
+			ex.step("cost: no catalog entry matches provider %q model %q: unpriced", out.Provider, out.Model)
 		}
 	}
 }

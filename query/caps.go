@@ -65,7 +65,8 @@ type TaskCaps struct {
 	Exceeded     int      `json:"exceeded"`
 	ExceededRuns []string `json:"exceeded_runs"`
 	// Spec is the suggested caps as a --run-cap value ("" when the task's
-	// name cannot be written in one: empty, or with spaces or "=");
+	// name cannot be written in one: empty, or with white space, "=", ","
+	// or a quote);
 	// Configured the --run-cap caps that apply to the task now.
 	Spec       string   `json:"spec"`
 	Configured []string `json:"configured"`
@@ -142,9 +143,8 @@ func runMeasures(run *RunSummary, approvals []safety.Approval) (values [5]float6
 	active := time.Duration(run.DurationMs * float64(time.Millisecond))
 	if len(approvals) > 0 {
 		start, end := uint64(run.Start.UnixNano()), uint64(run.End.UnixNano())
-		wait := safety.WaitNs(approvals, start, end)
-		waitMs = float64(wait) / 1e6
-		active = time.Duration(end - start - wait)
+		waitMs = float64(safety.WaitNs(approvals, start, end)) / 1e6
+		active = safety.ActiveTime(approvals, start, end)
 	}
 	return [5]float64{float64(run.LLMCalls), float64(run.ToolCalls), float64(run.Usage.Input + run.Usage.Output),
 		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs
@@ -224,7 +224,9 @@ func roundUp(measure int, v float64) float64 {
 // calls are not a cap of their own: runaway_loop's --signal-max-steps
 // bounds them).
 func suggestedSpec(task string, figs []*CapFigure) string {
-	if task == "" || strings.ContainsAny(task, " \t\n=") {
+	// The flag is a comma-separated list (quotes for CSV) of space-separated
+	// KEY=VALUE fields: a name with a separator in it cannot be written.
+	if task == "" || len(strings.Fields(task)) != 1 || strings.ContainsAny(task, "=,\"") {
 		return "" // not writable as a --run-cap selector
 	}
 	parts := []string{"task=" + task}

@@ -10,6 +10,9 @@ package query
 //   - final(table): whole rows, the highest version (FINAL). For reads of
 //     one run or a few (run trees, content, fixtures, a run summary) and
 //     for reads that need the latest version of each row.
+//   - latestOf(identity): the highest version per identity, in a subquery,
+//     whichever partitions the copies are in. For tables whose partition
+//     key can differ between a row and its replacement (outcomes).
 //   - onePerSpan: LIMIT 1 BY the identity, in a subquery. For aggregates
 //     over a window's spans whose figures are the same in every copy
 //     (durations, statuses, tool names): it keeps the first copy seen and
@@ -21,6 +24,9 @@ package query
 
 // final is table read deduplicated, whole rows at their highest version.
 func final(table string) string { return table + " FINAL" }
+
+// latestOf ends a subquery that keeps each identity's highest version.
+func latestOf(identity string) string { return "ORDER BY version DESC LIMIT 1 BY " + identity }
 
 // onePerSpan ends a subquery that keeps one copy of each span.
 const onePerSpan = "LIMIT 1 BY trace_id, span_id"

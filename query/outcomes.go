@@ -96,11 +96,12 @@ func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickho
 	// run_start (the partition key) is the run's first start when the
 	// outcome was posted: within [lo, hi]. A later span can move a run's
 	// start, so a replacement may sit in another partition than what it
-	// replaces: the latest version per identity is kept here, not left to
-	// FINAL (which the embedded store runs partition by partition).
+	// replaces: the latest version per identity is picked here (latestOf),
+	// not left to FINAL (which the embedded store runs partition by
+	// partition).
 	q := "SELECT trace_id, span_id, name, source, score, has_score, label, passed, explanation, created_at FROM (" +
-		"SELECT * FROM " + final(r.store.Table(schema.TableOutcomes)) + " WHERE project = ? AND trace_id IN ? AND run_start >= ? AND run_start <= ?" +
-		" ORDER BY version DESC LIMIT 1 BY trace_id, name, source, span_id)" +
+		"SELECT * FROM " + r.store.Table(schema.TableOutcomes) + " WHERE project = ? AND trace_id IN ? AND run_start >= ? AND run_start <= ?" +
+		" " + latestOf("trace_id, name, source, span_id") + ")" +
 		" ORDER BY trace_id, created_at, name, source, span_id"
 	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
 	if err != nil {

@@ -217,21 +217,24 @@ func (r *Reader) reviewContent(ctx context.Context, project string, ids []string
 	return c, nil
 }
 
+// spanAttr looks up a span's attributes by key ("" when absent), as the
+// safety review's readers take them.
+func spanAttr(s *schema.Span) func(string) string {
+	return func(k string) string {
+		for j, key := range s.AttrKeys {
+			if key == k && j < len(s.AttrValues) {
+				return s.AttrValues[j]
+			}
+		}
+		return ""
+	}
+}
+
 // buildReview assembles one run's review input from its summary, the
 // spans reviewSpans read and the recorded content.
 func buildReview(project string, sum *RunSummary, spans []schema.Span, content *reviewedContent, effects *safety.Policy) safety.Run {
 	run := safety.Run{Project: project, Task: sum.Task, Agents: sum.Agents, Iterations: sum.LLMCalls, Tokens: sum.Usage.Input + sum.Usage.Output,
 		CostUSD: sum.Cost.Total, StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano())}
-	attrOf := func(s *schema.Span) func(string) string {
-		return func(k string) string {
-			for j, key := range s.AttrKeys {
-				if key == k && j < len(s.AttrValues) {
-					return s.AttrValues[j]
-				}
-			}
-			return ""
-		}
-	}
 	// Guardrails first: a tripped one under a tool step denies it.
 	tripped := map[string]bool{}
 	seen := map[string]bool{}
@@ -241,7 +244,7 @@ func buildReview(project string, sum *RunSummary, spans []schema.Span, content *
 			continue
 		}
 		seen[s.SpanID] = true
-		if g, ok := safety.GuardrailOf(s.SpanID, s.ParentSpanID, s.Name, s.Operation, attrOf(s)); ok {
+		if g, ok := safety.GuardrailOf(s.SpanID, s.ParentSpanID, s.Name, s.Operation, spanAttr(s)); ok {
 			run.Guardrails = append(run.Guardrails, g)
 			if g.Triggered != nil && *g.Triggered {
 				tripped[g.ParentSpanID] = true
@@ -256,7 +259,7 @@ func buildReview(project string, sum *RunSummary, spans []schema.Span, content *
 			continue
 		}
 		seen[s.SpanID] = true
-		attr := attrOf(s)
+		attr := spanAttr(s)
 		end := s.StartNs + s.DurationNs
 		if s.ParentSpanID == "" && run.RootSpanID == "" {
 			run.RootSpanID = s.SpanID
@@ -369,15 +372,7 @@ func (r *Reader) runApprovals(ctx context.Context, project string, runs []RunSum
 		}
 		for i := range spans {
 			s := &spans[i]
-			attr := func(k string) string {
-				for j, key := range s.AttrKeys {
-					if key == k && j < len(s.AttrValues) {
-						return s.AttrValues[j]
-					}
-				}
-				return ""
-			}
-			out[s.TraceID] = append(out[s.TraceID], spanApprovals(s, attr)...)
+			out[s.TraceID] = append(out[s.TraceID], spanApprovals(s, spanAttr(s))...)
 		}
 	}
 	return out, nil
@@ -609,7 +604,7 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 					rep.FlaggedByTask[sig.Kind], rep.FlaggedRunsByTask[sig.Kind] = map[string]int{}, map[string][]string{}
 				}
 				rep.FlaggedByTask[sig.Kind][run.Task]++
-				if ids := rep.FlaggedRunsByTask[sig.Kind][run.Task]; len(ids) < 5 {
+				if ids := rep.FlaggedRunsByTask[sig.Kind][run.Task]; len(ids) < exampleRuns {
 					rep.FlaggedRunsByTask[sig.Kind][run.Task] = append(ids, run.TraceID)
 				}
 			}

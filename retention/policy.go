@@ -58,9 +58,7 @@ func ParseOverrides(specs []string) (map[string]Override, error) {
 				return nil, fmt.Errorf("project retention %q: %q is not a positive duration", spec, d)
 			}
 			switch class {
-			case "":
-				o.Spans = dur
-			case schema.ClassSpans:
+			case "", schema.ClassSpans:
 				o.Spans = dur
 			case schema.ClassContent:
 				o.Content = dur
@@ -99,11 +97,11 @@ func (p Policy) Validate() error {
 				return fmt.Errorf("project %s: retention %s: at least %s", name, d, MinRetention)
 			}
 		}
-		if o.Content != 0 && longer(o.Content, p.of(schema.ClassSpans, name)) {
-			return fmt.Errorf("project %s: content kept %s, longer than its spans (%s)", name, show(o.Content), show(p.of(schema.ClassSpans, name)))
+		if o.Content != 0 && longer(o.Content, p.Of(schema.ClassSpans, name)) {
+			return fmt.Errorf("project %s: content kept %s, longer than its spans (%s)", name, show(o.Content), show(p.Of(schema.ClassSpans, name)))
 		}
-		if longer(p.of(schema.ClassSpans, name), p.Rollups) {
-			return fmt.Errorf("project %s: spans kept %s, longer than the rollups (--rollup-retention %s)", name, show(p.of(schema.ClassSpans, name)), show(p.Rollups))
+		if longer(p.Of(schema.ClassSpans, name), p.Rollups) {
+			return fmt.Errorf("project %s: spans kept %s, longer than the rollups (--rollup-retention %s)", name, show(p.Of(schema.ClassSpans, name)), show(p.Rollups))
 		}
 	}
 	return nil
@@ -117,9 +115,9 @@ func show(d time.Duration) string {
 	return params.FormatDuration(d)
 }
 
-// of is how long a project's rows of a class are kept (0: forever). A
+// Of is how long a project's rows of a class are kept (0: forever). A
 // project's content is kept no longer than its spans.
-func (p Policy) of(class, project string) time.Duration {
+func (p Policy) Of(class, project string) time.Duration {
 	o := p.Projects[project]
 	switch class {
 	case schema.ClassSpans:
@@ -132,7 +130,7 @@ func (p Policy) of(class, project string) time.Duration {
 		if o.Content != 0 {
 			c = o.Content
 		}
-		if s := p.of(schema.ClassSpans, project); s != 0 && (c == 0 || c > s) {
+		if s := p.Of(schema.ClassSpans, project); s != 0 && (c == 0 || c > s) {
 			c = s
 		}
 		return c
@@ -140,8 +138,6 @@ func (p Policy) of(class, project string) time.Duration {
 	return p.Rollups
 }
 
-// Of is how long a project's rows of a class are kept (0: forever).
-func (p Policy) Of(class, project string) time.Duration { return p.of(class, project) }
 
 // Action is one step of a retention run: drop a partition, or delete the
 // rows older than Before of some projects (Projects; with Except, of all
@@ -186,10 +182,10 @@ func Plan(p Policy, now time.Time, parts []schema.Partition) []Action {
 	for _, t := range schema.RetainedTables() {
 		// The retention of each project group: the default's and each
 		// override's.
-		def := p.of(t.Class, "")
+		def := p.Of(t.Class, "")
 		longest := def
 		for _, name := range overrides {
-			r := p.of(t.Class, name)
+			r := p.Of(t.Class, name)
 			if r == 0 || longest == 0 {
 				longest = 0
 				continue
@@ -216,14 +212,14 @@ func Plan(p Policy, now time.Time, parts []schema.Partition) []Action {
 		// retention of this class) and overrides, by duration.
 		byDur := map[time.Duration][]string{}
 		for _, name := range overrides {
-			if r := p.of(t.Class, name); r != 0 && r != def {
+			if r := p.Of(t.Class, name); r != 0 && r != def {
 				byDur[r] = append(byDur[r], name)
 			}
 		}
 		if def != 0 && def != longest {
 			var keepOthers []string // projects whose retention differs from the default's
 			for _, name := range overrides {
-				if p.of(t.Class, name) != def {
+				if p.Of(t.Class, name) != def {
 					keepOthers = append(keepOthers, name)
 				}
 			}

@@ -32,10 +32,10 @@ type OverrideView struct {
 
 // View shows a policy.
 func (p Policy) View() PolicyView {
-	v := PolicyView{Spans: show(p.Spans), Content: show(p.of(schema.ClassContent, "")), Rollups: show(p.Rollups),
+	v := PolicyView{Spans: show(p.Spans), Content: show(p.Of(schema.ClassContent, "")), Rollups: show(p.Rollups),
 		Projects: map[string]OverrideView{}}
 	for name := range p.Projects {
-		v.Projects[name] = OverrideView{Spans: show(p.of(schema.ClassSpans, name)), Content: show(p.of(schema.ClassContent, name))}
+		v.Projects[name] = OverrideView{Spans: show(p.Of(schema.ClassSpans, name)), Content: show(p.Of(schema.ClassContent, name))}
 	}
 	return v
 }
@@ -76,7 +76,7 @@ func (s *Storage) Storage(ctx context.Context) (any, error) {
 // KeptFrom is the oldest span start a project's spans are kept from at
 // now (zero when kept forever), and its retention.
 func (p Policy) KeptFrom(project string, now time.Time) (time.Time, time.Duration) {
-	d := p.of(schema.ClassSpans, project)
+	d := p.Of(schema.ClassSpans, project)
 	if d == 0 {
 		return time.Time{}, 0
 	}
@@ -89,7 +89,7 @@ func (p Policy) KeptFrom(project string, now time.Time) (time.Time, time.Duratio
 func (p Policy) SpansKeptFrom(now time.Time) time.Time {
 	shortest := p.Spans
 	for name := range p.Projects {
-		if d := p.of(schema.ClassSpans, name); d != 0 && (shortest == 0 || d < shortest) {
+		if d := p.Of(schema.ClassSpans, name); d != 0 && (shortest == 0 || d < shortest) {
 			shortest = d
 		}
 	}

@@ -74,9 +74,6 @@ func Review(run Run, cfg Config) []Signal {
 	for _, inc := range run.Incomplete {
 		order[inc.SpanID] = inc.StartNs
 	}
-	for _, a := range run.Approvals {
-		order[a.SpanID] = a.RequestedNs
-	}
 	order[run.RootSpanID] = run.StartNs
 	slices.SortStableFunc(out, func(a, b Signal) int {
 		return cmp.Or(cmp.Compare(order[a.SpanID], order[b.SpanID]), cmp.Compare(a.SpanID, b.SpanID))

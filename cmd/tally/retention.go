@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,7 +35,8 @@ func newRetentionCmd() *cobra.Command {
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		if p := rep.Retention; p != nil {
 			fmt.Fprintf(tw, "Kept: spans %s, content %s, rollups %s\n", p.Spans, p.Content, p.Rollups)
-			for name, o := range p.Projects {
+			for _, name := range slices.Sorted(maps.Keys(p.Projects)) {
+				o := p.Projects[name]
 				fmt.Fprintf(tw, "  project %s: spans %s, content %s\n", name, o.Spans, o.Content)
 			}
 		}
