@@ -138,7 +138,6 @@ func (p Policy) Of(class, project string) time.Duration {
 	return p.Rollups
 }
 
-
 // Action is one step of a retention run: drop a partition, or delete the
 // rows older than Before of some projects (Projects; with Except, of all
 // projects but those).
