@@ -4,13 +4,13 @@ import (
 	"slices"
 	"strings"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/tallyhq/tally/ingest/wire"
 )
 
 // hit is the first occurrence of a recognized key in one attribute map.
 type hit struct {
 	key string
-	v   pcommon.Value
+	v   wire.Value
 	act Action // privacy rule for key; a dropped key is a hit only for ArgsHash
 }
 
@@ -32,14 +32,15 @@ type attrMeta struct {
 
 // load indexes m. When meta is non-nil it receives one entry per attribute,
 // in order.
-func (av *attrView) load(m pcommon.Map, priv *Privacy, meta *[]attrMeta) {
+func (av *attrView) load(m []wire.KeyValue, priv *Privacy, meta *[]attrMeta) {
 	av.pos = [fieldCount]uint8{}
 	av.hits = av.hits[:0]
 	av.aggregated = false
 	if meta != nil {
 		*meta = (*meta)[:0]
 	}
-	for k, v := range m.All() {
+	for i := range m {
+		k, v := m[i].Key, m[i].Value
 		f := fieldOf(k)
 		act := priv.action(k)
 		if meta != nil {
@@ -68,9 +69,9 @@ func (av *attrView) get(f field) *hit {
 // an empty string is treated as absent, so the next alias decides.
 func (h *hit) present() bool {
 	switch h.v.Type() {
-	case pcommon.ValueTypeEmpty:
+	case wire.ValueEmpty:
 		return false
-	case pcommon.ValueTypeStr:
+	case wire.ValueStr:
 		return h.v.Str() != ""
 	}
 	return true

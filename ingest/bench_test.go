@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -125,6 +126,29 @@ func BenchmarkNormalize(b *testing.B) {
 	const spans = 512
 	data := marshalled(b, realisticRequest(b, spans))
 	opts := Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
+	var d wire.Decoder
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		tr, err := d.Decode(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch, _ := NormalizeTraces(tr, opts)
+		if len(batch.Spans) != spans {
+			b.Fatalf("got %d spans", len(batch.Spans))
+		}
+	}
+	b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
+}
+
+// BenchmarkNormalizePdata is BenchmarkNormalize through pdata, the path of
+// JSON requests (and of every request before the wire decoder).
+func BenchmarkNormalizePdata(b *testing.B) {
+	const spans = 512
+	data := marshalled(b, realisticRequest(b, spans))
+	opts := Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
 	var u ptrace.ProtoUnmarshaler
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -145,17 +169,38 @@ func BenchmarkNormalize(b *testing.B) {
 // BenchmarkNormalizeOnly is BenchmarkNormalize without the decode.
 func BenchmarkNormalizeOnly(b *testing.B) {
 	const spans = 512
-	td := realisticRequest(b, spans)
+	data := marshalled(b, realisticRequest(b, spans))
+	var d wire.Decoder
+	tr, err := d.Decode(data)
+	if err != nil {
+		b.Fatal(err)
+	}
 	opts := Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		Normalize(td, opts)
+		NormalizeTraces(tr, opts)
 	}
 	b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
 }
 
-// BenchmarkUnmarshalOnly is the floor: decoding the same bytes.
+// BenchmarkDecodeOnly is the wire decoder alone.
+func BenchmarkDecodeOnly(b *testing.B) {
+	const spans = 512
+	data := marshalled(b, realisticRequest(b, spans))
+	var d wire.Decoder
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := d.Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
+}
+
+// BenchmarkUnmarshalOnly is pdata's floor: decoding the same bytes.
 func BenchmarkUnmarshalOnly(b *testing.B) {
 	const spans = 512
 	data := marshalled(b, realisticRequest(b, spans))

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/tallyhq/tally/ingest/wire"
 
 	"github.com/tallyhq/tally/schema"
 )
@@ -324,7 +324,7 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 // with cached tokens inside): exclusive is false.
 func (n *normalizer) langfuseUsage() (c tokenCounts, exclusive, ok bool) {
 	fd, found := n.first(fLFUsage)
-	if !found || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+	if !found || fd.h.act != "" || fd.h.v.Type() != wire.ValueStr {
 		return c, false, false
 	}
 	var obj map[string]any
@@ -417,7 +417,7 @@ func (n *normalizer) has(f field) bool {
 // numbers; non-numeric members are skipped.
 func (n *normalizer) jsonNumbers(f field) (map[string]float64, bool) {
 	fd, ok := n.first(f)
-	if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+	if !ok || fd.h.act != "" || fd.h.v.Type() != wire.ValueStr {
 		return nil, false
 	}
 	var raw map[string]any
@@ -452,13 +452,13 @@ func usageFields() []field {
 // span was stored, so none apply here.
 func storedNormalizer(s *schema.Span, opts *Options) (*normalizer, bool) {
 	n := &normalizer{opts: opts, lim: opts.Limits, table: opts.Usage.table(), now: time.Now().UTC()}
-	attrs := pcommon.NewMap()
-	attrs.EnsureCapacity(len(s.AttrKeys))
+	attrs := make([]wire.KeyValue, 0, len(s.AttrKeys)+6)
+	put := func(k string, v wire.Value) { attrs = append(attrs, wire.KeyValue{Key: k, Value: v}) }
 	reported := false
 	usage := usageFields()
 	for i, k := range s.AttrKeys {
 		if i < len(s.AttrValues) {
-			attrs.PutStr(k, s.AttrValues[i])
+			put(k, wire.StrValue(s.AttrValues[i]))
 			if f := fieldOf(k); f != fNone && slices.Contains(usage, f) {
 				reported = true
 			}
@@ -474,27 +474,25 @@ func storedNormalizer(s *schema.Span, opts *Options) (*normalizer, bool) {
 			in -= min(in, s.CacheReadTokens+s.CacheWriteTokens)
 		}
 		if s.UsageMode != schema.UsageNone {
-			attrs.PutInt("gen_ai.usage.input_tokens", int64(in))
-			attrs.PutInt("gen_ai.usage.output_tokens", int64(s.OutputTokens))
-			attrs.PutInt("gen_ai.usage.cache_read.input_tokens", int64(s.CacheReadTokens))
-			attrs.PutInt("gen_ai.usage.cache_write.input_tokens", int64(s.CacheWriteTokens))
-			attrs.PutInt("gen_ai.usage.reasoning.output_tokens", int64(s.ReasoningTokens))
+			put("gen_ai.usage.input_tokens", wire.IntValue(int64(in)))
+			put("gen_ai.usage.output_tokens", wire.IntValue(int64(s.OutputTokens)))
+			put("gen_ai.usage.cache_read.input_tokens", wire.IntValue(int64(s.CacheReadTokens)))
+			put("gen_ai.usage.cache_write.input_tokens", wire.IntValue(int64(s.CacheWriteTokens)))
+			put("gen_ai.usage.reasoning.output_tokens", wire.IntValue(int64(s.ReasoningTokens)))
 		}
 		if s.CostSource == schema.CostClient {
-			attrs.PutDouble("gen_ai.usage.cost", s.CostTotal)
+			put("gen_ai.usage.cost", wire.DoubleValue(s.CostTotal))
 		}
 	}
 	n.span.load(attrs, &Privacy{}, nil)
-	res := pcommon.NewMap()
+	res := make([]wire.KeyValue, 0, len(s.ResourceKeys))
 	for i, k := range s.ResourceKeys {
 		if i < len(s.ResourceValues) {
-			res.PutStr(k, s.ResourceValues[i])
+			res = append(res, wire.KeyValue{Key: k, Value: wire.StrValue(s.ResourceValues[i])})
 		}
 	}
 	n.res = &resourceCtx{}
 	n.res.view.load(res, &Privacy{}, nil)
-	// Keep the maps reachable for the hits that point into them.
-	n.keep = [2]pcommon.Map{attrs, res}
 	return n, reconstructed
 }
 

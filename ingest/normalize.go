@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/support/canonical"
 )
@@ -73,42 +73,46 @@ const maxRejectMessages = 3
 // count them only for a run whose inference spans carry no usage (see
 // package query), so nothing is counted twice.
 func Normalize(td ptrace.Traces, opts Options) (Batch, Rejected) {
+	return NormalizeTraces(wire.FromPdata(td), opts)
+}
+
+// NormalizeTraces is Normalize over Traces, as the receiver's protobuf
+// decoder reads them. The rows' strings may point into whatever tr's strings
+// point into (the request body), which must then outlive the rows.
+func NormalizeTraces(tr wire.Traces, opts Options) (Batch, Rejected) {
 	n := normalizer{opts: &opts, lim: opts.Limits, table: opts.Usage.table()}
 	if opts.Now != nil {
 		n.now = opts.Now().UTC()
 	} else {
 		n.now = time.Now().UTC()
 	}
-	batch := Batch{Spans: make([]schema.Span, 0, td.SpanCount())}
+	batch := Batch{Spans: make([]schema.Span, 0, tr.SpanCount())}
 	var rej Rejected
 	var msg strings.Builder
 	index := 0
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
+	for i := range tr.Resources {
+		rs := &tr.Resources[i]
 		var rc *resourceCtx // built on the first valid span of this resource
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
+		for j := range rs.Scopes {
+			ss := &rs.Scopes[j]
+			for k := range ss.Spans {
+				sp := &ss.Spans[k]
 				if problem := validate(sp); problem != "" {
 					rej.Spans++
 					if rej.Spans <= maxRejectMessages {
 						if msg.Len() > 0 {
 							msg.WriteString("; ")
 						}
-						fmt.Fprintf(&msg, "span %d (name %q): %s", index, clean(sp.Name(), 128), problem)
+						fmt.Fprintf(&msg, "span %d (name %q): %s", index, clean(sp.Name, 128), problem)
 					}
 					index++
 					continue
 				}
 				if rc == nil {
-					rc = n.resource(rs.Resource())
+					rc = n.resource(rs.Attributes)
 				}
 				batch.Spans = append(batch.Spans, schema.Span{})
-				n.fill(&batch.Spans[len(batch.Spans)-1], sp, rc, ss.Scope(), &batch.Contents)
+				n.fill(&batch.Spans[len(batch.Spans)-1], sp, rc, ss, &batch.Contents)
 				index++
 			}
 		}
@@ -121,15 +125,15 @@ func Normalize(td ptrace.Traces, opts Options) (Batch, Rejected) {
 }
 
 // validate names the problems of a span that cannot be stored, "" when none.
-func validate(sp ptrace.Span) string {
+func validate(sp *wire.Span) string {
 	var problems []string
-	if sp.TraceID().IsEmpty() {
+	if sp.TraceID == [16]byte{} {
 		problems = append(problems, "trace id is missing or all zero (must be 16 non-zero bytes)")
 	}
-	if sp.SpanID().IsEmpty() {
+	if sp.SpanID == [8]byte{} {
 		problems = append(problems, "span id is missing or all zero (must be 8 non-zero bytes)")
 	}
-	start, end := sp.StartTimestamp(), sp.EndTimestamp()
+	start, end := sp.Start, sp.End
 	switch {
 	case start == 0:
 		problems = append(problems, "start time missing")
@@ -162,7 +166,6 @@ type normalizer struct {
 	notes    []kv // tally.* attributes derive adds to the span
 	table    []Reading
 	readings map[spanIdentity]appliedReading // resolved readings, per request
-	keep     [2]pcommon.Map                  // maps the views point into, for stored spans
 	scratch  []byte
 	scratch2 []byte
 }
@@ -221,7 +224,7 @@ func (n *normalizer) text(h *hit) string {
 }
 
 // ruled applies a privacy action to v, then repairs and truncates its text.
-func (n *normalizer) ruled(v pcommon.Value, act Action, max int) string {
+func (n *normalizer) ruled(v wire.Value, act Action, max int) string {
 	switch act {
 	case ActionRedact:
 		return RedactedValue
@@ -268,16 +271,16 @@ func isPlaceholderID(v string) bool {
 	return false
 }
 
-func (n *normalizer) resource(r pcommon.Resource) *resourceCtx {
+func (n *normalizer) resource(attrs []wire.KeyValue) *resourceCtx {
 	rc := &resourceCtx{}
-	attrs := r.Attributes()
 	priv := &n.opts.Privacy
 	rc.view.load(attrs, priv, nil)
 	if h := rc.view.get(fServiceName); h != nil && h.act != ActionDrop {
 		rc.service = n.text(h)
 	}
-	pairs := make([]kv, 0, attrs.Len())
-	for k, v := range attrs.All() {
+	pairs := make([]kv, 0, len(attrs))
+	for _, a := range attrs {
+		k, v := a.Key, a.Value
 		act := priv.action(k)
 		if act == ActionDrop {
 			continue
@@ -289,23 +292,23 @@ func (n *normalizer) resource(r pcommon.Resource) *resourceCtx {
 }
 
 // fill turns one valid span into out and appends its content rows.
-func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, scope pcommon.InstrumentationScope, contents *[]schema.Content) {
+func (n *normalizer) fill(out *schema.Span, sp *wire.Span, rc *resourceCtx, scope *wire.ScopeSpans, contents *[]schema.Content) {
 	n.res = rc
 	n.consumed = [fieldCount]bool{}
-	attrs := sp.Attributes()
+	attrs := sp.Attributes
 	n.span.load(attrs, &n.opts.Privacy, &n.meta)
 	maxVal := n.lim.MaxAttrValueBytes
 
 	out.Project = n.opts.Project
-	out.TraceID, out.SpanID, out.ParentSpanID = idsHex(sp.TraceID(), sp.SpanID(), sp.ParentSpanID())
-	start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
+	out.TraceID, out.SpanID, out.ParentSpanID = idsHex(&sp.TraceID, &sp.SpanID, &sp.ParentSpanID)
+	start, end := sp.Start, sp.End
 	out.Start = time.Unix(int64(start/1e9), 0).UTC()
 	out.StartNs, out.EndNs, out.DurationNs = start, end, end-start
-	out.Name = clean(sp.Name(), maxVal)
-	out.Kind = kindString(sp.Kind())
-	out.Status, out.StatusMessage = statusString(sp.Status().Code()), clean(sp.Status().Message(), maxVal)
+	out.Name = clean(sp.Name, maxVal)
+	out.Kind = kindString(ptrace.SpanKind(sp.Kind))
+	out.Status, out.StatusMessage = statusString(ptrace.StatusCode(sp.StatusCode)), clean(sp.StatusMessage, maxVal)
 	out.Service = rc.service
-	out.ScopeName, out.ScopeVersion = clean(scope.Name(), maxVal), clean(scope.Version(), maxVal)
+	out.ScopeName, out.ScopeVersion = clean(scope.Name, maxVal), clean(scope.Version, maxVal)
 	out.IngestedAt = n.now
 
 	// Kinds that condition other aliases.
@@ -342,7 +345,7 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 	out.ToolType = n.str(fToolType)
 	out.StepID = n.id(fStepID, fStepIDDot, fStepIDUnder)
 	out.ErrorType = n.str(fErrorType)
-	out.SpanType, out.Operation = n.spanType(sp.Name(), oiKind, tlKind, out.ToolName != "", out.Model != "")
+	out.SpanType, out.Operation = n.spanType(sp.Name, oiKind, tlKind, out.ToolName != "", out.Model != "")
 	n.attempt(out)
 	n.finishReasons(out)
 	n.ttfc(out)
@@ -352,9 +355,9 @@ func (n *normalizer) fill(out *schema.Span, sp ptrace.Span, rc *resourceCtx, sco
 
 	// Content, then what remains of the attributes.
 	n.content(out, contents, oiTool, tlToolIO)
-	droppedEvents := n.events(out, sp.Events())
+	droppedEvents := n.events(out, sp.Events)
 	n.attributes(out, attrs, droppedEvents)
-	out.LinksJSON = n.links(sp.Links())
+	out.LinksJSON = n.links(sp.Links)
 }
 
 // spanType applies the span-type alias chain of SEMCONV.md.
@@ -448,9 +451,9 @@ func (n *normalizer) finishReasons(out *schema.Span) {
 		return
 	}
 	v := fd.h.v
-	if fd.h.act != "" || v.Type() != pcommon.ValueTypeSlice {
+	if fd.h.act != "" || v.Type() != wire.ValueSlice {
 		s := n.text(fd.h)
-		if fd.h.act == "" && v.Type() == pcommon.ValueTypeStr && strings.HasPrefix(s, "[") {
+		if fd.h.act == "" && v.Type() == wire.ValueStr && strings.HasPrefix(s, "[") {
 			if list, ok := stringList(s); ok {
 				out.FinishReasons = list
 				n.consume(fd)
@@ -462,9 +465,9 @@ func (n *normalizer) finishReasons(out *schema.Span) {
 		return
 	}
 	sl := v.Slice()
-	out.FinishReasons = make([]string, sl.Len())
+	out.FinishReasons = make([]string, len(sl))
 	for i := range out.FinishReasons {
-		out.FinishReasons[i] = clean(valueText(sl.At(i), &n.scratch), n.lim.MaxAttrValueBytes)
+		out.FinishReasons[i] = clean(valueText(sl[i].Value, &n.scratch), n.lim.MaxAttrValueBytes)
 	}
 	n.consume(fd)
 }
@@ -592,8 +595,8 @@ func (n *normalizer) content(out *schema.Span, contents *[]schema.Content, oiToo
 
 // rawText is a content value's full text: a string as sent, a structured
 // value as JSON.
-func (n *normalizer) rawText(v pcommon.Value) string {
-	if v.Type() == pcommon.ValueTypeStr {
+func (n *normalizer) rawText(v wire.Value) string {
+	if v.Type() == wire.ValueStr {
 		return v.Str()
 	}
 	return valueText(v, &n.scratch)
@@ -602,12 +605,13 @@ func (n *normalizer) rawText(v pcommon.Value) string {
 // attributes fills AttrKeys/AttrValues with the span attributes that were not
 // consumed into columns or content, after privacy rules and limits, and the
 // resource columns.
-func (n *normalizer) attributes(out *schema.Span, attrs pcommon.Map, droppedEvents int) {
+func (n *normalizer) attributes(out *schema.Span, attrs []wire.KeyValue, droppedEvents int) {
 	out.ResourceKeys, out.ResourceValues = n.res.keys, n.res.values
 	n.pairs = n.pairs[:0]
 	maxAttrs, dropped, i := n.lim.MaxAttrsPerSpan, 0, 0
 	noContent := n.opts.Privacy.NoContent
-	for k, v := range attrs.All() {
+	for _, a := range attrs {
+		k, v := a.Key, a.Value
 		m := n.meta[i]
 		i++
 		if m.act == ActionDrop || (m.f != fNone && (n.consumed[m.f] || isContentField(m.f))) {
@@ -637,8 +641,8 @@ func (n *normalizer) attributes(out *schema.Span, attrs pcommon.Map, droppedEven
 
 // events fills the event columns, up to MaxEventsPerSpan, and returns how
 // many events were dropped past it.
-func (n *normalizer) events(out *schema.Span, evs ptrace.SpanEventSlice) int {
-	count := evs.Len()
+func (n *normalizer) events(out *schema.Span, evs []wire.Event) int {
+	count := len(evs)
 	if count == 0 {
 		return 0
 	}
@@ -652,14 +656,15 @@ func (n *normalizer) events(out *schema.Span, evs ptrace.SpanEventSlice) int {
 	priv := &n.opts.Privacy
 	maxVal := n.lim.MaxAttrValueBytes
 	for i := 0; i < count; i++ {
-		ev := evs.At(i)
-		name := ev.Name()
+		ev := &evs[i]
+		name := ev.Name
 		out.EventNames[i] = clean(name, maxVal)
-		out.EventTimeNs[i] = uint64(ev.Timestamp())
+		out.EventTimeNs[i] = ev.Time
 		b := append(n.scratch[:0], '{')
 		if !(priv.NoContent && isContentEvent(name)) {
 			first := true
-			for k, v := range ev.Attributes().All() {
+			for _, a := range ev.Attributes {
+				k, v := a.Key, a.Value
 				act := priv.action(k)
 				if act == ActionDrop {
 					continue
@@ -689,17 +694,16 @@ func (n *normalizer) events(out *schema.Span, evs ptrace.SpanEventSlice) int {
 
 // links renders span links as a JSON array of {trace_id, span_id}, "" when
 // there are none.
-func (n *normalizer) links(ls ptrace.SpanLinkSlice) string {
-	if ls.Len() == 0 {
+func (n *normalizer) links(ls []wire.Link) string {
+	if len(ls) == 0 {
 		return ""
 	}
 	b := append(n.scratch[:0], '[')
-	for i := 0; i < ls.Len(); i++ {
-		l := ls.At(i)
+	for i := range ls {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		tid, sid := l.TraceID(), l.SpanID()
+		tid, sid := ls[i].TraceID, ls[i].SpanID
 		b = append(b, `{"trace_id":"`...)
 		b = hex.AppendEncode(b, tid[:])
 		b = append(b, `","span_id":"`...)
@@ -713,12 +717,12 @@ func (n *normalizer) links(ls ptrace.SpanLinkSlice) string {
 
 // idsHex renders the three ids as lowercase hex in one allocation (the
 // strings share it); the parent is "" when empty.
-func idsHex(trace pcommon.TraceID, span, parent pcommon.SpanID) (traceHex, spanHex, parentHex string) {
+func idsHex(trace *[16]byte, span, parent *[8]byte) (traceHex, spanHex, parentHex string) {
 	var b [64]byte
 	hex.Encode(b[:32], trace[:])
 	hex.Encode(b[32:48], span[:])
 	n := 48
-	if !parent.IsEmpty() {
+	if *parent != [8]byte{} {
 		hex.Encode(b[48:], parent[:])
 		n = 64
 	}

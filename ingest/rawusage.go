@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/tallyhq/tally/ingest/wire"
 )
 
 // rawBuckets are the cache and reasoning counts found in a provider's own
@@ -33,7 +33,7 @@ type rawBuckets struct {
 func (n *normalizer) rawUsage() (rawBuckets, bool) {
 	for _, f := range [...]field{fAIProviderMeta, fUsageRaw, fLiteLLMUsage, fLogfireResp} {
 		fd, ok := n.first(f)
-		if !ok || fd.h.act != "" || fd.h.v.Type() != pcommon.ValueTypeStr {
+		if !ok || fd.h.act != "" || fd.h.v.Type() != wire.ValueStr {
 			continue
 		}
 		text := fd.h.v.Str()

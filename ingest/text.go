@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/tallyhq/tally/ingest/wire"
 
 	"github.com/tallyhq/tally/support/canonical"
 )
@@ -65,17 +65,17 @@ func appendFloatText(b []byte, f float64) []byte {
 // and, when maxStr > 0, truncated to maxStr bytes with TruncationMarker.
 // Doubles that JSON cannot carry (NaN, ±Inf) become strings; bytes become a
 // base64 string.
-func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
+func appendValueJSON(b []byte, v wire.Value, maxStr int) []byte {
 	switch v.Type() {
-	case pcommon.ValueTypeStr:
+	case wire.ValueStr:
 		s := v.Str()
 		if maxStr > 0 && len(s) > maxStr {
 			s = clean(s, maxStr)
 		}
 		return canonical.AppendString(b, s)
-	case pcommon.ValueTypeInt:
+	case wire.ValueInt:
 		return strconv.AppendInt(b, v.Int(), 10)
-	case pcommon.ValueTypeDouble:
+	case wire.ValueDouble:
 		f := v.Double()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			b = append(b, '"')
@@ -83,33 +83,30 @@ func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
 			return append(b, '"')
 		}
 		return appendFloatText(b, f)
-	case pcommon.ValueTypeBool:
+	case wire.ValueBool:
 		return strconv.AppendBool(b, v.Bool())
-	case pcommon.ValueTypeBytes:
+	case wire.ValueBytes:
 		b = append(b, '"')
-		b = base64.StdEncoding.AppendEncode(b, v.Bytes().AsRaw())
+		b = base64.StdEncoding.AppendEncode(b, []byte(v.Bytes()))
 		return append(b, '"')
-	case pcommon.ValueTypeMap:
+	case wire.ValueMap:
 		b = append(b, '{')
-		first := true
-		for k, e := range v.Map().All() {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = canonical.AppendString(b, k)
-			b = append(b, ':')
-			b = appendValueJSON(b, e, maxStr)
-		}
-		return append(b, '}')
-	case pcommon.ValueTypeSlice:
-		b = append(b, '[')
-		s := v.Slice()
-		for i := 0; i < s.Len(); i++ {
+		for i, e := range v.Map() {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendValueJSON(b, s.At(i), maxStr)
+			b = canonical.AppendString(b, e.Key)
+			b = append(b, ':')
+			b = appendValueJSON(b, e.Value, maxStr)
+		}
+		return append(b, '}')
+	case wire.ValueSlice:
+		b = append(b, '[')
+		for i, e := range v.Slice() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendValueJSON(b, e.Value, maxStr)
 		}
 		return append(b, ']')
 	}
@@ -120,20 +117,20 @@ func appendValueJSON(b []byte, v pcommon.Value, maxStr int) []byte {
 // bool/int/double in their natural text form, bytes as base64, maps and
 // slices as JSON. scratch is reused for the non-string forms. The result may
 // still hold invalid UTF-8 (only for strings) and is not truncated.
-func valueText(v pcommon.Value, scratch *[]byte) string {
+func valueText(v wire.Value, scratch *[]byte) string {
 	switch v.Type() {
-	case pcommon.ValueTypeStr:
+	case wire.ValueStr:
 		return v.Str()
-	case pcommon.ValueTypeEmpty:
+	case wire.ValueEmpty:
 		return ""
-	case pcommon.ValueTypeInt:
+	case wire.ValueInt:
 		return strconv.FormatInt(v.Int(), 10)
-	case pcommon.ValueTypeBool:
+	case wire.ValueBool:
 		return strconv.FormatBool(v.Bool())
-	case pcommon.ValueTypeDouble:
+	case wire.ValueDouble:
 		*scratch = appendFloatText((*scratch)[:0], v.Double())
-	case pcommon.ValueTypeBytes:
-		return base64.StdEncoding.EncodeToString(v.Bytes().AsRaw())
+	case wire.ValueBytes:
+		return base64.StdEncoding.EncodeToString([]byte(v.Bytes()))
 	default:
 		*scratch = appendValueJSON((*scratch)[:0], v, 0)
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
+	"github.com/tallyhq/tally/ingest/wire"
 
 	"github.com/tallyhq/tally/schema"
 )
@@ -292,17 +292,17 @@ func reconcile(c tokenCounts, exclusive, explain bool) reconciled {
 // tokenValue reads a token count sent as an int, a double or a string.
 // ok is false when v holds no usable count: negative, fractional, NaN,
 // out of range or not a number.
-func tokenValue(v pcommon.Value) (n uint64, ok bool) {
+func tokenValue(v wire.Value) (n uint64, ok bool) {
 	switch v.Type() {
-	case pcommon.ValueTypeInt:
+	case wire.ValueInt:
 		i := v.Int()
 		if i < 0 {
 			return 0, false
 		}
 		return uint64(i), true
-	case pcommon.ValueTypeDouble:
+	case wire.ValueDouble:
 		return floatCount(v.Double())
-	case pcommon.ValueTypeStr:
+	case wire.ValueStr:
 		s := strings.TrimSpace(v.Str())
 		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 			return u, true
@@ -325,14 +325,14 @@ func floatCount(f float64) (uint64, bool) {
 
 // numberValue reads a float sent as a double, an int or a string; ok is false
 // for NaN, infinities and non-numbers.
-func numberValue(v pcommon.Value) (float64, bool) {
+func numberValue(v wire.Value) (float64, bool) {
 	var f float64
 	switch v.Type() {
-	case pcommon.ValueTypeDouble:
+	case wire.ValueDouble:
 		f = v.Double()
-	case pcommon.ValueTypeInt:
+	case wire.ValueInt:
 		f = float64(v.Int())
-	case pcommon.ValueTypeStr:
+	case wire.ValueStr:
 		var err error
 		f, err = strconv.ParseFloat(strings.TrimSpace(v.Str()), 64)
 		if err != nil {

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -122,19 +121,19 @@ func TestParseVersion(t *testing.T) {
 func TestTokenValue(t *testing.T) {
 	cases := []struct {
 		name string
-		v    pcommon.Value
+		v    wire.Value
 		want uint64
 		ok   bool
 	}{
-		{"int", pcommon.NewValueInt(42), 42, true},
-		{"negative int", pcommon.NewValueInt(-1), 0, false},
-		{"integral double", pcommon.NewValueDouble(42), 42, true},
-		{"fractional double", pcommon.NewValueDouble(4.5), 0, false},
-		{"NaN", pcommon.NewValueDouble(math.NaN()), 0, false},
-		{"string", pcommon.NewValueStr(" 42 "), 42, true},
-		{"string double", pcommon.NewValueStr("42.0"), 42, true},
-		{"garbage", pcommon.NewValueStr("many"), 0, false},
-		{"bool", pcommon.NewValueBool(true), 0, false},
+		{"int", wire.IntValue(42), 42, true},
+		{"negative int", wire.IntValue(-1), 0, false},
+		{"integral double", wire.DoubleValue(42), 42, true},
+		{"fractional double", wire.DoubleValue(4.5), 0, false},
+		{"NaN", wire.DoubleValue(math.NaN()), 0, false},
+		{"string", wire.StrValue(" 42 "), 42, true},
+		{"string double", wire.StrValue("42.0"), 42, true},
+		{"garbage", wire.StrValue("many"), 0, false},
+		{"bool", wire.BoolValue(true), 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

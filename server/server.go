@@ -22,12 +22,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
@@ -343,10 +343,10 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, fmt.Errorf("register receiver metrics: %w", err)
 	}
 	nopts := s.opts.Normalize
-	normalize := func(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected) {
+	normalize := func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
 		o := nopts
 		o.Project = project
-		return ingest.Normalize(td, o)
+		return ingest.NormalizeTraces(tr, o)
 	}
 	var ingestAuth receiver.Authenticator
 	if s.opts.Auth != nil {

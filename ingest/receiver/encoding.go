@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/wire"
 )
 
 // wireFormat is the encoding of a request body, and of its answer.
@@ -71,15 +72,30 @@ func gzipEncoded(contentEncoding string) (gzipped, supported bool) {
 	return false, false
 }
 
-// decode decodes an ExportTraceServiceRequest. An empty body is an empty
-// request. When the body fails to decode only because some spans carry ids
+// decode decodes an ExportTraceServiceRequest, protobuf with dec (the
+// Traces point into body and dec) and JSON with pdata. An empty body is an
+// empty request. When the body fails to decode only because some spans carry ids
 // of the wrong length, those spans are dropped and reported in dropped, and
 // the rest is decoded. A decoder panic on hostile input is reported as a
 // decode error.
-func decode(body []byte, format wireFormat, maxJSONDepth int) (td ptrace.Traces, dropped ingest.Rejected, err error) {
+func decode(body []byte, format wireFormat, maxJSONDepth int, dec *wire.Decoder) (tr wire.Traces, dropped ingest.Rejected, err error) {
 	if len(body) == 0 {
-		return ptrace.NewTraces(), ingest.Rejected{}, nil
+		return wire.Traces{}, ingest.Rejected{}, nil
 	}
+	if format != formatJSON {
+		if tr, err := dec.Decode(body); err == nil {
+			return tr, ingest.Rejected{}, nil
+		}
+	}
+	td, dropped, err := decodePdata(body, format, maxJSONDepth)
+	if err != nil {
+		return wire.Traces{}, ingest.Rejected{}, err
+	}
+	return wire.FromPdata(td), dropped, nil
+}
+
+// decodePdata is decode with pdata, repairing bad ids.
+func decodePdata(body []byte, format wireFormat, maxJSONDepth int) (td ptrace.Traces, dropped ingest.Rejected, err error) {
 	name := "protobuf"
 	if format == formatJSON {
 		name = "JSON"

@@ -14,7 +14,8 @@
 //	in-flight bytes Config.MaxInFlightBytes over all requests,
 //	                reserved as the bytes arrive                429 + Retry-After
 //	body rate       Config.MinBodyRate after BodyRateGrace      408, connection closed
-//	decode          pdata (ptraceotlp); JSON nesting bounded    400
+//	decode          protobuf: ingest/wire, pdata on failure;
+//	                JSON: pdata, nesting bounded                400
 //	spans           at most Limits.MaxSpansPerRequest           413
 //	normalize       invalid spans dropped                       200 + partial_success
 //	sink            Accept returns once the batch is durable    200, or 429/503 + Retry-After
@@ -22,6 +23,12 @@
 // An empty body, or a request without spans, is answered 200 without calling
 // the normalizer or the sink. A request whose spans are all invalid is still
 // answered 200, with every span counted in partial_success.
+//
+// Protobuf bodies are decoded by ingest/wire's Decoder straight into the
+// flat Traces the normalizer reads; the rows' strings point into a copy of
+// the body the batch owns. The wire decoder accepts exactly what pdata
+// accepts; when it fails, pdata decodes the body again so that the repair
+// below and pdata's error messages apply as before.
 //
 // pdata refuses a whole request when one span has an id of the wrong length;
 // OTLP wants that span rejected and the rest kept. So when decoding fails the
@@ -58,10 +65,10 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/wire"
 )
 
 // DefaultProject is the project of every request when no Authenticator is
@@ -94,7 +101,8 @@ type Sink interface {
 // Normalizer turns decoded OTLP traces of a project into rows, reporting the
 // spans it dropped as invalid. ingest.Normalize, bound to its limits and
 // pricer, is the production one.
-type Normalizer func(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected)
+// The rows may keep strings of tr.
+type Normalizer func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected)
 
 // Authenticator decides which project a request writes to. An error wrapping
 // ErrUnauthenticated is answered 401, one wrapping ErrForbidden 403, one
@@ -203,6 +211,7 @@ type Handler struct {
 
 	buffers     sync.Pool // *bytes.Buffer holding request bodies
 	gzipReaders sync.Pool // *gzip.Reader
+	decoders    sync.Pool // *wire.Decoder
 }
 
 // New returns a Handler that decodes requests, normalizes them with normalize
@@ -291,8 +300,16 @@ func (h *Handler) serve(rc *http.ResponseController, r *http.Request, format wir
 	if fail != nil {
 		return ingest.Rejected{}, fail
 	}
-	td, dropped, err := decode(buf.Bytes(), format, h.cfg.MaxJSONDepth)
-	h.putBuffer(buf) // the decoders copy what they keep
+	body := buf.Bytes()
+	if format != formatJSON {
+		// The wire decoder's strings, and so the rows', point into the
+		// body: they get a copy of their own, and the buffer goes back.
+		body = bytes.Clone(body)
+	}
+	dec := h.getDecoder()
+	defer h.putDecoder(dec)
+	td, dropped, err := decode(body, format, h.cfg.MaxJSONDepth, dec)
+	h.putBuffer(buf) // pdata copies what it keeps
 	if err != nil {
 		return ingest.Rejected{}, &requestError{status: http.StatusBadRequest, reason: "decode", message: err.Error()}
 	}
@@ -403,6 +420,21 @@ func (h *Handler) putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	h.buffers.Put(b)
+}
+
+// getDecoder returns a pooled protobuf decoder.
+func (h *Handler) getDecoder() *wire.Decoder {
+	if d, ok := h.decoders.Get().(*wire.Decoder); ok {
+		return d
+	}
+	return new(wire.Decoder)
+}
+
+// putDecoder returns d to the pool, after Reset so that it does not keep the
+// request's body reachable.
+func (h *Handler) putDecoder(d *wire.Decoder) {
+	d.Reset()
+	h.decoders.Put(d)
 }
 
 // getGzipReader returns a pooled gzip reader reading from src.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -39,29 +42,47 @@ const (
 
 // fakeNormalize keeps every span whose name does not start with "bad" and
 // rejects the others, one message per rejected span.
-func fakeNormalize(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected) {
+func fakeNormalize(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
 	var batch ingest.Batch
 	var rejected ingest.Rejected
 	var reasons []string
-	for _, rs := range td.ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, sp := range ss.Spans().All() {
-				if strings.HasPrefix(sp.Name(), "bad") {
+	for _, rs := range tr.Resources {
+		for _, ss := range rs.Scopes {
+			for _, sp := range ss.Spans {
+				if strings.HasPrefix(sp.Name, "bad") {
 					rejected.Spans++
-					reasons = append(reasons, "span "+sp.SpanID().String()+": "+sp.Name())
+					reasons = append(reasons, "span "+idHex(sp.SpanID[:])+": "+sp.Name)
 					continue
 				}
 				batch.Spans = append(batch.Spans, schema.Span{
 					Project: project,
-					TraceID: sp.TraceID().String(),
-					SpanID:  sp.SpanID().String(),
-					Name:    sp.Name(),
+					TraceID: idHex(sp.TraceID[:]),
+					SpanID:  idHex(sp.SpanID[:]),
+					Name:    sp.Name,
 				})
 			}
 		}
 	}
 	rejected.Message = strings.Join(reasons, "; ")
 	return batch, rejected
+}
+
+// idHex is an id in hex, "" when all zero (as pcommon's String).
+func idHex(id []byte) string {
+	if !slices.ContainsFunc(id, func(b byte) bool { return b != 0 }) {
+		return ""
+	}
+	return hex.EncodeToString(id)
+}
+
+// attr is the first value of key in kvs.
+func attr(kvs []wire.KeyValue, key string) wire.Value {
+	for _, kv := range kvs {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return wire.Value{}
 }
 
 // sink records accepted batches; err, when set, is returned instead, and
@@ -285,25 +306,25 @@ type decodedSpan struct {
 
 // capture returns a normalizer that records what it saw, and keeps every span.
 func capture(seen *[]decodedSpan) Normalizer {
-	return func(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected) {
-		for _, rs := range td.ResourceSpans().All() {
-			service, _ := rs.Resource().Attributes().Get("service.name")
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, sp := range ss.Spans().All() {
-					op, _ := sp.Attributes().Get("gen_ai.operation.name")
-					in, _ := sp.Attributes().Get("gen_ai.usage.input_tokens")
+	return func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+		for _, rs := range tr.Resources {
+			service := attr(rs.Attributes, "service.name")
+			for _, ss := range rs.Scopes {
+				for _, sp := range ss.Spans {
+					op := attr(sp.Attributes, "gen_ai.operation.name")
+					in := attr(sp.Attributes, "gen_ai.usage.input_tokens")
 					*seen = append(*seen, decodedSpan{
-						service: service.Str(), scope: ss.Scope().Name() + "@" + ss.Scope().Version(),
-						traceID: sp.TraceID().String(), spanID: sp.SpanID().String(), parentID: sp.ParentSpanID().String(),
-						name: sp.Name(), kind: sp.Kind(),
-						startNs: uint64(sp.StartTimestamp()), endNs: uint64(sp.EndTimestamp()),
+						service: service.Str(), scope: ss.Name + "@" + ss.Version,
+						traceID: idHex(sp.TraceID[:]), spanID: idHex(sp.SpanID[:]), parentID: idHex(sp.ParentSpanID[:]),
+						name: sp.Name, kind: ptrace.SpanKind(sp.Kind),
+						startNs: sp.Start, endNs: sp.End,
 						operation: op.Str(), inputTokens: in.Int(),
-						status: sp.Status().Code(), statusMessage: sp.Status().Message(),
+						status: ptrace.StatusCode(sp.StatusCode), statusMessage: sp.StatusMessage,
 					})
 				}
 			}
 		}
-		return fakeNormalize(td, project)
+		return fakeNormalize(tr, project)
 	}
 }
 
@@ -1017,5 +1038,40 @@ func TestNewMetricsRegistersOnce(t *testing.T) {
 	}
 	if _, err := NewMetrics(reg); err == nil {
 		t.Fatalf("second registration on the same registry succeeded, want an error")
+	}
+}
+
+// TestRowsKeepTheirBody sends requests one after another, gzipped and not,
+// through one handler: the rows of each must still read as sent after the
+// next request's body went through the same pooled buffers and decoder
+// (the wire decoder's strings point into the body, so the rows need a body
+// of their own).
+func TestRowsKeepTheirBody(t *testing.T) {
+	s := &sink{}
+	h := newHandler(t, Config{}, s)
+	var want []string
+	for i, word := range []string{"alpha", "bravo", "charlie", "delta"} {
+		names := []string{word + "-1", word + "-2", word + "-3"}
+		body := protoBody(t, traces(names...))
+		r := request(body, contentProtobuf)
+		if i%2 == 1 {
+			var zipped bytes.Buffer
+			zw := gzip.NewWriter(&zipped)
+			zw.Write(body)
+			zw.Close()
+			r = request(zipped.Bytes(), contentProtobuf)
+			r.Header.Set("Content-Encoding", "gzip")
+		}
+		if w := serve(h, r); w.Code != http.StatusOK {
+			t.Fatalf("request %d: status %d: %s", i, w.Code, w.Body.String())
+		}
+		want = append(want, names...)
+	}
+	var got []string
+	for _, sp := range s.spans() {
+		got = append(got, sp.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stored names %q, want %q", got, want)
 	}
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -94,8 +94,8 @@ func TestBadIDsCountTowardSpanLimit(t *testing.T) {
 // spans in mixed_valid_invalid.json, the second ends (1000) before it starts
 // (2000); the other two are stored.
 func TestRealNormalize(t *testing.T) {
-	normalize := func(td ptrace.Traces, project string) (ingest.Batch, ingest.Rejected) {
-		return ingest.Normalize(td, ingest.Options{Project: project, Limits: ingest.DefaultLimits(),
+	normalize := func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+		return ingest.NormalizeTraces(tr, ingest.Options{Project: project, Limits: ingest.DefaultLimits(),
 			Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 	}
 	s := &sink{}

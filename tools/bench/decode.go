@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/tools/demo"
 )
@@ -69,8 +70,10 @@ func loopRate(ctx context.Context, d time.Duration, fn func() error) (perCPU, pe
 	return float64(calls) / cpu.Seconds(), float64(calls) / wall.Seconds(), calls, nil
 }
 
-// decodeFigures measures figure 2: decode + Normalize spans per core against
-// the pdata unmarshal alone, for one 512-span request.
+// decodeFigures measures figure 2: decode + Normalize spans per core, as the
+// receiver does it for protobuf (ingest/wire's decoder), against the pdata
+// unmarshal alone (the floor), for one 512-span request; the wire
+// decoder alone and the pdata path (JSON's) are figures beside it.
 func decodeFigures(ctx context.Context, cfg Config, res *Results) error {
 	spans := cfg.RequestSpans
 	body, err := requestBody(cfg.Seed, spans)
@@ -87,7 +90,23 @@ func decodeFigures(ctx context.Context, cfg Config, res *Results) error {
 		_, err := u.UnmarshalTraces(body)
 		return err
 	}
+	var d wire.Decoder
+	decodeOnly := func() error {
+		_, err := d.Decode(body)
+		return err
+	}
 	normalize := func() error {
+		tr, err := d.Decode(body)
+		if err != nil {
+			return err
+		}
+		b, rej := ingest.NormalizeTraces(tr, opts)
+		if len(b.Spans) != spans {
+			return fmt.Errorf("normalize kept %d of %d spans (%s)", len(b.Spans), spans, rej.Message)
+		}
+		return nil
+	}
+	viaPdata := func() error {
 		td, err := u.UnmarshalTraces(body)
 		if err != nil {
 			return err
@@ -106,12 +125,26 @@ func decodeFigures(ctx context.Context, cfg Config, res *Results) error {
 	if err != nil {
 		return fmt.Errorf("normalize: %w", err)
 	}
+	dCPU, _, dCalls, err := loopRate(ctx, cfg.DecodeDuration, decodeOnly)
+	if err != nil {
+		return fmt.Errorf("wire decode: %w", err)
+	}
+	pCPU, _, pCalls, err := loopRate(ctx, cfg.DecodeDuration, viaPdata)
+	if err != nil {
+		return fmt.Errorf("pdata normalize: %w", err)
+	}
 	inputs := map[string]any{"request_spans": spans, "request_bytes": len(body), "goroutines": 1,
 		"duration_s": cfg.DecodeDuration.Seconds(), "pricer": "built-in catalog"}
 	res.add(Figure{ID: "decode.normalize_spans_per_core", Name: "decode + normalize, spans/s per core",
 		Value: nCPU * float64(spans), Unit: "spans/s", Available: true, Inputs: inputs,
 		Detail: map[string]any{"requests": nCalls, "wall_spans_per_s": nWall * float64(spans),
 			"cost_vs_unmarshal": uCPU / nCPU, "us_per_request": 1e6 / nCPU}})
+	res.add(Figure{ID: "decode.wire_spans_per_core", Name: "wire decode alone, spans/s per core",
+		Value: dCPU * float64(spans), Unit: "spans/s", Available: true, Inputs: inputs,
+		Detail: map[string]any{"requests": dCalls, "us_per_request": 1e6 / dCPU}})
+	res.add(Figure{ID: "decode.pdata_normalize_spans_per_core", Name: "pdata decode + normalize (the JSON path), spans/s per core",
+		Value: pCPU * float64(spans), Unit: "spans/s", Available: true, Inputs: inputs,
+		Detail: map[string]any{"requests": pCalls, "us_per_request": 1e6 / pCPU}})
 	res.add(Figure{ID: "decode.unmarshal_spans_per_core", Name: "pdata unmarshal alone (floor), spans/s per core",
 		Value: uCPU * float64(spans), Unit: "spans/s", Available: true, Inputs: inputs,
 		Detail: map[string]any{"requests": uCalls, "wall_spans_per_s": uWall * float64(spans), "us_per_request": 1e6 / uCPU}})

@@ -71,7 +71,7 @@ func TestSmoke(t *testing.T) {
 	}
 
 	want := []string{
-		"decode.normalize_spans_per_core", "decode.unmarshal_spans_per_core",
+		"decode.normalize_spans_per_core", "decode.unmarshal_spans_per_core", "decode.wire_spans_per_core", "decode.pdata_normalize_spans_per_core",
 		"ingest.efficiency", "ingest.spans_per_s", "ingest.ack_latency_p50", "ingest.ack_latency_p99",
 		"memory.sustained_peak_rss", "memory.overload_peak_rss", "memory.large_content_peak_rss",
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
