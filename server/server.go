@@ -644,6 +644,8 @@ func registerDurableMetrics(reg prometheus.Registerer, sink *durable.Sink) error
 		counter("tally_wal_delivered_spans_total", "Spans delivered from the durable log to ClickHouse.", func(s durable.Stats) float64 { return float64(s.DeliveredSpans) }),
 		counter("tally_wal_delivery_retries_total", "Retries delivering to ClickHouse.", func(s durable.Stats) float64 { return float64(s.Retries) }),
 		counter("tally_wal_refused_full_total", "Requests refused because the durable log was full.", func(s durable.Stats) float64 { return float64(s.RefusedFull) }),
+		counter("tally_wal_paced_total", "Requests whose acknowledgement waited for ClickHouse to catch up (--wal-pace-bytes).", func(s durable.Stats) float64 { return float64(s.Paced) }),
+		counter("tally_wal_paced_seconds_total", "Time requests waited for ClickHouse to catch up, summed.", func(s durable.Stats) float64 { return s.PacedSeconds }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register durable log metrics: %w", err)

@@ -215,6 +215,7 @@ func durableLog(cfg *serveConfig, log *slog.Logger) *server.DurableLog {
 	}
 	dc := durable.DefaultConfig()
 	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
+	dc.PaceBytes, dc.PaceWait = d.PaceBytes, d.PaceWait
 	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc}
 }
 

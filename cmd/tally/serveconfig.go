@@ -7,6 +7,7 @@ import (
 
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/retention"
@@ -72,6 +73,8 @@ type durableConfig struct {
 	MaxBytes     int64
 	SegmentBytes int64
 	NoSync       bool
+	PaceBytes    int64
+	PaceWait     time.Duration
 }
 
 // apiConfig bounds the JSON API.
@@ -175,6 +178,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	d := &c.Durable
 	fs.Int64Var(&d.MaxBytes, "wal-max-bytes", 1<<30, "durable log size cap; above it ingest answers 503 with Retry-After and /readyz is not ready")
 	fs.Int64Var(&d.SegmentBytes, "wal-segment-bytes", 64<<20, "durable log segment size")
+	fs.Int64Var(&d.PaceBytes, "wal-pace-bytes", durable.DefaultPaceBytes, "durable log backlog above which acknowledgements wait for ClickHouse while it keeps up (-1: never wait)")
+	fs.DurationVar(&d.PaceWait, "wal-pace-wait", durable.DefaultPaceWait, "longest one request waits for ClickHouse under --wal-pace-bytes before it is logged anyway")
 	fs.BoolVar(&d.NoSync, "wal-no-sync", false, "UNSAFE, benchmarks only: acknowledge before fsync (a machine crash can lose acknowledged spans)")
 	fs.BoolVar(&d.Disabled, "no-wal", false, "acknowledge only after ClickHouse took the rows, without a local log (a ClickHouse outage then refuses ingest)")
 

@@ -32,6 +32,17 @@
 //
 // # Backpressure
 //
+// While the drain keeps up (its last downstream write succeeded), Accept
+// paces: once more than Config.PaceBytes of the log wait for ClickHouse, it
+// waits, up to Config.PaceWait, for the drain to bring the backlog under
+// that before it appends. Senders are then acknowledged at the rate
+// ClickHouse stores rows rather than the rate the disk takes them, so on
+// shared cores the receiver does not spend the CPU the drain and ClickHouse
+// need, and a steady load above what ClickHouse takes is answered by slower
+// acknowledgements instead of a full log and 503s. While the drain fails
+// (ClickHouse down or refusing), Accept does not wait: the log absorbs the
+// outage.
+//
 // The log is capped (wal.Options.MaxBytes, 1 GiB by default). When ClickHouse
 // is slow or down the log grows; once the next batch would pass the cap,
 // Accept refuses it with a *Refused error (503 and Retry-After) and Ready
@@ -78,7 +89,23 @@ type Config struct {
 	RetryMax time.Duration
 	// RetryAfter is the Retry-After given with a 503 when the log is full.
 	RetryAfter time.Duration
+	// PaceBytes is the backlog (framed bytes waiting for the drain) above
+	// which Accept waits for the drain while the drain keeps up; see
+	// Backpressure. Zero means DefaultPaceBytes; negative turns pacing off.
+	PaceBytes int64
+	// PaceWait bounds one Accept's wait for the drain; after it the batch
+	// is appended anyway (the log has room up to its cap). Zero means
+	// DefaultPaceWait.
+	PaceWait time.Duration
 }
+
+// DefaultPaceBytes is Config.PaceBytes unless overridden: four batches of
+// MaxBatchBytes, so the drain always finds a full batch waiting.
+const DefaultPaceBytes = 64 << 20
+
+// DefaultPaceWait is Config.PaceWait unless overridden: well inside an OTLP
+// exporter's default timeout of 10 s.
+const DefaultPaceWait = 2 * time.Second
 
 // DefaultConfig is the sink's configuration unless overridden.
 func DefaultConfig() Config {
@@ -88,6 +115,8 @@ func DefaultConfig() Config {
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      10 * time.Second,
 		RetryAfter:    5 * time.Second,
+		PaceBytes:     DefaultPaceBytes,
+		PaceWait:      DefaultPaceWait,
 	}
 }
 
@@ -118,12 +147,14 @@ type Stats struct {
 	PendingRecords  uint64 // records acknowledged, not yet written downstream
 	AppendedRecords uint64 // since Open
 	AppendedSpans   uint64
-	DeliveredSpans  uint64 // written downstream since Open (replays included)
-	Deliveries      uint64 // successful downstream writes
-	Retries         uint64 // failed downstream writes (each retried)
-	RefusedFull     uint64 // Accept calls refused because the log was full
-	Replaying       bool   // records from before Open are still being written
-	LastError       string // the last downstream or log error, "" when none
+	DeliveredSpans  uint64  // written downstream since Open (replays included)
+	Deliveries      uint64  // successful downstream writes
+	Retries         uint64  // failed downstream writes (each retried)
+	RefusedFull     uint64  // Accept calls refused because the log was full
+	Paced           uint64  // Accept calls that waited for the drain (pacing)
+	PacedSeconds    float64 // their waits, summed
+	Replaying       bool    // records from before Open are still being written
+	LastError       string  // the last downstream or log error, "" when none
 }
 
 // Sink is the receiver's durable sink. Accept may be called concurrently;
@@ -138,6 +169,10 @@ type Sink struct {
 	replayUntil atomic.Uint64 // last record acknowledged before Open
 	replaying   atomic.Bool
 	full        atomic.Bool // an Accept was refused for space since the last drain
+	failing     atomic.Bool // the drain's last downstream write failed
+
+	progressMu sync.Mutex
+	progress   chan struct{} // closed (and replaced) after every checkpoint
 
 	appended    atomic.Uint64
 	appendSpans atomic.Uint64
@@ -145,6 +180,8 @@ type Sink struct {
 	deliveries  atomic.Uint64
 	retries     atomic.Uint64
 	refused     atomic.Uint64
+	paced       atomic.Uint64
+	pacedNanos  atomic.Int64
 
 	mu      sync.Mutex
 	lastErr string
@@ -169,6 +206,12 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = d.RetryAfter
 	}
+	if cfg.PaceBytes == 0 {
+		cfg.PaceBytes = d.PaceBytes
+	}
+	if cfg.PaceWait <= 0 {
+		cfg.PaceWait = d.PaceWait
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -179,7 +222,7 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 	if err != nil {
 		return nil, fmt.Errorf("open durable log: %w", err)
 	}
-	s := &Sink{wal: w, down: down, cfg: cfg, log: log}
+	s := &Sink{wal: w, down: down, cfg: cfg, log: log, progress: make(chan struct{})}
 	s.bufs.New = func() any { return new([]byte) }
 	s.replayUntil.Store(w.LastSeq())
 	if w.LastSeq() >= w.FirstSeq() {
@@ -194,10 +237,12 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 // full log gives a *Refused with 503 and Retry-After; a batch too large for
 // the log ever, 413. Rows of b whose Version is zero get the current time
 // in nanoseconds (in place), so every later copy of a row is identical.
+// Accept may first wait for the drain (see Backpressure).
 func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
 	if len(b.Spans) == 0 && len(b.Contents) == 0 {
 		return nil
 	}
+	s.pace(ctx)
 	b.StampVersion(uint64(time.Now().UnixNano()))
 	bp := s.bufs.Get().(*[]byte)
 	*bp = rowcodec.Encode((*bp)[:0], b)
@@ -224,6 +269,44 @@ func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
 		return &Refused{Code: http.StatusServiceUnavailable, After: s.cfg.RetryAfter, Err: err,
 			Reason: "log unavailable: " + err.Error()}
 	}
+}
+
+// pace waits while the drain keeps up and the backlog is above PaceBytes,
+// until it is not, PaceWait has passed or ctx ends.
+func (s *Sink) pace(ctx context.Context) {
+	if s.cfg.PaceBytes < 0 || s.failing.Load() || s.wal.Size() <= s.cfg.PaceBytes {
+		return
+	}
+	start := time.Now()
+	t := time.NewTimer(s.cfg.PaceWait)
+	defer t.Stop()
+	defer func() {
+		s.paced.Add(1)
+		s.pacedNanos.Add(int64(time.Since(start)))
+	}()
+	for {
+		s.progressMu.Lock()
+		progress := s.progress
+		s.progressMu.Unlock()
+		if s.failing.Load() || s.wal.Size() <= s.cfg.PaceBytes {
+			return
+		}
+		select {
+		case <-progress:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// progressed wakes the Accept calls waiting in pace.
+func (s *Sink) progressed() {
+	s.progressMu.Lock()
+	close(s.progress)
+	s.progress = make(chan struct{})
+	s.progressMu.Unlock()
 }
 
 // Ready is nil when the sink takes batches and is caught up with what was
@@ -260,6 +343,8 @@ func (s *Sink) Stats() Stats {
 		Deliveries:      s.deliveries.Load(),
 		Retries:         s.retries.Load(),
 		RefusedFull:     s.refused.Load(),
+		Paced:           s.paced.Load(),
+		PacedSeconds:    time.Duration(s.pacedNanos.Load()).Seconds(),
 		Replaying:       s.replaying.Load(),
 		LastError:       last,
 	}
@@ -340,6 +425,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		} else {
 			s.full.Store(false)
 		}
+		s.progressed()
 		s.caughtUp()
 	}
 }
@@ -367,12 +453,16 @@ func (s *Sink) deliver(ctx context.Context, b ingest.Batch) bool {
 	for attempt := 1; ; attempt++ {
 		err := s.down.Accept(ctx, b)
 		if err == nil {
+			s.failing.Store(false)
 			s.delivered.Add(uint64(len(b.Spans)))
 			s.deliveries.Add(1)
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
+		}
+		if !s.failing.Swap(true) {
+			s.progressed() // paced Accepts stop waiting for a drain that fails
 		}
 		s.retries.Add(1)
 		s.setErr(err)
