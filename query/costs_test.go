@@ -170,6 +170,19 @@ func TestCostsGoldenExactlyOnce(t *testing.T) {
 		t.Errorf("refresh after a redelivery recomputed nothing")
 	}
 	t.Run("after redelivery", func(t *testing.T) { checkGolden(t, r, since, until, 4) })
+
+	// Hours of more spans than one load may hold are loaded in parts of
+	// their runs (here: at most 2 spans a load, so dozens of parts): the
+	// same figures, each run counted once.
+	insert(t, store, spans, 4)
+	if stats, err = rollup.New(store, rollup.Config{MaxLoadSpans: 2}).RefreshRange(ctx,
+		mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if stats.HoursRecomputed == 0 {
+		t.Errorf("refresh in parts recomputed nothing")
+	}
+	t.Run("rolled up in parts", func(t *testing.T) { checkGolden(t, r, since, until, 4) })
 }
 
 func TestCostsMixedRolledAndLive(t *testing.T) {

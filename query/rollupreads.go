@@ -17,9 +17,17 @@ import (
 // AttributedSpans loads and attributes the spans of every run that has a
 // span starting in [from, to), reading runs within window of the range, and
 // returns the spans starting in [from, to) (see loadSpans). project "" loads
-// every project.
-func (r *Reader) AttributedSpans(ctx context.Context, project string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
-	return r.loadSpans(ctx, project, from, to, window)
+// every project. shard limits the load to one part of the runs, so that a
+// range of many spans can be aggregated part by part in bounded memory.
+func (r *Reader) AttributedSpans(ctx context.Context, project string, from, to time.Time, window time.Duration, shard Shard) ([]attribution.Attributed, error) {
+	return r.loadSpansShard(ctx, project, from, to, window, shard)
+}
+
+// Shard is part Index (from 0) of Of parts of the runs, by a hash of the
+// trace id: every run is in exactly one part, whole. The zero Shard (Of 0 or
+// 1) is every run.
+type Shard struct {
+	Index, Of int
 }
 
 // HourFingerprint identifies the state of an hour of span_facts: its row

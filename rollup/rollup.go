@@ -68,7 +68,11 @@ type Config struct {
 	Interval     time.Duration // Run: time between refreshes; default 1 min
 	FullEvery    time.Duration // Run: time between full checks; default 1 h
 	ChunkHours   int           // hours computed per load of raw spans; default 6
-	Logger       *slog.Logger  // Run: where failed refreshes are logged; default slog.Default()
+	// MaxLoadSpans bounds the spans one load of raw spans holds (about
+	// 0.5–1 KB of memory each): hours with more, by their fingerprint, are
+	// loaded in that many parts of their runs. Default DefaultMaxLoadSpans.
+	MaxLoadSpans int
+	Logger       *slog.Logger // Run: where failed refreshes are logged; default slog.Default()
 	// KeptFrom is, at now, the oldest span start every project's spans are
 	// still kept from (retention: the shortest spans retention); zero or
 	// nil: all are kept. Hours before it, and the trace window after it,
@@ -76,6 +80,11 @@ type Config struct {
 	// a recomputation would replace the rollup, kept longer, with zeros.
 	KeptFrom func(now time.Time) time.Time
 }
+
+// DefaultMaxLoadSpans is Config.MaxLoadSpans unless overridden: tens of MiB
+// per load, so the job stays a small part of serve's memory at any hour's
+// volume.
+const DefaultMaxLoadSpans = 50_000
 
 func (c Config) withDefaults() Config {
 	if c.Lookback <= 0 {
@@ -89,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FullEvery <= 0 {
 		c.FullEvery = time.Hour
+	}
+	if c.MaxLoadSpans <= 0 {
+		c.MaxLoadSpans = DefaultMaxLoadSpans
 	}
 	if c.ChunkHours <= 0 {
 		c.ChunkHours = 6
@@ -248,20 +260,48 @@ type rollupKey struct {
 // recompute rewrites the rollup rows of the hours in [from, to), all
 // projects, and records the hours with the fingerprints read before.
 func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint) (int, error) {
-	spans, err := r.reader.AttributedSpans(ctx, "", from, to, query.DefaultTraceWindow)
-	if err != nil {
-		return 0, err
-	}
 	rows := map[rollupKey]*schema.CostRollupRow{}
-	row := func(k rollupKey) *schema.CostRollupRow {
-		if x := rows[k]; x != nil {
-			return x
+	shards := loadShards(from, to, raw, r.cfg.MaxLoadSpans)
+	for i := range shards {
+		if err := r.aggregate(ctx, from, to, query.Shard{Index: i, Of: shards}, rows); err != nil {
+			return 0, err
 		}
-		x := &schema.CostRollupRow{Project: k.project, Grain: k.grain, Hour: time.Unix(k.hour, 0).UTC(),
-			Agent: k.agent, Model: k.model, Provider: k.provider, Task: k.task, Service: k.service,
-			Tool: k.tool, Conversation: k.conversation, User: k.user}
-		rows[k] = x
+	}
+	return r.write(ctx, from, to, raw, rows)
+}
+
+// rowOf is rows' row for k, added empty when missing.
+func rowOf(rows map[rollupKey]*schema.CostRollupRow, k rollupKey) *schema.CostRollupRow {
+	if x := rows[k]; x != nil {
 		return x
+	}
+	x := &schema.CostRollupRow{Project: k.project, Grain: k.grain, Hour: time.Unix(k.hour, 0).UTC(),
+		Agent: k.agent, Model: k.model, Provider: k.provider, Task: k.task, Service: k.service,
+		Tool: k.tool, Conversation: k.conversation, User: k.user}
+	rows[k] = x
+	return x
+}
+
+// loadShards is how many parts the runs of [from, to) are loaded in so
+// that one load holds at most max spans, by the hours' fingerprints (which
+// count duplicates too, so the estimate errs on the small side).
+func loadShards(from, to time.Time, raw map[time.Time]query.HourFingerprint, max int) int {
+	var total uint64
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		total += raw[h].Rows
+	}
+	if total <= uint64(max) {
+		return 1
+	}
+	return int((total + uint64(max) - 1) / uint64(max))
+}
+
+// aggregate adds the attributed spans of one shard of [from, to)'s runs to
+// rows.
+func (r *Rollup) aggregate(ctx context.Context, from, to time.Time, shard query.Shard, rows map[rollupKey]*schema.CostRollupRow) error {
+	spans, err := r.reader.AttributedSpans(ctx, "", from, to, query.DefaultTraceWindow, shard)
+	if err != nil {
+		return err
 	}
 	for i := range spans {
 		a := &spans[i]
@@ -279,9 +319,15 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 			{grain: schema.GrainUser, user: a.User},
 		} {
 			k.project, k.hour = a.Project, hour
-			addTotals(row(k), &t)
+			addTotals(rowOf(rows, k), &t)
 		}
 	}
+	return nil
+}
+
+// write replaces the rollup rows of [from, to) with rows, zeroing the keys
+// the hours had before and no longer have, and records the hours computed.
+func (r *Rollup) write(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint, rows map[rollupKey]*schema.CostRollupRow) (int, error) {
 	old, err := r.reader.RollupKeys(ctx, from, to)
 	if err != nil {
 		return 0, err
@@ -291,7 +337,7 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 		k := rollupKey{project: o.Project, grain: o.Grain, hour: o.Hour.Unix(), agent: o.Agent, model: o.Model,
 			provider: o.Provider, task: o.Task, service: o.Service, tool: o.Tool, conversation: o.Conversation, user: o.User}
 		if rows[k] == nil {
-			row(k) // a tombstone: zero measures replace the old row
+			rowOf(rows, k) // a tombstone: zero measures replace the old row
 		}
 	}
 	version := r.nextVersion()
