@@ -68,7 +68,8 @@ import (
 )
 
 // Downstream takes batches out of the log; *writer.Writer implements it.
-// Accept returns nil only when the rows are stored.
+// Accept returns nil only when the rows are stored, and keeps nothing of b
+// after it returned nil (the drain reuses b's slices for the next batch).
 type Downstream interface {
 	Accept(ctx context.Context, b ingest.Batch) error
 }
@@ -371,10 +372,15 @@ func (s *Sink) Run(ctx context.Context) error {
 		return fmt.Errorf("durable log: %w", err)
 	}
 	defer r.Close()
-	var carry pending // a record that did not fit into the last batch
+	var carry pending      // a record that did not fit into the last batch
+	var spare ingest.Batch // the slices of the last batch delivered at once, reused
 	for {
 		p := carry
 		carry = pending{}
+		if p.upto == 0 {
+			p.batch = spare
+		}
+		spare = ingest.Batch{}
 		// Add committed records up to MaxBatchSpans and MaxBatchBytes.
 		for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
 			seq, rec, err := r.Next()
@@ -405,6 +411,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 		}
 		if p.upto == 0 {
+			spare = p.batch
 			s.caughtUp()
 			if err := s.wal.WaitFor(ctx, r.NextSeq()); err != nil {
 				if ctx.Err() != nil {
@@ -414,8 +421,17 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if !s.deliver(ctx, p.batch) {
+		delivered, retried := s.deliver(ctx, p.batch)
+		if !delivered {
 			return nil
+		}
+		if !retried && cap(p.batch.Spans) <= 2*s.cfg.MaxBatchSpans {
+			// No failed attempt can still hold the rows (a writer that
+			// gave up waiting may insert them later): keep the slices,
+			// without the rows, so the next batch does not grow new ones.
+			clear(p.batch.Spans)
+			clear(p.batch.Contents)
+			spare = ingest.Batch{Spans: p.batch.Spans[:0], Contents: p.batch.Contents[:0]}
 		}
 		if err := s.wal.Truncate(p.upto); err != nil {
 			// The rows are stored; only progress was not recorded, so they
@@ -446,9 +462,9 @@ func (s *Sink) caughtUp() {
 	}
 }
 
-// deliver writes b downstream, retrying until it succeeds (true) or ctx ends
-// (false).
-func (s *Sink) deliver(ctx context.Context, b ingest.Batch) bool {
+// deliver writes b downstream, retrying until it succeeds (delivered) or ctx
+// ends; retried says whether an attempt failed first.
+func (s *Sink) deliver(ctx context.Context, b ingest.Batch) (delivered, retried bool) {
 	backoff := s.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := s.down.Accept(ctx, b)
@@ -456,10 +472,10 @@ func (s *Sink) deliver(ctx context.Context, b ingest.Batch) bool {
 			s.failing.Store(false)
 			s.delivered.Add(uint64(len(b.Spans)))
 			s.deliveries.Add(1)
-			return true
+			return true, attempt > 1
 		}
 		if ctx.Err() != nil {
-			return false
+			return false, attempt > 1
 		}
 		if !s.failing.Swap(true) {
 			s.progressed() // paced Accepts stop waiting for a drain that fails
@@ -478,7 +494,7 @@ func (s *Sink) deliver(ctx context.Context, b ingest.Batch) bool {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return false, true
 		}
 		backoff = min(backoff*2, s.cfg.RetryMax)
 	}

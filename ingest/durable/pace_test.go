@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/schema"
 )
 
 // gate is a downstream that takes a batch only when released, or fails
@@ -138,4 +139,52 @@ func TestPacingOff(t *testing.T) {
 		t.Errorf("paced %d with pacing off", st.Paced)
 	}
 	close(g.release)
+}
+
+// keeper fails its first call but keeps the batch it was given, as a writer
+// that gave up waiting for an INSERT and still runs it later.
+type keeper struct {
+	fakeDown
+	kept []schema.Span
+}
+
+func (k *keeper) Accept(ctx context.Context, b ingest.Batch) error {
+	k.mu.Lock()
+	first := k.kept == nil && k.calls == 0
+	if first {
+		k.kept = b.Spans
+	}
+	k.mu.Unlock()
+	if first {
+		k.mu.Lock()
+		k.calls++
+		k.mu.Unlock()
+		return errors.New("timed out waiting for the INSERT")
+	}
+	return k.fakeDown.Accept(ctx, b)
+}
+
+// TestDrainDoesNotReuseRowsAFailedAttemptHolds: the drain reuses a batch's
+// slices for the next batch only when no attempt of it failed.
+func TestDrainDoesNotReuseRowsAFailedAttemptHolds(t *testing.T) {
+	k := &keeper{fakeDown: *newFakeDown(0, nil)}
+	cfg := fastConfig()
+	cfg.MaxBatchSpans = 4
+	s := openSink(t, t.TempDir(), k, cfg)
+	defer s.Close()
+	for i := range 6 {
+		accept(t, s, batchOf(4*i, 4))
+	}
+	run(t, s)
+	eventually(t, "every batch delivered", func() bool { return len(k.spanIDs()) == 24 })
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, sp := range k.kept {
+		if want := spanIDRange(0, 4)[i]; sp.SpanID != want {
+			t.Fatalf("the rows the failed attempt holds changed: span %d is %q, want %q", i, sp.SpanID, want)
+		}
+	}
+	if len(k.kept) != 4 {
+		t.Fatalf("kept %d rows, want 4", len(k.kept))
+	}
 }
