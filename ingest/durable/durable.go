@@ -372,15 +372,17 @@ func (s *Sink) Run(ctx context.Context) error {
 		return fmt.Errorf("durable log: %w", err)
 	}
 	defer r.Close()
-	var carry pending      // a record that did not fit into the last batch
-	var spare ingest.Batch // the slices of the last batch delivered at once, reused
+	var carry pending // a record that did not fit into the last batch
+	// The slices of batches delivered at the first attempt are reused: a
+	// batch and the carried record that starts the next one take turns
+	// with two sets of slices, so none is grown again.
+	var spare ingest.Batch
 	for {
 		p := carry
 		carry = pending{}
 		if p.upto == 0 {
-			p.batch = spare
+			p.batch, spare = spare, ingest.Batch{}
 		}
-		spare = ingest.Batch{}
 		// Add committed records up to MaxBatchSpans and MaxBatchBytes.
 		for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
 			seq, rec, err := r.Next()
@@ -396,6 +398,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			if err == nil && p.upto != 0 &&
 				(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
 				into = &carry
+				carry.batch, spare = spare, ingest.Batch{}
 			}
 			// Decoded in place at the end of the batch: no copy when
 			// records are coalesced.
@@ -411,7 +414,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 		}
 		if p.upto == 0 {
-			spare = p.batch
+			spare = p.batch // empty: nothing was read
 			s.caughtUp()
 			if err := s.wal.WaitFor(ctx, r.NextSeq()); err != nil {
 				if ctx.Err() != nil {
