@@ -70,4 +70,5 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $$((50000 * $(FUZZX)))x ./ingest/receiver
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $$((5000 * $(FUZZX)))x ./ingest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $$((100000 * $(FUZZX)))x ./ingest/rowcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAgainstPdata$$' -fuzztime $$((100000 * $(FUZZX)))x ./ingest/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $$((100000 * $(FUZZX)))x ./support/canonical
