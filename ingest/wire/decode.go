@@ -41,26 +41,18 @@ const maxKeptEntries = 1 << 16
 // must not change while they, or strings taken from them, are in use.
 func (d *Decoder) Decode(body []byte) (Traces, error) {
 	d.Reset()
-	for pos := 0; pos < len(body); {
-		num, wt, p, err := consumeTag(body, pos)
+	err := fields(body, func(num int32, wt int8, pos int) (int, error) {
+		if num != 1 {
+			return skip(body, pos, wt)
+		}
+		s, e, next, err := lenField(body, pos, wt, "ResourceSpans")
 		if err != nil {
-			return Traces{}, err
+			return 0, err
 		}
-		pos = p
-		switch num {
-		case 1:
-			var s, e int
-			if s, e, pos, err = lenField(body, pos, wt, "ResourceSpans"); err != nil {
-				return Traces{}, err
-			}
-			if err := d.resourceSpans(body[s:e]); err != nil {
-				return Traces{}, err
-			}
-		default:
-			if pos, err = skip(body, pos, wt); err != nil {
-				return Traces{}, err
-			}
-		}
+		return next, d.resourceSpans(body[s:e])
+	})
+	if err != nil {
+		return Traces{}, err
 	}
 	return Traces{Resources: sub(d.resources, 0)}, nil
 }
@@ -100,12 +92,8 @@ func (d *Decoder) resourceSpans(b []byte) error {
 	d.resources = append(d.resources, ResourceSpans{})
 	rs := &d.resources[len(d.resources)-1]
 	attrs0, scopes0, old0 := len(d.resAttrs), len(d.scopes), len(d.oldScopes)
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	if err := fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -127,9 +115,9 @@ func (d *Decoder) resourceSpans(b []byte) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
+		return pos, err
+	}); err != nil {
+		return err
 	}
 	rs.Attributes = sub(d.resAttrs, attrs0)
 	rs.Scopes = sub(d.scopes, scopes0)
@@ -142,12 +130,8 @@ func (d *Decoder) resourceSpans(b []byte) error {
 // resource decodes a Resource; repeated ones merge, so their attributes
 // join the same list.
 func (d *Decoder) resource(b []byte) error {
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -164,42 +148,28 @@ func (d *Decoder) resource(b []byte) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 // entityRef checks an EntityRef, which tally does not read.
 func entityRef(b []byte) error {
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		switch num {
 		case 1, 2, 3, 4:
 			_, _, pos, err = lenField(b, pos, wt, "EntityRef")
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 func (d *Decoder) scopeSpans(b []byte, ss *ScopeSpans) error {
 	spans0 := len(d.spans)
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	if err := fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -216,9 +186,9 @@ func (d *Decoder) scopeSpans(b []byte, ss *ScopeSpans) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
+		return pos, err
+	}); err != nil {
+		return err
 	}
 	ss.Spans = sub(d.spans, spans0)
 	return nil
@@ -227,12 +197,8 @@ func (d *Decoder) scopeSpans(b []byte, ss *ScopeSpans) error {
 // scope decodes an InstrumentationScope into ss; its attributes are checked
 // and dropped (tally does not read them).
 func scope(b []byte, ss *ScopeSpans) error {
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -253,21 +219,14 @@ func scope(b []byte, ss *ScopeSpans) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 func (d *Decoder) span(b []byte, sp *Span) error {
 	attrs0, events0, links0 := len(d.attrs), len(d.events), len(d.links)
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	if err := fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		var u uint64
 		switch num {
@@ -323,9 +282,9 @@ func (d *Decoder) span(b []byte, sp *Span) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
+		return pos, err
+	}); err != nil {
+		return err
 	}
 	sp.Attributes = sub(d.attrs, attrs0)
 	sp.Events = sub(d.events, events0)
@@ -335,12 +294,8 @@ func (d *Decoder) span(b []byte, sp *Span) error {
 
 // status decodes a Status into sp; repeated ones merge.
 func status(b []byte, sp *Span) error {
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		var u uint64
 		switch num {
@@ -355,21 +310,14 @@ func status(b []byte, sp *Span) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 func (d *Decoder) event(b []byte, ev *Event) error {
 	attrs0 := len(d.evAttrs)
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	if err := fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -388,9 +336,9 @@ func (d *Decoder) event(b []byte, ev *Event) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
+		return pos, err
+	}); err != nil {
+		return err
 	}
 	ev.Attributes = sub(d.evAttrs, attrs0)
 	return nil
@@ -398,12 +346,8 @@ func (d *Decoder) event(b []byte, ev *Event) error {
 
 // link decodes a Link; its attributes are checked and dropped.
 func link(b []byte, l *Link) error {
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -428,7 +372,20 @@ func link(b []byte, l *Link) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
+		return pos, err
+	})
+}
+
+// fields calls f for each field of message b, in order, with its number,
+// wire type and the position of its value; f returns the position after
+// the value. The first error stops the walk.
+func fields(b []byte, f func(num int32, wt int8, pos int) (int, error)) error {
+	for pos := 0; pos < len(b); {
+		num, wt, p, err := consumeTag(b, pos)
 		if err != nil {
+			return err
+		}
+		if pos, err = f(num, wt, p); err != nil {
 			return err
 		}
 	}
@@ -448,12 +405,8 @@ func keyValue(b []byte, depth int, kv *KeyValue) error {
 		return errDepth
 	}
 	depth++
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		switch num {
 		case 1:
@@ -469,11 +422,8 @@ func keyValue(b []byte, depth int, kv *KeyValue) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 // anyValue decodes an AnyValue into v: each oneof field replaces v whole.
@@ -482,12 +432,8 @@ func anyValue(b []byte, depth int, v *Value) error {
 		return errDepth
 	}
 	depth++
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
-		if err != nil {
-			return err
-		}
-		pos = p
+	return fields(b, func(num int32, wt int8, pos int) (int, error) {
+		var err error
 		var s, e int
 		var u uint64
 		switch num {
@@ -532,11 +478,8 @@ func anyValue(b []byte, depth int, v *Value) error {
 		default:
 			pos, err = skip(b, pos, wt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return pos, err
+	})
 }
 
 // list decodes an ArrayValue (elements true: AnyValue entries) or a
@@ -547,29 +490,22 @@ func list(b []byte, depth int, elements bool) ([]KeyValue, error) {
 	}
 	depth++
 	var out []KeyValue
-	for pos := 0; pos < len(b); {
-		num, wt, p, err := consumeTag(b, pos)
+	err := fields(b, func(num int32, wt int8, pos int) (int, error) {
+		if num != 1 {
+			return skip(b, pos, wt)
+		}
+		s, e, next, err := lenField(b, pos, wt, "Values")
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		pos = p
-		var s, e int
-		switch num {
-		case 1:
-			if s, e, pos, err = lenField(b, pos, wt, "Values"); err == nil {
-				out = append(out, KeyValue{})
-				if elements {
-					err = anyValue(b[s:e], depth, &out[len(out)-1].Value)
-				} else {
-					err = keyValue(b[s:e], depth, &out[len(out)-1])
-				}
-			}
-		default:
-			pos, err = skip(b, pos, wt)
+		out = append(out, KeyValue{})
+		if elements {
+			return next, anyValue(b[s:e], depth, &out[len(out)-1].Value)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return next, keyValue(b[s:e], depth, &out[len(out)-1])
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
