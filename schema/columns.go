@@ -13,8 +13,19 @@ import (
 type column[R any] struct {
 	name    string
 	typ     string
-	modern  string // type on servers with LowCardinality and codecs; "" = same as typ
-	extract func(rows []R) any
+	modern  string             // type on servers with LowCardinality and codecs; "" = same as typ
+	extract func(rows []R) any // the column's values, for one Append
+	// appendRows, when set instead of extract, appends the column row by
+	// row: clickhouse-go appends a whole Array column through reflection,
+	// one reflect.Value and boxed element per item, but takes a typed
+	// []string or []uint64 row without the reflection.
+	appendRows func(dst rowAppender, rows []R) error
+}
+
+// rowAppender is the part of clickhouse-go's driver.BatchColumn appendRows
+// uses.
+type rowAppender interface {
+	AppendRow(v any) error
 }
 
 func (c column[R]) typeFor(caps Capabilities) string {
@@ -103,30 +114,32 @@ func timeCol[R any](name string, get func(*R) time.Time) column[R] {
 }
 
 func strsCol[R any](name string, get func(*R) []string) column[R] {
-	return column[R]{name: name, typ: "Array(String)", extract: func(rows []R) any {
-		out := make([][]string, len(rows))
+	return column[R]{name: name, typ: "Array(String)", appendRows: func(dst rowAppender, rows []R) error {
 		for i := range rows {
 			v := get(&rows[i])
 			if v == nil {
 				v = []string{}
 			}
-			out[i] = v
+			if err := dst.AppendRow(v); err != nil {
+				return err
+			}
 		}
-		return out
+		return nil
 	}}
 }
 
 func u64sCol[R any](name string, get func(*R) []uint64) column[R] {
-	return column[R]{name: name, typ: "Array(UInt64)", extract: func(rows []R) any {
-		out := make([][]uint64, len(rows))
+	return column[R]{name: name, typ: "Array(UInt64)", appendRows: func(dst rowAppender, rows []R) error {
 		for i := range rows {
 			v := get(&rows[i])
 			if v == nil {
 				v = []uint64{}
 			}
-			out[i] = v
+			if err := dst.AppendRow(v); err != nil {
+				return err
+			}
 		}
-		return out
+		return nil
 	}}
 }
 

@@ -258,7 +258,13 @@ func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, c
 	}
 	defer batch.Abort() //nolint:errcheck // no-op after Send
 	for i, c := range cols {
-		if err := batch.Column(i).Append(c.extract(rows)); err != nil {
+		var err error
+		if c.appendRows != nil {
+			err = c.appendRows(batch.Column(i), rows)
+		} else {
+			err = batch.Column(i).Append(c.extract(rows))
+		}
+		if err != nil {
 			return fmt.Errorf("insert into %s: column %s: %w", table, c.name, err)
 		}
 	}

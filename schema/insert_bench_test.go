@@ -1,0 +1,52 @@
+package schema_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/schema"
+)
+
+// BenchmarkInsertSpans inserts 10,000 spans shaped like an agent's (20
+// attributes, 8 resource attributes, two events) per op into the test
+// store: the writer's INSERT path, client and server.
+func BenchmarkInsertSpans(b *testing.B) {
+	db := testenv.NewStoreDatabase(b)
+	ctx := context.Background()
+	s, err := schema.Open(ctx, db.StoreConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]schema.Span, 10000)
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var keys, values, resKeys, resValues []string
+	for i := range 20 {
+		keys, values = append(keys, fmt.Sprintf("gen_ai.attribute.%02d", i)), append(values, fmt.Sprintf("value %d", i))
+	}
+	for i := range 8 {
+		resKeys, resValues = append(resKeys, fmt.Sprintf("resource.%d", i)), append(resValues, fmt.Sprintf("resource value %d", i))
+	}
+	for i := range rows {
+		rows[i] = schema.Span{Project: "bench", TraceID: fmt.Sprintf("%032x", i/20), SpanID: fmt.Sprintf("%016x", i),
+			Start: start, StartNs: uint64(start.UnixNano()) + uint64(i), EndNs: uint64(start.UnixNano()) + uint64(i) + 1000,
+			Name: "chat claude-sonnet-4", SpanType: "inference", Model: "claude-sonnet-4", Provider: "anthropic",
+			AttrKeys: keys, AttrValues: values, ResourceKeys: resKeys, ResourceValues: resValues,
+			EventNames: []string{"gen_ai.choice", "gen_ai.user.message"}, EventTimeNs: []uint64{1, 2},
+			EventAttrs: []string{`{"a":1}`, `{"b":2}`}, InputTokens: 1200, OutputTokens: 300, Version: 1}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.InsertSpans(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(rows)*b.N)/b.Elapsed().Seconds(), "spans/s")
+}
