@@ -43,32 +43,37 @@ func (r *Reader) reviewConfig() safety.Config {
 	return safety.Config{Effects: r.effects, Registry: r.registry, Limits: r.limits, Caps: r.caps}
 }
 
+// reviewChunk is how many runs one review read names. A chunk's spans and
+// content are held while it is reviewed (about 50 KB a run on agent
+// traffic), so it bounds the review's memory, whatever the number of runs.
+const reviewChunk = 250
+
 // reviewRuns reviews runs (a chunk at a time): it reads their tool and
 // inference spans, roots, approvals and partial results (reviewSpans) and
-// the tool arguments and definitions they recorded (reviewContent), and
-// runs package safety's review on each. Runs with no spans read are
-// reviewed empty.
-func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSummary) (map[string]*runReview, error) {
-	out := make(map[string]*runReview, len(runs))
+// the tool arguments and definitions they recorded (reviewContent), runs
+// package safety's review on each and hands it to each, in the order of
+// runs. Runs with no spans read are reviewed empty. A review is not kept
+// after each returns, so only one chunk is in memory at a time.
+func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSummary, each func(run *RunSummary, rv *runReview)) error {
 	cfg := r.reviewConfig()
-	for start := 0; start < len(runs); start += outcomeChunk {
-		chunk := runs[start:min(start+outcomeChunk, len(runs))]
+	for start := 0; start < len(runs); start += reviewChunk {
+		chunk := runs[start:min(start+reviewChunk, len(runs))]
 		ids, lo, hi := runsExtent(len(chunk), func(i int) *RunSummary { return &chunk[i] })
 		spans, err := r.reviewSpans(ctx, project, ids, lo, hi)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		content, err := r.reviewContent(ctx, project, ids, lo, hi)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i := range chunk {
 			sum := &chunk[i]
 			run := buildReview(project, sum, spans[sum.TraceID], content, r.effects)
-			out[sum.TraceID] = &runReview{run: run, signals: safety.Review(run, cfg)}
+			each(sum, &runReview{run: run, signals: safety.Review(run, cfg)})
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // reviewSpans reads the spans a review needs of runs, by trace id in start
@@ -552,10 +557,6 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 	if len(runs) == 0 {
 		return rep, nil
 	}
-	reviews, err := r.reviewRuns(ctx, f.Project, runs)
-	if err != nil {
-		return nil, err
-	}
 	type key struct{ kind, by string }
 	groups := map[key]*SignalGroup{}
 	runsOf := map[key]map[string]bool{}
@@ -567,12 +568,8 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 	}
 	perMinute := map[minuteKey]int{}
 	// Runs are newest first: example runs come out newest first too.
-	for _, run := range runs {
+	err = r.reviewRuns(ctx, f.Project, runs, func(run *RunSummary, rv *runReview) {
 		rep.RunsByTask[run.Task]++
-		rv := reviews[run.TraceID]
-		if rv == nil {
-			continue
-		}
 		for _, st := range rv.run.Steps {
 			if f.Tool != "" && st.Tool != f.Tool {
 				continue
@@ -608,7 +605,7 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 					rep.FlaggedRunsByTask[sig.Kind][run.Task] = append(ids, run.TraceID)
 				}
 			}
-			for _, by := range signalKeys(f.By, sig, &run) {
+			for _, by := range signalKeys(f.By, sig, run) {
 				k := key{sig.Kind, by}
 				g := groups[k]
 				if g == nil {
@@ -637,6 +634,9 @@ func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, e
 		if flagged {
 			rep.RunsWithSignals++
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, g := range groups {
 		rep.Groups = append(rep.Groups, *g)
