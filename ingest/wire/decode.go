@@ -511,8 +511,8 @@ func list(b []byte, depth int, elements bool) ([]KeyValue, error) {
 }
 
 var (
-	errTraceID = errors.New("invalid length for ID")
-	errSpanID  = errors.New("invalid length for ID")
+	errTraceID = errors.New("trace id must be empty or 16 bytes")
+	errSpanID  = errors.New("span id must be empty or 8 bytes")
 )
 
 // id copies an id field into dst: empty means all zero, any other length
