@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -383,12 +384,15 @@ func (n *normalizer) langfuseCost() (float64, bool) {
 	if t, ok := m["total"]; ok {
 		return t, t >= 0
 	}
+	// Summed in key order: floating-point addition is not associative,
+	// and a map's order changes from call to call, so the same span would
+	// otherwise cost 0.02082 once and 0.020819999999999998 the next time.
 	var sum float64
-	for _, v := range m {
-		if v < 0 {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] < 0 {
 			return 0, false
 		}
-		sum += v
+		sum += m[k]
 	}
 	return sum, true
 }

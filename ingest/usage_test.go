@@ -215,3 +215,23 @@ func TestReadingsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestLangfuseCostPartsSumInKeyOrder: a cost_details object without a
+// total is summed in key order, so the same span costs the same to the last
+// bit on every ingest, replay and re-derivation. Summed in map order these
+// parts gave 0.02082 or 0.020819999999999998 from run to run (found by
+// FuzzNormalize's differential check).
+func TestLangfuseCostPartsSumInKeyOrder(t *testing.T) {
+	parts := `{"input": 0.0042, "input_cache_read": 0.00031, "input_cache_creation": 0.0127, "output": 0.00339}`
+	// In key order: input, input_cache_creation, input_cache_read, output.
+	want := ((0.0042 + 0.0127) + 0.00031) + 0.00339
+	for i := range 200 {
+		req := newRequest(t, "langfuse-sdk")
+		req.span("generation", "langfuse.observation.type", "generation", "gen_ai.request.model", "claude-sonnet-4",
+			"langfuse.observation.cost_details", parts)
+		batch, _ := Normalize(req.td, Options{Project: "p", Now: fixedNow})
+		if got := batch.Spans[0].CostTotal; got != want || batch.Spans[0].CostSource != schema.CostClient {
+			t.Fatalf("run %d: cost %v (%s), want %v exactly, client-sent", i, got, batch.Spans[0].CostSource, want)
+		}
+	}
+}
