@@ -143,8 +143,9 @@ func runMeasures(run *RunSummary, approvals []safety.Approval) (values [5]float6
 	active := time.Duration(run.DurationMs * float64(time.Millisecond))
 	if len(approvals) > 0 {
 		start, end := uint64(run.Start.UnixNano()), uint64(run.End.UnixNano())
-		waitMs = float64(safety.WaitNs(approvals, start, end)) / 1e6
-		active = safety.ActiveTime(approvals, start, end)
+		var wait uint64
+		active, wait = safety.ActiveAndWait(approvals, start, end)
+		waitMs = float64(wait) / 1e6
 	}
 	return [5]float64{float64(run.LLMCalls), float64(run.ToolCalls), float64(run.Usage.Input + run.Usage.Output),
 		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs

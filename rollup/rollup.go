@@ -284,7 +284,7 @@ func rowOf(rows map[rollupKey]*schema.CostRollupRow, k rollupKey) *schema.CostRo
 
 // loadShards is how many parts the runs of [from, to) are loaded in so
 // that one load holds at most max spans, by the hours' fingerprints (which
-// count duplicates too, so the estimate errs on the small side).
+// count duplicates too, so it errs toward more, smaller loads).
 func loadShards(from, to time.Time, raw map[time.Time]query.HourFingerprint, max int) int {
 	var total uint64
 	for h := from; h.Before(to); h = h.Add(time.Hour) {

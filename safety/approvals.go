@@ -147,8 +147,15 @@ func WaitNs(approvals []Approval, start, end uint64) uint64 {
 
 // ActiveTime is a run's wall clock less its waits for humans.
 func ActiveTime(approvals []Approval, start, end uint64) time.Duration {
+	active, _ := ActiveAndWait(approvals, start, end)
+	return active
+}
+
+// ActiveAndWait is ActiveTime and WaitNs of a run, the waits merged once.
+func ActiveAndWait(approvals []Approval, start, end uint64) (active time.Duration, waitNs uint64) {
+	waitNs = WaitNs(approvals, start, end)
 	if end <= start {
-		return 0
+		return 0, waitNs
 	}
-	return time.Duration(end - start - WaitNs(approvals, start, end))
+	return time.Duration(end - start - waitNs), waitNs
 }

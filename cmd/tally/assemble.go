@@ -415,28 +415,37 @@ func defaultReplicaID() (string, error) {
 // --embedded-max-memory. Each scrape asks the engine (a few milliseconds);
 // a failed read reports NaN.
 func registerEngineMetrics(reg prometheus.Registerer, store *schema.Store) error {
-	read := func(pick func(used, limit int64) int64) func() float64 {
-		return func() float64 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			used, limit, err := store.EngineMemory(ctx)
-			if err != nil {
-				return math.NaN()
-			}
-			return float64(pick(used, limit))
-		}
-	}
-	for _, c := range []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_store_engine_memory_bytes",
-			Help: "Memory the embedded store's engine tracks as in use (part of tally's RSS)."},
-			read(func(used, _ int64) int64 { return used })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_store_engine_memory_limit_bytes",
-			Help: "The embedded store's engine memory cap (--embedded-max-memory; 0: none)."},
-			read(func(_, limit int64) int64 { return limit })),
-	} {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("engine metrics: %w", err)
-		}
+	c := engineCollector{store: store,
+		used: prometheus.NewDesc("tally_store_engine_memory_bytes",
+			"Memory the embedded store's engine tracks as in use (part of tally's RSS).", nil, nil),
+		limit: prometheus.NewDesc("tally_store_engine_memory_limit_bytes",
+			"The embedded store's engine memory cap (--embedded-max-memory; 0: none).", nil, nil)}
+	if err := reg.Register(c); err != nil {
+		return fmt.Errorf("engine metrics: %w", err)
 	}
 	return nil
+}
+
+// engineCollector reads the engine's memory once a scrape for both gauges.
+type engineCollector struct {
+	store       *schema.Store
+	used, limit *prometheus.Desc
+}
+
+// Describe sends the two gauges' descriptions.
+func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.used
+	ch <- c.limit
+}
+
+// Collect asks the engine once and sends both gauges.
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	used, limit := math.NaN(), math.NaN()
+	if u, l, err := c.store.EngineMemory(ctx); err == nil {
+		used, limit = float64(u), float64(l)
+	}
+	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, used)
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, limit)
 }

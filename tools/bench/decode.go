@@ -95,27 +95,25 @@ func decodeFigures(ctx context.Context, cfg Config, res *Results) error {
 		_, err := d.Decode(body)
 		return err
 	}
+	kept := func(b ingest.Batch, rej ingest.Rejected) error {
+		if len(b.Spans) != spans {
+			return fmt.Errorf("normalize kept %d of %d spans (%s)", len(b.Spans), spans, rej.Message)
+		}
+		return nil
+	}
 	normalize := func() error {
 		tr, err := d.Decode(body)
 		if err != nil {
 			return err
 		}
-		b, rej := ingest.NormalizeTraces(tr, opts)
-		if len(b.Spans) != spans {
-			return fmt.Errorf("normalize kept %d of %d spans (%s)", len(b.Spans), spans, rej.Message)
-		}
-		return nil
+		return kept(ingest.NormalizeTraces(tr, opts))
 	}
 	viaPdata := func() error {
 		td, err := u.UnmarshalTraces(body)
 		if err != nil {
 			return err
 		}
-		b, rej := ingest.Normalize(td, opts)
-		if len(b.Spans) != spans {
-			return fmt.Errorf("normalize kept %d of %d spans (%s)", len(b.Spans), spans, rej.Message)
-		}
-		return nil
+		return kept(ingest.Normalize(td, opts))
 	}
 	uCPU, uWall, uCalls, err := loopRate(ctx, cfg.DecodeDuration, unmarshal)
 	if err != nil {
