@@ -11,12 +11,24 @@ import (
 )
 
 // BenchmarkInsertSpans inserts 10,000 spans shaped like an agent's (20
-// attributes, 8 resource attributes, two events) per op into the test
-// store: the writer's INSERT path, client and server.
+// attributes, 8 resource attributes, two events; 11 MB of row data) per op
+// into the test store, sent in blocks of Config.BlockBytes: the writer's
+// INSERT path, client and server. Compare the client's CPU (-cpuprofile)
+// and B/op between block sizes; 16 MiB is one block.
 func BenchmarkInsertSpans(b *testing.B) {
 	db := testenv.NewStoreDatabase(b)
 	ctx := context.Background()
-	s, err := schema.Open(ctx, db.StoreConfig())
+	for _, block := range []int64{256 << 10, 1 << 20, 4 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("block=%dKiB", block>>10), func(b *testing.B) {
+			cfg := db.StoreConfig()
+			cfg.BlockBytes = block
+			benchmarkInsertSpans(ctx, b, cfg)
+		})
+	}
+}
+
+func benchmarkInsertSpans(ctx context.Context, b *testing.B, cfg schema.Config) {
+	s, err := schema.Open(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -68,5 +68,5 @@ func outcomesTable(s *Store) tableDef {
 
 // InsertOutcomes writes outcome rows.
 func (s *Store) InsertOutcomes(ctx context.Context, rows []Outcome) error {
-	return insertColumns(ctx, s.conn, s.Table(TableOutcomes), outcomeColumns, rows)
+	return insertColumns(ctx, s.conn, s.Table(TableOutcomes), outcomeColumns, rows, nil, 0)
 }

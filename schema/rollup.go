@@ -174,7 +174,7 @@ func (s *Store) InsertCostRollup(ctx context.Context, rows []CostRollupRow) erro
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableCostRollup), costRollupColumns, rows)
+	return insertColumns(ctx, s.conn, s.Table(TableCostRollup), costRollupColumns, rows, nil, 0)
 }
 
 // InsertRollupHours records computed rollup hours.
@@ -182,5 +182,5 @@ func (s *Store) InsertRollupHours(ctx context.Context, rows []RollupHourRow) err
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableCostRollupHours), rollupHourColumns, rows)
+	return insertColumns(ctx, s.conn, s.Table(TableCostRollupHours), rollupHourColumns, rows, nil, 0)
 }

@@ -2,6 +2,8 @@ package schema_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +105,74 @@ func TestInsertAndReadBack(t *testing.T) {
 	}
 }
 
+// TestInsertInBlocks writes one INSERT of ten spans in blocks of three
+// (Config.BlockBytes just over two rows) and reads every row back whole,
+// arrays of different lengths included: the columns reset between blocks
+// must leave no row short or shifted. The INSERT is one statement, so the
+// server keeps it as one part.
+func TestInsertInBlocks(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.NewStoreDatabase(t)
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	rows := make([]schema.Span, 10)
+	for i := range rows {
+		keys := make([]string, i%4) // 0 to 3 attributes
+		values := make([]string, len(keys))
+		for k := range keys {
+			keys[k], values[k] = fmt.Sprintf("k%d.%d", i, k), fmt.Sprintf("v%d.%d", i, k)
+		}
+		rows[i] = schema.Span{Project: "p", TraceID: strings.Repeat("ab", 16), SpanID: fmt.Sprintf("%016x", i),
+			Start: start, StartNs: uint64(start.UnixNano()) + uint64(i), Name: fmt.Sprintf("span %d", i),
+			AttrKeys: keys, AttrValues: values, EventTimeNs: slices.Repeat([]uint64{uint64(i)}, i%3), Version: 1}
+	}
+	cfg := db.StoreConfig()
+	// With the largest row under twice the smallest, a block of
+	// 2×largest+1 bytes closes at its third row: blocks of 3, 3, 3 and 1.
+	var most, least int64 = 0, 1 << 62
+	for i := range rows {
+		most, least = max(most, rows[i].DataBytes()), min(least, rows[i].DataBytes())
+	}
+	if most >= 2*least {
+		t.Fatalf("rows of %d to %d bytes: the blocks would not be of three", least, most)
+	}
+	cfg.BlockBytes = 2*most + 1
+	s, err := schema.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	var got []schema.Span
+	if err := s.Conn().Select(ctx, &got, "SELECT "+schema.SpanColumnNames()+" FROM "+s.Table(schema.TableSpans)+" ORDER BY span_id"); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("read back %d rows, want %d", len(got), len(rows))
+	}
+	for i, g := range got {
+		w := rows[i]
+		if g.SpanID != w.SpanID || g.Name != w.Name || g.StartNs != w.StartNs ||
+			!slices.Equal(g.AttrKeys, w.AttrKeys) || !slices.Equal(g.AttrValues, w.AttrValues) || !slices.Equal(g.EventTimeNs, w.EventTimeNs) {
+			t.Errorf("row %d: read back %s %q start %d attrs %q=%q events %v, want %s %q start %d attrs %q=%q events %v", i,
+				g.SpanID, g.Name, g.StartNs, g.AttrKeys, g.AttrValues, g.EventTimeNs,
+				w.SpanID, w.Name, w.StartNs, w.AttrKeys, w.AttrValues, w.EventTimeNs)
+		}
+	}
+	var parts uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = ? AND table = ? AND active",
+		db.Name, schema.TableSpans).Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if parts != 1 {
+		t.Fatalf("%d active parts after one INSERT in blocks, want 1", parts)
+	}
+}
+
 func TestCapabilitiesFor(t *testing.T) {
 	for _, c := range []struct {
 		version         string
@@ -137,5 +207,14 @@ func TestDetectedCapabilitiesOnTestServer(t *testing.T) {
 	// The test server is Debian's 18.16: the portable branch.
 	if caps.Major != 18 || caps.LowCardinality {
 		t.Fatalf("capabilities of the test server: %+v", caps)
+	}
+}
+
+// TestOpenRefusesNegativeBlockBytes: a negative block bound is a mistake,
+// refused before anything connects; 0 means the default.
+func TestOpenRefusesNegativeBlockBytes(t *testing.T) {
+	_, err := schema.Open(context.Background(), schema.Config{Addr: "127.0.0.1:1", Database: "tally", BlockBytes: -1})
+	if err == nil || !strings.Contains(err.Error(), "insert block bytes -1: must be positive") {
+		t.Fatalf("Open with BlockBytes -1: %v, want the bound refused", err)
 	}
 }

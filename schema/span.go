@@ -136,3 +136,38 @@ type Content struct {
 	Truncated uint8     `ch:"truncated"`
 	Version   uint64    `ch:"version"` // set by the writer like Span.Version
 }
+
+// Fixed-width fields: a span's 9 uint64, 6 float64, a uint32, a uint8 and 2
+// times; a content row's uint8, uint64 and time.
+const (
+	spanFixedBytes    = 9*8 + 6*8 + 4 + 1 + 2*12
+	contentFixedBytes = 1 + 8 + 12
+)
+
+// DataBytes is the span's row data: the bytes of its strings plus its
+// fixed-width fields (times as 12 bytes). It is what the row costs in memory
+// per copy, Go's per-row overhead aside, and close to what it takes in an
+// INSERT block and in the durable log; batches and blocks are bounded by it.
+func (s *Span) DataBytes() int64 {
+	n := spanFixedBytes + len(s.Project) + len(s.TraceID) + len(s.SpanID) + len(s.ParentSpanID) +
+		len(s.Name) + len(s.Kind) + len(s.Status) + len(s.StatusMessage) + len(s.Service) +
+		len(s.ScopeName) + len(s.ScopeVersion) +
+		len(s.SpanType) + len(s.Operation) + len(s.Provider) + len(s.RequestModel) + len(s.ResponseModel) + len(s.Model) +
+		len(s.AgentName) + len(s.AgentID) + len(s.ConversationID) + len(s.UserID) + len(s.TaskName) +
+		len(s.ToolName) + len(s.ToolCallID) + len(s.ToolType) + len(s.StepID) + len(s.ArgsHash) +
+		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.PriceEntry) + len(s.PriceVersion) +
+		len(s.LinksJSON) + 8*len(s.EventTimeNs)
+	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ResourceKeys, s.ResourceValues,
+		s.EventNames, s.EventAttrs} {
+		for _, v := range ss {
+			n += len(v)
+		}
+	}
+	return int64(n)
+}
+
+// DataBytes is the content row's data, measured like Span.DataBytes.
+func (c *Content) DataBytes() int64 {
+	return int64(contentFixedBytes + len(c.Project) + len(c.TraceID) + len(c.SpanID) + len(c.Kind) +
+		len(c.SourceKey) + len(c.Value))
+}

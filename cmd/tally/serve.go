@@ -30,6 +30,7 @@ type storeFlags struct {
 	embeddedConns                               int
 	embeddedSettings                            []string
 	embeddedMaxMemory                           int64
+	blockBytes                                  int64
 	dataDir                                     *string
 	addr, database, username, password, cluster string
 	fs                                          *pflag.FlagSet
@@ -55,6 +56,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&f.password, "clickhouse-password", "", "ClickHouse password")
+	fs.Int64Var(&f.blockBytes, "insert-block-bytes", schema.DefaultBlockBytes, "row data per block of an INSERT to a ClickHouse server: a larger INSERT is sent as several blocks of one statement (one part), so the client's buffers stay this size")
 	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
 	if dataDir == nil {
 		dataDir = new(string)
@@ -96,7 +98,8 @@ func (f *storeFlags) describe() string {
 }
 
 func (f *storeFlags) config() schema.Config {
-	return schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password, Cluster: f.cluster}
+	return schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password, Cluster: f.cluster,
+		BlockBytes: f.blockBytes}
 }
 
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {

@@ -41,9 +41,9 @@ func bigRows(n int, size int64) ingest.Batch {
 	var b ingest.Batch
 	for range n {
 		sp := schema.Span{Project: "p", AttrKeys: []string{"big"}, AttrValues: []string{""}}
-		sp.AttrValues[0] = strings.Repeat("a", int(size-spanBytes(&sp)))
+		sp.AttrValues[0] = strings.Repeat("a", int(size-sp.DataBytes()))
 		c := schema.Content{Project: "p", Kind: schema.ContentToolResult}
-		c.Value = strings.Repeat("r", int(size-contentBytes(&c)))
+		c.Value = strings.Repeat("r", int(size-c.DataBytes()))
 		b.Spans = append(b.Spans, sp)
 		b.Contents = append(b.Contents, c)
 	}

@@ -345,12 +345,12 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 func (w *Writer) insert(ctx context.Context, b ingest.Batch) error {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.InsertTimeout)
 	defer cancel()
-	for part := range parts(b.Contents, contentBytes, w.cfg.MaxBatchBytes) {
+	for part := range parts(b.Contents, (*schema.Content).DataBytes, w.cfg.MaxBatchBytes) {
 		if err := w.store.InsertContents(ctx, part); err != nil {
 			return fmt.Errorf("insert %d content rows: %w", len(part), err)
 		}
 	}
-	for part := range parts(b.Spans, spanBytes, w.cfg.MaxBatchBytes) {
+	for part := range parts(b.Spans, (*schema.Span).DataBytes, w.cfg.MaxBatchBytes) {
 		if err := w.store.InsertSpans(ctx, part); err != nil {
 			return fmt.Errorf("insert %d span rows: %w", len(part), err)
 		}
@@ -386,40 +386,10 @@ func parts[R any](rows []R, size func(*R) int64, limit int64) iter.Seq[[]R] {
 func RowBytes(b ingest.Batch) int64 {
 	var n int64
 	for i := range b.Spans {
-		n += spanBytes(&b.Spans[i])
+		n += b.Spans[i].DataBytes()
 	}
 	for i := range b.Contents {
-		n += contentBytes(&b.Contents[i])
+		n += b.Contents[i].DataBytes()
 	}
 	return n
-}
-
-// Fixed-width fields: a span's 9 uint64, 6 float64, a uint32, a uint8 and 2
-// times; a content row's uint8, uint64 and time.
-const (
-	spanFixedBytes    = 9*8 + 6*8 + 4 + 1 + 2*12
-	contentFixedBytes = 1 + 8 + 12
-)
-
-func spanBytes(s *schema.Span) int64 {
-	n := spanFixedBytes + len(s.Project) + len(s.TraceID) + len(s.SpanID) + len(s.ParentSpanID) +
-		len(s.Name) + len(s.Kind) + len(s.Status) + len(s.StatusMessage) + len(s.Service) +
-		len(s.ScopeName) + len(s.ScopeVersion) +
-		len(s.SpanType) + len(s.Operation) + len(s.Provider) + len(s.RequestModel) + len(s.ResponseModel) + len(s.Model) +
-		len(s.AgentName) + len(s.AgentID) + len(s.ConversationID) + len(s.UserID) + len(s.TaskName) +
-		len(s.ToolName) + len(s.ToolCallID) + len(s.ToolType) + len(s.StepID) + len(s.ArgsHash) +
-		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.PriceEntry) + len(s.PriceVersion) +
-		len(s.LinksJSON) + 8*len(s.EventTimeNs)
-	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ResourceKeys, s.ResourceValues,
-		s.EventNames, s.EventAttrs} {
-		for _, v := range ss {
-			n += len(v)
-		}
-	}
-	return int64(n)
-}
-
-func contentBytes(c *schema.Content) int64 {
-	return int64(contentFixedBytes + len(c.Project) + len(c.TraceID) + len(c.SpanID) + len(c.Kind) +
-		len(c.SourceKey) + len(c.Value))
 }
