@@ -54,6 +54,9 @@ func newBrowser(t testing.TB) context.Context {
 		chromedp.Flag("no-default-browser-check", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium makes its singleton socket's directory under TMPDIR
+		// and leaves it behind when it is stopped: keep it in the test's.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

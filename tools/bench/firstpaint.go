@@ -76,7 +76,9 @@ func firstPaints(ctx context.Context, url string, samples int) ([]float64, int, 
 	}
 	defer os.RemoveAll(dir)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(chromiumBinary), chromedp.NoSandbox, chromedp.Headless,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
+		// Its singleton socket's directory, left behind when it is stopped.
+		chromedp.Env("TMPDIR="+dir))
 	defer cancelAlloc()
 	bctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
