@@ -275,6 +275,17 @@ func (s *ClickHouseServer) start() error {
 	return nil
 }
 
+// PID is the running server's process id, 0 while it is stopped: the
+// benchmark smoke test reads its CPU time.
+func (s *ClickHouseServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || !s.proc.running() {
+		return 0
+	}
+	return s.proc.pid
+}
+
 // waitReady polls the native port until a ping succeeds, the process exits,
 // or clickHouseReadyTimeout passes.
 func (s *ClickHouseServer) waitReady(proc *process) error {

@@ -30,7 +30,10 @@ import (
 
 // Config says what to measure and at what scale.
 type Config struct {
-	CHAddr   string `json:"-"`
+	CHAddr string `json:"-"`
+	// CHPID is the ClickHouse server's process id, for its CPU time in
+	// the ingest figures; 0 leaves that out.
+	CHPID    int    `json:"-"`
 	TallyBin string `json:"-"`
 	// WorkDir holds tally's data directories and logs.
 	WorkDir string `json:"-"`

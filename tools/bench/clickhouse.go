@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -49,6 +50,20 @@ func StartClickHouse(ctx context.Context, root, dir string) (*ClickHouse, error)
 		ch.Addr = addr
 	}
 	return ch, nil
+}
+
+// PID is the server's process id from its pidfile, 0 when unknown: the
+// suite reads its CPU time from it.
+func (c *ClickHouse) PID() int {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "clickhouse.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
 }
 
 // Stop stops the server; its files stay in Dir.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -82,6 +85,8 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	}
 	cfg.logf("ingest: %d-span requests, concurrency %d, %s", cfg.RequestSpans, cfg.Concurrency, cfg.IngestDuration)
 	sampler := sampleRSS(t, 100*time.Millisecond)
+	cpuBefore := cfg.cpuNow(t.PID)
+	eventsBefore := serverEvents(ctx, store)
 	lg, err := loadgen.Run(ctx, loadgen.Config{Endpoint: t.URL, RequestSpans: cfg.RequestSpans,
 		Concurrency: cfg.Concurrency, Duration: cfg.IngestDuration, Seed: cfg.Seed})
 	sampledPeak := sampler()
@@ -106,6 +111,8 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 		t.Stop() //nolint:errcheck // already failing
 		return err
 	}
+	cpu := cfg.cpuNow(t.PID).since(cpuBefore)
+	events := serverEvents(ctx, store).since(eventsBefore)
 	if err := t.Stop(); err != nil {
 		return err
 	}
@@ -140,11 +147,26 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	inputs := map[string]any{"request_spans": cfg.RequestSpans, "request_bytes": lg.BodyBytes,
 		"concurrency": cfg.Concurrency, "duration_s": cfg.IngestDuration.Seconds(), "gzip": false}
 	ratio := e2eRate / direct.rate
+	detail := map[string]any{"end_to_end_spans_per_s": e2eRate, "direct_spans_per_s": direct.rate,
+		"direct_rows": direct.rows, "direct_content_rows": direct.contents, "direct_batch_rows": cfg.BaselineBatch,
+		"direct_passes_spans_per_s": fmt.Sprint(direct.passes), "direct_streams": 1}
+	if tg.kind == storeServer {
+		// On the embedded store the engine's CPU is tally's, and the
+		// server's process has nothing to do with the pass.
+		events.add(detail, "")
+		direct.events.add(detail, "direct_")
+		e2e := cpu.addPerSpan(detail, "", lg.SpansAcknowledged, "tally", "loadgen")
+		d := direct.cpu.addPerSpan(detail, "direct_", 3*direct.rows, "", "client")
+		if e2e > 0 && d > 0 {
+			// The efficiency the cores allow if both paths are bound by
+			// CPU alone: a span's CPU on the direct path over the
+			// end-to-end path's.
+			detail["cpu_bound_efficiency"] = math.Round(d/e2e*1000) / 1000
+		}
+	}
 	res.add(Figure{ID: tg.id("ingest.efficiency"), Name: tg.name("ingest efficiency (end-to-end ÷ direct bulk insert)"),
 		Value: ratio, Unit: "×", Goal: "≥ 0.75", Met: atLeast(ratio, 0.75), Available: true, Inputs: inputs,
-		Detail: map[string]any{"end_to_end_spans_per_s": e2eRate, "direct_spans_per_s": direct.rate,
-			"direct_rows": direct.rows, "direct_content_rows": direct.contents, "direct_batch_rows": cfg.BaselineBatch,
-			"direct_passes_spans_per_s": fmt.Sprint(direct.passes), "direct_streams": 1}})
+		Detail: detail})
 	res.add(Figure{ID: tg.id("ingest.spans_per_s"), Name: tg.name("ingest, acknowledged and queryable spans/s"),
 		Value: e2eRate, Unit: "spans/s", Available: true, Inputs: inputs,
 		Detail: map[string]any{"spans_acknowledged": lg.SpansAcknowledged, "spans_stored_final": stored,
@@ -220,6 +242,118 @@ type directResult struct {
 	passes   []int   // spans/s of each pass
 	rows     int
 	contents int
+	cpu      cpuUse // the three passes': this process (the client) and the server
+	events   eventCounts
+}
+
+// eventCounts are ClickHouse's counters of what the server did
+// (system.events), to tell its work for the inserts (parts written, merged)
+// from the reads tally and the suite run meanwhile; nil when unread.
+type eventCounts map[string]uint64
+
+// serverEventNames are the counters eventCounts keeps, all on 18.16.
+var serverEventNames = []string{"SelectQuery", "InsertQuery", "InsertedRows", "MergedRows", "SelectedRows"}
+
+// serverEvents reads the counters through store; nil when it cannot (the
+// embedded store between tally runs has no store open).
+func serverEvents(ctx context.Context, store *schema.Store) eventCounts {
+	if store == nil {
+		return nil
+	}
+	rows, err := store.Conn().Query(ctx, "SELECT event, toUInt64(value) FROM system.events WHERE event IN ('"+
+		strings.Join(serverEventNames, "', '")+"')")
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	out := eventCounts{}
+	for rows.Next() {
+		var name string
+		var v uint64
+		if rows.Scan(&name, &v) != nil {
+			return nil
+		}
+		out[name] = v
+	}
+	if rows.Err() != nil {
+		return nil
+	}
+	return out
+}
+
+// since is what the counters counted between b and c.
+func (c eventCounts) since(b eventCounts) eventCounts {
+	if c == nil || b == nil {
+		return nil
+	}
+	out := eventCounts{}
+	for _, name := range serverEventNames {
+		out[name] = c[name] - b[name]
+	}
+	return out
+}
+
+// add puts the counts in detail as prefix+"clickhouse_"+<snake name>.
+func (c eventCounts) add(detail map[string]any, prefix string) {
+	for name, v := range c {
+		var b strings.Builder
+		for i, r := range name {
+			if i > 0 && r >= 'A' && r <= 'Z' {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+		}
+		detail[prefix+"clickhouse_"+b.String()] = v
+	}
+}
+
+// cpuUse is the CPU time tally, the ClickHouse server and this process (the
+// load generator, or the direct insert's client) used over a measurement:
+// with every process on the same cores, the split says where a span's CPU
+// goes and what rate the cores allow each path.
+type cpuUse struct {
+	tally, clickhouse, self time.Duration
+	known                   bool // tally's and the server's were read
+}
+
+// cpuNow reads the CPU time used so far by tally (pid; 0 for none), the
+// ClickHouse server (Config.CHPID) and this process.
+func (cfg Config) cpuNow(tallyPID int) cpuUse {
+	var u cpuUse
+	ok1, ok2 := true, true
+	if tallyPID > 0 {
+		u.tally, ok1 = procCPU(tallyPID)
+	}
+	u.clickhouse, ok2 = procCPU(cfg.CHPID)
+	self, ok3 := procCPU(os.Getpid())
+	u.self, u.known = self, ok1 && ok2 && ok3
+	return u
+}
+
+// since is the CPU used between b and u.
+func (u cpuUse) since(b cpuUse) cpuUse {
+	return cpuUse{tally: u.tally - b.tally, clickhouse: u.clickhouse - b.clickhouse, self: u.self - b.self,
+		known: u.known && b.known}
+}
+
+// addPerSpan adds the split in microseconds per span over spans to detail,
+// each key prefix+<process>_cpu_us_per_span and the sum prefix+cpu_us_per_span,
+// naming tally's share (when tallyName is not "") and this process's; it
+// returns the sum, 0 (and adds nothing) when a process's CPU could not be read.
+func (u cpuUse) addPerSpan(detail map[string]any, prefix string, spans int, tallyName, selfName string) float64 {
+	if !u.known || spans <= 0 {
+		return 0
+	}
+	us := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/float64(spans)*100) / 100 }
+	detail[prefix+"clickhouse_cpu_us_per_span"] = us(u.clickhouse)
+	detail[prefix+selfName+"_cpu_us_per_span"] = us(u.self)
+	total := u.clickhouse + u.self
+	if tallyName != "" {
+		detail[prefix+tallyName+"_cpu_us_per_span"] = us(u.tally)
+		total += u.tally
+	}
+	detail[prefix+"cpu_us_per_span"] = us(total)
+	return us(total)
 }
 
 // directInsertRate reads up to cfg.BaselineRows span rows (and the same
@@ -256,6 +390,8 @@ func directInsertRate(ctx context.Context, cfg Config, tg *target, from *schema.
 	defer to.Close()
 	out := directResult{rows: len(spans), contents: len(contents)}
 	var rates []float64
+	cpuBefore := cfg.cpuNow(0)
+	eventsBefore := serverEvents(ctx, to)
 	for pass := range 3 {
 		for i := range spans {
 			spans[i].Version = uint64(pass + 1)
@@ -276,6 +412,8 @@ func directInsertRate(ctx context.Context, cfg Config, tg *target, from *schema.
 		rates = append(rates, r)
 		out.passes = append(out.passes, int(r))
 	}
+	out.cpu = cfg.cpuNow(0).since(cpuBefore)
+	out.events = serverEvents(ctx, to).since(eventsBefore)
 	sort.Float64s(rates)
 	out.rate = rates[len(rates)/2]
 	return out, nil

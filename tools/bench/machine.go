@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tallyhq/tally/schema"
 )
@@ -72,4 +73,33 @@ func procStatusKiB(pid int, key string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(f[0], 10, 64)
 	return n, err == nil
+}
+
+// procCPU is the CPU time process pid has used, user and system
+// (/proc/PID/stat's utime and stime, in the kernel's USER_HZ of 100 a
+// second); false when it cannot be read.
+func procCPU(pid int) (time.Duration, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// the fields counted from 3 start after its last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseUint(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * (time.Second / 100), true
 }

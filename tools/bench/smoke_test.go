@@ -52,6 +52,7 @@ func TestSmoke(t *testing.T) {
 
 	cfg := bench.DefaultConfig()
 	cfg.CHAddr, cfg.TallyBin, cfg.WorkDir, cfg.DBPrefix = ch.Addr, bin, work, prefix
+	cfg.CHPID = ch.PID()
 	cfg.Spans = 10_000
 	cfg.LargeRuns = []int{500, 5000}
 	cfg.IngestDuration = 2 * time.Second
@@ -101,6 +102,27 @@ func TestSmoke(t *testing.T) {
 		if f := res.Figure(id); f != nil && fmt.Sprint(f.Detail["spans_acknowledged"]) != fmt.Sprint(f.Detail["spans_stored_final"]) {
 			t.Errorf("%s: acknowledged %v spans, stored %v", id, f.Detail["spans_acknowledged"], f.Detail["spans_stored_final"])
 		}
+	}
+	// The server pass splits a span's CPU between tally, the server and
+	// the load generator (or the direct insert's client); the embedded pass
+	// has no server process to read, so no split.
+	if f := res.Figure("ingest.efficiency"); f != nil {
+		for _, key := range []string{"tally_cpu_us_per_span", "clickhouse_cpu_us_per_span", "loadgen_cpu_us_per_span",
+			"cpu_us_per_span", "direct_client_cpu_us_per_span", "direct_clickhouse_cpu_us_per_span", "direct_cpu_us_per_span",
+			"cpu_bound_efficiency"} {
+			if v, _ := f.Detail[key].(float64); v <= 0 {
+				t.Errorf("ingest.efficiency %s = %v, want a positive figure", key, f.Detail[key])
+			}
+		}
+		// Every span reached the server in an INSERT, on both paths.
+		for _, key := range []string{"clickhouse_inserted_rows", "direct_clickhouse_inserted_rows"} {
+			if v, _ := f.Detail[key].(uint64); v == 0 {
+				t.Errorf("ingest.efficiency %s = %v, want the server's count of rows inserted", key, f.Detail[key])
+			}
+		}
+	}
+	if f := res.Figure("embedded.ingest.efficiency"); f != nil && f.Detail["cpu_us_per_span"] != nil {
+		t.Errorf("embedded.ingest.efficiency has a CPU split (%v µs a span) without a server process", f.Detail["cpu_us_per_span"])
 	}
 	if res.Machine.Cores <= 0 || res.Machine.ClickHouseVersion == "" || res.Machine.GoVersion == "" || res.Machine.EmbeddedVersion == "" {
 		t.Errorf("machine not described: %+v", res.Machine)

@@ -88,6 +88,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	cfg.CHAddr = ch.Addr
+	cfg.CHPID = ch.PID()
 	res, runErr := bench.Run(ctx, cfg)
 	if err := ch.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "tallybench:", err)
