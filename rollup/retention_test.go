@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 )
@@ -53,5 +54,45 @@ func TestRollupOutlivesItsSpans(t *testing.T) {
 	}
 	if got := total(); got != 0 {
 		t.Errorf("without KeptFrom the hours are recomputed from no spans: cost %v, want 0", got)
+	}
+}
+
+// TestFullCheckLoadsOnlyHoursWithSpans: a full check of 35 days on a store
+// whose only spans are the golden corpus's four hours records all 840
+// hours (and the margin before them) in two writes, loading spans once
+// (the chunk that holds them) instead of once for each six hours, and a
+// second check finds nothing to do.
+func TestFullCheckLoadsOnlyHoursWithSpans(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	insert(t, store, loadCorpus(t, "../query/testdata/golden.json", "golden", builtin(t)), 1)
+	until := mustTime(t, "2026-01-12T00:00:00Z")
+	since := until.Add(-35 * 24 * time.Hour)
+	job := rollup.New(store, rollup.Config{})
+	stats, err := job.RefreshRange(ctx, since, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 840 hours, and before them the hours a run of the first may
+	// reach back into (the trace window, in whole hours).
+	margin := int((query.DefaultTraceWindow + time.Hour - 1) / time.Hour)
+	// Two chunks: the empty hours up to the corpus's first, and six hours
+	// from there (ChunkHours) with the empty ones after them.
+	if want := 35*24 + margin; stats.HoursRecomputed != want || stats.Chunks != 2 || stats.SpanLoads != 1 {
+		t.Fatalf("full check: %d hours recomputed in %d chunks with %d span loads, want %d in 2 with 1",
+			stats.HoursRecomputed, stats.Chunks, stats.SpanLoads, want)
+	}
+	var cost float64
+	if err := store.Conn().QueryRow(ctx, "SELECT sum(cost_total) FROM "+store.Table(schema.TableCostRollup)+" FINAL WHERE grain = 2").Scan(&cost); err != nil {
+		t.Fatal(err)
+	}
+	if cost <= 0 {
+		t.Fatalf("rolled-up cost %v after the full check, want the corpus's", cost)
+	}
+	if stats, err = job.RefreshRange(ctx, since, until); err != nil {
+		t.Fatal(err)
+	}
+	if stats.HoursRecomputed != 0 || stats.SpanLoads != 0 {
+		t.Fatalf("second full check: %d hours recomputed, %d span loads; want none", stats.HoursRecomputed, stats.SpanLoads)
 	}
 }

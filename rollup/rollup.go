@@ -121,6 +121,11 @@ type RefreshStats struct {
 	HoursChecked    int `json:"hours_checked"`
 	HoursRecomputed int `json:"hours_recomputed"`
 	RowsWritten     int `json:"rows_written"`
+	// Chunks counts the recomputations, each one write of rows and hours.
+	Chunks int `json:"chunks"`
+	// SpanLoads counts the loads of attributed spans (one per shard of a
+	// chunk of hours that holds spans; hours without spans load none).
+	SpanLoads int `json:"span_loads"`
 }
 
 // Run refreshes the rollup every Interval, and checks the whole FullLookback
@@ -216,18 +221,25 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 	}
 	sort.Slice(hours, func(i, j int) bool { return hours[i].Before(hours[j]) })
 	for len(hours) > 0 {
+		// Up to ChunkHours consecutive hours a chunk, and past that the
+		// hours without spans that follow: they cost no load, and on a
+		// fresh or quiet store a full check's hundreds of them go in one
+		// write instead of one each ChunkHours (there are no spans to load).
 		n := 1
-		for n < len(hours) && n < r.cfg.ChunkHours && hours[n].Equal(hours[n-1].Add(time.Hour)) {
+		for n < len(hours) && hours[n].Equal(hours[n-1].Add(time.Hour)) &&
+			(n < r.cfg.ChunkHours || raw[hours[n]].Rows == 0) {
 			n++
 		}
 		chunk := hours[:n]
 		hours = hours[n:]
-		written, err := r.recompute(ctx, chunk[0], chunk[n-1].Add(time.Hour), raw)
+		written, loads, err := r.recompute(ctx, chunk[0], chunk[n-1].Add(time.Hour), raw)
 		if err != nil {
 			return stats, err
 		}
 		stats.HoursRecomputed += n
 		stats.RowsWritten += written
+		stats.Chunks++
+		stats.SpanLoads += loads
 	}
 	return stats, nil
 }
@@ -258,16 +270,18 @@ type rollupKey struct {
 }
 
 // recompute rewrites the rollup rows of the hours in [from, to), all
-// projects, and records the hours with the fingerprints read before.
-func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint) (int, error) {
+// projects, and records the hours with the fingerprints read before; it
+// returns the rows written and the span loads made.
+func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint) (int, int, error) {
 	rows := map[rollupKey]*schema.CostRollupRow{}
 	shards := loadShards(from, to, raw, r.cfg.MaxLoadSpans)
 	for i := range shards {
 		if err := r.aggregate(ctx, from, to, query.Shard{Index: i, Of: shards}, rows); err != nil {
-			return 0, err
+			return 0, i, err
 		}
 	}
-	return r.write(ctx, from, to, raw, rows)
+	written, err := r.write(ctx, from, to, raw, rows)
+	return written, shards, err
 }
 
 // rowOf is rows' row for k, added empty when missing.
@@ -284,13 +298,19 @@ func rowOf(rows map[rollupKey]*schema.CostRollupRow, k rollupKey) *schema.CostRo
 
 // loadShards is how many parts the runs of [from, to) are loaded in so
 // that one load holds at most max spans, by the hours' fingerprints (which
-// count duplicates too, so it errs toward more, smaller loads).
+// count duplicates too, so it errs toward more, smaller loads). Hours whose
+// fingerprints count no span need no load at all: the fingerprints are of
+// span_facts, the table the load reads, and a load returns only the spans
+// that start in [from, to).
 func loadShards(from, to time.Time, raw map[time.Time]query.HourFingerprint, max int) int {
 	var total uint64
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		total += raw[h].Rows
 	}
-	if total <= uint64(max) {
+	switch {
+	case total == 0:
+		return 0
+	case total <= uint64(max):
 		return 1
 	}
 	return int((total + uint64(max) - 1) / uint64(max))
