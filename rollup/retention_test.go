@@ -96,3 +96,62 @@ func TestFullCheckLoadsOnlyHoursWithSpans(t *testing.T) {
 		t.Fatalf("second full check: %d hours recomputed, %d span loads; want none", stats.HoursRecomputed, stats.SpanLoads)
 	}
 }
+
+// TestLateSpansForARecentEmptyHourCountAtOnce: a full check leaves the
+// recent hours that have no spans unrecorded, so spans that arrive later
+// for one of them (a run sent after its hour closed) are in the costs at
+// once rather than after the next refresh; older empty hours are recorded.
+func TestLateSpansForARecentEmptyHourCountAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	now := time.Now().UTC()
+	job := rollup.New(store, rollup.Config{})
+	if _, err := job.RefreshRange(ctx, now.Add(-35*24*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	// The golden corpus (2026-01-10, four hours from 09:00) moved to start
+	// five hours before this hour: closed hours within the rollup's 48 h
+	// lookback.
+	spans := loadCorpus(t, "../query/testdata/golden.json", "golden", builtin(t))
+	first := spans[0].Start
+	for _, s := range spans {
+		if s.Start.Before(first) {
+			first = s.Start
+		}
+	}
+	shift := now.Truncate(time.Hour).Add(-5 * time.Hour).Sub(first.Truncate(time.Hour))
+	for i := range spans {
+		s := &spans[i]
+		s.Start = s.Start.Add(shift)
+		s.StartNs += uint64(shift.Nanoseconds())
+		s.EndNs += uint64(shift.Nanoseconds())
+		s.IngestedAt = s.IngestedAt.Add(shift)
+	}
+	insert(t, store, spans, 1)
+	// What the same read answers from the spans alone: a store the rollup
+	// never ran on.
+	fresh := openStore(t)
+	insert(t, fresh, spans, 1)
+	costs := func(s *schema.Store) query.CostTotals {
+		t.Helper()
+		report, err := query.NewReader(s).Costs(ctx, query.CostFilter{Project: "golden", By: "model",
+			Since: now.Truncate(time.Hour).Add(-6 * time.Hour), Until: now.Truncate(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return report.Total
+	}
+	got, want := costs(store), costs(fresh)
+	if want.Spans == 0 || want.Cost.Total <= 0 || got.Spans != want.Spans || !near(got.Cost.Total, want.Cost.Total) {
+		t.Fatalf("the late spans right after they arrived: %d spans, $%v; want what the spans alone give, %d spans, $%v",
+			got.Spans, got.Cost.Total, want.Spans, want.Cost.Total)
+	}
+	var recorded, recent uint64
+	if err := store.Conn().QueryRow(ctx, "SELECT count(), countIf(hour >= ?) FROM "+store.Table(schema.TableCostRollupHours),
+		now.Add(-48*time.Hour).Truncate(time.Hour)).Scan(&recorded, &recent); err != nil {
+		t.Fatal(err)
+	}
+	if recent != 0 || recorded == 0 {
+		t.Fatalf("%d hours recorded, %d of them in the last 48 h; want the older empty hours recorded, no recent one", recorded, recent)
+	}
+}

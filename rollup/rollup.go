@@ -200,14 +200,23 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 		return stats, err
 	}
 	stale := map[time.Time]bool{}
+	// A recent hour that never had spans is left unrecorded, so reads
+	// answer it live: spans that arrive late for it (an agent's run sent
+	// a few minutes after its hour closed) count at once, not after the
+	// next refresh finds the hour's fingerprint changed. Recorded, it
+	// would be a rolled-up hour of nothing until then.
+	recent := time.Now().UTC().Add(-r.cfg.Lookback).Truncate(time.Hour)
+	leaveLive := func(h time.Time) bool {
+		_, computed := state[h]
+		return !computed && raw[h] == (query.HourFingerprint{}) && !h.Before(recent)
+	}
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		stats.HoursChecked++
-		st, ok := state[h]
-		if ok && st == raw[h] {
+		if st, ok := state[h]; ok && st == raw[h] || leaveLive(h) {
 			continue
 		}
 		for n := h.Add(-margin); !n.After(h.Add(margin)); n = n.Add(time.Hour) {
-			if n.Before(to) {
+			if n.Before(to) && !leaveLive(n) {
 				stale[n] = true
 			}
 		}
