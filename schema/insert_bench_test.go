@@ -28,14 +28,7 @@ func BenchmarkInsertSpans(b *testing.B) {
 }
 
 func benchmarkInsertSpans(ctx context.Context, b *testing.B, cfg schema.Config) {
-	s, err := schema.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s := openConfig(b, cfg, true)
 	rows := make([]schema.Span, 10000)
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	var keys, values, resKeys, resValues []string

@@ -18,20 +18,28 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func openStore(t *testing.T) (*schema.Store, testenv.Database) {
 	t.Helper()
 	db := testenv.NewStoreDatabase(t)
-	s, err := schema.Open(context.Background(), db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, db
+	return openConfig(t, db.StoreConfig(), false), db
 }
 
 // migratedStore is openStore with the schema migrated.
 func migratedStore(t *testing.T) *schema.Store {
 	t.Helper()
-	s, _ := openStore(t)
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
+	return openConfig(t, testenv.NewStoreDatabase(t).StoreConfig(), true)
+}
+
+// openConfig opens the store cfg describes, migrated when migrate is set,
+// and closes it when the test or benchmark ends.
+func openConfig(tb testing.TB, cfg schema.Config, migrate bool) *schema.Store {
+	tb.Helper()
+	s, err := schema.Open(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if migrate {
+		if err := s.Migrate(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return s
 }
@@ -105,11 +113,11 @@ func TestInsertAndReadBack(t *testing.T) {
 	}
 }
 
-// TestInsertInBlocks writes one INSERT of ten spans in blocks of three
-// (Config.BlockBytes just over two rows) and reads every row back whole,
-// arrays of different lengths included: the columns reset between blocks
-// must leave no row short or shifted. The INSERT is one statement, so the
-// server keeps it as one part.
+// TestInsertInBlocks writes one INSERT of ten spans in blocks of two
+// (Config.BlockBytes of two of the largest rows) and reads every row back
+// whole, arrays of different lengths included: the columns reset between
+// blocks must leave no row short or shifted. The INSERT is one statement,
+// so the server keeps it as one part.
 func TestInsertInBlocks(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.NewStoreDatabase(t)
@@ -126,24 +134,17 @@ func TestInsertInBlocks(t *testing.T) {
 			AttrKeys: keys, AttrValues: values, EventTimeNs: slices.Repeat([]uint64{uint64(i)}, i%3), Version: 1}
 	}
 	cfg := db.StoreConfig()
-	// With the largest row under twice the smallest, a block of
-	// 2×largest+1 bytes closes at its third row: blocks of 3, 3, 3 and 1.
+	// Any two rows fit in 2×largest bytes and, with three of the smallest
+	// over that, no three do: five blocks of two.
 	var most, least int64 = 0, 1 << 62
 	for i := range rows {
 		most, least = max(most, rows[i].DataBytes()), min(least, rows[i].DataBytes())
 	}
-	if most >= 2*least {
-		t.Fatalf("rows of %d to %d bytes: the blocks would not be of three", least, most)
+	if 3*least <= 2*most {
+		t.Fatalf("rows of %d to %d bytes: the blocks would not be of two", least, most)
 	}
-	cfg.BlockBytes = 2*most + 1
-	s, err := schema.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cfg.BlockBytes = 2 * most
+	s := openConfig(t, cfg, true)
 	if err := s.InsertSpans(ctx, rows); err != nil {
 		t.Fatal(err)
 	}

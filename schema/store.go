@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +46,8 @@ type Config struct {
 	// closes: the embedded engine this store alone uses.
 	Engine io.Closer
 	// BlockBytes bounds the row data (Span.DataBytes) of one block an
-	// INSERT sends over the native protocol: a larger INSERT goes as
+	// INSERT sends over the native protocol (a larger row is a block of
+	// its own): a larger INSERT goes as
 	// several blocks of the one statement, which the server squashes into
 	// one part, so clickhouse-go's column and encode buffers grow to a
 	// block, not to the INSERT, and are reused block to block. 0 is
@@ -55,9 +57,10 @@ type Config struct {
 }
 
 // DefaultBlockBytes is Config.BlockBytes unless set: 1 MiB, about 1,000
-// agent spans. Blocks of 256 KiB to 4 MiB cost the client the same CPU
-// (BenchmarkInsertSpans); 16 MiB ones, the writer's whole INSERT, spent
-// 2.6 times as much, mostly growing and zeroing buffers.
+// agent spans. In BenchmarkInsertSpans blocks of 256 KiB cost the client
+// about the same CPU as 1 MiB ones, 4 MiB ones 1.5 times as much and 16 MiB
+// ones (the writer's whole INSERT) 2.6 times, mostly growing and zeroing
+// buffers.
 const DefaultBlockBytes = 1 << 20
 
 // Store is a connection to tally's ClickHouse database: it applies
@@ -65,13 +68,13 @@ const DefaultBlockBytes = 1 << 20
 // qualified table names to package query, the only other package that
 // issues SQL against these tables (reads).
 type Store struct {
-	conn     driver.Conn
-	owned    io.Closer // closed with the store (Config.Engine); may be nil
-	embedded bool
-	db       string
-	cluster  string
-	addr     string
-	blockB   int64 // Config.BlockBytes
+	conn       driver.Conn
+	owned      io.Closer // closed with the store (Config.Engine); may be nil
+	embedded   bool
+	db         string
+	cluster    string
+	addr       string
+	blockBytes int64 // Config.BlockBytes
 
 	mu       sync.Mutex
 	caps     Capabilities
@@ -175,7 +178,7 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			conn.Close()
 			return nil, fmt.Errorf("clickhouse %s: cluster mode needs the server reachable at start (its settings depend on it)", cfg.Addr)
 		}
-		return &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, addr: cfg.Addr, blockB: cfg.BlockBytes}, nil
+		return &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, addr: cfg.Addr, blockBytes: cfg.BlockBytes}, nil
 	}
 	caps, err := DetectCapabilities(ctx, conn)
 	if err != nil {
@@ -187,7 +190,7 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			return nil, fmt.Errorf("clickhouse %s, cluster %s: %w", cfg.Addr, cfg.Cluster, err)
 		}
 	}
-	s := &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, cluster: cfg.Cluster, addr: cfg.Addr, blockB: cfg.BlockBytes, caps: caps, detected: true}
+	s := &Store{conn: conn, owned: cfg.Engine, embedded: cfg.Embedded != nil, db: cfg.Database, cluster: cfg.Cluster, addr: cfg.Addr, blockBytes: cfg.BlockBytes, caps: caps, detected: true}
 	return s, nil
 }
 
@@ -262,7 +265,7 @@ func (s *Store) InsertSpans(ctx context.Context, rows []Span) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableSpans), spanColumns, rows, (*Span).DataBytes, s.blockB)
+	return insertColumns(ctx, s.conn, s.Table(TableSpans), spanColumns, rows, (*Span).DataBytes, s.blockBytes)
 }
 
 // InsertContents writes content rows.
@@ -270,10 +273,12 @@ func (s *Store) InsertContents(ctx context.Context, rows []Content) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableContent), contentColumns, rows, (*Content).DataBytes, s.blockB)
+	return insertColumns(ctx, s.conn, s.Table(TableContent), contentColumns, rows, (*Content).DataBytes, s.blockBytes)
 }
 
-// insertColumns writes rows in one INSERT, sent in blocks (see blocks).
+// insertColumns writes rows in one INSERT, sent in blocks of at most
+// blockBytes of row data (ByBytes with size); a nil size sends one block
+// (the small tables).
 func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R], rows []R,
 	size func(*R) int64, blockBytes int64) error {
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" ("+columnNames(cols)+")")
@@ -281,8 +286,12 @@ func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, c
 		return fmt.Errorf("prepare insert into %s: %w", table, err)
 	}
 	defer batch.Abort() //nolint:errcheck // no-op after Send
+	blocks := slices.Values([][]R{rows})
+	if size != nil {
+		blocks = ByBytes(rows, size, blockBytes)
+	}
 	sent := 0
-	for block := range blocks(rows, size, blockBytes) {
+	for block := range blocks {
 		if sent > 0 {
 			// Flush sends the block so far and resets its columns, keeping
 			// their buffers for the next (a no-op on HTTP).
@@ -301,25 +310,25 @@ func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, c
 	return nil
 }
 
-// blocks splits rows into the blocks of an INSERT: a block closes at the
-// row that brings its row data (size) to limit, so a row of limit bytes or
-// more is a block of its own. A nil size makes one block (the small tables).
-func blocks[R any](rows []R, size func(*R) int64, limit int64) iter.Seq[[]R] {
+// ByBytes splits rows into consecutive runs of at most limit bytes (size
+// measures a row, Span.DataBytes or Content.DataBytes); a row larger than
+// limit is a run of its own. The writer splits a flush into INSERTs with
+// it, and an INSERT is sent in blocks split by it.
+func ByBytes[R any](rows []R, size func(*R) int64, limit int64) iter.Seq[[]R] {
 	return func(yield func([]R) bool) {
-		if size == nil {
-			if len(rows) > 0 {
-				yield(rows)
-			}
-			return
-		}
 		start, n := 0, int64(0)
 		for i := range rows {
-			if n += size(&rows[i]); n >= limit || i == len(rows)-1 {
-				if !yield(rows[start : i+1]) {
+			b := size(&rows[i])
+			if i > start && n+b > limit {
+				if !yield(rows[start:i]) {
 					return
 				}
-				start, n = i+1, 0
+				start, n = i, 0
 			}
+			n += b
+		}
+		if start < len(rows) {
+			yield(rows[start:])
 		}
 	}
 }

@@ -23,7 +23,6 @@ package writer
 import (
 	"context"
 	"fmt"
-	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -345,38 +344,17 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 func (w *Writer) insert(ctx context.Context, b ingest.Batch) error {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.InsertTimeout)
 	defer cancel()
-	for part := range parts(b.Contents, (*schema.Content).DataBytes, w.cfg.MaxBatchBytes) {
+	for part := range schema.ByBytes(b.Contents, (*schema.Content).DataBytes, w.cfg.MaxBatchBytes) {
 		if err := w.store.InsertContents(ctx, part); err != nil {
 			return fmt.Errorf("insert %d content rows: %w", len(part), err)
 		}
 	}
-	for part := range parts(b.Spans, (*schema.Span).DataBytes, w.cfg.MaxBatchBytes) {
+	for part := range schema.ByBytes(b.Spans, (*schema.Span).DataBytes, w.cfg.MaxBatchBytes) {
 		if err := w.store.InsertSpans(ctx, part); err != nil {
 			return fmt.Errorf("insert %d span rows: %w", len(part), err)
 		}
 	}
 	return nil
-}
-
-// parts splits rows into consecutive runs of at most limit bytes (size
-// measures a row); a row larger than limit is a run of its own.
-func parts[R any](rows []R, size func(*R) int64, limit int64) iter.Seq[[]R] {
-	return func(yield func([]R) bool) {
-		start, n := 0, int64(0)
-		for i := range rows {
-			b := size(&rows[i])
-			if i > start && n+b > limit {
-				if !yield(rows[start:i]) {
-					return
-				}
-				start, n = i, 0
-			}
-			n += b
-		}
-		if start < len(rows) {
-			yield(rows[start:])
-		}
-	}
 }
 
 // RowBytes is the row data of b: the bytes of its rows' strings plus their

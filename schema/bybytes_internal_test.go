@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestBlocks checks where an INSERT's blocks close, at the edges of the
-// limit: rows are their own sizes.
-func TestBlocks(t *testing.T) {
+// TestByBytes checks where a run of rows closes, at the edges of the limit:
+// rows are their own sizes.
+func TestByBytes(t *testing.T) {
 	size := func(r *int64) int64 { return *r }
 	for _, tc := range []struct {
 		name  string
@@ -17,29 +17,22 @@ func TestBlocks(t *testing.T) {
 		want  [][]int64
 	}{
 		{"none", nil, 10, nil},
-		{"under the limit: one block", []int64{3, 3, 3}, 10, [][]int64{{3, 3, 3}}},
-		{"exactly the limit closes the block", []int64{4, 6, 1}, 10, [][]int64{{4, 6}, {1}}},
-		{"one byte under stays open", []int64{4, 5, 1, 2}, 10, [][]int64{{4, 5, 1}, {2}}},
-		{"a row of the limit is its own block", []int64{1, 10, 1}, 10, [][]int64{{1, 10}, {1}}},
-		{"a row over the limit is its own block", []int64{25, 25}, 10, [][]int64{{25}, {25}}},
-		{"limit 1: a block a row", []int64{1, 1, 1}, 1, [][]int64{{1}, {1}, {1}}},
+		{"under the limit: one run", []int64{3, 3, 3}, 10, [][]int64{{3, 3, 3}}},
+		{"exactly the limit fits", []int64{4, 6, 1}, 10, [][]int64{{4, 6}, {1}}},
+		{"one byte over starts the next", []int64{4, 5, 2}, 10, [][]int64{{4, 5}, {2}}},
+		{"a row of the limit fits alone", []int64{1, 10, 1}, 10, [][]int64{{1}, {10}, {1}}},
+		{"a row over the limit is a run of its own", []int64{25, 25}, 10, [][]int64{{25}, {25}}},
+		{"limit 1: a run a row", []int64{1, 1, 1}, 1, [][]int64{{1}, {1}, {1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got [][]int64
-			for b := range blocks(tc.rows, size, tc.limit) {
+			for b := range ByBytes(tc.rows, size, tc.limit) {
 				got = append(got, slices.Clone(b))
 			}
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("blocks(%v, limit %d) = %v, want %v", tc.rows, tc.limit, got, tc.want)
+				t.Fatalf("ByBytes(%v, limit %d) = %v, want %v", tc.rows, tc.limit, got, tc.want)
 			}
 		})
-	}
-	var one [][]int64
-	for b := range blocks([]int64{50, 50}, nil, 10) {
-		one = append(one, b)
-	}
-	if !reflect.DeepEqual(one, [][]int64{{50, 50}}) {
-		t.Fatalf("blocks without a size = %v, want one block", one)
 	}
 }
 
