@@ -205,10 +205,11 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 	// a few minutes after its hour closed) count at once, not after the
 	// next refresh finds the hour's fingerprint changed. Recorded, it
 	// would be a rolled-up hour of nothing until then.
+	hasSpans := func(h time.Time) bool { return raw[h].Rows > 0 }
 	recent := time.Now().UTC().Add(-r.cfg.Lookback).Truncate(time.Hour)
 	leaveLive := func(h time.Time) bool {
 		_, computed := state[h]
-		return !computed && raw[h] == (query.HourFingerprint{}) && !h.Before(recent)
+		return !computed && !hasSpans(h) && !h.Before(recent)
 	}
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		stats.HoursChecked++
@@ -236,7 +237,7 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 		// write instead of one each ChunkHours (there are no spans to load).
 		n := 1
 		for n < len(hours) && hours[n].Equal(hours[n-1].Add(time.Hour)) &&
-			(n < r.cfg.ChunkHours || raw[hours[n]].Rows == 0) {
+			(n < r.cfg.ChunkHours || !hasSpans(hours[n])) {
 			n++
 		}
 		chunk := hours[:n]

@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -251,8 +252,10 @@ type directResult struct {
 // from the reads tally and the suite run meanwhile; nil when unread.
 type eventCounts map[string]uint64
 
-// serverEventNames are the counters eventCounts keeps, all on 18.16.
-var serverEventNames = []string{"SelectQuery", "InsertQuery", "InsertedRows", "MergedRows", "SelectedRows"}
+// serverEventNames are the counters eventCounts keeps (all on 18.16), each
+// with the key it is reported under.
+var serverEventNames = map[string]string{"SelectQuery": "select_query", "InsertQuery": "insert_query",
+	"InsertedRows": "inserted_rows", "MergedRows": "merged_rows", "SelectedRows": "selected_rows"}
 
 // serverEvents reads the counters through store; nil when it cannot (the
 // embedded store between tally runs has no store open).
@@ -261,7 +264,7 @@ func serverEvents(ctx context.Context, store *schema.Store) eventCounts {
 		return nil
 	}
 	rows, err := store.Conn().Query(ctx, "SELECT event, toUInt64(value) FROM system.events WHERE event IN ('"+
-		strings.Join(serverEventNames, "', '")+"')")
+		strings.Join(slices.Collect(maps.Keys(serverEventNames)), "', '")+"')")
 	if err != nil {
 		return nil
 	}
@@ -287,23 +290,16 @@ func (c eventCounts) since(b eventCounts) eventCounts {
 		return nil
 	}
 	out := eventCounts{}
-	for _, name := range serverEventNames {
+	for name := range serverEventNames {
 		out[name] = c[name] - b[name]
 	}
 	return out
 }
 
-// add puts the counts in detail as prefix+"clickhouse_"+<snake name>.
+// add puts the counts in detail as prefix+"clickhouse_"+<its key>.
 func (c eventCounts) add(detail map[string]any, prefix string) {
 	for name, v := range c {
-		var b strings.Builder
-		for i, r := range name {
-			if i > 0 && r >= 'A' && r <= 'Z' {
-				b.WriteByte('_')
-			}
-			b.WriteRune(unicode.ToLower(r))
-		}
-		detail[prefix+"clickhouse_"+b.String()] = v
+		detail[prefix+"clickhouse_"+serverEventNames[name]] = v
 	}
 }
 
@@ -313,20 +309,21 @@ func (c eventCounts) add(detail map[string]any, prefix string) {
 // goes and what rate the cores allow each path.
 type cpuUse struct {
 	tally, clickhouse, self time.Duration
-	known                   bool // tally's and the server's were read
+	known                   bool // every process asked for was read
 }
 
 // cpuNow reads the CPU time used so far by tally (pid; 0 for none), the
 // ClickHouse server (Config.CHPID) and this process.
 func (cfg Config) cpuNow(tallyPID int) cpuUse {
 	var u cpuUse
-	ok1, ok2 := true, true
+	tallyOK := true
 	if tallyPID > 0 {
-		u.tally, ok1 = procCPU(tallyPID)
+		u.tally, tallyOK = procCPU(tallyPID)
 	}
-	u.clickhouse, ok2 = procCPU(cfg.CHPID)
-	self, ok3 := procCPU(os.Getpid())
-	u.self, u.known = self, ok1 && ok2 && ok3
+	var serverOK, selfOK bool
+	u.clickhouse, serverOK = procCPU(cfg.CHPID)
+	u.self, selfOK = procCPU(os.Getpid())
+	u.known = tallyOK && serverOK && selfOK
 	return u
 }
 
