@@ -281,33 +281,105 @@ func (s *Store) InsertContents(ctx context.Context, rows []Content) error {
 // (the small tables).
 func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R], rows []R,
 	size func(*R) int64, blockBytes int64) error {
+	in, err := beginInsert(ctx, conn, table, cols, size, blockBytes)
+	if err != nil {
+		return err
+	}
+	defer in.Abort()
+	if err := in.Append(rows); err != nil {
+		return err
+	}
+	return in.Commit()
+}
+
+// Insert is one INSERT statement into a table of rows R, held open while
+// rows are appended and stored only by Commit. On the native protocol every
+// block of Append goes to the server as soon as the next one starts, so the
+// client holds at most one block whatever the statement's size, while the
+// server squashes the statement's blocks into one part: a long Insert makes
+// the large parts ClickHouse merges least at the memory of a short one.
+// Over HTTP (the embedded store) the blocks stay in the client until
+// Commit. An Insert is not safe for concurrent use.
+type Insert[R any] struct {
+	batch      driver.Batch
+	table      string
+	cols       []column[R]
+	size       func(*R) int64
+	blockBytes int64
+	rows       int
+}
+
+// BeginSpans opens an INSERT into the spans table, for a writer that
+// appends several batches to one statement (Insert). ctx bounds the whole
+// statement, Commit included.
+func (s *Store) BeginSpans(ctx context.Context) (*Insert[Span], error) {
+	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes)
+}
+
+// BeginContents opens an INSERT into the content table, as BeginSpans.
+func (s *Store) BeginContents(ctx context.Context) (*Insert[Content], error) {
+	return beginInsert(ctx, s.conn, s.Table(TableContent), contentColumns, (*Content).DataBytes, s.blockBytes)
+}
+
+func beginInsert[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R],
+	size func(*R) int64, blockBytes int64) (*Insert[R], error) {
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" ("+columnNames(cols)+")")
 	if err != nil {
-		return fmt.Errorf("prepare insert into %s: %w", table, err)
+		return nil, fmt.Errorf("prepare insert into %s: %w", table, err)
 	}
-	defer batch.Abort() //nolint:errcheck // no-op after Send
+	return &Insert[R]{batch: batch, table: table, cols: cols, size: size, blockBytes: blockBytes}, nil
+}
+
+// Append adds rows to the statement, in blocks of at most the store's
+// block bytes of row data (Config.BlockBytes). The columns copy what they
+// take, so the caller may reuse rows' memory once Append returns. An error
+// leaves the statement unusable: Abort it.
+func (in *Insert[R]) Append(rows []R) error {
 	blocks := slices.Values([][]R{rows})
-	if size != nil {
-		blocks = ByBytes(rows, size, blockBytes)
+	if in.size != nil {
+		blocks = ByBytes(rows, in.size, in.blockBytes)
 	}
-	sent := 0
 	for block := range blocks {
-		if sent > 0 {
+		if len(block) == 0 {
+			continue
+		}
+		if in.rows > 0 {
 			// Flush sends the block so far and resets its columns, keeping
 			// their buffers for the next (a no-op on HTTP).
-			if err := batch.Flush(); err != nil {
-				return fmt.Errorf("insert into %s: send block at row %d: %w", table, sent, err)
+			if err := in.batch.Flush(); err != nil {
+				return fmt.Errorf("insert into %s: send block at row %d: %w", in.table, in.rows, err)
 			}
 		}
-		if err := appendBlock(batch, cols, block); err != nil {
-			return fmt.Errorf("insert into %s: %w", table, err)
+		if err := appendBlock(in.batch, in.cols, block); err != nil {
+			return fmt.Errorf("insert into %s: %w", in.table, err)
 		}
-		sent += len(block)
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("insert %d rows into %s: %w", len(rows), table, err)
+		in.rows += len(block)
 	}
 	return nil
+}
+
+// Rows is the number of rows appended so far.
+func (in *Insert[R]) Rows() int { return in.rows }
+
+// Commit sends the last block and ends the statement: its rows are stored
+// once Commit returns nil. An Insert of no rows commits nothing.
+func (in *Insert[R]) Commit() error {
+	if in.rows == 0 {
+		return in.batch.Abort()
+	}
+	if err := in.batch.Send(); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", in.rows, in.table, err)
+	}
+	return nil
+}
+
+// Abort ends the statement by dropping its connection. It does not undo
+// what the server already took: ClickHouse 18.16 stores the blocks it
+// received when the client leaves (the block still in the client is lost),
+// so an aborted Insert is possibly, partly written. It is a no-op after
+// Commit, so it can be deferred.
+func (in *Insert[R]) Abort() {
+	_ = in.batch.Abort() //nolint:errcheck // no-op after Send; the connection is released either way
 }
 
 // ByBytes splits rows into consecutive runs of at most limit bytes (size
