@@ -371,3 +371,115 @@ func RowBytes(b ingest.Batch) int64 {
 	}
 	return n
 }
+
+// StreamStore is a Store that can hold one INSERT per table open across
+// several batches; *schema.Store implements it.
+type StreamStore interface {
+	Store
+	BeginSpans(ctx context.Context) (*schema.Insert[schema.Span], error)
+	BeginContents(ctx context.Context) (*schema.Insert[schema.Content], error)
+}
+
+// Stream is one INSERT per table held open while batches are appended, for
+// the durable log's drain: a part of ClickHouse is as large as a stream,
+// while tally holds one batch at a time. Rows are stored once Commit
+// returns nil; a stream that failed is aborted, which may leave some of its
+// rows stored, and its rows are rewritten from the log (a rewritten row
+// counts once: reads collapse by span identity).
+// Streams bypass the writer's queue and group commit; they update its
+// counters and health. A Stream is not safe for concurrent use.
+type Stream struct {
+	w        *Writer
+	store    StreamStore
+	ctx      context.Context
+	cancel   context.CancelFunc
+	version  uint64
+	spans    *schema.Insert[schema.Span]
+	contents *schema.Insert[schema.Content]
+}
+
+// Begin opens a stream whose statements must be committed within
+// Config.InsertTimeout. The store must be a StreamStore.
+func (w *Writer) Begin(ctx context.Context) (*Stream, error) {
+	store, ok := w.store.(StreamStore)
+	if !ok {
+		return nil, fmt.Errorf("writer: store %T cannot hold an INSERT open", w.store)
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.InsertTimeout)
+	return &Stream{w: w, store: store, ctx: ctx, cancel: cancel, version: uint64(time.Now().UnixNano())}, nil
+}
+
+// Append sends b's rows to the open statements, opening them on first use;
+// rows whose Version is zero get the stream's start time, in b's slices.
+// Nothing of b is kept once Append returns. An error leaves the stream
+// unusable: Abort it.
+func (s *Stream) Append(_ context.Context, b ingest.Batch) error {
+	b.StampVersion(s.version)
+	if err := appendOpening(s.ctx, &s.contents, s.store.BeginContents, b.Contents); err != nil {
+		return s.failed(err)
+	}
+	if err := appendOpening(s.ctx, &s.spans, s.store.BeginSpans, b.Spans); err != nil {
+		return s.failed(err)
+	}
+	return nil
+}
+
+// appendOpening appends rows to *in, opening it with begin on first use.
+func appendOpening[R any](ctx context.Context, in **schema.Insert[R],
+	begin func(context.Context) (*schema.Insert[R], error), rows []R) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if *in == nil {
+		opened, err := begin(ctx)
+		if err != nil {
+			return err
+		}
+		*in = opened
+	}
+	return (*in).Append(rows)
+}
+
+// Commit stores what was appended, contents first as Writer.insert does,
+// and ends the stream.
+func (s *Stream) Commit(context.Context) error {
+	defer s.Abort()
+	if s.contents != nil {
+		if err := s.contents.Commit(); err != nil {
+			return s.failed(err)
+		}
+	}
+	spans := 0
+	if s.spans != nil {
+		spans = s.spans.Rows()
+		if err := s.spans.Commit(); err != nil {
+			return s.failed(err)
+		}
+	}
+	s.w.healthy.Store(true)
+	s.w.written.Add(uint64(spans))
+	s.w.batches.Add(1)
+	return nil
+}
+
+// Abort ends the stream's statements (what the server already took may
+// be stored; see schema.Insert.Abort); it is a no-op after Commit.
+func (s *Stream) Abort() {
+	if s.contents != nil {
+		s.contents.Abort()
+	}
+	if s.spans != nil {
+		s.spans.Abort()
+	}
+	s.cancel()
+}
+
+// failed records err in the writer's health and counters and returns it.
+func (s *Stream) failed(err error) error {
+	s.w.errs.Add(1)
+	s.w.healthy.Store(false)
+	s.w.mu.Lock()
+	s.w.lastErr = err.Error()
+	s.w.mu.Unlock()
+	return err
+}
