@@ -14,6 +14,13 @@
 // Retry-After a refusing downstream asks for) until it succeeds or Run's
 // context ends, and never drops a record. After each successful write it
 // truncates the log up to the last record written (a durable checkpoint).
+// With Config.Begin the drain streams: consecutive batches are appended to
+// one open downstream write (a Stream, one INSERT per table), which is
+// committed, and the log checkpointed, per Config.CommitSpans,
+// Config.CommitBytes or Config.CommitInterval, or as soon as the log has
+// nothing more to read. ClickHouse then makes large parts, which it merges
+// far less, while the drain holds one batch at a time; a failed stream is
+// rewritten from the checkpoint.
 //
 // # Delivery
 //
@@ -74,6 +81,18 @@ type Downstream interface {
 	Accept(ctx context.Context, b ingest.Batch) error
 }
 
+// Stream is a downstream write held open across batches (a
+// *writer.Stream): rows appended are stored once Commit returns nil, and
+// any of them may be stored after a failure or Abort. Append keeps nothing
+// of b once it returns. After an error from Append or Commit the drain
+// calls Abort and rewrites the stream's records (delivery is at least once,
+// as below).
+type Stream interface {
+	Append(ctx context.Context, b ingest.Batch) error
+	Commit(ctx context.Context) error
+	Abort()
+}
+
 // Config tunes the sink. Zero fields take DefaultConfig's values.
 type Config struct {
 	// WAL configures the log (segment size, size cap, NoSync).
@@ -98,6 +117,19 @@ type Config struct {
 	// is appended anyway (the log has room up to its cap). Zero means
 	// DefaultPaceWait.
 	PaceWait time.Duration
+	// Begin, when set, opens a Stream, and the drain writes consecutive
+	// batches into one stream before it checkpoints (see Run): ClickHouse
+	// then makes parts of CommitSpans while the drain holds one batch of
+	// MaxBatchSpans and MaxBatchBytes. Nil: every batch is written on its
+	// own with Downstream.Accept.
+	Begin func(ctx context.Context) (Stream, error)
+	// CommitSpans and CommitBytes (record bytes) bound one stream; it is
+	// committed once it holds either, once it has been open CommitInterval,
+	// or as soon as the log has nothing more to read. Keep CommitBytes
+	// under PaceBytes, or paced senders wait for every commit.
+	CommitSpans    int
+	CommitBytes    int64
+	CommitInterval time.Duration
 }
 
 // DefaultPaceBytes is Config.PaceBytes unless overridden: four batches of
@@ -107,6 +139,24 @@ const DefaultPaceBytes = 64 << 20
 // DefaultPaceWait is Config.PaceWait unless overridden: well inside an OTLP
 // exporter's default timeout of 10 s.
 const DefaultPaceWait = 2 * time.Second
+
+// DefaultCommitSpans, DefaultCommitBytes and DefaultCommitInterval are
+// the bounds of one stream unless overridden: about the INSERT size at
+// which ClickHouse 18.16's merges stop dominating its cost per span
+// (20–50k spans), well under DefaultPaceBytes, and a freshness cost of at
+// most a second under sustained load.
+const (
+	DefaultCommitSpans    = 50000
+	DefaultCommitBytes    = 32 << 20
+	DefaultCommitInterval = time.Second
+)
+
+// DefaultStreamBatchBytes is MaxBatchBytes for a drain that streams,
+// unless overridden: with the part size set by the stream, a batch bounds
+// only what the drain holds, and half the batch-by-batch 16 MiB measured
+// lower RSS and higher throughput (each batch is encoded while the last is
+// on the wire to ClickHouse).
+const DefaultStreamBatchBytes = 8 << 20
 
 // DefaultConfig is the sink's configuration unless overridden.
 func DefaultConfig() Config {
@@ -118,6 +168,10 @@ func DefaultConfig() Config {
 		RetryAfter:    5 * time.Second,
 		PaceBytes:     DefaultPaceBytes,
 		PaceWait:      DefaultPaceWait,
+
+		CommitSpans:    DefaultCommitSpans,
+		CommitBytes:    DefaultCommitBytes,
+		CommitInterval: DefaultCommitInterval,
 	}
 }
 
@@ -212,6 +266,15 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 	}
 	if cfg.PaceWait <= 0 {
 		cfg.PaceWait = d.PaceWait
+	}
+	if cfg.CommitSpans <= 0 {
+		cfg.CommitSpans = d.CommitSpans
+	}
+	if cfg.CommitBytes <= 0 {
+		cfg.CommitBytes = d.CommitBytes
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = d.CommitInterval
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -366,61 +429,27 @@ func (s *Sink) setErr(err error) {
 // overlapping drain holds two batches (and their INSERT buffers) and, under
 // serve's default memory limit, measured slower, not faster, on a 2-core
 // machine: there the garbage collector, not ClickHouse, sets the pace.
+// With Config.Begin the drain streams instead (see runStreams).
 func (s *Sink) Run(ctx context.Context) error {
-	r, err := s.wal.NewReader(s.wal.FirstSeq())
+	d, err := s.newDrain()
 	if err != nil {
-		return fmt.Errorf("durable log: %w", err)
+		return err
 	}
-	defer r.Close()
-	var carry pending // a record that did not fit into the last batch
-	// The slices of batches delivered at the first attempt are reused: a
-	// batch and the carried record that starts the next one take turns
-	// with two sets of slices, so none is grown again.
-	var spare ingest.Batch
+	defer func() { d.r.Close() }()
+	if s.cfg.Begin != nil {
+		return s.runStreams(ctx, d)
+	}
 	for {
-		p := carry
-		carry = pending{}
-		if p.upto == 0 {
-			p.batch, spare = spare, ingest.Batch{}
+		p, err := s.next(d)
+		if err != nil {
+			return err
 		}
-		// Add committed records up to MaxBatchSpans and MaxBatchBytes.
-		for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
-			seq, rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				s.setErr(err)
-				return fmt.Errorf("durable log: read: %w", err)
-			}
-			n, err := rowcodec.SpanCount(rec)
-			into := &p
-			if err == nil && p.upto != 0 &&
-				(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
-				into = &carry
-				carry.batch, spare = spare, ingest.Batch{}
-			}
-			// Decoded in place at the end of the batch: no copy when
-			// records are coalesced.
-			if into.batch, err = rowcodec.AppendDecode(into.batch, rec); err != nil {
-				err = fmt.Errorf("durable log: record %d cannot be decoded: %w", seq, err)
-				s.setErr(err)
+		if p.upto == 0 {
+			if err := s.idle(ctx, d); err != nil {
 				return err
 			}
-			into.upto = seq
-			into.bytes += int64(len(rec))
-			if carry.upto != 0 {
-				break
-			}
-		}
-		if p.upto == 0 {
-			spare = p.batch // empty: nothing was read
-			s.caughtUp()
-			if err := s.wal.WaitFor(ctx, r.NextSeq()); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("durable log: %w", err)
+			if ctx.Err() != nil {
+				return nil
 			}
 			continue
 		}
@@ -428,25 +457,236 @@ func (s *Sink) Run(ctx context.Context) error {
 		if !delivered {
 			return nil
 		}
-		if !retried && cap(p.batch.Spans) <= 2*s.cfg.MaxBatchSpans {
+		if !retried {
 			// No failed attempt can still hold the rows (a writer that
 			// gave up waiting may insert them later): keep the slices,
 			// without the rows, so the next batch does not grow new ones.
-			clear(p.batch.Spans)
-			clear(p.batch.Contents)
-			spare = ingest.Batch{Spans: p.batch.Spans[:0], Contents: p.batch.Contents[:0]}
+			d.reuse(p.batch, s.cfg.MaxBatchSpans)
 		}
-		if err := s.wal.Truncate(p.upto); err != nil {
-			// The rows are stored; only progress was not recorded, so they
-			// would be replayed after a restart. Keep going.
-			s.setErr(err)
-			s.log.Error("durable log: checkpoint failed", "record", p.upto, "err", err)
-		} else {
-			s.full.Store(false)
-		}
-		s.progressed()
-		s.caughtUp()
+		s.checkpoint(p.upto)
 	}
+}
+
+// runStreams drains the log through Config.Begin's streams: consecutive
+// batches go into one stream, which is committed, and the log checkpointed,
+// once it holds CommitSpans spans or CommitBytes record bytes, once it has
+// been open CommitInterval, or as soon as the log has nothing more to read
+// (so a light load is as fresh as batch by batch, and a heavy one makes
+// parts of CommitSpans). The drain holds one batch at a time whatever the
+// stream's size. A failed append or commit aborts the stream; after the
+// backoff the drain reads again from the checkpoint, so every record of the
+// failed stream is rewritten, in order.
+func (s *Sink) runStreams(ctx context.Context, d *drain) error {
+	var (
+		st      Stream
+		upto    uint64 // the last record in st
+		spans   int
+		bytes   int64
+		opened  time.Time
+		backoff = s.cfg.RetryMin
+	)
+	fail := func(err error) (stop bool) {
+		st.Abort()
+		st, upto, spans, bytes = nil, 0, 0, 0
+		if ctx.Err() != nil {
+			return true
+		}
+		if !s.retryWait(ctx, backoff, err, "durable log: downstream stream failed, rewriting from the checkpoint",
+			"from", s.wal.FirstSeq()) {
+			return true
+		}
+		backoff = min(backoff*2, s.cfg.RetryMax)
+		return false
+	}
+	commit := func() error {
+		err := st.Commit(ctx)
+		if err != nil {
+			return fmt.Errorf("commit %d spans: %w", spans, err)
+		}
+		s.failing.Store(false)
+		s.delivered.Add(uint64(spans))
+		s.deliveries.Add(1)
+		backoff = s.cfg.RetryMin
+		s.checkpoint(upto)
+		st, upto, spans, bytes = nil, 0, 0, 0
+		return nil
+	}
+	defer func() {
+		if st != nil {
+			st.Abort() // not checkpointed: replayed after a restart
+		}
+	}()
+	for {
+		p, err := s.next(d)
+		if err != nil {
+			return err
+		}
+		if p.upto == 0 {
+			if st != nil {
+				if err := commit(); err != nil {
+					if fail(err) {
+						return nil
+					}
+					if err := d.rewind(s.wal, s.wal.FirstSeq()); err != nil {
+						return err
+					}
+				}
+				continue // read again before waiting: records may have come
+			}
+			if err := s.idle(ctx, d); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
+		if st == nil {
+			if st, err = s.cfg.Begin(ctx); err != nil {
+				st = nopStream{}
+				err = fmt.Errorf("open stream: %w", err)
+			}
+			opened = time.Now()
+		}
+		if err == nil {
+			err = st.Append(ctx, p.batch)
+		}
+		// Append keeps nothing of the batch: its slices serve the next.
+		d.reuse(p.batch, s.cfg.MaxBatchSpans)
+		if err == nil {
+			upto, spans, bytes = p.upto, spans+len(p.batch.Spans), bytes+p.bytes
+			if spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes || time.Since(opened) >= s.cfg.CommitInterval {
+				err = commit()
+			}
+		} else {
+			err = fmt.Errorf("append %d spans: %w", len(p.batch.Spans), err)
+		}
+		if err != nil {
+			if fail(err) {
+				return nil
+			}
+			if err := d.rewind(s.wal, s.wal.FirstSeq()); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// nopStream stands for a stream that could not be opened, so the failure
+// takes the same path as a failed append.
+type nopStream struct{}
+
+func (nopStream) Append(context.Context, ingest.Batch) error { return nil }
+func (nopStream) Commit(context.Context) error               { return nil }
+func (nopStream) Abort()                                     {}
+
+// drain is Run's place in the log: its reader, a record read that did not
+// fit into the last batch, and slices kept for the next batch.
+type drain struct {
+	r     *wal.Reader
+	carry pending
+	// The slices of batches delivered at the first attempt are reused: a
+	// batch and the carried record that starts the next one take turns
+	// with two sets of slices, so none is grown again.
+	spare ingest.Batch
+}
+
+func (s *Sink) newDrain() (*drain, error) {
+	r, err := s.wal.NewReader(s.wal.FirstSeq())
+	if err != nil {
+		return nil, fmt.Errorf("durable log: %w", err)
+	}
+	return &drain{r: r}, nil
+}
+
+// rewind reads again from record from, dropping what was read past it.
+func (d *drain) rewind(log *wal.Log, from uint64) error {
+	r, err := log.NewReader(from)
+	if err != nil {
+		return fmt.Errorf("durable log: reread from %d: %w", from, err)
+	}
+	d.r.Close()
+	d.r, d.carry = r, pending{}
+	return nil
+}
+
+// reuse keeps b's slices, without their rows, for the next batch, unless a
+// rare huge batch grew them past twice the usual.
+func (d *drain) reuse(b ingest.Batch, maxSpans int) {
+	if cap(b.Spans) > 2*maxSpans {
+		return
+	}
+	clear(b.Spans)
+	clear(b.Contents)
+	d.spare = ingest.Batch{Spans: b.Spans[:0], Contents: b.Contents[:0]}
+}
+
+// next gathers committed records, from the carried one on, into a batch of
+// up to MaxBatchSpans and MaxBatchBytes; its upto is 0 when there was
+// nothing to read.
+func (s *Sink) next(d *drain) (pending, error) {
+	p := d.carry
+	d.carry = pending{}
+	if p.upto == 0 {
+		p.batch, d.spare = d.spare, ingest.Batch{}
+	}
+	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
+		seq, rec, err := d.r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.setErr(err)
+			return pending{}, fmt.Errorf("durable log: read: %w", err)
+		}
+		n, err := rowcodec.SpanCount(rec)
+		into := &p
+		if err == nil && p.upto != 0 &&
+			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
+			into = &d.carry
+			d.carry.batch, d.spare = d.spare, ingest.Batch{}
+		}
+		// Decoded in place at the end of the batch: no copy when
+		// records are coalesced.
+		if into.batch, err = rowcodec.AppendDecode(into.batch, rec); err != nil {
+			err = fmt.Errorf("durable log: record %d cannot be decoded: %w", seq, err)
+			s.setErr(err)
+			return pending{}, err
+		}
+		into.upto = seq
+		into.bytes += int64(len(rec))
+		if d.carry.upto != 0 {
+			break
+		}
+	}
+	if p.upto == 0 {
+		d.spare = p.batch // empty: nothing was read
+	}
+	return p, nil
+}
+
+// idle is the drain caught up: it ends the replay phase if that is done and
+// waits for the next record or the end of ctx (then returns nil).
+func (s *Sink) idle(ctx context.Context, d *drain) error {
+	s.caughtUp()
+	if err := s.wal.WaitFor(ctx, d.r.NextSeq()); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("durable log: %w", err)
+	}
+	return nil
+}
+
+// checkpoint records that the records up to upto are stored downstream.
+func (s *Sink) checkpoint(upto uint64) {
+	if err := s.wal.Truncate(upto); err != nil {
+		// The rows are stored; only progress was not recorded, so they
+		// would be replayed after a restart. Keep going.
+		s.setErr(err)
+		s.log.Error("durable log: checkpoint failed", "record", upto, "err", err)
+	} else {
+		s.full.Store(false)
+	}
+	s.progressed()
+	s.caughtUp()
 }
 
 // pending is a batch gathered from the log, the last record in it and the
@@ -480,27 +720,44 @@ func (s *Sink) deliver(ctx context.Context, b ingest.Batch) (delivered, retried 
 		if ctx.Err() != nil {
 			return false, attempt > 1
 		}
-		if !s.failing.Swap(true) {
-			s.progressed() // paced Accepts stop waiting for a drain that fails
-		}
-		s.retries.Add(1)
-		s.setErr(err)
-		wait := backoff/2 + rand.N(backoff/2+1)
-		var ra interface{ RetryAfter() time.Duration }
-		if errors.As(err, &ra) && ra.RetryAfter() > wait {
-			wait = min(ra.RetryAfter(), s.cfg.RetryMax)
-		}
-		s.log.Warn("durable log: downstream write failed, retrying",
-			"spans", len(b.Spans), "attempt", attempt, "backoff", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !s.retryWait(ctx, backoff, err, "durable log: downstream write failed, retrying",
+			"spans", len(b.Spans), "attempt", attempt) {
 			return false, true
 		}
 		backoff = min(backoff*2, s.cfg.RetryMax)
 	}
+}
+
+// retryWait records a failed downstream write and waits out its backoff
+// (see backoffWait), logging msg with attrs; false when ctx ended first.
+func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, msg string, attrs ...any) bool {
+	if !s.failing.Swap(true) {
+		s.progressed() // paced Accepts stop waiting for a drain that fails
+	}
+	s.retries.Add(1)
+	s.setErr(err)
+	wait := s.backoffWait(backoff, err)
+	s.log.Warn(msg, append(attrs, "backoff", wait, "err", err)...)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// backoffWait is the wait after a failed write: backoff with jitter, or
+// the Retry-After a refusing downstream asks for when that is longer
+// (bounded by RetryMax).
+func (s *Sink) backoffWait(backoff time.Duration, err error) time.Duration {
+	wait := backoff/2 + rand.N(backoff/2+1)
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) && ra.RetryAfter() > wait {
+		wait = min(ra.RetryAfter(), s.cfg.RetryMax)
+	}
+	return wait
 }
 
 // Close closes the log. Call it after Run has returned.

@@ -89,8 +89,14 @@ func (h *heapSampler) Stop() uint64 {
 // ClickHouse through the writer. The drain's heap must stay within a small
 // multiple of MaxBatchBytes (the batch, clickhouse-go's columns, its encode
 // and compress buffers), not grow with the log, and must be given back once
-// the log is empty.
+// the log is empty. It holds batch by batch and streamed (four batches per
+// INSERT): a stream's rows go to the server block by block.
 func TestLargeContentDrainMemoryBounded(t *testing.T) {
+	t.Run("batch by batch", func(t *testing.T) { drainLargeContent(t, false) })
+	t.Run("streamed", func(t *testing.T) { drainLargeContent(t, true) })
+}
+
+func drainLargeContent(t *testing.T, stream bool) {
 	const (
 		limit   = 4 << 20 // MaxBatchBytes
 		records = 24      // 48 MiB of content in the log, 12 times the limit
@@ -108,7 +114,13 @@ func TestLargeContentDrainMemoryBounded(t *testing.T) {
 	}
 
 	w := writer.New(store, writer.Config{MaxBatchBytes: limit}, nil)
-	s := openSink(t, t.TempDir(), w, Config{MaxBatchBytes: limit, WAL: wal.Options{NoSync: true}})
+	cfg := Config{MaxBatchBytes: limit, WAL: wal.Options{NoSync: true}}
+	if stream {
+		// Commits of 16 MiB: four batches in one INSERT per table.
+		cfg.Begin = func(ctx context.Context) (Stream, error) { return w.Begin(ctx) }
+		cfg.CommitBytes = 4 * limit
+	}
+	s := openSink(t, t.TempDir(), w, cfg)
 	defer s.Close()
 	raw := make([]byte, 512<<10)
 	rand.Read(raw)

@@ -1,0 +1,282 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/rowcodec"
+)
+
+// fakeStreams opens streams that stage what is appended and hand it to
+// down on Commit, one Accept per commit (so down.batches are the spans of
+// each commit). The nth open, append or commit (counted over all streams,
+// from 1) in fail* fails once; while commitsDown is set every commit fails.
+type fakeStreams struct {
+	down *fakeDown
+
+	mu                               sync.Mutex
+	opens, appends, commits, aborts  int
+	failOpen, failAppend, failCommit int
+	commitsDown                      bool
+}
+
+var errStream = errors.New("clickhouse: connection reset")
+
+func (f *fakeStreams) begin(context.Context) (Stream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opens++
+	if f.opens == f.failOpen {
+		return nil, errStream
+	}
+	return &fakeStream{f: f}, nil
+}
+
+func (f *fakeStreams) setCommitsDown(down bool) {
+	f.mu.Lock()
+	f.commitsDown = down
+	f.mu.Unlock()
+}
+
+func (f *fakeStreams) counts() (opens, appends, commits, aborts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opens, f.appends, f.commits, f.aborts
+}
+
+type fakeStream struct {
+	f      *fakeStreams
+	staged ingest.Batch
+	ended  bool
+}
+
+func (s *fakeStream) Append(_ context.Context, b ingest.Batch) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.appends++
+	if s.f.appends == s.f.failAppend {
+		return errStream
+	}
+	// Copied: the drain reuses b's slices once Append returns.
+	s.staged.Spans = append(s.staged.Spans, b.Spans...)
+	s.staged.Contents = append(s.staged.Contents, b.Contents...)
+	return nil
+}
+
+func (s *fakeStream) Commit(ctx context.Context) error {
+	s.f.mu.Lock()
+	s.f.commits++
+	fail := s.f.commits == s.f.failCommit || s.f.commitsDown
+	s.f.mu.Unlock()
+	if fail {
+		return errStream
+	}
+	s.ended = true
+	return s.f.down.Accept(ctx, s.staged)
+}
+
+func (s *fakeStream) Abort() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.f.mu.Lock()
+	s.f.aborts++
+	s.f.mu.Unlock()
+}
+
+// streamConfig drains batches of one 10-span record each into streams of
+// streams, with bounds no test reaches unless it sets them.
+func streamConfig(streams *fakeStreams) Config {
+	cfg := fastConfig()
+	cfg.MaxBatchSpans = 10
+	cfg.Begin = streams.begin
+	cfg.CommitSpans, cfg.CommitBytes, cfg.CommitInterval = 1<<30, 1<<40, time.Hour
+	return cfg
+}
+
+// prefill accepts records of 10 spans each (numbered from 0) before the
+// drain runs, so the drain always finds the next record waiting.
+func prefill(t *testing.T, s *Sink, records int) {
+	t.Helper()
+	for i := range records {
+		accept(t, s, batchOf(i*10, 10))
+	}
+}
+
+// recordBytes is the size of a record of batchOf(…, 10) as the drain
+// counts it (stamped like Accept stamps it).
+func recordBytes() int64 {
+	b := batchOf(0, 10)
+	b.StampVersion(uint64(time.Now().UnixNano()))
+	return int64(len(rowcodec.Encode(nil, b)))
+}
+
+// drainTen prefills s with ten records of ten spans, runs the drain until
+// the log is empty, checks that down took spans 0…99 once in order and
+// returns the spans of each commit.
+func drainTen(t *testing.T, s *Sink, down *fakeDown) []int {
+	t.Helper()
+	prefill(t, s, 10)
+	stop := run(t, s)
+	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
+		t.Fatalf("committed spans %v, want 0…99 once in order", got)
+	}
+	down.mu.Lock()
+	defer down.mu.Unlock()
+	return slices.Clone(down.batches)
+}
+
+// TestStreamCommitBounds: ten records of ten spans waiting in the log; a
+// stream is committed once it holds CommitSpans spans, CommitBytes record
+// bytes or has been open CommitInterval, and when the log has nothing more
+// to read; every span arrives once, in order.
+func TestStreamCommitBounds(t *testing.T) {
+	rec := recordBytes()
+	for _, c := range []struct {
+		name    string
+		set     func(*Config)
+		commits []int // spans per commit
+	}{
+		{"no bound reached: one commit when caught up", func(*Config) {}, []int{100}},
+		{"30 spans", func(c *Config) { c.CommitSpans = 30 }, []int{30, 30, 30, 10}},
+		{"29 spans: the third record passes it", func(c *Config) { c.CommitSpans = 29 }, []int{30, 30, 30, 10}},
+		{"31 spans", func(c *Config) { c.CommitSpans = 31 }, []int{40, 40, 20}},
+		{"1 span: every batch", func(c *Config) { c.CommitSpans = 1 }, slices.Repeat([]int{10}, 10)},
+		{"exactly two records' bytes", func(c *Config) { c.CommitBytes = 2 * rec }, []int{20, 20, 20, 20, 20}},
+		{"a byte over two records", func(c *Config) { c.CommitBytes = 2*rec + 1 }, []int{30, 30, 30, 10}},
+		{"1 ns open: every batch", func(c *Config) { c.CommitInterval = time.Nanosecond }, slices.Repeat([]int{10}, 10)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			down := newFakeDown(0, nil)
+			streams := &fakeStreams{down: down}
+			cfg := streamConfig(streams)
+			c.set(&cfg)
+			s := openSink(t, t.TempDir(), down, cfg)
+			defer s.Close()
+			commits := drainTen(t, s, down)
+			if !slices.Equal(commits, c.commits) {
+				t.Fatalf("spans per commit %v, want %v", commits, c.commits)
+			}
+			if st := s.Stats(); st.PendingRecords != 0 || st.DeliveredSpans != 100 || st.Deliveries != uint64(len(c.commits)) {
+				t.Fatalf("stats %+v, want 0 pending, 100 delivered in %d deliveries", st, len(c.commits))
+			}
+			if opens, appends, _, aborts := streams.counts(); opens != len(c.commits) || appends != 10 || aborts != 0 {
+				t.Fatalf("%d streams opened, %d appends, %d aborts; want %d, 10, 0", opens, appends, aborts, len(c.commits))
+			}
+		})
+	}
+}
+
+// TestStreamFailureRewritesFromTheCheckpoint: a stream that fails to open,
+// to append or to commit is aborted, and the drain rewrites every record
+// since the checkpoint: the commits are the same as without the failure,
+// and every span arrives once, in order.
+func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*fakeStreams)
+		// aborted streams: one whose open failed has nothing to abort
+		aborts int
+	}{
+		{"open of the first stream", func(f *fakeStreams) { f.failOpen = 1 }, 0},
+		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, 0},
+		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, 1},
+		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, 1},
+		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, 1},
+		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			down := newFakeDown(0, nil)
+			streams := &fakeStreams{down: down}
+			c.set(streams)
+			cfg := streamConfig(streams)
+			cfg.CommitSpans = 30
+			s := openSink(t, t.TempDir(), down, cfg)
+			defer s.Close()
+			commits := drainTen(t, s, down)
+			if want := []int{30, 30, 30, 10}; !slices.Equal(commits, want) {
+				t.Fatalf("spans per commit %v, want %v", commits, want)
+			}
+			st := s.Stats()
+			if st.Retries != 1 || st.DeliveredSpans != 100 || !strings.Contains(st.LastError, errStream.Error()) {
+				t.Fatalf("stats %+v, want 1 retry, 100 delivered and the stream's error", st)
+			}
+			if _, _, _, aborts := streams.counts(); aborts != c.aborts {
+				t.Fatalf("%d streams aborted, want %d", aborts, c.aborts)
+			}
+		})
+	}
+}
+
+// TestStreamNotCommittedIsReplayed: while commits fail, nothing is
+// checkpointed; a restart then replays every record, and the new drain
+// commits each span once.
+func TestStreamNotCommittedIsReplayed(t *testing.T) {
+	dir := t.TempDir()
+	down := newFakeDown(0, nil)
+	streams := &fakeStreams{down: down}
+	streams.setCommitsDown(true)
+	s := openSink(t, dir, down, streamConfig(streams))
+	prefill(t, s, 5)
+	stop := run(t, s)
+	eventually(t, "a commit failed", func() bool { return s.Stats().Retries > 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := s.Stats(); st.PendingRecords != 5 || len(down.spanIDs()) != 0 {
+		t.Fatalf("after failed commits: %d records pending, %d spans committed; want 5 and 0", st.PendingRecords, len(down.spanIDs()))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, aborts := streams.counts(); aborts == 0 {
+		t.Fatal("no stream was aborted after failed commits")
+	}
+
+	streams.setCommitsDown(false)
+	s = openSink(t, dir, down, streamConfig(streams))
+	defer s.Close()
+	stop = run(t, s)
+	eventually(t, "the replay committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 50)) {
+		t.Fatalf("committed spans %v, want 0…49 once in order", got)
+	}
+}
+
+// TestStreamLightLoadCommitsAtOnce: with bounds far away, a record that
+// arrives alone is committed as soon as the drain finds nothing after it,
+// not when a bound is reached.
+func TestStreamLightLoadCommitsAtOnce(t *testing.T) {
+	down := newFakeDown(0, nil)
+	streams := &fakeStreams{down: down}
+	s := openSink(t, t.TempDir(), down, streamConfig(streams))
+	defer s.Close()
+	stop := run(t, s)
+	for i := range 3 {
+		accept(t, s, batchOf(i*10, 10))
+		eventually(t, "the record committed", func() bool { return len(down.spanIDs()) == (i+1)*10 })
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	down.mu.Lock()
+	commits := slices.Clone(down.batches)
+	down.mu.Unlock()
+	if !slices.Equal(commits, []int{10, 10, 10}) {
+		t.Fatalf("spans per commit %v, want 10, 10, 10", commits)
+	}
+}
