@@ -180,6 +180,16 @@ func (s *Server) guardWrites() gin.HandlerFunc {
 type DurableLog struct {
 	Dir    string
 	Config durable.Config
+	// Stream has the drain hold one INSERT per table open across batches
+	// (durable.Config.Begin with the writer's streams), committed per
+	// Config.CommitSpans: larger parts for ClickHouse at the memory of one
+	// batch. Ignored for the embedded store, whose HTTP client would hold
+	// the whole INSERT in memory.
+	Stream bool
+	// StreamBatchBytes bounds the record bytes the drain holds at a time
+	// while it streams, in place of the writer's MaxBatchBytes (which then
+	// bounds nothing of the drain); 0 means durable.DefaultStreamBatchBytes.
+	StreamBatchBytes int64
 }
 
 // NewRegistry returns a metrics registry with the Go and process collectors,
@@ -311,6 +321,13 @@ func (s *Server) openDurable(d DurableLog) error {
 	cfg := d.Config
 	cfg.MaxBatchSpans = s.writer.MaxBatchSpans()
 	cfg.MaxBatchBytes = s.writer.MaxBatchBytes()
+	if d.Stream && !s.opts.Store.Embedded() {
+		cfg.Begin = func(ctx context.Context) (durable.Stream, error) { return s.writer.Begin(ctx) }
+		cfg.MaxBatchBytes = d.StreamBatchBytes
+		if cfg.MaxBatchBytes <= 0 {
+			cfg.MaxBatchBytes = durable.DefaultStreamBatchBytes
+		}
+	}
 	sink, err := durable.Open(d.Dir, s.writer, cfg, s.log)
 	if err != nil {
 		return fmt.Errorf("open durable log: %w", err)

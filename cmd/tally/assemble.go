@@ -154,6 +154,9 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if cfg.Ingest.MinBodyRate == 0 {
 		rcfg.MinBodyRate = -1 // receiver.Config: negative is none, zero the default
 	}
+	if d := cfg.Durable; d.CommitSpans < 1 || d.CommitBytes < 1 || d.CommitEvery <= 0 || d.StreamBatch < 1 {
+		return fail(fmt.Errorf("--wal-commit-spans, --wal-commit-bytes and --wal-stream-batch-bytes must be ≥ 1, --wal-commit-interval > 0"))
+	}
 	srv, err := server.New(server.Options{
 		Store:        store,
 		Receiver:     rcfg,
@@ -216,7 +219,9 @@ func durableLog(cfg *serveConfig, log *slog.Logger) *server.DurableLog {
 	dc := durable.DefaultConfig()
 	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
 	dc.PaceBytes, dc.PaceWait = d.PaceBytes, d.PaceWait
-	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc}
+	dc.CommitSpans, dc.CommitBytes, dc.CommitInterval = d.CommitSpans, d.CommitBytes, d.CommitEvery
+	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc, Stream: !d.NoStream,
+		StreamBatchBytes: d.StreamBatch}
 }
 
 // buildAuth builds the keyring from static and managed keys (with their

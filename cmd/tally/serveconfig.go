@@ -75,6 +75,11 @@ type durableConfig struct {
 	NoSync       bool
 	PaceBytes    int64
 	PaceWait     time.Duration
+	NoStream     bool
+	CommitSpans  int
+	CommitBytes  int64
+	CommitEvery  time.Duration
+	StreamBatch  int64
 }
 
 // apiConfig bounds the JSON API.
@@ -180,6 +185,11 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&d.SegmentBytes, "wal-segment-bytes", 64<<20, "durable log segment size")
 	fs.Int64Var(&d.PaceBytes, "wal-pace-bytes", durable.DefaultPaceBytes, "durable log backlog above which acknowledgements wait for ClickHouse while it keeps up (-1: never wait)")
 	fs.DurationVar(&d.PaceWait, "wal-pace-wait", durable.DefaultPaceWait, "longest one request waits for ClickHouse under --wal-pace-bytes before it is logged anyway")
+	fs.BoolVar(&d.NoStream, "wal-no-stream", false, "write each batch drained from the durable log in INSERTs of its own instead of streaming consecutive batches into one INSERT per table (the embedded store never streams)")
+	fs.IntVar(&d.CommitSpans, "wal-commit-spans", durable.DefaultCommitSpans, "spans after which a streaming INSERT from the durable log is committed and checkpointed")
+	fs.Int64Var(&d.CommitBytes, "wal-commit-bytes", durable.DefaultCommitBytes, "log record bytes after which a streaming INSERT is committed; keep under --wal-pace-bytes")
+	fs.Int64Var(&d.StreamBatch, "wal-stream-batch-bytes", durable.DefaultStreamBatchBytes, "log record bytes the drain holds at a time while it streams (in place of --batch-bytes)")
+	fs.DurationVar(&d.CommitEvery, "wal-commit-interval", durable.DefaultCommitInterval, "longest a streaming INSERT stays open while the log has more to read")
 	fs.BoolVar(&d.NoSync, "wal-no-sync", false, "UNSAFE, benchmarks only: acknowledge before fsync (a machine crash can lose acknowledged spans)")
 	fs.BoolVar(&d.Disabled, "no-wal", false, "acknowledge only after ClickHouse took the rows, without a local log (a ClickHouse outage then refuses ingest)")
 

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tallyhq/tally/internal/testenv"
+)
+
+// TestServeRefusesEmptyCommitBounds: a stream bound of 0 would commit
+// never or always by accident; serve refuses it before it listens.
+func TestServeRefusesEmptyCommitBounds(t *testing.T) {
+	ch := testenv.ClickHouse(t)
+	db := ch.NewDatabase(t)
+	for _, bad := range [][]string{
+		{"--wal-commit-spans", "0"},
+		{"--wal-commit-bytes", "0"},
+		{"--wal-commit-bytes", "-1"},
+		{"--wal-commit-interval", "0s"},
+		{"--wal-stream-batch-bytes", "0"},
+	} {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+			"--clickhouse-addr", ch.Addr, "--clickhouse-database", db, "--config", ""}, bad...)
+		out, err := tallyCLI(t, args...)
+		const want = "--wal-commit-spans, --wal-commit-bytes and --wal-stream-batch-bytes must be ≥ 1, --wal-commit-interval > 0"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve %v: %v, want %q\n%s", bad, err, want, out)
+		}
+	}
+}
