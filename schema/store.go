@@ -310,8 +310,10 @@ type Insert[R any] struct {
 }
 
 // BeginSpans opens an INSERT into the spans table, for a writer that
-// appends several batches to one statement (Insert). ctx bounds the whole
-// statement, Commit included.
+// appends several batches to one statement (Insert). ctx bounds opening the
+// statement and its Commit; the blocks Append sends are bounded by nothing
+// of clickhouse-go's (its Flush sets no deadline), only by the connection's
+// TCP timeouts.
 func (s *Store) BeginSpans(ctx context.Context) (*Insert[Span], error) {
 	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes)
 }
@@ -362,11 +364,8 @@ func (in *Insert[R]) Append(rows []R) error {
 func (in *Insert[R]) Rows() int { return in.rows }
 
 // Commit sends the last block and ends the statement: its rows are stored
-// once Commit returns nil. An Insert of no rows commits nothing.
+// once Commit returns nil.
 func (in *Insert[R]) Commit() error {
-	if in.rows == 0 {
-		return in.batch.Abort()
-	}
 	if err := in.batch.Send(); err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", in.rows, in.table, err)
 	}

@@ -322,6 +322,14 @@ func (s *Server) openDurable(d DurableLog) error {
 	cfg.MaxBatchSpans = s.writer.MaxBatchSpans()
 	cfg.MaxBatchBytes = s.writer.MaxBatchBytes()
 	if d.Stream && !s.opts.Store.Embedded() {
+		interval := cfg.CommitInterval
+		if interval <= 0 {
+			interval = durable.DefaultCommitInterval
+		}
+		if limit := s.writer.InsertTimeout() / 2; interval > limit {
+			return fmt.Errorf("durable log: commit interval %s: must be at most half the INSERT timeout (%s), which bounds a stream from open to commit",
+				interval, limit)
+		}
 		cfg.Begin = func(ctx context.Context) (durable.Stream, error) { return s.writer.Begin(ctx) }
 		cfg.MaxBatchBytes = d.StreamBatchBytes
 		if cfg.MaxBatchBytes <= 0 {

@@ -189,7 +189,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&d.CommitSpans, "wal-commit-spans", durable.DefaultCommitSpans, "spans after which a streaming INSERT from the durable log is committed and checkpointed")
 	fs.Int64Var(&d.CommitBytes, "wal-commit-bytes", durable.DefaultCommitBytes, "log record bytes after which a streaming INSERT is committed; keep under --wal-pace-bytes")
 	fs.Int64Var(&d.StreamBatch, "wal-stream-batch-bytes", durable.DefaultStreamBatchBytes, "log record bytes the drain holds at a time while it streams (in place of --batch-bytes)")
-	fs.DurationVar(&d.CommitEvery, "wal-commit-interval", durable.DefaultCommitInterval, "longest a streaming INSERT stays open while the log has more to read")
+	fs.DurationVar(&d.CommitEvery, "wal-commit-interval", durable.DefaultCommitInterval, "age after which a streaming INSERT is committed at its next batch (at most 15s: a stream must commit within the 30s INSERT timeout)")
 	fs.BoolVar(&d.NoSync, "wal-no-sync", false, "UNSAFE, benchmarks only: acknowledge before fsync (a machine crash can lose acknowledged spans)")
 	fs.BoolVar(&d.Disabled, "no-wal", false, "acknowledge only after ClickHouse took the rows, without a local log (a ClickHouse outage then refuses ingest)")
 

@@ -7,9 +7,9 @@ import (
 	"github.com/tallyhq/tally/internal/testenv"
 )
 
-// TestServeRefusesEmptyCommitBounds: a stream bound of 0 would commit
+// TestServeRefusesBadCommitBounds: a stream bound of 0 would commit
 // never or always by accident; serve refuses it before it listens.
-func TestServeRefusesEmptyCommitBounds(t *testing.T) {
+func TestServeRefusesBadCommitBounds(t *testing.T) {
 	ch := testenv.ClickHouse(t)
 	db := ch.NewDatabase(t)
 	for _, bad := range [][]string{
@@ -26,5 +26,14 @@ func TestServeRefusesEmptyCommitBounds(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("serve %v: %v, want %q\n%s", bad, err, want, out)
 		}
+	}
+	// A stream must commit within the 30 s INSERT timeout: an interval of
+	// more than half of it is refused.
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+		"--clickhouse-addr", ch.Addr, "--clickhouse-database", db, "--config", "", "--wal-commit-interval", "15001ms"}
+	out, err := tallyCLI(t, args...)
+	const want = "commit interval 15.001s: must be at most half the INSERT timeout (15s)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("serve --wal-commit-interval 15001ms: %v, want %q\n%s", err, want, out)
 	}
 }

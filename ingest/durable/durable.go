@@ -473,9 +473,11 @@ func (s *Sink) Run(ctx context.Context) error {
 // been open CommitInterval, or as soon as the log has nothing more to read
 // (so a light load is as fresh as batch by batch, and a heavy one makes
 // parts of CommitSpans). The drain holds one batch at a time whatever the
-// stream's size. A failed append or commit aborts the stream; after the
-// backoff the drain reads again from the checkpoint, so every record of the
-// failed stream is rewritten, in order.
+// stream's size. A failed open, append or commit aborts the stream; after
+// the backoff the drain reads again from the checkpoint, so every record of
+// the failed stream is rewritten, in order, one batch per stream until one
+// commits. A record that cannot be read ends Run after the stream so far
+// is committed.
 func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	var (
 		st      Stream
@@ -484,10 +486,13 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		bytes   int64
 		opened  time.Time
 		backoff = s.cfg.RetryMin
+		// recovering: the last stream failed; streams are one batch until
+		// one commits.
+		recovering bool
 	)
 	fail := func(err error) (stop bool) {
 		st.Abort()
-		st, upto, spans, bytes = nil, 0, 0, 0
+		st, upto, spans, bytes, recovering = nil, 0, 0, 0, true
 		if ctx.Err() != nil {
 			return true
 		}
@@ -506,7 +511,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		s.failing.Store(false)
 		s.delivered.Add(uint64(spans))
 		s.deliveries.Add(1)
-		backoff = s.cfg.RetryMin
+		backoff, recovering = s.cfg.RetryMin, false
 		s.checkpoint(upto)
 		st, upto, spans, bytes = nil, 0, 0, 0
 		return nil
@@ -516,9 +521,14 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			st.Abort() // not checkpointed: replayed after a restart
 		}
 	}()
-	for {
+	for ctx.Err() == nil {
 		p, err := s.next(d)
 		if err != nil {
+			// What the stream holds is good: store it before stopping on the
+			// record that cannot be read.
+			if st != nil && commit() == nil {
+				st = nil
+			}
 			return err
 		}
 		if p.upto == 0 {
@@ -536,9 +546,6 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			if err := s.idle(ctx, d); err != nil {
 				return err
 			}
-			if ctx.Err() != nil {
-				return nil
-			}
 			continue
 		}
 		if st == nil {
@@ -549,17 +556,25 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			opened = time.Now()
 		}
 		if err == nil {
-			err = st.Append(ctx, p.batch)
+			if err = st.Append(ctx, p.batch); err != nil {
+				err = fmt.Errorf("append %d spans: %w", len(p.batch.Spans), err)
+			}
 		}
+		n := len(p.batch.Spans)
 		// Append keeps nothing of the batch: its slices serve the next.
 		d.reuse(p.batch, s.cfg.MaxBatchSpans)
+		if ctx.Err() != nil {
+			return nil // the open stream is aborted, its records replayed after a restart
+		}
 		if err == nil {
-			upto, spans, bytes = p.upto, spans+len(p.batch.Spans), bytes+p.bytes
-			if spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes || time.Since(opened) >= s.cfg.CommitInterval {
+			upto, spans, bytes = p.upto, spans+n, bytes+p.bytes
+			// After a failure every batch is a stream of its own until one
+			// commits: a failure that grows with the stream (a timeout, a
+			// server's memory limit) cannot then repeat forever.
+			if recovering || spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes ||
+				time.Since(opened) >= s.cfg.CommitInterval {
 				err = commit()
 			}
-		} else {
-			err = fmt.Errorf("append %d spans: %w", len(p.batch.Spans), err)
 		}
 		if err != nil {
 			if fail(err) {
@@ -570,6 +585,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			}
 		}
 	}
+	return nil
 }
 
 // nopStream stands for a stream that could not be opened, so the failure

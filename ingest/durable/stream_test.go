@@ -11,6 +11,7 @@ import (
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/rowcodec"
+	"github.com/tallyhq/tally/ingest/wal"
 )
 
 // fakeStreams opens streams that stage what is appended and hand it to
@@ -180,21 +181,23 @@ func TestStreamCommitBounds(t *testing.T) {
 
 // TestStreamFailureRewritesFromTheCheckpoint: a stream that fails to open,
 // to append or to commit is aborted, and the drain rewrites every record
-// since the checkpoint: the commits are the same as without the failure,
-// and every span arrives once, in order.
+// since the checkpoint, in a stream of one batch first (a failure that
+// grows with the stream cannot repeat forever), then in streams of
+// CommitSpans again; every span arrives once, in order.
 func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		set  func(*fakeStreams)
+		name    string
+		set     func(*fakeStreams)
+		commits []int // spans per commit
 		// aborted streams: one whose open failed has nothing to abort
 		aborts int
 	}{
-		{"open of the first stream", func(f *fakeStreams) { f.failOpen = 1 }, 0},
-		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, 0},
-		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, 1},
-		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, 1},
-		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, 1},
-		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, 1},
+		{"open of the first stream", func(f *fakeStreams) { f.failOpen = 1 }, []int{10, 30, 30, 30}, 0},
+		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, []int{30, 10, 30, 30}, 0},
+		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, []int{10, 30, 30, 30}, 1},
+		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, []int{30, 10, 30, 30}, 1},
+		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, []int{10, 30, 30, 30}, 1},
+		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, []int{30, 30, 30, 10}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			down := newFakeDown(0, nil)
@@ -205,8 +208,8 @@ func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 			s := openSink(t, t.TempDir(), down, cfg)
 			defer s.Close()
 			commits := drainTen(t, s, down)
-			if want := []int{30, 30, 30, 10}; !slices.Equal(commits, want) {
-				t.Fatalf("spans per commit %v, want %v", commits, want)
+			if !slices.Equal(commits, c.commits) {
+				t.Fatalf("spans per commit %v, want %v", commits, c.commits)
 			}
 			st := s.Stats()
 			if st.Retries != 1 || st.DeliveredSpans != 100 || !strings.Contains(st.LastError, errStream.Error()) {
@@ -278,5 +281,42 @@ func TestStreamLightLoadCommitsAtOnce(t *testing.T) {
 	down.mu.Unlock()
 	if !slices.Equal(commits, []int{10, 10, 10}) {
 		t.Fatalf("spans per commit %v, want 10, 10, 10", commits)
+	}
+}
+
+// TestStreamStoresWhatItHoldsBeforeAnUndecodableRecord: the drain stops at
+// a record it cannot decode, but first commits the good records it streamed
+// and checkpoints them; the bad record and what follows stay in the log.
+func TestStreamStoresWhatItHoldsBeforeAnUndecodableRecord(t *testing.T) {
+	dir := t.TempDir()
+	l, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		b := batchOf(i*10, 10)
+		b.StampVersion(1)
+		if _, err := l.Append(context.Background(), rowcodec.Encode(nil, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rec := range [][]byte{{99, 1, 2}, rowcodec.Encode(nil, batchOf(20, 10))} {
+		if _, err := l.Append(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	down := newFakeDown(0, nil)
+	s := openSink(t, dir, down, streamConfig(&fakeStreams{down: down}))
+	defer s.Close()
+	err = s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "record 3 cannot be decoded") {
+		t.Fatalf("Run: %v, want record 3 refused", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 20)) {
+		t.Fatalf("committed spans %v, want 0…19, the records before the bad one", got)
+	}
+	if st := s.Stats(); st.PendingRecords != 2 {
+		t.Fatalf("%d records pending, want 2 (the bad one and the one after it)", st.PendingRecords)
 	}
 }

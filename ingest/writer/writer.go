@@ -204,6 +204,11 @@ func (w *Writer) Accept(ctx context.Context, b ingest.Batch) error {
 // so a component batching for the writer can batch to the same size.
 func (w *Writer) MaxBatchSpans() int { return w.cfg.MaxBatchSpans }
 
+// InsertTimeout is the longest one INSERT, or one Stream from Begin to
+// Commit, may take (Config.InsertTimeout): whatever holds a stream open
+// must commit well within it.
+func (w *Writer) InsertTimeout() time.Duration { return w.cfg.InsertTimeout }
+
 // MaxBatchBytes is the row data one INSERT takes at most
 // (Config.MaxBatchBytes), for components batching for the writer.
 func (w *Writer) MaxBatchBytes() int64 { return w.cfg.MaxBatchBytes }
@@ -399,7 +404,8 @@ type Stream struct {
 }
 
 // Begin opens a stream whose statements must be committed within
-// Config.InsertTimeout. The store must be a StreamStore.
+// Config.InsertTimeout (see InsertTimeout). The store must be a
+// StreamStore.
 func (w *Writer) Begin(ctx context.Context) (*Stream, error) {
 	store, ok := w.store.(StreamStore)
 	if !ok {
