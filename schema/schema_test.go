@@ -304,11 +304,20 @@ func TestDetectedCapabilitiesOnTestServer(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesNegativeBlockBytes: a negative block bound is a mistake,
-// refused before anything connects; 0 means the default.
-func TestOpenRefusesNegativeBlockBytes(t *testing.T) {
-	_, err := schema.Open(context.Background(), schema.Config{Addr: "127.0.0.1:1", Database: "tally", BlockBytes: -1})
-	if err == nil || !strings.Contains(err.Error(), "insert block bytes -1: must be positive") {
-		t.Fatalf("Open with BlockBytes -1: %v, want the bound refused", err)
+// TestOpenRefusesNegativeBounds: a negative block bound or write timeout
+// is a mistake, refused before anything connects; 0 means the default.
+func TestOpenRefusesNegativeBounds(t *testing.T) {
+	for _, c := range []struct {
+		cfg  schema.Config
+		want string
+	}{
+		{schema.Config{BlockBytes: -1}, "insert block bytes -1: must be positive"},
+		{schema.Config{WriteTimeout: -time.Nanosecond}, "write timeout -1ns: must be positive"},
+	} {
+		c.cfg.Addr, c.cfg.Database = "127.0.0.1:1", "tally"
+		_, err := schema.Open(context.Background(), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open with %+v: %v, want %q", c.cfg, err, c.want)
+		}
 	}
 }

@@ -54,6 +54,11 @@ type Config struct {
 	// DefaultBlockBytes; the HTTP client (the embedded store) sends an
 	// INSERT as one block whatever it is.
 	BlockBytes int64
+	// WriteTimeout bounds one write to a server connection while nothing
+	// else bounds it (clickhouse-go sets no deadline while it sends an
+	// INSERT's blocks), so a server that stops reading fails the INSERT
+	// instead of holding the writer. 0 is DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 // DefaultBlockBytes is Config.BlockBytes unless set: 1 MiB, about 1,000
@@ -102,6 +107,12 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 	case cfg.BlockBytes == 0:
 		cfg.BlockBytes = DefaultBlockBytes
 	}
+	switch {
+	case cfg.WriteTimeout < 0:
+		return nil, fmt.Errorf("write timeout %s: must be positive (0 for the default, %s)", cfg.WriteTimeout, DefaultWriteTimeout)
+	case cfg.WriteTimeout == 0:
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
@@ -148,6 +159,7 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 			Settings:     settings,
 			Auth:         clickhouse.Auth{Database: "default", Username: user, Password: cfg.Password},
 			DialTimeout:  cfg.DialTimeout,
+			DialContext:  dialDeadline(cfg.DialTimeout, cfg.WriteTimeout),
 			MaxOpenConns: 16,
 			MaxIdleConns: 8,
 			Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
@@ -311,9 +323,9 @@ type Insert[R any] struct {
 
 // BeginSpans opens an INSERT into the spans table, for a writer that
 // appends several batches to one statement (Insert). ctx bounds opening the
-// statement and its Commit; the blocks Append sends are bounded by nothing
-// of clickhouse-go's (its Flush sets no deadline), only by the connection's
-// TCP timeouts.
+// statement and its Commit; each write of the blocks Append sends is
+// bounded by Config.WriteTimeout (clickhouse-go's Flush sets no deadline of
+// its own).
 func (s *Store) BeginSpans(ctx context.Context) (*Insert[Span], error) {
 	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes)
 }

@@ -31,6 +31,7 @@ type storeFlags struct {
 	embeddedSettings                            []string
 	embeddedMaxMemory                           int64
 	blockBytes                                  int64
+	writeTimeout                                time.Duration
 	dataDir                                     *string
 	addr, database, username, password, cluster string
 	fs                                          *pflag.FlagSet
@@ -57,6 +58,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&f.password, "clickhouse-password", "", "ClickHouse password")
 	fs.Int64Var(&f.blockBytes, "insert-block-bytes", schema.DefaultBlockBytes, "row data per block of an INSERT to a ClickHouse server: a larger INSERT is sent as several blocks of one statement (one part), so the client's buffers stay this size")
+	fs.DurationVar(&f.writeTimeout, "clickhouse-write-timeout", schema.DefaultWriteTimeout, "longest one write to a ClickHouse server may block while nothing else bounds it (an INSERT's blocks): a server that stops reading fails the INSERT, which is retried")
 	fs.StringVar(&f.cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers name) to create Replicated and Distributed tables on; empty for one server")
 	if dataDir == nil {
 		dataDir = new(string)
@@ -99,7 +101,7 @@ func (f *storeFlags) describe() string {
 
 func (f *storeFlags) config() schema.Config {
 	return schema.Config{Addr: f.addr, Database: f.database, Username: f.username, Password: f.password, Cluster: f.cluster,
-		BlockBytes: f.blockBytes}
+		BlockBytes: f.blockBytes, WriteTimeout: f.writeTimeout}
 }
 
 func (f *storeFlags) open(ctx context.Context) (*schema.Store, error) {
