@@ -355,19 +355,30 @@ func TestBatchLargerThanLogIs413(t *testing.T) {
 	}
 }
 
-func TestUndecodableRecordStopsRun(t *testing.T) {
+// writeLog writes records straight into a log in a new directory, as a
+// sink's earlier run (or an older build) left them, and returns the
+// directory.
+func writeLog(t *testing.T, recs ...[]byte) string {
+	t.Helper()
 	dir := t.TempDir()
 	l, err := wal.Open(dir, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(context.Background(), []byte{99, 1, 2}); err != nil {
-		t.Fatal(err)
+	defer l.Close()
+	for _, rec := range recs {
+		if _, err := l.Append(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
 	}
-	l.Close()
+	return dir
+}
+
+func TestUndecodableRecordStopsRun(t *testing.T) {
+	dir := writeLog(t, []byte{99, 1, 2})
 	s := openSink(t, dir, newFakeDown(0, nil), fastConfig())
 	defer s.Close()
-	err = s.Run(context.Background())
+	err := s.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "record 1 cannot be decoded") {
 		t.Fatalf("Run: %v", err)
 	}

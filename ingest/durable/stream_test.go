@@ -11,7 +11,6 @@ import (
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/rowcodec"
-	"github.com/tallyhq/tally/ingest/wal"
 )
 
 // fakeStreams opens streams that stage what is appended and hand it to
@@ -288,28 +287,17 @@ func TestStreamLightLoadCommitsAtOnce(t *testing.T) {
 // a record it cannot decode, but first commits the good records it streamed
 // and checkpoints them; the bad record and what follows stay in the log.
 func TestStreamStoresWhatItHoldsBeforeAnUndecodableRecord(t *testing.T) {
-	dir := t.TempDir()
-	l, err := wal.Open(dir, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var recs [][]byte
 	for i := range 2 {
 		b := batchOf(i*10, 10)
 		b.StampVersion(1)
-		if _, err := l.Append(context.Background(), rowcodec.Encode(nil, b)); err != nil {
-			t.Fatal(err)
-		}
+		recs = append(recs, rowcodec.Encode(nil, b))
 	}
-	for _, rec := range [][]byte{{99, 1, 2}, rowcodec.Encode(nil, batchOf(20, 10))} {
-		if _, err := l.Append(context.Background(), rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.Close()
+	dir := writeLog(t, append(recs, []byte{99, 1, 2}, rowcodec.Encode(nil, batchOf(20, 10)))...)
 	down := newFakeDown(0, nil)
 	s := openSink(t, dir, down, streamConfig(&fakeStreams{down: down}))
 	defer s.Close()
-	err = s.Run(context.Background())
+	err := s.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "record 3 cannot be decoded") {
 		t.Fatalf("Run: %v, want record 3 refused", err)
 	}
