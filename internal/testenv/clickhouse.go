@@ -434,6 +434,12 @@ func (s *ClickHouseServer) NewDatabase(t testing.TB) string {
 	return name
 }
 
+// execTimeout bounds one exec. A DROP DATABASE on ClickHouse 18.16 waits
+// for the queries and merges on its tables to stop, which on two cores
+// shared with the rest of the suite has taken over 30 s once; a cleanup
+// that times out fails its test, so the bound is generous.
+const execTimeout = 2 * time.Minute
+
 // exec runs one statement in the default database on a short-lived connection.
 func (s *ClickHouseServer) exec(statement string) error {
 	conn, err := s.open("default")
@@ -441,7 +447,7 @@ func (s *ClickHouseServer) exec(statement string) error {
 		return err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
 	defer cancel()
 	if err := conn.Exec(ctx, statement); err != nil {
 		return fmt.Errorf("ClickHouse %q: %w", statement, err)
