@@ -113,11 +113,6 @@ func TestInsertAndReadBack(t *testing.T) {
 	}
 }
 
-// TestInsertInBlocks writes one INSERT of ten spans in blocks of two
-// (Config.BlockBytes of two of the largest rows) and reads every row back
-// whole, arrays of different lengths included: the columns reset between
-// blocks must leave no row short or shifted. The INSERT is one statement,
-// so the server keeps it as one part.
 // blockRows are ten spans with 0 to 3 attributes and 0 to 2 events each.
 func blockRows() []schema.Span {
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -166,6 +161,11 @@ func checkStoredOnce(t *testing.T, s *schema.Store, db testenv.Database, rows []
 	}
 }
 
+// TestInsertInBlocks writes one INSERT of ten spans in blocks of two
+// (Config.BlockBytes of two of the largest rows) and reads every row back
+// whole, arrays of different lengths included: the columns reset between
+// blocks must leave no row short or shifted. The INSERT is one statement,
+// so the server keeps it as one part.
 func TestInsertInBlocks(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.NewStoreDatabase(t)

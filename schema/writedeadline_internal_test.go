@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,20 +20,27 @@ func stalledPeer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := make(chan net.Conn, 4)
+	var (
+		mu       sync.Mutex
+		accepted []net.Conn
+		done     = make(chan struct{})
+	)
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			accepted <- c
+			mu.Lock()
+			accepted = append(accepted, c)
+			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() {
 		ln.Close()
-		close(accepted)
-		for c := range accepted {
+		<-done
+		for _, c := range accepted {
 			c.Close()
 		}
 	})

@@ -154,8 +154,7 @@ const (
 // DefaultStreamBatchBytes is MaxBatchBytes for a drain that streams,
 // unless overridden: with the part size set by the stream, a batch bounds
 // only what the drain holds, and half the batch-by-batch 16 MiB measured
-// lower RSS and higher throughput (each batch is encoded while the last is
-// on the wire to ClickHouse).
+// lower RSS and no lower throughput (issue #18's note).
 const DefaultStreamBatchBytes = 8 << 20
 
 // DefaultConfig is the sink's configuration unless overridden.
@@ -491,7 +490,9 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		recovering bool
 	)
 	fail := func(err error) (stop bool) {
-		st.Abort()
+		if st != nil {
+			st.Abort()
+		}
 		st, upto, spans, bytes, recovering = nil, 0, 0, 0, true
 		if ctx.Err() != nil {
 			return true
@@ -516,6 +517,30 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		st, upto, spans, bytes = nil, 0, 0, 0
 		return nil
 	}
+	// add appends one batch, opening a stream for it if none is open, and
+	// commits the stream once a bound is reached.
+	add := func(p pending) error {
+		if st == nil {
+			var err error
+			if st, err = s.cfg.Begin(ctx); err != nil {
+				st = nil // a typed nil from the opener is not a stream
+				return fmt.Errorf("open stream: %w", err)
+			}
+			opened = time.Now()
+		}
+		if err := st.Append(ctx, p.batch); err != nil {
+			return fmt.Errorf("append %d spans: %w", len(p.batch.Spans), err)
+		}
+		upto, spans, bytes = p.upto, spans+len(p.batch.Spans), bytes+p.bytes
+		// After a failure every batch is a stream of its own until one
+		// commits: a failure that grows with the stream (a timeout, a
+		// server's memory limit) cannot then repeat forever.
+		if recovering || spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes ||
+			time.Since(opened) >= s.cfg.CommitInterval {
+			return commit()
+		}
+		return nil
+	}
 	defer func() {
 		if st != nil {
 			st.Abort() // not checkpointed: replayed after a restart
@@ -523,57 +548,29 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	}()
 	for ctx.Err() == nil {
 		p, err := s.next(d)
-		if err != nil {
-			// What the stream holds is good: store it before stopping on the
-			// record that cannot be read.
-			if st != nil && commit() == nil {
-				st = nil
+		switch {
+		case err != nil:
+			// What the stream holds is good: store it before stopping on
+			// the record that cannot be read.
+			if st != nil {
+				_ = commit() // on failure the deferred Abort ends it; the log keeps the records
 			}
 			return err
-		}
-		if p.upto == 0 {
-			if st != nil {
-				if err := commit(); err != nil {
-					if fail(err) {
-						return nil
-					}
-					if err := d.rewind(s.wal, s.wal.FirstSeq()); err != nil {
-						return err
-					}
-				}
-				continue // read again before waiting: records may have come
-			}
+		case p.upto == 0 && st == nil:
 			if err := s.idle(ctx, d); err != nil {
 				return err
 			}
 			continue
-		}
-		if st == nil {
-			if st, err = s.cfg.Begin(ctx); err != nil {
-				st = nopStream{}
-				err = fmt.Errorf("open stream: %w", err)
-			}
-			opened = time.Now()
-		}
-		if err == nil {
-			if err = st.Append(ctx, p.batch); err != nil {
-				err = fmt.Errorf("append %d spans: %w", len(p.batch.Spans), err)
-			}
-		}
-		n := len(p.batch.Spans)
-		// Append keeps nothing of the batch: its slices serve the next.
-		d.reuse(p.batch, s.cfg.MaxBatchSpans)
-		if ctx.Err() != nil {
-			return nil // the open stream is aborted, its records replayed after a restart
-		}
-		if err == nil {
-			upto, spans, bytes = p.upto, spans+n, bytes+p.bytes
-			// After a failure every batch is a stream of its own until one
-			// commits: a failure that grows with the stream (a timeout, a
-			// server's memory limit) cannot then repeat forever.
-			if recovering || spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes ||
-				time.Since(opened) >= s.cfg.CommitInterval {
-				err = commit()
+		case p.upto == 0:
+			// Caught up: store what the stream holds, then read again
+			// before waiting, as records may have come meanwhile.
+			err = commit()
+		default:
+			err = add(p)
+			// Append keeps nothing of the batch: its slices serve the next.
+			d.reuse(p.batch, s.cfg.MaxBatchSpans)
+			if ctx.Err() != nil {
+				return nil // the open stream is aborted, its records replayed after a restart
 			}
 		}
 		if err != nil {
@@ -587,14 +584,6 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	}
 	return nil
 }
-
-// nopStream stands for a stream that could not be opened, so the failure
-// takes the same path as a failed append.
-type nopStream struct{}
-
-func (nopStream) Append(context.Context, ingest.Batch) error { return nil }
-func (nopStream) Commit(context.Context) error               { return nil }
-func (nopStream) Abort()                                     {}
 
 // drain is Run's place in the log: its reader, a record read that did not
 // fit into the last batch, and slices kept for the next batch.
@@ -744,15 +733,21 @@ func (s *Sink) deliver(ctx context.Context, b ingest.Batch) (delivered, retried 
 	}
 }
 
-// retryWait records a failed downstream write and waits out its backoff
-// (see backoffWait), logging msg with attrs; false when ctx ended first.
+// retryWait records a failed downstream write and waits out its backoff,
+// logging msg with attrs; false when ctx ended first. The wait is backoff
+// with jitter, or the Retry-After a refusing downstream asks for when that
+// is longer (bounded by RetryMax).
 func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, msg string, attrs ...any) bool {
 	if !s.failing.Swap(true) {
 		s.progressed() // paced Accepts stop waiting for a drain that fails
 	}
 	s.retries.Add(1)
 	s.setErr(err)
-	wait := s.backoffWait(backoff, err)
+	wait := backoff/2 + rand.N(backoff/2+1)
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) && ra.RetryAfter() > wait {
+		wait = min(ra.RetryAfter(), s.cfg.RetryMax)
+	}
 	s.log.Warn(msg, append(attrs, "backoff", wait, "err", err)...)
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -762,18 +757,6 @@ func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, 
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// backoffWait is the wait after a failed write: backoff with jitter, or
-// the Retry-After a refusing downstream asks for when that is longer
-// (bounded by RetryMax).
-func (s *Sink) backoffWait(backoff time.Duration, err error) time.Duration {
-	wait := backoff/2 + rand.N(backoff/2+1)
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) && ra.RetryAfter() > wait {
-		wait = min(ra.RetryAfter(), s.cfg.RetryMax)
-	}
-	return wait
 }
 
 // Close closes the log. Call it after Run has returned.

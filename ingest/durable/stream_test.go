@@ -44,10 +44,10 @@ func (f *fakeStreams) setCommitsDown(down bool) {
 	f.mu.Unlock()
 }
 
-func (f *fakeStreams) counts() (opens, appends, commits, aborts int) {
+func (f *fakeStreams) counts() (opens, appends, aborts int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.opens, f.appends, f.commits, f.aborts
+	return f.opens, f.appends, f.aborts
 }
 
 type fakeStream struct {
@@ -171,7 +171,7 @@ func TestStreamCommitBounds(t *testing.T) {
 			if st := s.Stats(); st.PendingRecords != 0 || st.DeliveredSpans != 100 || st.Deliveries != uint64(len(c.commits)) {
 				t.Fatalf("stats %+v, want 0 pending, 100 delivered in %d deliveries", st, len(c.commits))
 			}
-			if opens, appends, _, aborts := streams.counts(); opens != len(c.commits) || appends != 10 || aborts != 0 {
+			if opens, appends, aborts := streams.counts(); opens != len(c.commits) || appends != 10 || aborts != 0 {
 				t.Fatalf("%d streams opened, %d appends, %d aborts; want %d, 10, 0", opens, appends, aborts, len(c.commits))
 			}
 		})
@@ -214,7 +214,7 @@ func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 			if st.Retries != 1 || st.DeliveredSpans != 100 || !strings.Contains(st.LastError, errStream.Error()) {
 				t.Fatalf("stats %+v, want 1 retry, 100 delivered and the stream's error", st)
 			}
-			if _, _, _, aborts := streams.counts(); aborts != c.aborts {
+			if _, _, aborts := streams.counts(); aborts != c.aborts {
 				t.Fatalf("%d streams aborted, want %d", aborts, c.aborts)
 			}
 		})
@@ -242,7 +242,7 @@ func TestStreamNotCommittedIsReplayed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, aborts := streams.counts(); aborts == 0 {
+	if _, _, aborts := streams.counts(); aborts == 0 {
 		t.Fatal("no stream was aborted after failed commits")
 	}
 
