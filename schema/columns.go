@@ -115,32 +115,39 @@ func timeCol[R any](name string, get func(*R) time.Time) column[R] {
 
 func strsCol[R any](name string, get func(*R) []string) column[R] {
 	return column[R]{name: name, typ: "Array(String)", appendRows: func(dst rowAppender, rows []R) error {
-		for i := range rows {
-			v := get(&rows[i])
-			if v == nil {
-				v = []string{}
-			}
-			if err := dst.AppendRow(v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendArrays(dst, rows, get)
 	}}
 }
 
 func u64sCol[R any](name string, get func(*R) []uint64) column[R] {
 	return column[R]{name: name, typ: "Array(UInt64)", appendRows: func(dst rowAppender, rows []R) error {
-		for i := range rows {
-			v := get(&rows[i])
-			if v == nil {
-				v = []uint64{}
-			}
-			if err := dst.AppendRow(v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendArrays(dst, rows, get)
 	}}
+}
+
+// appendArrays appends an Array column row by row, each row as a slice of
+// pointers to its elements: clickhouse-go hands every element of a plain
+// []T to its element column as an interface, which allocates a copy of
+// each string (and of each uint64 above 255) — one allocation per array
+// element, the most numerous of the INSERT path — while a pointer fits in
+// the interface as it is. The pointers' slice is one per call, reused from
+// row to row.
+func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
+	var ptrs []*T
+	for i := range rows {
+		v := get(&rows[i])
+		ptrs = ptrs[:0]
+		for j := range v {
+			ptrs = append(ptrs, &v[j])
+		}
+		if ptrs == nil {
+			ptrs = []*T{}
+		}
+		if err := dst.AppendRow(ptrs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // spanColumns is the spans table, in order.
