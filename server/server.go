@@ -223,6 +223,7 @@ type Server struct {
 	ingestChecks map[string]bool
 	api          *api.Handler
 	sink         receiver.Sink
+	sinkCopies   bool // sink is the durable log, which keeps no row of a batch (receiver.Config.SinkCopies)
 }
 
 // New builds a server in data-flow order: writer, durable log, receiver,
@@ -340,7 +341,7 @@ func (s *Server) openDurable(d DurableLog) error {
 	if err != nil {
 		return fmt.Errorf("open durable log: %w", err)
 	}
-	s.sink = sink
+	s.sink, s.sinkCopies = sink, true
 	s.jobs = append(s.jobs, func(ctx context.Context) {
 		if err := sink.Run(ctx); err != nil {
 			s.log.Error("durable log stopped delivering; spans stay in the log until this is fixed", "err", err)
@@ -384,7 +385,9 @@ func (s *Server) Handler() (http.Handler, error) {
 		s.checks[diskCheck] = func(context.Context) error { return s.opts.WriteGuard.Err() }
 		s.mu.Unlock()
 	}
-	recv := receiver.New(s.opts.Receiver, normalize, sink, ingestAuth, s.log, metrics)
+	rcfg := s.opts.Receiver
+	rcfg.SinkCopies = s.sinkCopies
+	recv := receiver.New(rcfg, normalize, sink, ingestAuth, s.log, metrics)
 
 	e := s.engine
 	e.Use(gin.CustomRecovery(func(c *gin.Context, err any) {

@@ -300,7 +300,10 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 // full log gives a *Refused with 503 and Retry-After; a batch too large for
 // the log ever, 413. Rows of b whose Version is zero get the current time
 // in nanoseconds (in place), so every later copy of a row is identical.
-// Accept may first wait for the drain (see Backpressure).
+// Accept keeps nothing of b's memory once it returns (the record is an
+// encoded copy), so b's strings may point into a buffer the caller reuses
+// afterwards (receiver.Config.SinkCopies). Accept may first wait for the
+// drain (see Backpressure).
 func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
 	if len(b.Spans) == 0 && len(b.Contents) == 0 {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/rowcodec"
@@ -384,5 +385,49 @@ func TestUndecodableRecordStopsRun(t *testing.T) {
 	}
 	if s.Stats().PendingRecords != 1 {
 		t.Fatal("the undecodable record was dropped")
+	}
+}
+
+// TestAcceptKeepsNothingOfTheBatch is the contract the receiver relies on
+// to let rows point into its pooled request buffer (receiver.Config.
+// SinkCopies): once Accept returns, the batch's memory may be overwritten
+// and the log still delivers the rows as they were.
+func TestAcceptKeepsNothingOfTheBatch(t *testing.T) {
+	want := batchOf(0, 3)
+	b := batchOf(0, 3)
+	// Every string of b is a view of one buffer, as the wire decoder's
+	// strings are of a request body.
+	var buf []byte
+	for i := range b.Spans {
+		buf = append(buf, b.Spans[i].SpanID...)
+		buf = append(buf, b.Spans[i].Name...)
+	}
+	pos := 0
+	view := func(n int) string {
+		s := unsafe.String(&buf[pos], n)
+		pos += n
+		return s
+	}
+	for i := range b.Spans {
+		b.Spans[i].SpanID = view(len(want.Spans[i].SpanID))
+		b.Spans[i].Name = view(len(want.Spans[i].Name))
+	}
+	down := newFakeDown(0, nil)
+	s := openSink(t, t.TempDir(), down, fastConfig())
+	defer s.Close()
+	accept(t, s, b)
+	for i := range buf {
+		buf[i] = 'X'
+	}
+	stop := run(t, s)
+	eventually(t, "three spans delivered", func() bool { return len(down.spanIDs()) == 3 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for i, sp := range down.spans {
+		if sp.SpanID != want.Spans[i].SpanID || sp.Name != want.Spans[i].Name {
+			t.Errorf("span %d delivered as (%q, %q), accepted as (%q, %q)", i, sp.SpanID, sp.Name,
+				want.Spans[i].SpanID, want.Spans[i].Name)
+		}
 	}
 }

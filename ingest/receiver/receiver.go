@@ -164,6 +164,15 @@ type Config struct {
 	// BodyRateGrace is how long any body may take before MinBodyRate
 	// applies (default 5s).
 	BodyRateGrace time.Duration
+
+	// SinkCopies says the sink keeps nothing of a batch's memory once
+	// Accept returns: it copies what it stores, as the durable log does
+	// (it encodes the rows into a record). The rows' strings then point
+	// into the request's pooled buffer until Accept returns, and the
+	// buffer goes back to the pool after it, instead of each protobuf
+	// body being copied once more for rows that outlive the request. Leave
+	// it false for a sink that queues the rows themselves.
+	SinkCopies bool
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -301,15 +310,22 @@ func (h *Handler) serve(rc *http.ResponseController, r *http.Request, format wir
 		return ingest.Rejected{}, fail
 	}
 	body := buf.Bytes()
-	if format != formatJSON {
-		// The wire decoder's strings, and so the rows', point into the
-		// body: they get a copy of their own, and the buffer goes back.
+	// The wire decoder's strings, and so the rows', point into a protobuf
+	// body: with a sink that copies they may point into the pooled buffer
+	// until Accept returns; otherwise they get a copy of their own and the
+	// buffer goes back at once (as for JSON, whose pdata copies).
+	borrowed := format != formatJSON && h.cfg.SinkCopies
+	if format != formatJSON && !borrowed {
 		body = bytes.Clone(body)
 	}
 	dec := h.getDecoder()
 	defer h.putDecoder(dec)
 	td, dropped, err := decode(body, format, h.cfg.MaxJSONDepth, dec)
-	h.putBuffer(buf) // pdata copies what it keeps
+	if borrowed {
+		defer h.putBuffer(buf)
+	} else {
+		h.putBuffer(buf)
+	}
 	if err != nil {
 		return ingest.Rejected{}, &requestError{status: http.StatusBadRequest, reason: "decode", message: err.Error()}
 	}
