@@ -80,13 +80,23 @@ func Normalize(td ptrace.Traces, opts Options) (Batch, Rejected) {
 // decoder reads them. The rows' strings may point into whatever tr's strings
 // point into (the request body), which must then outlive the rows.
 func NormalizeTraces(tr wire.Traces, opts Options) (Batch, Rejected) {
+	return NormalizeTracesInto(Batch{}, tr, opts)
+}
+
+// NormalizeTracesInto is NormalizeTraces appending the rows to dst's
+// slices, so that a caller done with a batch's rows once it has stored them
+// (the receiver in front of the durable log) reuses their memory for the
+// next request instead of allocating it again. On return dst's slices are
+// the returned batch's prefix.
+func NormalizeTracesInto(dst Batch, tr wire.Traces, opts Options) (Batch, Rejected) {
 	n := normalizer{opts: &opts, lim: opts.Limits, table: opts.Usage.table()}
 	if opts.Now != nil {
 		n.now = opts.Now().UTC()
 	} else {
 		n.now = time.Now().UTC()
 	}
-	batch := Batch{Spans: make([]schema.Span, 0, tr.SpanCount())}
+	batch := dst
+	batch.Spans = slices.Grow(batch.Spans, tr.SpanCount())
 	var rej Rejected
 	var msg strings.Builder
 	index := 0

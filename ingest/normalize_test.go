@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -1035,5 +1036,31 @@ func TestNormalizeFixtures(t *testing.T) {
 	}
 	if inner.Service != "trip-planner" || inner.AgentName != "trip-agent" || inner.Provider != "anthropic" {
 		t.Errorf("inner: service %q agent %q provider %q", inner.Service, inner.AgentName, inner.Provider)
+	}
+}
+
+// TestNormalizeIntoReusedBatch normalizes requests of different sizes one
+// after another into one batch's reused slices (emptied between them, as
+// the receiver does) and checks each gives exactly the rows a fresh
+// NormalizeTraces gives: nothing of an earlier request's rows survives in
+// a reused row.
+func TestNormalizeIntoReusedBatch(t *testing.T) {
+	opts := Options{Project: "p", Limits: DefaultLimits(), Pricer: &nopPricer{},
+		Now: func() time.Time { return time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC) }}
+	var batch Batch
+	for _, n := range []int{64, 9, 64, 1} {
+		tr := wire.FromPdata(realisticRequest(t, n))
+		want, wantRej := NormalizeTraces(tr, opts)
+		var rej Rejected
+		batch, rej = NormalizeTracesInto(batch, tr, opts)
+		if !reflect.DeepEqual(batch, want) || rej != wantRej {
+			t.Fatalf("%d spans into a reused batch differ from a fresh batch", n)
+		}
+		clear(batch.Spans)
+		clear(batch.Contents)
+		batch = Batch{Spans: batch.Spans[:0], Contents: batch.Contents[:0]}
+	}
+	if cap(batch.Spans) < 64 {
+		t.Errorf("batch kept room for %d spans, want the 64 of the largest request", cap(batch.Spans))
 	}
 }

@@ -369,10 +369,10 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, fmt.Errorf("register receiver metrics: %w", err)
 	}
 	nopts := s.opts.Normalize
-	normalize := func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+	normalize := func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
 		o := nopts
 		o.Project = project
-		return ingest.NormalizeTraces(tr, o)
+		return ingest.NormalizeTracesInto(dst, tr, o)
 	}
 	var ingestAuth receiver.Authenticator
 	if s.opts.Auth != nil {

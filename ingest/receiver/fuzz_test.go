@@ -75,7 +75,7 @@ func FuzzDecode(f *testing.F) {
 // handler with a no-op normalizer and sink.
 func BenchmarkExportProtobuf(b *testing.B) {
 	body := protoBody(b, traces(spanNames(100)...))
-	h := New(Config{}, func(wire.Traces, string) (ingest.Batch, ingest.Rejected) {
+	h := New(Config{}, func(ingest.Batch, wire.Traces, string) (ingest.Batch, ingest.Rejected) {
 		return ingest.Batch{Spans: make([]schema.Span, 1)}, ingest.Rejected{}
 	}, &sink{}, nil, nil, nil)
 	b.SetBytes(int64(len(body)))

@@ -98,11 +98,12 @@ type Sink interface {
 	Accept(ctx context.Context, b ingest.Batch) error
 }
 
-// Normalizer turns decoded OTLP traces of a project into rows, reporting the
-// spans it dropped as invalid. ingest.Normalize, bound to its limits and
-// pricer, is the production one.
-// The rows may keep strings of tr.
-type Normalizer func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected)
+// Normalizer turns decoded OTLP traces of a project into rows appended to
+// dst's slices (empty, and with capacity left by an earlier request when
+// the sink copies), reporting the spans it dropped as invalid.
+// ingest.NormalizeTracesInto, bound to its limits and pricer, is the
+// production one. The rows may keep strings of tr.
+type Normalizer func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected)
 
 // Authenticator decides which project a request writes to. An error wrapping
 // ErrUnauthenticated is answered 401, one wrapping ErrForbidden 403, one
@@ -221,6 +222,7 @@ type Handler struct {
 	buffers     sync.Pool // *bytes.Buffer holding request bodies
 	gzipReaders sync.Pool // *gzip.Reader
 	decoders    sync.Pool // *wire.Decoder
+	batches     sync.Pool // *ingest.Batch, emptied: rows' memory for the next request (Config.SinkCopies)
 }
 
 // New returns a Handler that decodes requests, normalizes them with normalize
@@ -340,7 +342,13 @@ func (h *Handler) serve(rc *http.ResponseController, r *http.Request, format wir
 			message: fmt.Sprintf("request has %d spans, more than the limit of %d spans per request", spans, maxSpans)}
 	}
 
-	batch, rejected := h.normalize(td, project)
+	var dst ingest.Batch
+	if borrowed { // the sink copies: the rows' memory is free once Accept returns
+		dst = h.getBatch()
+		defer func() { h.putBatch(dst) }()
+	}
+	batch, rejected := h.normalize(dst, td, project)
+	dst = batch
 	if len(batch.Spans) > 0 {
 		if fail := h.accept(r.Context(), batch); fail != nil {
 			h.metrics.refused(spans)
@@ -436,6 +444,29 @@ func (h *Handler) putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	h.buffers.Put(b)
+}
+
+// maxPooledSpans is the most span rows a pooled batch keeps room for: the
+// SDKs' export batches are 512 spans by default, and a rare larger request
+// leaves its memory to the garbage collector.
+const maxPooledSpans = 4096
+
+// getBatch returns an empty batch, with room for rows when the pool has one.
+func (h *Handler) getBatch() ingest.Batch {
+	if b, ok := h.batches.Get().(*ingest.Batch); ok {
+		return *b
+	}
+	return ingest.Batch{}
+}
+
+// putBatch empties b (its rows point into a request body) and pools it.
+func (h *Handler) putBatch(b ingest.Batch) {
+	if cap(b.Spans) == 0 || cap(b.Spans) > maxPooledSpans || cap(b.Contents) > 2*maxPooledSpans {
+		return
+	}
+	clear(b.Spans)
+	clear(b.Contents)
+	h.batches.Put(&ingest.Batch{Spans: b.Spans[:0], Contents: b.Contents[:0]})
 }
 
 // getDecoder returns a pooled protobuf decoder.

@@ -42,8 +42,8 @@ const (
 
 // fakeNormalize keeps every span whose name does not start with "bad" and
 // rejects the others, one message per rejected span.
-func fakeNormalize(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
-	var batch ingest.Batch
+func fakeNormalize(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+	batch := dst
 	var rejected ingest.Rejected
 	var reasons []string
 	for _, rs := range tr.Resources {
@@ -306,7 +306,7 @@ type decodedSpan struct {
 
 // capture returns a normalizer that records what it saw, and keeps every span.
 func capture(seen *[]decodedSpan) Normalizer {
-	return func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+	return func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
 		for _, rs := range tr.Resources {
 			service := attr(rs.Attributes, "service.name")
 			for _, ss := range rs.Scopes {
@@ -324,7 +324,7 @@ func capture(seen *[]decodedSpan) Normalizer {
 				}
 			}
 		}
-		return fakeNormalize(tr, project)
+		return fakeNormalize(dst, tr, project)
 	}
 }
 
@@ -1098,7 +1098,8 @@ func (s *copyingSink) Accept(_ context.Context, b ingest.Batch) error {
 // keeps the rows themselves must still see the first request's names after
 // the later ones (the receiver copied the body for them); a sink that copies
 // during Accept, with SinkCopies, must have copied every request's own
-// names (the rows pointed into the buffer only while it held it).
+// names (the rows pointed into the buffer, and were kept in slices the next
+// request reuses, only while it held them).
 func TestRowsAndTheRequestBuffer(t *testing.T) {
 	requests := [][]string{{"alpha", "bravo"}, {"gamma", "delta"}, {"omega", "sigma"}}
 	var want []string
@@ -1123,7 +1124,15 @@ func TestRowsAndTheRequestBuffer(t *testing.T) {
 	})
 	t.Run("sink copies", func(t *testing.T) {
 		s := &copyingSink{}
-		h := newHandler(t, Config{SinkCopies: true}, s)
+		// The rows' slices are reused from request to request: each
+		// request must still start from none.
+		normalize := func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+			if len(dst.Spans) != 0 || len(dst.Contents) != 0 {
+				t.Errorf("normalizer handed %d spans and %d contents already", len(dst.Spans), len(dst.Contents))
+			}
+			return fakeNormalize(dst, tr, project)
+		}
+		h := New(Config{SinkCopies: true}, normalize, s, nil, nil, nil)
 		for _, names := range requests {
 			if w := serve(h, request(protoBody(t, traces(names...)), contentProtobuf)); w.Code != http.StatusOK {
 				t.Fatalf("status %d: %s", w.Code, w.Body)

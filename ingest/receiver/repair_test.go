@@ -94,8 +94,8 @@ func TestBadIDsCountTowardSpanLimit(t *testing.T) {
 // spans in mixed_valid_invalid.json, the second ends (1000) before it starts
 // (2000); the other two are stored.
 func TestRealNormalize(t *testing.T) {
-	normalize := func(tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
-		return ingest.NormalizeTraces(tr, ingest.Options{Project: project, Limits: ingest.DefaultLimits(),
+	normalize := func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+		return ingest.NormalizeTracesInto(dst, tr, ingest.Options{Project: project, Limits: ingest.DefaultLimits(),
 			Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 	}
 	s := &sink{}
