@@ -166,16 +166,21 @@ func BenchmarkNormalizePdata(b *testing.B) {
 	b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
 }
 
-// BenchmarkNormalizeOnly is BenchmarkNormalize without the decode.
-func BenchmarkNormalizeOnly(b *testing.B) {
-	const spans = 512
-	data := marshalled(b, realisticRequest(b, spans))
+// decodedRequest is a realistic request of n spans, decoded by the wire
+// decoder, and the options the Normalize benchmarks run with.
+func decodedRequest(b *testing.B, n int) (wire.Traces, Options) {
 	var d wire.Decoder
-	tr, err := d.Decode(data)
+	tr, err := d.Decode(marshalled(b, realisticRequest(b, n)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
+	return tr, Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
+}
+
+// BenchmarkNormalizeOnly is BenchmarkNormalize without the decode.
+func BenchmarkNormalizeOnly(b *testing.B) {
+	const spans = 512
+	tr, opts := decodedRequest(b, spans)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -189,13 +194,7 @@ func BenchmarkNormalizeOnly(b *testing.B) {
 // durable log.
 func BenchmarkNormalizeInto(b *testing.B) {
 	const spans = 512
-	data := marshalled(b, realisticRequest(b, spans))
-	var d wire.Decoder
-	tr, err := d.Decode(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := Options{Project: "bench", Limits: DefaultLimits(), Pricer: &nopPricer{}}
+	tr, opts := decodedRequest(b, spans)
 	var batch Batch
 	b.ReportAllocs()
 	b.ResetTimer()
