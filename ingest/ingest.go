@@ -29,6 +29,15 @@ func (b Batch) StampVersion(v uint64) {
 	}
 }
 
+// Emptied is b with no rows and its slices' capacity, for the next batch to
+// reuse; the rows it had are zeroed first, so the slices keep none of their
+// strings (and so no request body or log record) alive.
+func (b Batch) Emptied() Batch {
+	clear(b.Spans)
+	clear(b.Contents)
+	return Batch{Spans: b.Spans[:0], Contents: b.Contents[:0]}
+}
+
 // Rejected counts the spans of a request that were dropped as invalid, with a
 // message naming the first problems, for OTLP's partial_success.
 type Rejected struct {

@@ -1056,9 +1056,7 @@ func TestNormalizeIntoReusedBatch(t *testing.T) {
 		if !reflect.DeepEqual(batch, want) || rej != wantRej {
 			t.Fatalf("%d spans into a reused batch differ from a fresh batch", n)
 		}
-		clear(batch.Spans)
-		clear(batch.Contents)
-		batch = Batch{Spans: batch.Spans[:0], Contents: batch.Contents[:0]}
+		batch = batch.Emptied()
 	}
 	if cap(batch.Spans) < 64 {
 		t.Errorf("batch kept room for %d spans, want the 64 of the largest request", cap(batch.Spans))

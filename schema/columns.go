@@ -140,9 +140,6 @@ func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
 		for j := range v {
 			ptrs = append(ptrs, &v[j])
 		}
-		if ptrs == nil {
-			ptrs = []*T{}
-		}
 		if err := dst.AppendRow(ptrs); err != nil {
 			return err
 		}

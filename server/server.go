@@ -223,7 +223,6 @@ type Server struct {
 	ingestChecks map[string]bool
 	api          *api.Handler
 	sink         receiver.Sink
-	sinkCopies   bool // sink is the durable log, which keeps no row of a batch (receiver.Config.SinkCopies)
 }
 
 // New builds a server in data-flow order: writer, durable log, receiver,
@@ -341,7 +340,7 @@ func (s *Server) openDurable(d DurableLog) error {
 	if err != nil {
 		return fmt.Errorf("open durable log: %w", err)
 	}
-	s.sink, s.sinkCopies = sink, true
+	s.sink = sink
 	s.jobs = append(s.jobs, func(ctx context.Context) {
 		if err := sink.Run(ctx); err != nil {
 			s.log.Error("durable log stopped delivering; spans stay in the log until this is fixed", "err", err)
@@ -386,7 +385,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		s.mu.Unlock()
 	}
 	rcfg := s.opts.Receiver
-	rcfg.SinkCopies = s.sinkCopies
+	_, rcfg.SinkCopies = s.sink.(*durable.Sink) // the log encodes a batch before Accept returns
 	recv := receiver.New(rcfg, normalize, sink, ingestAuth, s.log, metrics)
 
 	e := s.engine

@@ -624,9 +624,7 @@ func (d *drain) reuse(b ingest.Batch, maxSpans int) {
 	if cap(b.Spans) > 2*maxSpans {
 		return
 	}
-	clear(b.Spans)
-	clear(b.Contents)
-	d.spare = ingest.Batch{Spans: b.Spans[:0], Contents: b.Contents[:0]}
+	d.spare = b.Emptied()
 }
 
 // next gathers committed records, from the carried one on, into a batch of

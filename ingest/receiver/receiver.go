@@ -345,10 +345,11 @@ func (h *Handler) serve(rc *http.ResponseController, r *http.Request, format wir
 	var dst ingest.Batch
 	if borrowed { // the sink copies: the rows' memory is free once Accept returns
 		dst = h.getBatch()
-		defer func() { h.putBatch(dst) }()
 	}
 	batch, rejected := h.normalize(dst, td, project)
-	dst = batch
+	if borrowed {
+		defer h.putBatch(batch)
+	}
 	if len(batch.Spans) > 0 {
 		if fail := h.accept(r.Context(), batch); fail != nil {
 			h.metrics.refused(spans)
@@ -464,9 +465,8 @@ func (h *Handler) putBatch(b ingest.Batch) {
 	if cap(b.Spans) == 0 || cap(b.Spans) > maxPooledSpans || cap(b.Contents) > 2*maxPooledSpans {
 		return
 	}
-	clear(b.Spans)
-	clear(b.Contents)
-	h.batches.Put(&ingest.Batch{Spans: b.Spans[:0], Contents: b.Contents[:0]})
+	e := b.Emptied()
+	h.batches.Put(&e)
 }
 
 // getDecoder returns a pooled protobuf decoder.

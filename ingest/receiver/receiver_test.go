@@ -1092,54 +1092,30 @@ func (s *copyingSink) Accept(_ context.Context, b ingest.Batch) error {
 	return nil
 }
 
-// TestRowsAndTheRequestBuffer sends protobuf requests one after another,
-// each with names of the same lengths in the same places, so a request's
-// body lands where the previous one's was in the pooled buffer. A sink that
-// keeps the rows themselves must still see the first request's names after
-// the later ones (the receiver copied the body for them); a sink that copies
-// during Accept, with SinkCopies, must have copied every request's own
-// names (the rows pointed into the buffer, and were kept in slices the next
-// request reuses, only while it held them).
-func TestRowsAndTheRequestBuffer(t *testing.T) {
-	requests := [][]string{{"alpha", "bravo"}, {"gamma", "delta"}, {"omega", "sigma"}}
+// TestRowsBorrowTheBodyWhenTheSinkCopies is TestRowsKeepTheirBody for a
+// sink that copies during Accept (Config.SinkCopies): the rows point into
+// the pooled body buffer, and sit in slices the next request reuses, only
+// while Accept runs, so each request's own names must have been copied
+// although every body lands where the previous one was.
+func TestRowsBorrowTheBodyWhenTheSinkCopies(t *testing.T) {
+	s := &copyingSink{}
+	// The rows' slices are reused from request to request: each request
+	// must still start from none.
+	normalize := func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
+		if len(dst.Spans) != 0 || len(dst.Contents) != 0 {
+			t.Errorf("normalizer handed %d spans and %d contents already", len(dst.Spans), len(dst.Contents))
+		}
+		return fakeNormalize(dst, tr, project)
+	}
+	h := New(Config{SinkCopies: true}, normalize, s, nil, nil, nil)
 	var want []string
-	for _, names := range requests {
+	for _, names := range [][]string{{"alpha", "bravo"}, {"gamma", "delta"}, {"omega", "sigma"}} {
+		if w := serve(h, request(protoBody(t, traces(names...)), contentProtobuf)); w.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
 		want = append(want, names...)
 	}
-	t.Run("sink keeps the rows", func(t *testing.T) {
-		s := &sink{}
-		h := newHandler(t, Config{}, s)
-		for _, names := range requests {
-			if w := serve(h, request(protoBody(t, traces(names...)), contentProtobuf)); w.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", w.Code, w.Body)
-			}
-		}
-		var got []string
-		for _, sp := range s.spans() {
-			got = append(got, sp.Name)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("kept rows' names = %q, want %q", got, want)
-		}
-	})
-	t.Run("sink copies", func(t *testing.T) {
-		s := &copyingSink{}
-		// The rows' slices are reused from request to request: each
-		// request must still start from none.
-		normalize := func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected) {
-			if len(dst.Spans) != 0 || len(dst.Contents) != 0 {
-				t.Errorf("normalizer handed %d spans and %d contents already", len(dst.Spans), len(dst.Contents))
-			}
-			return fakeNormalize(dst, tr, project)
-		}
-		h := New(Config{SinkCopies: true}, normalize, s, nil, nil, nil)
-		for _, names := range requests {
-			if w := serve(h, request(protoBody(t, traces(names...)), contentProtobuf)); w.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", w.Code, w.Body)
-			}
-		}
-		if !slices.Equal(s.names, want) {
-			t.Errorf("copied names = %q, want %q", s.names, want)
-		}
-	})
+	if !slices.Equal(s.names, want) {
+		t.Errorf("copied names = %q, want %q", s.names, want)
+	}
 }
