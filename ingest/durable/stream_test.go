@@ -24,6 +24,11 @@ type fakeStreams struct {
 	opens, appends, commits, aborts  int
 	failOpen, failAppend, failCommit int
 	commitsDown                      bool
+	// holdCommit, when set, is the commit (counted from 1) that waits for
+	// release to be closed before it proceeds; committing is closed when
+	// it starts waiting.
+	holdCommit          int
+	committing, release chan struct{}
 }
 
 var errStream = errors.New("clickhouse: connection reset")
@@ -73,7 +78,12 @@ func (s *fakeStream) Commit(ctx context.Context) error {
 	s.f.mu.Lock()
 	s.f.commits++
 	fail := s.f.commits == s.f.failCommit || s.f.commitsDown
+	hold := s.f.commits == s.f.holdCommit
 	s.f.mu.Unlock()
+	if hold {
+		close(s.f.committing)
+		<-s.f.release
+	}
 	if fail {
 		return errStream
 	}
@@ -195,7 +205,9 @@ func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, []int{30, 10, 30, 30}, 0},
 		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, []int{10, 30, 30, 30}, 1},
 		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, []int{30, 10, 30, 30}, 1},
-		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, []int{10, 30, 30, 30}, 1},
+		// The first stream commits in the background while the second is
+		// appended: both are aborted.
+		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, []int{10, 30, 30, 30}, 2},
 		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, []int{30, 30, 30, 10}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,5 +318,102 @@ func TestStreamStoresWhatItHoldsBeforeAnUndecodableRecord(t *testing.T) {
 	}
 	if st := s.Stats(); st.PendingRecords != 2 {
 		t.Fatalf("%d records pending, want 2 (the bad one and the one after it)", st.PendingRecords)
+	}
+}
+
+// TestStreamCommitsBehindTheNextStream: a stream that reached its bound
+// commits while the drain appends the next one, so ClickHouse writing a
+// part does not stall the drain; but the checkpoint stays behind the
+// stream in flight, and a second full stream waits for it rather than
+// committing out of order.
+func TestStreamCommitsBehindTheNextStream(t *testing.T) {
+	down := newFakeDown(0, nil)
+	streams := &fakeStreams{down: down, holdCommit: 1,
+		committing: make(chan struct{}), release: make(chan struct{})}
+	cfg := streamConfig(streams)
+	cfg.CommitSpans = 30
+	s := openSink(t, t.TempDir(), down, cfg)
+	defer s.Close()
+	var released sync.Once
+	release := func() { released.Do(func() { close(streams.release) }) }
+	defer release() // a failing test must not leave the drain held
+	prefill(t, s, 10)
+	stop := run(t, s)
+	<-streams.committing
+	// Records 1–3 are in the held commit; the drain goes on with 4–6 in a
+	// second stream, full at 30 spans, whose commit waits for the first.
+	eventually(t, "the second stream appended", func() bool {
+		_, appends, _ := streams.counts()
+		return appends == 6
+	})
+	time.Sleep(20 * time.Millisecond) // room for a wrong drain to go further
+	if opens, appends, _ := streams.counts(); opens != 2 || appends != 6 {
+		t.Fatalf("while the first commit is held: %d streams opened, %d appends; want 2 and 6", opens, appends)
+	}
+	if st := s.Stats(); st.PendingRecords != 10 || st.DeliveredSpans != 0 || len(down.spanIDs()) != 0 {
+		t.Fatalf("while the first commit is held: stats %+v, %d spans stored; want 10 records pending, nothing delivered",
+			st, len(down.spanIDs()))
+	}
+	release()
+	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
+		t.Fatalf("committed spans %v, want 0…99 once in order", got)
+	}
+	down.mu.Lock()
+	commits := slices.Clone(down.batches)
+	down.mu.Unlock()
+	if !slices.Equal(commits, []int{30, 30, 30, 10}) {
+		t.Fatalf("spans per commit %v, want 30, 30, 30, 10", commits)
+	}
+	if st := s.Stats(); st.DeliveredSpans != 100 || st.Deliveries != 4 || st.Retries != 0 {
+		t.Fatalf("stats %+v, want 100 spans delivered in 4 deliveries, no retry", st)
+	}
+}
+
+// TestStreamFailedBackgroundCommitIsRewritten: the background commit of the
+// first stream fails while a second stream holds the records after it and
+// its commit waits; both are aborted, nothing is checkpointed, and every
+// record from the first on is rewritten once in order.
+func TestStreamFailedBackgroundCommitIsRewritten(t *testing.T) {
+	down := newFakeDown(0, nil)
+	streams := &fakeStreams{down: down, holdCommit: 1, failCommit: 1,
+		committing: make(chan struct{}), release: make(chan struct{})}
+	cfg := streamConfig(streams)
+	cfg.CommitSpans = 30
+	s := openSink(t, t.TempDir(), down, cfg)
+	defer s.Close()
+	var released sync.Once
+	release := func() { released.Do(func() { close(streams.release) }) }
+	defer release() // a failing test must not leave the drain held
+	prefill(t, s, 10)
+	stop := run(t, s)
+	<-streams.committing
+	eventually(t, "the second stream appended", func() bool {
+		_, appends, _ := streams.counts()
+		return appends == 6
+	})
+	release() // the held commit now fails
+	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
+		t.Fatalf("committed spans %v, want 0…99 once in order", got)
+	}
+	down.mu.Lock()
+	commits := slices.Clone(down.batches)
+	down.mu.Unlock()
+	// The rewrite starts with a one-batch stream, then streams of 30 again.
+	if !slices.Equal(commits, []int{10, 30, 30, 30}) {
+		t.Fatalf("spans per commit %v, want 10, 30, 30, 30", commits)
+	}
+	if _, appends, aborts := streams.counts(); aborts != 2 || appends != 16 {
+		t.Fatalf("%d streams aborted, %d appends; want 2 (the failed one and the one behind it) and 6 + 10", aborts, appends)
+	}
+	if st := s.Stats(); st.Retries != 1 || st.DeliveredSpans != 100 {
+		t.Fatalf("stats %+v, want 1 retry and 100 spans delivered", st)
 	}
 }
