@@ -662,8 +662,29 @@ type drain struct {
 	carry pending
 	// The slices of batches delivered at the first attempt are reused: a
 	// batch and the carried record that starts the next one take turns
-	// with two sets of slices, so none is grown again.
-	spare ingest.Batch
+	// with two sets of slices, so none is grown again. Both are kept while
+	// neither is in use (the drain caught up with nothing carried), or the
+	// next carry would start from nothing and grow a batch's slices again.
+	spares []ingest.Batch
+}
+
+// spare returns kept slices for a batch, or none.
+func (d *drain) spare() ingest.Batch {
+	n := len(d.spares)
+	if n == 0 {
+		return ingest.Batch{}
+	}
+	b := d.spares[n-1]
+	d.spares = d.spares[:n-1]
+	return b
+}
+
+// keep holds b's slices, without their rows, for a later batch: at most
+// two sets, the most a batch and a carry use at once.
+func (d *drain) keep(b ingest.Batch) {
+	if len(d.spares) < 2 && (cap(b.Spans) > 0 || cap(b.Contents) > 0) {
+		d.spares = append(d.spares, b.Emptied())
+	}
 }
 
 func (s *Sink) newDrain() (*drain, error) {
@@ -691,7 +712,7 @@ func (d *drain) reuse(b ingest.Batch, maxSpans int) {
 	if cap(b.Spans) > 2*maxSpans {
 		return
 	}
-	d.spare = b.Emptied()
+	d.keep(b)
 }
 
 // next gathers committed records, from the carried one on, into a batch of
@@ -701,7 +722,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 	p := d.carry
 	d.carry = pending{}
 	if p.upto == 0 {
-		p.batch, d.spare = d.spare, ingest.Batch{}
+		p.batch = d.spare()
 	}
 	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
 		seq, rec, err := d.r.Next()
@@ -717,7 +738,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 		if err == nil && p.upto != 0 &&
 			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
 			into = &d.carry
-			d.carry.batch, d.spare = d.spare, ingest.Batch{}
+			d.carry.batch = d.spare()
 		}
 		// Decoded in place at the end of the batch: no copy when
 		// records are coalesced.
@@ -733,7 +754,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 		}
 	}
 	if p.upto == 0 {
-		d.spare = p.batch // empty: nothing was read
+		d.keep(p.batch) // empty: nothing was read
 	}
 	return p, nil
 }
