@@ -331,6 +331,7 @@ func (s *Server) openDurable(d DurableLog) error {
 				interval, limit)
 		}
 		cfg.Begin = func(ctx context.Context) (durable.Stream, error) { return s.writer.Begin(ctx) }
+		cfg.StreamTimeout = s.writer.InsertTimeout()
 		cfg.MaxBatchBytes = d.StreamBatchBytes
 		if cfg.MaxBatchBytes <= 0 {
 			cfg.MaxBatchBytes = durable.DefaultStreamBatchBytes

@@ -86,7 +86,8 @@ type Downstream interface {
 // any of them may be stored after a failure or Abort. Append keeps nothing
 // of b once it returns. After an error from Append or Commit the drain
 // calls Abort and rewrites the stream's records (delivery is at least once,
-// as below).
+// as below). The drain may call Commit and Abort on a goroutine of their
+// own while it opens and appends to the next stream (see Run).
 type Stream interface {
 	Append(ctx context.Context, b ingest.Batch) error
 	Commit(ctx context.Context) error
@@ -130,6 +131,13 @@ type Config struct {
 	CommitSpans    int
 	CommitBytes    int64
 	CommitInterval time.Duration
+	// StreamTimeout is the longest a stream may take from Begin to the end
+	// of its Commit (the writer's InsertTimeout). The stream opened behind
+	// one committing in the background waits for that commit before its
+	// own, on its own clock; so a full stream commits behind the next only
+	// while the last commit took at most a quarter of StreamTimeout, and in
+	// the foreground when ClickHouse is that slow. Zero: always behind.
+	StreamTimeout time.Duration
 }
 
 // DefaultPaceBytes is Config.PaceBytes unless overridden: four batches of
@@ -484,7 +492,10 @@ func (s *Sink) Run(ctx context.Context) error {
 // most one commit is in flight, and the next stream's commit starts only
 // after it returned, so checkpoints advance in log order and never past a
 // record whose stream has not committed. The stream in flight holds no
-// batch: its blocks have been sent.
+// batch of the drain's, only its last block in the client until its Commit
+// returns. Once a commit took more than a quarter of StreamTimeout,
+// streams commit in the foreground until one is quick again: the stream
+// behind a slow commit would spend its own budget waiting for it.
 //
 // A failed open, append or commit aborts the open stream (and, for a failed
 // background commit, the one appended after it); after the backoff the drain
@@ -506,6 +517,8 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		// flight is the result of the commit running in the background,
 		// nil when none is.
 		flight chan error
+		// lastCommit is how long the last commit took, in nanoseconds.
+		lastCommit atomic.Int64
 	)
 	// committed records a commit of spans up to record upto; it may run on
 	// the background commit's goroutine.
@@ -515,20 +528,41 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		s.deliveries.Add(1)
 		s.checkpoint(upto)
 	}
-	// settle waits for the background commit, if any, and returns its error.
-	settle := func() error {
-		if flight == nil {
-			return nil
-		}
-		err := <-flight
+	// result takes the background commit's result.
+	result := func(err error) error {
 		flight = nil
 		if err == nil {
 			backoff, recovering = s.cfg.RetryMin, false
 		}
 		return err
 	}
+	// settle waits for the background commit, if any, and returns its error.
+	settle := func() error {
+		if flight == nil {
+			return nil
+		}
+		return result(<-flight)
+	}
+	// poll returns the background commit's error if it has failed, so the
+	// drain stops appending to a stream that will be rewritten anyway.
+	poll := func() error {
+		select {
+		case err := <-flight: // never ready while flight is nil
+			return result(err)
+		default:
+			return nil
+		}
+	}
+	// report records a failed commit whose error the drain does not retry
+	// on (another failure is already handled, or Run is ending).
+	report := func(err error) {
+		if err != nil {
+			s.setErr(err)
+			s.log.Warn("durable log: commit failed; its records stay in the log and are written again", "err", err)
+		}
+	}
 	fail := func(err error) (stop bool) {
-		_ = settle() // a stream that failed after it is rewritten anyway
+		report(settle()) // its records come after the checkpoint too: rewritten below
 		if st != nil {
 			st.Abort()
 		}
@@ -549,9 +583,11 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		if err := settle(); err != nil {
 			return err
 		}
+		start := time.Now()
 		if err := st.Commit(ctx); err != nil {
 			return fmt.Errorf("commit %d spans: %w", spans, err)
 		}
+		lastCommit.Store(int64(time.Since(start)))
 		committed(upto, spans)
 		backoff, recovering = s.cfg.RetryMin, false
 		st, upto, spans, bytes = nil, 0, 0, 0
@@ -565,7 +601,9 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		}
 		done := make(chan error, 1)
 		go func(st Stream, upto uint64, spans int) {
+			start := time.Now()
 			err := st.Commit(ctx)
+			lastCommit.Store(int64(time.Since(start)))
 			if err != nil {
 				st.Abort()
 				err = fmt.Errorf("commit %d spans: %w", spans, err)
@@ -601,12 +639,18 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			// forever.
 			return commit()
 		case spans >= s.cfg.CommitSpans || bytes >= s.cfg.CommitBytes || time.Since(opened) >= s.cfg.CommitInterval:
+			if err := settle(); err != nil { // first: its duration decides
+				return err
+			}
+			if s.cfg.StreamTimeout > 0 && time.Duration(lastCommit.Load()) > s.cfg.StreamTimeout/4 {
+				return commit() // ClickHouse is slow: the next stream would wait on its own clock
+			}
 			return commitBehind()
 		}
 		return nil
 	}
 	defer func() {
-		_ = settle() // its goroutine checkpoints before Run returns
+		report(settle()) // its goroutine checkpoints before Run returns
 		if st != nil {
 			st.Abort() // not checkpointed: replayed after a restart
 		}
@@ -618,7 +662,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			// What the streams hold is good: store it before stopping on
 			// the record that cannot be read.
 			if st != nil {
-				_ = commit() // on failure the deferred Abort ends it; the log keeps the records
+				report(commit()) // on failure the deferred Abort ends it; the log keeps the records
 			}
 			return err
 		case p.upto == 0 && st == nil:
@@ -636,7 +680,9 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			// before waiting, as records may have come meanwhile.
 			err = commit()
 		default:
-			err = add(p)
+			if err = poll(); err == nil {
+				err = add(p)
+			}
 			// Append keeps nothing of the batch: its slices serve the next.
 			d.reuse(p.batch, s.cfg.MaxBatchSpans)
 			if ctx.Err() != nil {

@@ -29,6 +29,10 @@ type fakeStreams struct {
 	// it starts waiting.
 	holdCommit          int
 	committing, release chan struct{}
+	// slowCommit, when set, is the commit (counted from 1) that takes
+	// slowBy before it proceeds.
+	slowCommit int
+	slowBy     time.Duration
 }
 
 var errStream = errors.New("clickhouse: connection reset")
@@ -79,7 +83,11 @@ func (s *fakeStream) Commit(ctx context.Context) error {
 	s.f.commits++
 	fail := s.f.commits == s.f.failCommit || s.f.commitsDown
 	hold := s.f.commits == s.f.holdCommit
+	slow := s.f.commits == s.f.slowCommit
 	s.f.mu.Unlock()
+	if slow {
+		time.Sleep(s.f.slowBy)
+	}
 	if hold {
 		close(s.f.committing)
 		<-s.f.release
@@ -198,17 +206,18 @@ func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 		name    string
 		set     func(*fakeStreams)
 		commits []int // spans per commit
-		// aborted streams: one whose open failed has nothing to abort
-		aborts int
+		// aborted streams: one whose open failed has nothing to abort;
+		// abortsOr, when set, is also accepted
+		aborts, abortsOr int
 	}{
-		{"open of the first stream", func(f *fakeStreams) { f.failOpen = 1 }, []int{10, 30, 30, 30}, 0},
-		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, []int{30, 10, 30, 30}, 0},
-		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, []int{10, 30, 30, 30}, 1},
-		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, []int{30, 10, 30, 30}, 1},
-		// The first stream commits in the background while the second is
-		// appended: both are aborted.
-		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, []int{10, 30, 30, 30}, 2},
-		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, []int{30, 30, 30, 10}, 1},
+		{"open of the first stream", func(f *fakeStreams) { f.failOpen = 1 }, []int{10, 30, 30, 30}, 0, 0},
+		{"open of the second stream", func(f *fakeStreams) { f.failOpen = 2 }, []int{30, 10, 30, 30}, 0, 0},
+		{"second append of the first stream", func(f *fakeStreams) { f.failAppend = 2 }, []int{10, 30, 30, 30}, 1, 1},
+		{"first append of the second stream", func(f *fakeStreams) { f.failAppend = 4 }, []int{30, 10, 30, 30}, 1, 1},
+		// The first stream commits in the background: the second is
+		// aborted too when the drain opened it before it saw the failure.
+		{"first commit", func(f *fakeStreams) { f.failCommit = 1 }, []int{10, 30, 30, 30}, 1, 2},
+		{"last commit", func(f *fakeStreams) { f.failCommit = 4 }, []int{30, 30, 30, 10}, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			down := newFakeDown(0, nil)
@@ -226,8 +235,8 @@ func TestStreamFailureRewritesFromTheCheckpoint(t *testing.T) {
 			if st.Retries != 1 || st.DeliveredSpans != 100 || !strings.Contains(st.LastError, errStream.Error()) {
 				t.Fatalf("stats %+v, want 1 retry, 100 delivered and the stream's error", st)
 			}
-			if _, _, aborts := streams.counts(); aborts != c.aborts {
-				t.Fatalf("%d streams aborted, want %d", aborts, c.aborts)
+			if _, _, aborts := streams.counts(); aborts != c.aborts && aborts != c.abortsOr {
+				t.Fatalf("%d streams aborted, want %d or %d", aborts, c.aborts, c.abortsOr)
 			}
 		})
 	}
@@ -339,7 +348,7 @@ func TestStreamCommitsBehindTheNextStream(t *testing.T) {
 	defer release() // a failing test must not leave the drain held
 	prefill(t, s, 10)
 	stop := run(t, s)
-	<-streams.committing
+	waitCommitting(t, streams)
 	// Records 1–3 are in the held commit; the drain goes on with 4–6 in a
 	// second stream, full at 30 spans, whose commit waits for the first.
 	eventually(t, "the second stream appended", func() bool {
@@ -390,7 +399,7 @@ func TestStreamFailedBackgroundCommitIsRewritten(t *testing.T) {
 	defer release() // a failing test must not leave the drain held
 	prefill(t, s, 10)
 	stop := run(t, s)
-	<-streams.committing
+	waitCommitting(t, streams)
 	eventually(t, "the second stream appended", func() bool {
 		_, appends, _ := streams.counts()
 		return appends == 6
@@ -415,5 +424,50 @@ func TestStreamFailedBackgroundCommitIsRewritten(t *testing.T) {
 	}
 	if st := s.Stats(); st.Retries != 1 || st.DeliveredSpans != 100 {
 		t.Fatalf("stats %+v, want 1 retry and 100 spans delivered", st)
+	}
+}
+
+// waitCommitting waits for the held commit to start, failing the test if
+// it does not within a few seconds.
+func waitCommitting(t *testing.T, streams *fakeStreams) {
+	t.Helper()
+	select {
+	case <-streams.committing:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held commit did not start")
+	}
+}
+
+// TestStreamCommitsInTheForegroundWhileClickHouseIsSlow: once a commit took
+// more than a quarter of StreamTimeout, the next full stream commits in the
+// foreground (the drain opens no stream behind it, which would wait on its
+// own clock for the slow commit), and every span still arrives once.
+func TestStreamCommitsInTheForegroundWhileClickHouseIsSlow(t *testing.T) {
+	down := newFakeDown(0, nil)
+	streams := &fakeStreams{down: down, slowCommit: 1, slowBy: 50 * time.Millisecond,
+		holdCommit: 2, committing: make(chan struct{}), release: make(chan struct{})}
+	cfg := streamConfig(streams)
+	cfg.CommitSpans = 30
+	cfg.StreamTimeout = 100 * time.Millisecond // a quarter: 25 ms, passed by the first commit's 50
+	s := openSink(t, t.TempDir(), down, cfg)
+	defer s.Close()
+	var released sync.Once
+	release := func() { released.Do(func() { close(streams.release) }) }
+	defer release()
+	prefill(t, s, 10)
+	stop := run(t, s)
+	waitCommitting(t, streams)        // the second stream's commit, after the slow first
+	time.Sleep(20 * time.Millisecond) // room for a wrong drain to open a third stream
+	if opens, appends, _ := streams.counts(); opens != 2 || appends != 6 {
+		t.Fatalf("while the commit after a slow one is held: %d streams opened, %d appends; want 2 and 6 (committed in the foreground)",
+			opens, appends)
+	}
+	release()
+	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
+		t.Fatalf("committed spans %v, want 0…99 once in order", got)
 	}
 }
