@@ -148,7 +148,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
 	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
-	fs.Int64Var(&c.MemoryLimit, "memory-limit", 240<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
+	fs.Int64Var(&c.MemoryLimit, "memory-limit", 216<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", false, "do not apply migrations at start-up")
 
 	st := &c.Storage
