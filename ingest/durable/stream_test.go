@@ -142,17 +142,7 @@ func recordBytes() int64 {
 func drainTen(t *testing.T, s *Sink, down *fakeDown) []int {
 	t.Helper()
 	prefill(t, s, 10)
-	stop := run(t, s)
-	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
-		t.Fatalf("committed spans %v, want 0…99 once in order", got)
-	}
-	down.mu.Lock()
-	defer down.mu.Unlock()
-	return slices.Clone(down.batches)
+	return finishedInOrder(t, s, down, run(t, s))
 }
 
 // TestStreamCommitBounds: ten records of ten spans waiting in the log; a
@@ -330,31 +320,68 @@ func TestStreamStoresWhatItHoldsBeforeAnUndecodableRecord(t *testing.T) {
 	}
 }
 
+// heldDrain runs a drain of ten prefilled records of ten spans into
+// streams of 30, whose commit hold (counted from 1) waits for release; set
+// adjusts the streams and the config first. release is idempotent and also
+// runs when the test ends, so a failing test does not leave the drain held.
+func heldDrain(t *testing.T, hold int, set func(*fakeStreams, *Config)) (s *Sink, down *fakeDown,
+	streams *fakeStreams, release func(), stop func() error) {
+	t.Helper()
+	down = newFakeDown(0, nil)
+	streams = &fakeStreams{down: down, holdCommit: hold,
+		committing: make(chan struct{}), release: make(chan struct{})}
+	cfg := streamConfig(streams)
+	cfg.CommitSpans = 30
+	set(streams, &cfg)
+	s = openSink(t, t.TempDir(), down, cfg)
+	t.Cleanup(func() { s.Close() })
+	var released sync.Once
+	release = func() { released.Do(func() { close(streams.release) }) }
+	prefill(t, s, 10)
+	stop = run(t, s)
+	// Registered after run's stop, so it runs first (cleanups run last
+	// first) and the stop can finish; Close runs last.
+	t.Cleanup(release)
+	return s, down, streams, release, stop
+}
+
+// finishedInOrder waits until the log is drained, stops the drain, checks
+// that spans 0…99 were committed once in order and returns the spans of
+// each commit.
+func finishedInOrder(t *testing.T, s *Sink, down *fakeDown, stop func() error) []int {
+	t.Helper()
+	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
+		t.Fatalf("committed spans %v, want 0…99 once in order", got)
+	}
+	down.mu.Lock()
+	defer down.mu.Unlock()
+	return slices.Clone(down.batches)
+}
+
+// appended waits until the streams took n appends.
+func appended(t *testing.T, streams *fakeStreams, n int) {
+	t.Helper()
+	eventually(t, "the second stream appended", func() bool {
+		_, appends, _ := streams.counts()
+		return appends == n
+	})
+}
+
 // TestStreamCommitsBehindTheNextStream: a stream that reached its bound
 // commits while the drain appends the next one, so ClickHouse writing a
 // part does not stall the drain; but the checkpoint stays behind the
 // stream in flight, and a second full stream waits for it rather than
 // committing out of order.
 func TestStreamCommitsBehindTheNextStream(t *testing.T) {
-	down := newFakeDown(0, nil)
-	streams := &fakeStreams{down: down, holdCommit: 1,
-		committing: make(chan struct{}), release: make(chan struct{})}
-	cfg := streamConfig(streams)
-	cfg.CommitSpans = 30
-	s := openSink(t, t.TempDir(), down, cfg)
-	defer s.Close()
-	var released sync.Once
-	release := func() { released.Do(func() { close(streams.release) }) }
-	defer release() // a failing test must not leave the drain held
-	prefill(t, s, 10)
-	stop := run(t, s)
+	s, down, streams, release, stop := heldDrain(t, 1, func(*fakeStreams, *Config) {})
 	waitCommitting(t, streams)
 	// Records 1–3 are in the held commit; the drain goes on with 4–6 in a
 	// second stream, full at 30 spans, whose commit waits for the first.
-	eventually(t, "the second stream appended", func() bool {
-		_, appends, _ := streams.counts()
-		return appends == 6
-	})
+	appended(t, streams, 6)
 	time.Sleep(20 * time.Millisecond) // room for a wrong drain to go further
 	if opens, appends, _ := streams.counts(); opens != 2 || appends != 6 {
 		t.Fatalf("while the first commit is held: %d streams opened, %d appends; want 2 and 6", opens, appends)
@@ -364,17 +391,7 @@ func TestStreamCommitsBehindTheNextStream(t *testing.T) {
 			st, len(down.spanIDs()))
 	}
 	release()
-	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
-		t.Fatalf("committed spans %v, want 0…99 once in order", got)
-	}
-	down.mu.Lock()
-	commits := slices.Clone(down.batches)
-	down.mu.Unlock()
-	if !slices.Equal(commits, []int{30, 30, 30, 10}) {
+	if commits := finishedInOrder(t, s, down, stop); !slices.Equal(commits, []int{30, 30, 30, 10}) {
 		t.Fatalf("spans per commit %v, want 30, 30, 30, 10", commits)
 	}
 	if st := s.Stats(); st.DeliveredSpans != 100 || st.Deliveries != 4 || st.Retries != 0 {
@@ -387,36 +404,12 @@ func TestStreamCommitsBehindTheNextStream(t *testing.T) {
 // its commit waits; both are aborted, nothing is checkpointed, and every
 // record from the first on is rewritten once in order.
 func TestStreamFailedBackgroundCommitIsRewritten(t *testing.T) {
-	down := newFakeDown(0, nil)
-	streams := &fakeStreams{down: down, holdCommit: 1, failCommit: 1,
-		committing: make(chan struct{}), release: make(chan struct{})}
-	cfg := streamConfig(streams)
-	cfg.CommitSpans = 30
-	s := openSink(t, t.TempDir(), down, cfg)
-	defer s.Close()
-	var released sync.Once
-	release := func() { released.Do(func() { close(streams.release) }) }
-	defer release() // a failing test must not leave the drain held
-	prefill(t, s, 10)
-	stop := run(t, s)
+	s, down, streams, release, stop := heldDrain(t, 1, func(f *fakeStreams, _ *Config) { f.failCommit = 1 })
 	waitCommitting(t, streams)
-	eventually(t, "the second stream appended", func() bool {
-		_, appends, _ := streams.counts()
-		return appends == 6
-	})
+	appended(t, streams, 6)
 	release() // the held commit now fails
-	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
-		t.Fatalf("committed spans %v, want 0…99 once in order", got)
-	}
-	down.mu.Lock()
-	commits := slices.Clone(down.batches)
-	down.mu.Unlock()
 	// The rewrite starts with a one-batch stream, then streams of 30 again.
-	if !slices.Equal(commits, []int{10, 30, 30, 30}) {
+	if commits := finishedInOrder(t, s, down, stop); !slices.Equal(commits, []int{10, 30, 30, 30}) {
 		t.Fatalf("spans per commit %v, want 10, 30, 30, 30", commits)
 	}
 	if _, appends, aborts := streams.counts(); aborts != 2 || appends != 16 {
@@ -443,19 +436,10 @@ func waitCommitting(t *testing.T, streams *fakeStreams) {
 // foreground (the drain opens no stream behind it, which would wait on its
 // own clock for the slow commit), and every span still arrives once.
 func TestStreamCommitsInTheForegroundWhileClickHouseIsSlow(t *testing.T) {
-	down := newFakeDown(0, nil)
-	streams := &fakeStreams{down: down, slowCommit: 1, slowBy: 50 * time.Millisecond,
-		holdCommit: 2, committing: make(chan struct{}), release: make(chan struct{})}
-	cfg := streamConfig(streams)
-	cfg.CommitSpans = 30
-	cfg.StreamTimeout = 100 * time.Millisecond // a quarter: 25 ms, passed by the first commit's 50
-	s := openSink(t, t.TempDir(), down, cfg)
-	defer s.Close()
-	var released sync.Once
-	release := func() { released.Do(func() { close(streams.release) }) }
-	defer release()
-	prefill(t, s, 10)
-	stop := run(t, s)
+	s, down, streams, release, stop := heldDrain(t, 2, func(f *fakeStreams, c *Config) {
+		f.slowCommit, f.slowBy = 1, 50*time.Millisecond
+		c.StreamTimeout = 100 * time.Millisecond // a quarter: 25 ms, passed by the first commit's 50
+	})
 	waitCommitting(t, streams)        // the second stream's commit, after the slow first
 	time.Sleep(20 * time.Millisecond) // room for a wrong drain to open a third stream
 	if opens, appends, _ := streams.counts(); opens != 2 || appends != 6 {
@@ -463,11 +447,5 @@ func TestStreamCommitsInTheForegroundWhileClickHouseIsSlow(t *testing.T) {
 			opens, appends)
 	}
 	release()
-	eventually(t, "every span committed", func() bool { return s.Stats().PendingRecords == 0 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := down.spanIDs(); !slices.Equal(got, spanIDRange(0, 100)) {
-		t.Fatalf("committed spans %v, want 0…99 once in order", got)
-	}
+	finishedInOrder(t, s, down, stop)
 }
