@@ -516,10 +516,17 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		recovering bool
 		// flight is the result of the commit running in the background,
 		// nil when none is.
-		flight chan error
-		// lastCommit is how long the last commit took, in nanoseconds.
-		lastCommit atomic.Int64
+		flight chan commitResult
+		// lastCommit is how long the last commit that returned took.
+		lastCommit time.Duration
 	)
+	// timedCommit commits st and records how long it took (failed or not:
+	// a timeout is the slowest commit of all) in the result.
+	timedCommit := func(st Stream) commitResult {
+		start := time.Now()
+		err := st.Commit(ctx)
+		return commitResult{err: err, took: time.Since(start)}
+	}
 	// committed records a commit of spans up to record upto; it may run on
 	// the background commit's goroutine.
 	committed := func(upto uint64, spans int) {
@@ -529,12 +536,12 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		s.checkpoint(upto)
 	}
 	// result takes the background commit's result.
-	result := func(err error) error {
-		flight = nil
-		if err == nil {
+	result := func(r commitResult) error {
+		flight, lastCommit = nil, r.took
+		if r.err == nil {
 			backoff, recovering = s.cfg.RetryMin, false
 		}
-		return err
+		return r.err
 	}
 	// settle waits for the background commit, if any, and returns its error.
 	settle := func() error {
@@ -547,8 +554,8 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	// drain stops appending to a stream that will be rewritten anyway.
 	poll := func() error {
 		select {
-		case err := <-flight: // never ready while flight is nil
-			return result(err)
+		case r := <-flight: // never ready while flight is nil
+			return result(r)
 		default:
 			return nil
 		}
@@ -583,38 +590,32 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		if err := settle(); err != nil {
 			return err
 		}
-		start := time.Now()
-		if err := st.Commit(ctx); err != nil {
-			return fmt.Errorf("commit %d spans: %w", spans, err)
+		r := timedCommit(st)
+		lastCommit = r.took
+		if r.err != nil {
+			return fmt.Errorf("commit %d spans: %w", spans, r.err)
 		}
-		lastCommit.Store(int64(time.Since(start)))
 		committed(upto, spans)
 		backoff, recovering = s.cfg.RetryMin, false
 		st, upto, spans, bytes = nil, 0, 0, 0
 		return nil
 	}
-	// commitBehind hands the open stream to a background commit once the
-	// one in flight has returned, and lets the drain open the next.
-	commitBehind := func() error {
-		if err := settle(); err != nil {
-			return err
-		}
-		done := make(chan error, 1)
+	// commitBehind hands the open stream to a background commit and lets
+	// the drain open the next; nothing may be in flight (settle first).
+	commitBehind := func() {
+		done := make(chan commitResult, 1)
 		go func(st Stream, upto uint64, spans int) {
-			start := time.Now()
-			err := st.Commit(ctx)
-			lastCommit.Store(int64(time.Since(start)))
-			if err != nil {
+			r := timedCommit(st)
+			if r.err != nil {
 				st.Abort()
-				err = fmt.Errorf("commit %d spans: %w", spans, err)
+				r.err = fmt.Errorf("commit %d spans: %w", spans, r.err)
 			} else {
 				committed(upto, spans)
 			}
-			done <- err
+			done <- r
 		}(st, upto, spans)
 		flight = done
 		st, upto, spans, bytes = nil, 0, 0, 0
-		return nil
 	}
 	// add appends one batch, opening a stream for it if none is open, and
 	// commits the stream once a bound is reached.
@@ -642,10 +643,10 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			if err := settle(); err != nil { // first: its duration decides
 				return err
 			}
-			if s.cfg.StreamTimeout > 0 && time.Duration(lastCommit.Load()) > s.cfg.StreamTimeout/4 {
+			if s.cfg.StreamTimeout > 0 && lastCommit > s.cfg.StreamTimeout/4 {
 				return commit() // ClickHouse is slow: the next stream would wait on its own clock
 			}
-			return commitBehind()
+			commitBehind()
 		}
 		return nil
 	}
@@ -669,12 +670,13 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			// Caught up with nothing open: the commit in flight, if any,
 			// must succeed before the drain waits, or its records are
 			// rewritten now.
-			if err = settle(); err == nil {
-				if err := s.idle(ctx, d); err != nil {
-					return err
-				}
-				continue
+			if err = settle(); err != nil {
+				break
 			}
+			if err := s.idle(ctx, d); err != nil {
+				return err
+			}
+			continue
 		case p.upto == 0:
 			// Caught up: store what the stream holds, then read again
 			// before waiting, as records may have come meanwhile.
@@ -699,6 +701,12 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		}
 	}
 	return nil
+}
+
+// commitResult is how a stream's Commit ended and how long it took.
+type commitResult struct {
+	err  error
+	took time.Duration
 }
 
 // drain is Run's place in the log: its reader, a record read that did not

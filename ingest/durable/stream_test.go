@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -365,7 +366,7 @@ func finishedInOrder(t *testing.T, s *Sink, down *fakeDown, stop func() error) [
 // appended waits until the streams took n appends.
 func appended(t *testing.T, streams *fakeStreams, n int) {
 	t.Helper()
-	eventually(t, "the second stream appended", func() bool {
+	eventually(t, fmt.Sprintf("%d appends", n), func() bool {
 		_, appends, _ := streams.counts()
 		return appends == n
 	})
