@@ -2,12 +2,15 @@ package canonical
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -198,6 +201,25 @@ var seeds = []string{
 	`{`,
 	`[1] 2`,
 	``,
+	// Invalid, each in its own way: the single pass must refuse what
+	// json.Valid refuses.
+	`[01]`, `1.`, `1e`, `1e+`, `-`, `.5`, `+1`, `-01`, `1.5e3.2`,
+	"\"\x01\"", `"\q"`, `"\u12g4"`, `"\u12"`, `"abc`, `"\`,
+	`tru`, `nul`, `falsey`, `{"a" 1}`, `{"a":1,}`, `{,}`, `[1 2]`, `[1,,2]`, `{"a":}`, `{1:2}`, `]`,
+	"[1]\x00",
+}
+
+// TestDepthLimit checks the nesting limit is encoding/json's: 10000 levels
+// are valid JSON, 10001 are not.
+func TestDepthLimit(t *testing.T) {
+	for _, depth := range []int{10000, 10001} {
+		in := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+		_, err := JSON(in)
+		if valid := json.Valid(in); (err == nil) != valid {
+			t.Errorf("depth %d: JSON error %v, json.Valid %v", depth, err, valid)
+		}
+		checkAgainstReference(t, in)
+	}
 }
 
 func TestJSONMatchesReference(t *testing.T) {
@@ -221,6 +243,17 @@ func checkAgainstReference(t *testing.T, in []byte) {
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("JSON(%q): error %v, reference error %v", in, err, wantErr)
 	}
+	// A Hasher that hashed another value first hashes this one exactly as
+	// the definition does: its kept buffers carry nothing over.
+	hashed := want
+	if wantErr != nil {
+		hashed = in
+	}
+	var h Hasher
+	h.Hash(`{"zz":[1,"\u00e9",{"b":1,"a":2}],"a":"x"}`)
+	if got, sum := h.Hash(string(in)), sha256.Sum256(hashed); got != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Hasher.Hash(%q) = %s, want the SHA-256 of %q", in, got, hashed)
+	}
 	if err != nil {
 		return
 	}
@@ -230,5 +263,27 @@ func checkAgainstReference(t *testing.T, in []byte) {
 	again, err := JSON(got)
 	if err != nil || !bytes.Equal(again, got) {
 		t.Fatalf("not idempotent: %s then %s (%v)", got, again, err)
+	}
+}
+
+// toolArgs is a tool call's arguments as agents send them: a few keys,
+// nested values, one escaped string.
+const toolArgs = `{"query":"hotels in Lisbon near the river","filters":{"stars":[4,5],"price_max":250.5,"amenities":["wifi","pool"]},"limit":10,"page_token":null,"note":"line1\nline2"}`
+
+// BenchmarkHash is one call of the package function: what ingest paid per
+// tool span before it kept a Hasher.
+func BenchmarkHash(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(toolArgs)
+	}
+}
+
+// BenchmarkHasher is the reused Hasher ingest keeps per normalizer.
+func BenchmarkHasher(b *testing.B) {
+	b.ReportAllocs()
+	var h Hasher
+	for b.Loop() {
+		h.Hash(toolArgs)
 	}
 }
