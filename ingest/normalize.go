@@ -178,6 +178,7 @@ type normalizer struct {
 	readings map[spanIdentity]appliedReading // resolved readings, per request
 	scratch  []byte
 	scratch2 []byte
+	hasher   canonical.Hasher // ArgsHash, its buffers kept across the request's tool spans
 }
 
 // found is the winner of an alias chain.
@@ -274,9 +275,15 @@ func (n *normalizer) id(chain ...field) string {
 
 // isPlaceholderID reports whether an id value is a stand-in for "no id".
 func isPlaceholderID(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "<not specified>", "not specified", "null", "undefined", "none", "nil", "<none>", "n/a", "unknown":
-		return true
+	v = strings.TrimSpace(v)
+	if len(v) > len("<not specified>") {
+		return false // real ids: decided without folding case
+	}
+	// None is longer than "<not specified>".
+	for _, p := range [...]string{"", "<not specified>", "not specified", "null", "undefined", "none", "nil", "<none>", "n/a", "unknown"} {
+		if strings.EqualFold(v, p) {
+			return true
+		}
 	}
 	return false
 }
@@ -564,7 +571,7 @@ func (n *normalizer) content(out *schema.Span, contents *[]schema.Content, oiToo
 			// ArgsHash comes from the original arguments, before privacy
 			// rules (a dropped key still identifies the call).
 			if h := n.span.get(f); h != nil && h.present() {
-				out.ArgsHash = canonical.Hash(n.rawText(h.v))
+				out.ArgsHash = n.hasher.Hash(n.rawText(h.v))
 				break
 			}
 		}

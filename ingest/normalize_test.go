@@ -1062,3 +1062,36 @@ func TestNormalizeIntoReusedBatch(t *testing.T) {
 		t.Errorf("batch kept room for %d spans, want the 64 of the largest request", cap(batch.Spans))
 	}
 }
+
+// TestIsPlaceholderID pins the values that stand for "no id" and the edges
+// of the check: case and surrounding space do not matter, a real id of any
+// case is kept, and a value one byte longer than the longest placeholder is
+// an id.
+func TestIsPlaceholderID(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"", true},
+		{"   ", true},
+		{"<not specified>", true},
+		{" <Not Specified> ", true},
+		{"NULL", true},
+		{"None", true},
+		{"N/A", true},
+		{"undefined", true},
+		{"unknown", true},
+		{"nil", true},
+		{"<none>", true},
+		{"call_AbC123", false},
+		{"toolu_01A09q90qw90lq917835lq9", false},
+		{"<not specified>x", false},
+		{"nulls", false},
+		{"0", false},
+	}
+	for _, tc := range tests {
+		if got := isPlaceholderID(tc.in); got != tc.want {
+			t.Errorf("isPlaceholderID(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
