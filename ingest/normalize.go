@@ -276,10 +276,9 @@ func (n *normalizer) id(chain ...field) string {
 // isPlaceholderID reports whether an id value is a stand-in for "no id".
 func isPlaceholderID(v string) bool {
 	v = strings.TrimSpace(v)
-	if len(v) > len("<not specified>") {
-		return false // real ids: decided without folding case
+	if len(v) > len("<not specified>") { // the longest placeholder
+		return false // a real id, decided without folding its case
 	}
-	// None is longer than "<not specified>".
 	for _, p := range [...]string{"", "<not specified>", "not specified", "null", "undefined", "none", "nil", "<none>", "n/a", "unknown"} {
 		if strings.EqualFold(v, p) {
 			return true

@@ -58,7 +58,7 @@ func Hash(raw string) string {
 	return h.Hash(raw)
 }
 
-// Hasher computes Hash keeping its buffers and digest between calls, so a
+// Hasher computes Hash keeping its buffers between calls, so a
 // caller hashing many values (ingest, once per tool span) allocates only
 // the result. It is not safe for concurrent use; the zero value is ready.
 type Hasher struct {
@@ -275,10 +275,8 @@ func (c *canonicalizer) object() {
 	base, mbase := len(c.out), len(c.members)
 	for {
 		c.skipSpace()
-		if c.peek() != '"' {
+		if c.bad || c.peek() != '"' {
 			c.bad = true
-		}
-		if c.bad {
 			return
 		}
 		start := len(c.out)
