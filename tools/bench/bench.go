@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -51,9 +52,14 @@ type Config struct {
 	// IngestDuration is the sustained load; OverloadDuration the 2× load.
 	IngestDuration   time.Duration `json:"ingest_duration"`
 	OverloadDuration time.Duration `json:"overload_duration"`
-	// BaselineRows and BaselineBatch shape the direct bulk insert.
-	BaselineRows  int `json:"baseline_rows"`
-	BaselineBatch int `json:"baseline_batch"`
+	// BaselineRows and BaselineBatch shape the direct bulk insert, whose
+	// rate is the efficiency's denominator. BaselineStreamBatch is the
+	// batch of a second direct insert reported beside it, at the size of
+	// tally's streams (durable.DefaultCommitSpans), so that a ratio won by
+	// larger parts than the baseline's shows as such; zero skips it.
+	BaselineRows        int `json:"baseline_rows"`
+	BaselineBatch       int `json:"baseline_batch"`
+	BaselineStreamBatch int `json:"baseline_stream_batch"`
 	// LargeContentRequests is how many requests of 8 spans with 1 MiB tool
 	// results the large-content figure sends.
 	LargeContentRequests int `json:"large_content_requests"`
@@ -96,6 +102,7 @@ func DefaultConfig() Config {
 		OverloadDuration:     15 * time.Second,
 		BaselineRows:         200_000,
 		BaselineBatch:        20_000,
+		BaselineStreamBatch:  durable.DefaultCommitSpans,
 		LargeContentRequests: 48,
 		DecodeDuration:       3 * time.Second,
 		TreeSamples:          40,

@@ -45,7 +45,7 @@ func TestSmoke(t *testing.T) {
 			return
 		}
 		defer store.Close()
-		for _, db := range []string{"ingest", "direct", "load", "large"} {
+		for _, db := range []string{"ingest", "direct", "direct_stream", "load", "large"} {
 			store.Conn().Exec(ctx, "DROP DATABASE IF EXISTS "+prefix+db) //nolint:errcheck // best-effort cleanup
 		}
 	})
@@ -58,7 +58,7 @@ func TestSmoke(t *testing.T) {
 	cfg.IngestDuration = 2 * time.Second
 	cfg.OverloadDuration = time.Second
 	cfg.Concurrency = 2
-	cfg.BaselineRows, cfg.BaselineBatch = 5000, 1000
+	cfg.BaselineRows, cfg.BaselineBatch, cfg.BaselineStreamBatch = 5000, 1000, 2500
 	cfg.LargeContentRequests = 4
 	cfg.DecodeDuration = 200 * time.Millisecond
 	cfg.TreeSamples, cfg.RollupSamples, cfg.PaintSamples = 4, 2, 1
@@ -109,10 +109,14 @@ func TestSmoke(t *testing.T) {
 	if f := res.Figure("ingest.efficiency"); f != nil {
 		for _, key := range []string{"tally_cpu_us_per_span", "clickhouse_cpu_us_per_span", "loadgen_cpu_us_per_span",
 			"cpu_us_per_span", "direct_client_cpu_us_per_span", "direct_clickhouse_cpu_us_per_span", "direct_cpu_us_per_span",
-			"cpu_bound_efficiency"} {
+			"cpu_bound_efficiency", "direct_stream_spans_per_s", "efficiency_vs_direct_stream"} {
 			if v, _ := f.Detail[key].(float64); v <= 0 {
 				t.Errorf("ingest.efficiency %s = %v, want a positive figure", key, f.Detail[key])
 			}
+		}
+		// The second direct insert ran at the batch size it was given.
+		if got := f.Detail["direct_stream_batch_rows"]; got != 2500 {
+			t.Errorf("ingest.efficiency direct_stream_batch_rows = %v, want 2500", got)
 		}
 		// Every span reached the server in an INSERT, on both paths.
 		for _, key := range []string{"clickhouse_inserted_rows", "direct_clickhouse_inserted_rows"} {
