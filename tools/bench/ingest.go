@@ -164,6 +164,10 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 		detail["direct_stream_passes_spans_per_s"] = fmt.Sprint(atStream.passes)
 		detail["efficiency_vs_direct_stream"] = math.Round(e2eRate/atStream.rate*1000) / 1000
 	}
+	// Whether the cores were saturated and how much the host took of them,
+	// on both paths: a run's rates depend on it.
+	cpu.addHost(detail, "")
+	direct.cpu.addHost(detail, "direct_")
 	if tg.kind == storeServer {
 		// On the embedded store the engine's CPU is tally's, and the
 		// server's process has nothing to do with the pass.
@@ -323,6 +327,11 @@ func (c eventCounts) add(detail map[string]any, prefix string) {
 type cpuUse struct {
 	tally, clickhouse, self time.Duration
 	known                   bool // every process asked for was read
+	// The machine's idle, stolen and total CPU time (all cores): whether
+	// the cores were saturated, and how much of them the hypervisor gave
+	// to other machines, which makes one run's rates differ from the next.
+	idle, steal, total time.Duration
+	hostKnown          bool
 }
 
 // cpuNow reads the CPU time used so far by tally (pid; 0 for none), the
@@ -337,13 +346,27 @@ func (cfg Config) cpuNow(tallyPID int) cpuUse {
 	u.clickhouse, serverOK = procCPU(cfg.CHPID)
 	u.self, selfOK = procCPU(os.Getpid())
 	u.known = tallyOK && serverOK && selfOK
+	u.idle, u.steal, u.total, u.hostKnown = hostCPU()
 	return u
 }
 
 // since is the CPU used between b and u.
 func (u cpuUse) since(b cpuUse) cpuUse {
 	return cpuUse{tally: u.tally - b.tally, clickhouse: u.clickhouse - b.clickhouse, self: u.self - b.self,
-		known: u.known && b.known}
+		known: u.known && b.known, idle: u.idle - b.idle, steal: u.steal - b.steal, total: u.total - b.total,
+		hostKnown: u.hostKnown && b.hostKnown}
+}
+
+// addHost adds the machine's idle and stolen shares of its CPU time over
+// the measurement to detail, as prefix+"host_idle_share" and
+// prefix+"host_steal_share".
+func (u cpuUse) addHost(detail map[string]any, prefix string) {
+	if !u.hostKnown || u.total <= 0 {
+		return
+	}
+	share := func(d time.Duration) float64 { return math.Round(float64(d)/float64(u.total)*1000) / 1000 }
+	detail[prefix+"host_idle_share"] = share(u.idle)
+	detail[prefix+"host_steal_share"] = share(u.steal)
 }
 
 // addPerSpan adds the split in microseconds per span over spans to detail,

@@ -103,3 +103,39 @@ func procCPU(pid int) (time.Duration, bool) {
 	}
 	return time.Duration(utime+stime) * (time.Second / 100), true
 }
+
+// hostCPU is the machine's CPU time so far, all cores together, from the
+// first line of /proc/stat (in USER_HZ): idle (idle and iowait), stolen
+// (steal: time the hypervisor gave this machine's virtual cores to others)
+// and the total of every state; false when it cannot be read.
+func hostCPU() (idle, steal, total time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return parseHostCPU(string(b))
+}
+
+// parseHostCPU is hostCPU reading the text of /proc/stat.
+func parseHostCPU(stat string) (idle, steal, total time.Duration, ok bool) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal [guest guest_nice]:
+	// guest time is already counted in user, so it is left out of the total.
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, 0, false
+	}
+	var v [8]uint64
+	for i := range v {
+		var err error
+		if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+			return 0, 0, 0, false
+		}
+	}
+	tick := func(n uint64) time.Duration { return time.Duration(n) * (time.Second / 100) }
+	var sum uint64
+	for _, n := range v {
+		sum += n
+	}
+	return tick(v[3] + v[4]), tick(v[7]), tick(sum), true
+}

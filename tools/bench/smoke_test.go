@@ -114,6 +114,12 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("ingest.efficiency %s = %v, want a positive figure", key, f.Detail[key])
 			}
 		}
+		// The machine's idle and stolen shares are shares.
+		for _, key := range []string{"host_idle_share", "host_steal_share", "direct_host_idle_share", "direct_host_steal_share"} {
+			if v, ok := f.Detail[key].(float64); !ok || v < 0 || v > 1 {
+				t.Errorf("ingest.efficiency %s = %v, want a share between 0 and 1", key, f.Detail[key])
+			}
+		}
 		// The second direct insert ran at the batch size it was given.
 		if got := f.Detail["direct_stream_batch_rows"]; got != 2500 {
 			t.Errorf("ingest.efficiency direct_stream_batch_rows = %v, want 2500", got)
