@@ -218,6 +218,14 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && cfg.MemoryLimit > 0 {
 			debug.SetMemoryLimit(cfg.MemoryLimit)
 		}
+		if _, set := os.LookupEnv("GOGC"); !set {
+			// 0 would collect without pause; off with no limit, the heap
+			// would grow without bound.
+			if cfg.GCPercent == 0 || (cfg.GCPercent < 0 && cfg.MemoryLimit <= 0) {
+				return fmt.Errorf("--gc-percent %d: must be ≥ 1, or negative (collector off) only with a --memory-limit", cfg.GCPercent)
+			}
+			debug.SetGCPercent(cfg.GCPercent)
+		}
 		srv, store, err := assemble(ctx, &cfg, log)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -35,5 +36,25 @@ func TestServeRefusesBadCommitBounds(t *testing.T) {
 	const want = "commit interval 15.001s: must be at most half the INSERT timeout (15s)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("serve --wal-commit-interval 15001ms: %v, want %q\n%s", err, want, out)
+	}
+}
+
+// TestServeRefusesBadGCPercent: a growth of 0 collects without pause, and
+// the collector turned off without a memory limit lets the heap grow
+// without bound; serve refuses both before it listens.
+func TestServeRefusesBadGCPercent(t *testing.T) {
+	// GOGC, when set, wins over the flag: this test needs it unset.
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC") //nolint:errcheck // restored by t.Setenv's cleanup
+	for _, bad := range [][]string{
+		{"--gc-percent", "0"},
+		{"--gc-percent", "-1", "--memory-limit", "0"},
+	} {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--config", ""}, bad...)
+		out, err := tallyCLI(t, args...)
+		want := "--gc-percent " + bad[1] + ": must be ≥ 1, or negative (collector off) only with a --memory-limit"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve %v: %v, want %q\n%s", bad, err, want, out)
+		}
 	}
 }
