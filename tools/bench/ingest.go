@@ -137,14 +137,18 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 			return err
 		}
 	}
-	direct, err := directInsertRate(ctx, cfg, tg, from, "direct", cfg.BaselineBatch)
+	rows, err := readBaseline(ctx, cfg, from)
+	if from != store {
+		from.Close()
+	}
+	if err != nil {
+		return err
+	}
+	direct, err := directInsertRate(ctx, cfg, tg, rows, "direct", cfg.BaselineBatch)
 	var atStream directResult
 	if err == nil && cfg.BaselineStreamBatch > 0 {
 		cfg.logf("ingest: direct bulk insert in batches of tally's streams (%d rows)", cfg.BaselineStreamBatch)
-		atStream, err = directInsertRate(ctx, cfg, tg, from, "direct_stream", cfg.BaselineStreamBatch)
-	}
-	if from != store {
-		from.Close()
+		atStream, err = directInsertRate(ctx, cfg, tg, rows, "direct_stream", cfg.BaselineStreamBatch)
 	}
 	if err != nil {
 		return err
@@ -389,33 +393,45 @@ func (u cpuUse) addPerSpan(detail map[string]any, prefix string, spans int, tall
 	return us(total)
 }
 
-// directInsertRate reads up to cfg.BaselineRows span rows (and the same
-// share of content rows) that ingest stored, and inserts them with
-// Store.InsertSpans / InsertContents into database db (after cfg.DBPrefix)
-// of their own, one stream, in batches of batch rows, content first like
-// the writer. Three passes; the median counts.
-func directInsertRate(ctx context.Context, cfg Config, tg *target, from *schema.Store, db string, batch int) (directResult, error) {
-	var spans []schema.Span
+// baselineRows are the rows the direct inserts write: read once, inserted
+// by every pass.
+type baselineRows struct {
+	spans    []schema.Span
+	contents []schema.Content
+}
+
+// readBaseline reads up to cfg.BaselineRows span rows that ingest stored,
+// and the same share of content rows.
+func readBaseline(ctx context.Context, cfg Config, from *schema.Store) (baselineRows, error) {
+	var rows baselineRows
 	q := "SELECT " + schema.SpanColumnNames() + " FROM " + from.Table(schema.TableSpans) + " LIMIT ?"
-	if err := from.Conn().Select(ctx, &spans, q, cfg.BaselineRows); err != nil {
-		return directResult{}, fmt.Errorf("read spans for the direct insert: %w", err)
+	if err := from.Conn().Select(ctx, &rows.spans, q, cfg.BaselineRows); err != nil {
+		return rows, fmt.Errorf("read spans for the direct insert: %w", err)
 	}
 	var nSpans, nContent uint64
 	if err := from.Conn().QueryRow(ctx, "SELECT (SELECT count() FROM "+from.Table(schema.TableSpans)+"), (SELECT count() FROM "+
 		from.Table(schema.TableContent)+")").Scan(&nSpans, &nContent); err != nil {
-		return directResult{}, fmt.Errorf("count rows: %w", err)
+		return rows, fmt.Errorf("count rows: %w", err)
 	}
-	var contents []schema.Content
 	if nSpans > 0 && nContent > 0 {
-		want := int(float64(len(spans)) * float64(nContent) / float64(nSpans))
+		want := int(float64(len(rows.spans)) * float64(nContent) / float64(nSpans))
 		q := "SELECT " + schema.ContentColumnNames() + " FROM " + from.Table(schema.TableContent) + " LIMIT ?"
-		if err := from.Conn().Select(ctx, &contents, q, want); err != nil {
-			return directResult{}, fmt.Errorf("read content for the direct insert: %w", err)
+		if err := from.Conn().Select(ctx, &rows.contents, q, want); err != nil {
+			return rows, fmt.Errorf("read content for the direct insert: %w", err)
 		}
 	}
-	if len(spans) == 0 {
-		return directResult{}, fmt.Errorf("no spans to insert directly")
+	if len(rows.spans) == 0 {
+		return rows, fmt.Errorf("no spans to insert directly")
 	}
+	return rows, nil
+}
+
+// directInsertRate inserts rows with Store.InsertSpans / InsertContents
+// into database db (after cfg.DBPrefix) of their own, one stream, in
+// batches of batch rows, content first like the writer. Three passes; the
+// median counts.
+func directInsertRate(ctx context.Context, cfg Config, tg *target, rows baselineRows, db string, batch int) (directResult, error) {
+	spans, contents := rows.spans, rows.contents
 	to, err := tg.open(ctx, cfg.DBPrefix+db)
 	if err != nil {
 		return directResult{}, err
