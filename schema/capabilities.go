@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
@@ -35,6 +36,19 @@ type Capabilities struct {
 	// load_balancing) must then come from the user's profile. Known only
 	// from a connection (DetectCapabilities).
 	StringSettings bool
+	// MaxPartitionsPerInsert is the server's max_partitions_per_insert_block
+	// for tally's user: one INSERT block whose rows fall into more
+	// partitions than this is refused whole ("Too many partitions for
+	// single INSERT block", code 252). 0: no limit (18.16 has none, and 0
+	// turns it off). Known only from a connection (DetectCapabilities).
+	MaxPartitionsPerInsert int
+	// Zone is the server's time zone, in which toYYYYMMDD cuts the day
+	// partitions of DateTime columns; nil until detected. When the zone
+	// database here lacks it, UTC, and PartitionZoneExact is false.
+	Zone *time.Location
+	// PartitionZoneExact says Zone is the server's own zone (false: UTC
+	// stands in for a zone that could not be loaded here).
+	PartitionZoneExact bool
 }
 
 // CapabilitiesFor derives the capabilities of a server from its version string
@@ -68,5 +82,38 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 		return Capabilities{}, fmt.Errorf("detect clickhouse protocol revision: %w", err)
 	}
 	c.StringSettings = sv.Revision > proto.DBMS_MIN_REVISION_WITH_SETTINGS_SERIALIZED_AS_STRINGS
+	if c.MaxPartitionsPerInsert, err = maxPartitionsPerInsert(ctx, conn); err != nil {
+		return Capabilities{}, err
+	}
+	var zone string
+	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&zone); err != nil {
+		return Capabilities{}, fmt.Errorf("detect clickhouse time zone: %w", err)
+	}
+	c.Zone, c.PartitionZoneExact = time.UTC, true
+	if loc, err := time.LoadLocation(zone); err == nil {
+		c.Zone = loc
+	} else {
+		c.PartitionZoneExact = false
+	}
 	return c, nil
+}
+
+// maxPartitionsPerInsert reads the session's max_partitions_per_insert_block
+// (0 when the server has no such setting, as 18.16 has not).
+func maxPartitionsPerInsert(ctx context.Context, conn driver.Conn) (int, error) {
+	rows, err := conn.Query(ctx, "SELECT toUInt64OrZero(value) FROM system.settings WHERE name = 'max_partitions_per_insert_block'")
+	if err != nil {
+		return 0, fmt.Errorf("detect max_partitions_per_insert_block: %w", err)
+	}
+	defer rows.Close()
+	var n uint64
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, fmt.Errorf("detect max_partitions_per_insert_block: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("detect max_partitions_per_insert_block: %w", err)
+	}
+	return int(min(n, 1<<20)), nil
 }

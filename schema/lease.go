@@ -36,5 +36,5 @@ func leasesTable(s *Store) tableDef {
 
 // InsertLease writes one lease row.
 func (s *Store) InsertLease(ctx context.Context, row LeaseRow) error {
-	return insertColumns(ctx, s.conn, s.Table(TableLeases), leaseColumns, []LeaseRow{row}, nil, 0)
+	return insertColumns(ctx, s.conn, s.Table(TableLeases), leaseColumns, []LeaseRow{row}, nil, 0, partitioner[LeaseRow]{})
 }

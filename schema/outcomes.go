@@ -68,5 +68,6 @@ func outcomesTable(s *Store) tableDef {
 
 // InsertOutcomes writes outcome rows.
 func (s *Store) InsertOutcomes(ctx context.Context, rows []Outcome) error {
-	return insertColumns(ctx, s.conn, s.Table(TableOutcomes), outcomeColumns, rows, nil, 0)
+	return insertColumns(ctx, s.conn, s.Table(TableOutcomes), outcomeColumns, rows, nil, 0,
+		newMonthPartitioner(s.Capabilities(), func(r *Outcome) time.Time { return r.RunStart }))
 }

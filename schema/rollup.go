@@ -174,7 +174,8 @@ func (s *Store) InsertCostRollup(ctx context.Context, rows []CostRollupRow) erro
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableCostRollup), costRollupColumns, rows, nil, 0)
+	return insertColumns(ctx, s.conn, s.Table(TableCostRollup), costRollupColumns, rows, nil, 0,
+		newMonthPartitioner(s.Capabilities(), func(r *CostRollupRow) time.Time { return r.Hour }))
 }
 
 // InsertRollupHours records computed rollup hours.
@@ -182,5 +183,6 @@ func (s *Store) InsertRollupHours(ctx context.Context, rows []RollupHourRow) err
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableCostRollupHours), rollupHourColumns, rows, nil, 0)
+	return insertColumns(ctx, s.conn, s.Table(TableCostRollupHours), rollupHourColumns, rows, nil, 0,
+		newMonthPartitioner(s.Capabilities(), func(r *RollupHourRow) time.Time { return r.Hour }))
 }

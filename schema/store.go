@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -277,7 +278,8 @@ func (s *Store) InsertSpans(ctx context.Context, rows []Span) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableSpans), spanColumns, rows, (*Span).DataBytes, s.blockBytes)
+	return insertColumns(ctx, s.conn, s.Table(TableSpans), spanColumns, rows, (*Span).DataBytes, s.blockBytes,
+		newPartitioner(s.Capabilities(), func(r *Span) time.Time { return r.Start }))
 }
 
 // InsertContents writes content rows.
@@ -285,15 +287,17 @@ func (s *Store) InsertContents(ctx context.Context, rows []Content) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return insertColumns(ctx, s.conn, s.Table(TableContent), contentColumns, rows, (*Content).DataBytes, s.blockBytes)
+	return insertColumns(ctx, s.conn, s.Table(TableContent), contentColumns, rows, (*Content).DataBytes, s.blockBytes,
+		newPartitioner(s.Capabilities(), func(r *Content) time.Time { return r.Start }))
 }
 
 // insertColumns writes rows in one INSERT, sent in blocks of at most
 // blockBytes of row data (ByBytes with size); a nil size sends one block
-// (the small tables).
+// (the small tables). parts keeps each statement within the server's
+// partition limit (the zero partitioner: one statement).
 func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R], rows []R,
-	size func(*R) int64, blockBytes int64) error {
-	in, err := beginInsert(ctx, conn, table, cols, size, blockBytes)
+	size func(*R) int64, blockBytes int64, parts partitioner[R]) error {
+	in, err := beginInsert(ctx, conn, table, cols, size, blockBytes, parts)
 	if err != nil {
 		return err
 	}
@@ -304,21 +308,37 @@ func insertColumns[R any](ctx context.Context, conn driver.Conn, table string, c
 	return in.Commit()
 }
 
-// Insert is one INSERT statement into a table of rows R, held open while
-// rows are appended and stored only by Commit. On the native protocol every
-// block of Append goes to the server as soon as the next one starts, so the
-// client holds at most one block whatever the statement's size, while the
-// server squashes the statement's blocks into one part: a long Insert makes
-// the large parts ClickHouse merges least at the memory of a short one.
-// Over HTTP (the embedded store) the blocks stay in the client until
-// Commit. An Insert is not safe for concurrent use.
+// Insert is one INSERT into a table of rows R, held open while rows are
+// appended and stored only by Commit. On the native protocol every block of
+// Append goes to the server as soon as the next one starts, so the client
+// holds at most one block whatever the statement's size, while the server
+// squashes the statement's blocks into one part: a long Insert makes the
+// large parts ClickHouse merges least at the memory of a short one. Over
+// HTTP (the embedded store) the blocks stay in the client until Commit.
+//
+// The server refuses a statement whose rows fall into more partitions than
+// its max_partitions_per_insert_block (Capabilities.MaxPartitionsPerInsert;
+// spans and content are partitioned by the day of their start), and it
+// would refuse it for good: so an Insert is a sequence of statements, each
+// within that limit. Rows of a partition the open statement does not hold
+// yet, past the limit, commit it and open the next one (rows of one Append
+// that alone span more partitions are sorted by partition first). A
+// failure may thus leave earlier statements of the Insert stored, as an
+// aborted statement may be (see Abort). An Insert is not safe for
+// concurrent use.
 type Insert[R any] struct {
+	ctx        context.Context
+	conn       driver.Conn
 	batch      driver.Batch
 	table      string
 	cols       []column[R]
 	size       func(*R) int64
 	blockBytes int64
-	rows       int
+	rows       int // appended, over all statements
+	stmtRows   int // appended to the open statement
+	statements int // committed before the open one
+	parts      partitioner[R]
+	days       map[int32]struct{} // the open statement's partitions
 }
 
 // BeginSpans opens an INSERT into the spans table, for a writer that
@@ -327,28 +347,110 @@ type Insert[R any] struct {
 // bounded by Config.WriteTimeout (clickhouse-go's Flush sets no deadline of
 // its own).
 func (s *Store) BeginSpans(ctx context.Context) (*Insert[Span], error) {
-	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes)
+	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes,
+		newPartitioner(s.Capabilities(), func(r *Span) time.Time { return r.Start }))
 }
 
 // BeginContents opens an INSERT into the content table, as BeginSpans.
 func (s *Store) BeginContents(ctx context.Context) (*Insert[Content], error) {
-	return beginInsert(ctx, s.conn, s.Table(TableContent), contentColumns, (*Content).DataBytes, s.blockBytes)
+	return beginInsert(ctx, s.conn, s.Table(TableContent), contentColumns, (*Content).DataBytes, s.blockBytes,
+		newPartitioner(s.Capabilities(), func(r *Content) time.Time { return r.Start }))
 }
 
 func beginInsert[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R],
-	size func(*R) int64, blockBytes int64) (*Insert[R], error) {
-	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" ("+columnNames(cols)+")")
-	if err != nil {
-		return nil, fmt.Errorf("prepare insert into %s: %w", table, err)
+	size func(*R) int64, blockBytes int64, parts partitioner[R]) (*Insert[R], error) {
+	in := &Insert[R]{ctx: ctx, conn: conn, table: table, cols: cols, size: size, blockBytes: blockBytes, parts: parts}
+	if err := in.prepare(); err != nil {
+		return nil, err
 	}
-	return &Insert[R]{batch: batch, table: table, cols: cols, size: size, blockBytes: blockBytes}, nil
+	return in, nil
 }
 
-// Append adds rows to the statement, in blocks of at most the store's
-// block bytes of row data (Config.BlockBytes). The columns copy what they
-// take, so the caller may reuse rows' memory once Append returns. An error
-// leaves the statement unusable: Abort it.
+// prepare opens the next statement.
+func (in *Insert[R]) prepare() error {
+	batch, err := in.conn.PrepareBatch(in.ctx, "INSERT INTO "+in.table+" ("+columnNames(in.cols)+")")
+	if err != nil {
+		return fmt.Errorf("prepare insert into %s: %w", in.table, err)
+	}
+	in.batch, in.stmtRows = batch, 0
+	if in.days != nil {
+		clear(in.days)
+	}
+	return nil
+}
+
+// next commits the open statement, if it holds rows, and opens another.
+func (in *Insert[R]) next() error {
+	if in.stmtRows == 0 {
+		clear(in.days)
+		return nil
+	}
+	if err := in.batch.Send(); err != nil {
+		return fmt.Errorf("insert %d rows into %s (statement %d, at the partition limit of %d): %w",
+			in.stmtRows, in.table, in.statements+1, in.parts.limit(), err)
+	}
+	in.statements++
+	return in.prepare()
+}
+
+// Append adds rows to the insert, in blocks of at most the store's block
+// bytes of row data (Config.BlockBytes), and in statements within the
+// server's partition limit (see Insert); it may reorder rows. The columns
+// copy what they take, so the caller may reuse rows' memory once Append
+// returns. An error leaves the insert unusable: Abort it.
 func (in *Insert[R]) Append(rows []R) error {
+	limit := in.parts.limit()
+	if limit == 0 || len(rows) == 0 {
+		return in.appendStatement(rows)
+	}
+	if in.days == nil {
+		in.days = make(map[int32]struct{}, limit)
+	}
+	// The usual case: the rows' partitions fit beside the statement's.
+	fresh := in.parts.distinct(rows, in.days, limit-len(in.days))
+	if fresh >= 0 {
+		in.parts.addDays(rows, in.days)
+		return in.appendStatement(rows)
+	}
+	if err := in.next(); err != nil {
+		return err
+	}
+	if in.parts.distinct(rows, in.days, limit) >= 0 {
+		in.parts.addDays(rows, in.days)
+		return in.appendStatement(rows)
+	}
+	// More partitions than one statement takes: by partition, a
+	// statement for every limit of them.
+	slices.SortStableFunc(rows, func(a, b R) int { return cmp.Compare(in.parts.day(&a), in.parts.day(&b)) })
+	start := 0
+	for start < len(rows) {
+		end, n, last := start, 0, int32(0)
+		for end < len(rows) {
+			d := in.parts.day(&rows[end])
+			if end == start || d != last {
+				if n == limit {
+					break
+				}
+				n, last = n+1, d
+			}
+			end++
+		}
+		if start > 0 {
+			if err := in.next(); err != nil {
+				return err
+			}
+		}
+		in.parts.addDays(rows[start:end], in.days)
+		if err := in.appendStatement(rows[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// appendStatement appends rows to the open statement, in blocks.
+func (in *Insert[R]) appendStatement(rows []R) error {
 	blocks := slices.Values([][]R{rows})
 	if in.size != nil {
 		blocks = ByBytes(rows, in.size, in.blockBytes)
@@ -357,7 +459,7 @@ func (in *Insert[R]) Append(rows []R) error {
 		if len(block) == 0 {
 			continue
 		}
-		if in.rows > 0 {
+		if in.stmtRows > 0 {
 			// Flush sends the block so far and resets its columns, keeping
 			// their buffers for the next (a no-op on HTTP).
 			if err := in.batch.Flush(); err != nil {
@@ -368,9 +470,14 @@ func (in *Insert[R]) Append(rows []R) error {
 			return fmt.Errorf("insert into %s: %w", in.table, err)
 		}
 		in.rows += len(block)
+		in.stmtRows += len(block)
 	}
 	return nil
 }
+
+// Statements is the number of statements the insert has used so far (the
+// open one included): more than one only past the partition limit.
+func (in *Insert[R]) Statements() int { return in.statements + 1 }
 
 // Rows is the number of rows appended so far.
 func (in *Insert[R]) Rows() int { return in.rows }
@@ -379,7 +486,7 @@ func (in *Insert[R]) Rows() int { return in.rows }
 // once Commit returns nil.
 func (in *Insert[R]) Commit() error {
 	if err := in.batch.Send(); err != nil {
-		return fmt.Errorf("insert %d rows into %s: %w", in.rows, in.table, err)
+		return fmt.Errorf("insert %d rows into %s: %w", in.stmtRows, in.table, err)
 	}
 	return nil
 }

@@ -1,0 +1,114 @@
+package schema
+
+import "time"
+
+// partitioner cuts an INSERT's rows by the partition each falls into, so
+// that no statement exceeds the server's max_partitions_per_insert_block
+// (see Insert). The zero partitioner has no limit: one statement.
+type partitioner[R any] struct {
+	max   int // Capabilities.MaxPartitionsPerInsert, halved when the zone is a stand-in
+	zone  *time.Location
+	start func(*R) time.Time
+	month bool // partitions are months (toYYYYMM), not days
+	// The last partition computed, as the Unix seconds it covers: rows of
+	// one partition follow each other, so most rows cost two comparisons.
+	lo, hi int64
+	key    int32
+}
+
+// newPartitioner cuts rows by the day of start, in the server's zone.
+func newPartitioner[R any](caps Capabilities, start func(*R) time.Time) partitioner[R] {
+	p := partitioner[R]{max: caps.MaxPartitionsPerInsert, zone: caps.Zone, start: start}
+	if p.zone == nil {
+		p.zone = time.UTC
+	}
+	if !caps.PartitionZoneExact && p.max > 0 {
+		// A day here may touch two of the server's days.
+		p.max = max(1, p.max/2)
+	}
+	return p
+}
+
+// newMonthPartitioner cuts rows by the month of start (toYYYYMM).
+func newMonthPartitioner[R any](caps Capabilities, start func(*R) time.Time) partitioner[R] {
+	p := newPartitioner(caps, start)
+	p.month = true
+	return p
+}
+
+// limit is the most partitions one statement may take; 0 for no limit.
+func (p *partitioner[R]) limit() int {
+	if p.start == nil {
+		return 0
+	}
+	return p.max
+}
+
+// day is the partition r falls into (YYYYMMDD or YYYYMM, as the server
+// names it).
+func (p *partitioner[R]) day(r *R) int32 {
+	t := p.start(r)
+	u := t.Unix()
+	if p.hi > p.lo && u >= p.lo && u < p.hi {
+		return p.key
+	}
+	t = t.In(p.zone)
+	y, m, d := t.Date()
+	var from, to time.Time
+	if p.month {
+		from = time.Date(y, m, 1, 0, 0, 0, 0, p.zone)
+		to = from.AddDate(0, 1, 0)
+		p.key = int32(y*100 + int(m))
+	} else {
+		from = time.Date(y, m, d, 0, 0, 0, 0, p.zone)
+		to = from.AddDate(0, 0, 1)
+		p.key = int32(y*10000 + int(m)*100 + d)
+	}
+	p.lo, p.hi = from.Unix(), to.Unix()
+	return p.key
+}
+
+// distinct counts the partitions of rows that are not in have, and
+// returns how many there are, or -1 as soon as there are more than room.
+func (p *partitioner[R]) distinct(rows []R, have map[int32]struct{}, room int) int {
+	var seen []int32
+	last, any := int32(0), false
+	for i := range rows {
+		d := p.day(&rows[i])
+		if any && d == last {
+			continue
+		}
+		last, any = d, true
+		if _, ok := have[d]; ok {
+			continue
+		}
+		known := false
+		for _, s := range seen {
+			if s == d {
+				known = true
+				break
+			}
+		}
+		if known {
+			continue
+		}
+		if len(seen) == room {
+			return -1
+		}
+		seen = append(seen, d)
+	}
+	return len(seen)
+}
+
+// addDays records the partitions of rows in have.
+func (p *partitioner[R]) addDays(rows []R, have map[int32]struct{}) {
+	last, any := int32(0), false
+	for i := range rows {
+		d := p.day(&rows[i])
+		if any && d == last {
+			continue
+		}
+		last, any = d, true
+		have[d] = struct{}{}
+	}
+}
