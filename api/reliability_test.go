@@ -25,7 +25,7 @@ func reliabilityConfig(t *testing.T) []query.ReaderOption {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := safety.ParseRegistry([]string{"wire_*", "search_*", "refund", "delete_account", "lookup_*"})
+	reg, err := safety.ParseRegistry([]string{"wire_*", "search_*", "refund", "delete_account", "lookup_*", "chain"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +41,20 @@ func reliabilityConfig(t *testing.T) []query.ReaderOption {
 // and search_docs(q).
 const refundTools = `[{"type":"function","name":"refund","parameters":{"type":"object","properties":{"order":{"type":"string"},"amount":{"type":"number"}},"required":["order","amount"]}},` +
 	`{"type":"function","name":"search_docs","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}]`
+
+// chainTools offers chain, whose schema is issue #41's exponential one:
+// 20 $defs, each anyOf two references to the next, the last an object
+// whose x is a string: 5·2^20 − 2 validation steps for {"x": 1}, over the
+// default limit of 200,000.
+func chainTools() string {
+	var defs []string
+	for i := range 20 {
+		ref := fmt.Sprintf(`{"$ref":"#/$defs/d%d"}`, i+1)
+		defs = append(defs, fmt.Sprintf(`"d%d":{"anyOf":[%s,%s]}`, i, ref, ref))
+	}
+	defs = append(defs, `"d20":{"type":"object","properties":{"x":{"type":"string"}}}`)
+	return `[{"type":"function","name":"chain","parameters":{"$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}}]`
+}
 
 // reliabilityCase is one hand-built run and the signals it must raise,
 // as kind@span key.
@@ -104,6 +118,9 @@ func reliabilityCases() []reliabilityCase {
 		{"a dry_run the schema does not know", "dryrun", []tallytest.Span{root("dryrun", 500),
 			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, refundTools, 50, 10),
 			tallytest.Tool("tool", "root", "refund", 120, 150, args(`{"order":"A1","amount":5,"dry_run":true}`))}, []string{"invalid_arguments@tool"}},
+		{"a schema too complex to check", "complex", []tallytest.Span{root("complex", 500),
+			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, chainTools(), 50, 10),
+			tallytest.Tool("tool", "root", "chain", 120, 150, args(`{"x":1}`))}, []string{"unchecked_arguments@tool"}},
 		{"valid arguments are fine", "valid", []tallytest.Span{root("valid", 500),
 			tallytest.Chat("chat", "root", "gpt-4o-mini", 10, 100, refundTools, 50, 10),
 			tallytest.Tool("tool", "root", "refund", 120, 150, args(`{"order":"A1","amount":5}`))}, nil},
@@ -214,11 +231,12 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 		t.Fatalf("signals: %d %s", code, b)
 	}
 	// unknown_tool 2, invalid_arguments 1, ungated_action 2, retry_storm 1,
-	// runaway_loop 2, budget_exceeded 4 (two on one run): 12 in 11 runs of 19.
+	// runaway_loop 2, budget_exceeded 4 (two on one run), unchecked_arguments
+	// 1: 13 in 12 runs of 20.
 	want := map[string]int{"duplicate_side_effect": 0, "unsafe_retry": 0, "unknown_tool": 2, "invalid_arguments": 1, "ungated_action": 2,
-		"retry_storm": 1, "runaway_loop": 2, "budget_exceeded": 4}
-	if fmt.Sprint(rep.Kinds) != fmt.Sprint(want) || rep.Signals != 12 || rep.RunsWithSignals != 11 || rep.RunsRead != 19 {
-		t.Errorf("report kinds %v signals %d in %d of %d runs; want %v, 12 in 11 of 19", rep.Kinds, rep.Signals, rep.RunsWithSignals, rep.RunsRead, want)
+		"retry_storm": 1, "runaway_loop": 2, "budget_exceeded": 4, "unchecked_arguments": 1}
+	if fmt.Sprint(rep.Kinds) != fmt.Sprint(want) || rep.Signals != 13 || rep.RunsWithSignals != 12 || rep.RunsRead != 20 {
+		t.Errorf("report kinds %v signals %d in %d of %d runs; want %v, 13 in 12 of 20", rep.Kinds, rep.Signals, rep.RunsWithSignals, rep.RunsRead, want)
 	}
 	tools := map[string]query.ToolReview{}
 	for _, tr := range rep.Tools {

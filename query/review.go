@@ -40,7 +40,7 @@ type runReview struct {
 
 // reviewConfig is the review's configuration under the reader's options.
 func (r *Reader) reviewConfig() safety.Config {
-	return safety.Config{Effects: r.effects, Registry: r.registry, Limits: r.limits, Caps: r.caps}
+	return safety.Config{Effects: r.effects, Registry: r.registry, Limits: r.limits, Caps: r.caps, Validator: r.validator}
 }
 
 // reviewChunk is how many runs one review read names. A chunk's spans and

@@ -32,6 +32,10 @@ type Reader struct {
 	limits   safety.Limits    // the signals' thresholds; zero: the defaults
 	registry *safety.Registry // the tools agents may call; nil: none configured
 	caps     *safety.Caps     // run budgets; nil: none
+	// validator checks tool arguments within bounds, keeping compiled
+	// schemas and verdicts across reviews (NewReader makes one with the
+	// default limits unless WithValidator gives one).
+	validator *safety.Validator
 }
 
 // ReaderOption configures a Reader.
@@ -54,11 +58,19 @@ func WithToolRegistry(reg *safety.Registry) ReaderOption { return func(r *Reader
 // signals check.
 func WithRunCaps(c *safety.Caps) ReaderOption { return func(r *Reader) { r.caps = c } }
 
+// WithValidator sets the validator of tool arguments, and so its limits
+// (tally serve --validation-max-steps, --validation-max-run-time,
+// --validation-max-schema-bytes).
+func WithValidator(v *safety.Validator) ReaderOption { return func(r *Reader) { r.validator = v } }
+
 // NewReader returns a Reader over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
 	r := &Reader{store: store}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.validator == nil {
+		r.validator = safety.NewValidator(safety.ValidationLimits{})
 	}
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -200,10 +201,14 @@ func (x *callIndex) requester(s *Step) *Call {
 //     other schema is read strictly (additionalProperties: false; see
 //     strict): a field the tool does not know is a field it silently
 //     drops.
-func offeredSignals(run Run, steps []Step, reg *Registry) []Signal {
+//
+// Checks are bounded (see ValidationLimits): a call whose schema is too
+// large or too complex to check, or that comes after the run's validation
+// time ran out, raises unchecked_arguments instead.
+func offeredSignals(run Run, steps []Step, reg *Registry, val *Validator) []Signal {
 	var out []Signal
-	compiled := map[string]*jsonschema.Schema{}
 	calls := newCallIndex(run.Calls)
+	var spent time.Duration
 	for i := range steps {
 		s := &steps[i]
 		if s.Tool == "" {
@@ -240,17 +245,21 @@ func offeredSignals(run Run, steps []Step, reg *Registry) []Signal {
 		if def.Schema == nil {
 			continue
 		}
-		sch, ok := compiled[def.key]
-		if !ok {
-			sch = compileStrict(def.key)
-			compiled[def.key] = sch
+		if limit := val.limits.MaxRunTime; spent > limit {
+			out = append(out, Signal{Kind: KindUncheckedArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: uncheckedReason(s.Tool, fmt.Sprintf("the run's validation time of %s ran out", limit))})
+			continue
 		}
-		if sch == nil {
-			continue // a schema the validator cannot compile checks nothing
-		}
-		if err := sch.Validate(inst); err != nil {
+		began := time.Now()
+		v := val.check(def.key, s.Args, inst)
+		spent += time.Since(began)
+		switch {
+		case v.unchecked != "":
+			out = append(out, Signal{Kind: KindUncheckedArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
+				Reason: uncheckedReason(s.Tool, v.unchecked)})
+		case v.violation != "":
 			out = append(out, Signal{Kind: KindInvalidArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
-				Reason: fmt.Sprintf("tool %s was called with arguments its schema rejects: %s", s.Tool, firstViolation(err))})
+				Reason: fmt.Sprintf("tool %s was called with arguments its schema rejects: %s", s.Tool, v.violation)})
 		}
 	}
 	return out

@@ -49,6 +49,10 @@ type Config struct {
 	Registry *Registry
 	Limits   Limits
 	Caps     *Caps
+	// Validator checks tool arguments within its limits and keeps what it
+	// compiled and found; nil: one with the default limits for this
+	// review alone.
+	Validator *Validator
 }
 
 // Review reviews one run and returns its signals, in the order of the
@@ -61,7 +65,11 @@ func Review(run Run, cfg Config) []Signal {
 		return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.SpanID, b.SpanID))
 	})
 	out := stepSignals(steps, l)
-	out = append(out, offeredSignals(run, steps, cfg.Registry)...)
+	val := cfg.Validator
+	if val == nil {
+		val = NewValidator(ValidationLimits{})
+	}
+	out = append(out, offeredSignals(run, steps, cfg.Registry, val)...)
 	out = append(out, gateSignals(steps, run.Approvals)...)
 	out = append(out, budgetSignals(run, cfg.Caps)...)
 	order := map[string]uint64{}

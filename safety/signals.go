@@ -29,6 +29,11 @@ const (
 	// against the JSON schema the model was offered for the tool (unknown
 	// fields included).
 	KindInvalidArguments = "invalid_arguments"
+	// KindUncheckedArguments: a tool call whose arguments could not be
+	// checked against the offered schema within the validation limits
+	// (a schema too large or too complex, or the run's validation time
+	// ran out): not a fault of the call, but a schema worth a look.
+	KindUncheckedArguments = "unchecked_arguments"
 	// KindUngatedAction: an irreversible tool ran with no approval before it.
 	KindUngatedAction = "ungated_action"
 	// KindBudgetExceeded: a run over a configured cap on iterations,
@@ -40,7 +45,7 @@ const (
 // Kinds are the signal kinds Review raises, in the order the docs list them.
 func Kinds() []string {
 	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindUnknownTool, KindInvalidArguments, KindUngatedAction,
-		KindRetryStorm, KindRunawayLoop, KindBudgetExceeded}
+		KindRetryStorm, KindRunawayLoop, KindBudgetExceeded, KindUncheckedArguments}
 }
 
 // AtOnce reports whether a signal of the kind is serious enough that one

@@ -99,8 +99,11 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(fmt.Errorf("--run-cap: %w", err))
 	}
+	if v := cfg.API.Validation; v.MaxSteps < 1 || v.MaxRunTime <= 0 || v.MaxSchemaBytes < 1 {
+		return fail(fmt.Errorf("--validation-max-steps and --validation-max-schema-bytes must be ≥ 1, --validation-max-run-time > 0"))
+	}
 	reader := query.NewReader(store, query.WithToolEffects(effects), query.WithSignalLimits(cfg.API.Signals),
-		query.WithToolRegistry(toolRegistry), query.WithRunCaps(runCaps))
+		query.WithToolRegistry(toolRegistry), query.WithRunCaps(runCaps), query.WithValidator(safety.NewValidator(cfg.API.Validation)))
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)

@@ -95,6 +95,8 @@ type apiConfig struct {
 	ToolRegistry []string
 	// RunCaps are the run budgets, "key=value …" each.
 	RunCaps []string
+	// Validation bounds checking tool arguments against their schemas.
+	Validation safety.ValidationLimits
 }
 
 // alertsConfig is alerting, the metrics exporter and which replica evaluates.
@@ -217,6 +219,10 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.API.Signals.Lockstep, "signal-lockstep", safety.DefaultLimits().Lockstep, "retries of one tool by different branches starting within this of each other are a retry_storm signal (no jitter)")
 	fs.StringSliceVar(&c.API.ToolRegistry, "tool-registry", nil, "tools agents may call, [project:]pattern (repeatable; globs): a call of another is an unknown_tool signal; a project with no patterns has no registry")
 	fs.StringSliceVar(&c.API.RunCaps, "run-cap", nil, `a run budget checked by budget_exceeded signals: "[project=P] [task=T|agent=A] iterations=N tokens=N cost=USD wall=DURATION" (repeatable; at least one limit; wall is active time, approval waits excluded)`)
+	dv := safety.DefaultValidationLimits()
+	fs.IntVar(&c.API.Validation.MaxSteps, "validation-max-steps", dv.MaxSteps, "most validation steps (subschema × value visits) one tool call's arguments may take against its schema; past it the call is an unchecked_arguments signal (too complex)")
+	fs.DurationVar(&c.API.Validation.MaxRunTime, "validation-max-run-time", dv.MaxRunTime, "most time one run's review spends validating tool arguments; later calls are unchecked_arguments signals")
+	fs.IntVar(&c.API.Validation.MaxSchemaBytes, "validation-max-schema-bytes", dv.MaxSchemaBytes, "largest tool schema compiled for validation; calls against a larger one are unchecked_arguments signals")
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{d: &c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")

@@ -19,6 +19,7 @@ const KIND_HELP = {
   retry_storm: 'a retry without backoff, or branches retrying in lockstep',
   runaway_loop: 'the same failing call again and again, or past the step limit',
   budget_exceeded: 'over a configured cap, or a typed partial result',
+  unchecked_arguments: "arguments not checked: the tool's schema is too large or too complex to validate within the limits",
 };
 
 /** STATUSES are the terminal statuses, in table order. */
