@@ -128,3 +128,22 @@ func TestValidationRunTime(t *testing.T) {
 		t.Errorf("reason %q", got[1].Reason)
 	}
 }
+
+// BenchmarkValidateChain: the chain schema of n levels, validated (n=15:
+// 163,838 steps, under the default limit) and refused by the step count
+// (n=20), each with a validator that caches nothing between iterations.
+func BenchmarkValidateChain(b *testing.B) {
+	for _, n := range []int{15, 20} {
+		b.Run(fmt.Sprintf("levels=%d", n), func(b *testing.B) {
+			tools := Tools{}
+			if !tools.AddDefinitions(chainSchema(n)) {
+				b.Fatal("no tools")
+			}
+			run := Run{Project: "p", Calls: []Call{{SpanID: "llm", EndNs: 10 * ms, Offered: tools}},
+				Steps: []Step{{SpanID: "t", Tool: "chain", Status: StatusOK, StartNs: 20 * ms, EndNs: 21 * ms, Args: `{"x":1}`}}}
+			for b.Loop() {
+				Review(run, Config{Validator: NewValidator(ValidationLimits{})})
+			}
+		})
+	}
+}
