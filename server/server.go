@@ -25,6 +25,7 @@ import (
 
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/deadletter"
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/wire"
@@ -190,6 +191,10 @@ type DurableLog struct {
 	// while it streams, in place of the writer's MaxBatchBytes (which then
 	// bounds nothing of the drain); 0 means durable.DefaultStreamBatchBytes.
 	StreamBatchBytes int64
+	// DeadLetterDir is where records the store refuses for good go
+	// (durable.Config.DeadLetter), so they do not block the records behind
+	// them; "" keeps retrying them forever.
+	DeadLetterDir string
 }
 
 // NewRegistry returns a metrics registry with the Go and process collectors,
@@ -337,6 +342,17 @@ func (s *Server) openDurable(d DurableLog) error {
 			cfg.MaxBatchBytes = durable.DefaultStreamBatchBytes
 		}
 	}
+	if d.DeadLetterDir != "" {
+		dir, err := deadletter.Open(d.DeadLetterDir)
+		if err != nil {
+			return fmt.Errorf("durable log: %w", err)
+		}
+		cfg.DeadLetter, cfg.Unstorable = dir, schema.Unstorable
+		if n, _, err := dir.Count(); err == nil && n > 0 {
+			s.log.Warn("dead-letter directory holds records the store refused; inspect them with `tally deadletter list`",
+				"entries", n, "dir", dir.Path())
+		}
+	}
 	sink, err := durable.Open(d.Dir, s.writer, cfg, s.log)
 	if err != nil {
 		return fmt.Errorf("open durable log: %w", err)
@@ -352,6 +368,9 @@ func (s *Server) openDurable(d DurableLog) error {
 	})
 	s.checks["durable_log"] = func(context.Context) error { return sink.Ready() }
 	s.ingestChecks["durable_log"] = true
+	// Not an ingest check: while the drain is stuck the log still takes
+	// spans, up to its cap.
+	s.checks["durable_drain"] = func(context.Context) error { return sink.Draining() }
 	return registerDurableMetrics(s.registry, sink)
 }
 
@@ -398,6 +417,11 @@ func (s *Server) Handler() (http.Handler, error) {
 	e.Any("/v1/traces", gin.WrapH(recv))
 	e.GET("/metrics", s.metricsAuth(), gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 	e.GET("/api/v1/storage", s.metricsAuth(), s.api.Storage)
+	dl := e.Group("/api/v1/deadletter", s.metricsAuth())
+	dl.GET("", s.listDeadLetters)
+	dl.GET("/:id", s.showDeadLetter)
+	dl.POST("/:id/replay", s.replayDeadLetter)
+	dl.DELETE("/:id", s.discardDeadLetter)
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.readyz)
 	e.GET("/readyz/ingest", s.readyzIngest)
@@ -674,9 +698,25 @@ func registerDurableMetrics(reg prometheus.Registerer, sink *durable.Sink) error
 		counter("tally_wal_refused_full_total", "Requests refused because the durable log was full.", func(s durable.Stats) float64 { return float64(s.RefusedFull) }),
 		counter("tally_wal_paced_total", "Requests whose acknowledgement waited for ClickHouse to catch up (--wal-pace-bytes).", func(s durable.Stats) float64 { return float64(s.Paced) }),
 		counter("tally_wal_paced_seconds_total", "Time requests waited for ClickHouse to catch up, summed.", func(s durable.Stats) float64 { return s.PacedSeconds }),
+		counter("tally_wal_dead_lettered_total", "Records the store refused alone again and again, moved to the dead-letter directory (since start).", func(s durable.Stats) float64 { return float64(s.DeadLettered) }),
+		gauge("tally_wal_drain_failing_seconds", "How long the durable log's writes to the store have failed without one succeeding (0 while they succeed).", func(s durable.Stats) float64 { return s.FailingFor.Seconds() }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register durable log metrics: %w", err)
+		}
+	}
+	if dir := sink.DeadLetters(); dir != nil {
+		entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_dead_letter_entries",
+			Help: "Entries in the dead-letter directory: acknowledged records the store refused, waiting for an operator (tally deadletter)."},
+			func() float64 {
+				n, _, err := dir.Count()
+				if err != nil {
+					return -1
+				}
+				return float64(n)
+			})
+		if err := reg.Register(entries); err != nil {
+			return fmt.Errorf("register dead-letter metrics: %w", err)
 		}
 	}
 	return nil

@@ -160,6 +160,9 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if d := cfg.Durable; d.CommitSpans < 1 || d.CommitBytes < 1 || d.CommitEvery <= 0 || d.StreamBatch < 1 {
 		return fail(fmt.Errorf("--wal-commit-spans, --wal-commit-bytes and --wal-stream-batch-bytes must be ≥ 1, --wal-commit-interval > 0"))
 	}
+	if d := cfg.Durable; d.DeadLetterAttempts < 1 || d.StuckAfter <= 0 {
+		return fail(fmt.Errorf("--wal-dead-letter-attempts must be ≥ 1, --wal-stuck-after > 0"))
+	}
 	srv, err := server.New(server.Options{
 		Store:        store,
 		Receiver:     rcfg,
@@ -223,8 +226,9 @@ func durableLog(cfg *serveConfig, log *slog.Logger) *server.DurableLog {
 	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
 	dc.PaceBytes, dc.PaceWait = d.PaceBytes, d.PaceWait
 	dc.CommitSpans, dc.CommitBytes, dc.CommitInterval = d.CommitSpans, d.CommitBytes, d.CommitEvery
+	dc.DeadLetterAttempts, dc.StuckAfter = d.DeadLetterAttempts, d.StuckAfter
 	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc, Stream: !d.NoStream,
-		StreamBatchBytes: d.StreamBatch}
+		StreamBatchBytes: d.StreamBatch, DeadLetterDir: filepath.Join(cfg.DataDir, "deadletter")}
 }
 
 // buildAuth builds the keyring from static and managed keys (with their

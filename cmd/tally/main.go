@@ -65,6 +65,7 @@ func newRootCmd() *cobra.Command {
 		newVersionsCmd(),
 		newCompareCmd(),
 		newSignalsCmd(),
+		newDeadLetterCmd(),
 		newCapsCmd(),
 		newRetentionCmd(),
 		newReplayCmd(),

@@ -81,6 +81,9 @@ type durableConfig struct {
 	CommitBytes  int64
 	CommitEvery  time.Duration
 	StreamBatch  int64
+	// DeadLetterAttempts and StuckAfter: see durable.Config.
+	DeadLetterAttempts int
+	StuckAfter         time.Duration
 }
 
 // apiConfig bounds the JSON API.
@@ -201,6 +204,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&d.CommitBytes, "wal-commit-bytes", durable.DefaultCommitBytes, "log record bytes after which a streaming INSERT is committed; keep under --wal-pace-bytes")
 	fs.Int64Var(&d.StreamBatch, "wal-stream-batch-bytes", durable.DefaultStreamBatchBytes, "log record bytes the drain holds at a time while it streams (in place of --batch-bytes)")
 	fs.DurationVar(&d.CommitEvery, "wal-commit-interval", durable.DefaultCommitInterval, "age after which a streaming INSERT is committed at its next batch (at most 15s: a stream must commit within the 30s INSERT timeout)")
+	fs.IntVar(&d.DeadLetterAttempts, "wal-dead-letter-attempts", durable.DefaultDeadLetterAttempts, "refusals in a row of the same rows by ClickHouse (for the rows themselves, not an outage) before a batch is written record by record, and a record alone is moved to <data-dir>/deadletter so the records behind it go on")
+	fs.DurationVar(&d.StuckAfter, "wal-stuck-after", durable.DefaultStuckAfter, "how long the durable log's writes to ClickHouse may fail without one succeeding before /readyz reports the drain stuck")
 	fs.BoolVar(&d.NoSync, "wal-no-sync", false, "UNSAFE, benchmarks only: acknowledge before fsync (a machine crash can lose acknowledged spans)")
 	fs.BoolVar(&d.Disabled, "no-wal", false, "acknowledge only after ClickHouse took the rows, without a local log (a ClickHouse outage then refuses ingest)")
 

@@ -55,21 +55,41 @@
 // Accept refuses it with a *Refused error (503 and Retry-After) and Ready
 // reports not ready, until the drain frees space. A corrupt log detected at
 // Open is an error: tally does not start rather than skip acknowledged data.
+//
+// # Dead letters
+//
+// A record the store refuses for its own rows (Config.Unstorable: the
+// server answered, and would answer the same again) would otherwise be
+// retried forever, and every record behind it, other projects' too, would
+// wait in the log. After Config.DeadLetterAttempts such refusals in a row
+// of one batch, the drain writes the batch's records one by one; after as
+// many of one record alone, it writes that record to Config.DeadLetter
+// (fsynced, with the store's answer) and moves its checkpoint past it. So
+// a record is dead-lettered only when the store refused it alone, and
+// nothing acknowledged is dropped: the entry stays until an operator
+// replays it (Requeue) or discards it. Failures that are not the rows'
+// fault (the store unreachable, out of memory or disk, too many parts)
+// are retried as ever, and Draining reports a drain whose writes have
+// failed for Config.StuckAfter.
 package durable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/deadletter"
 	"github.com/tallyhq/tally/ingest/rowcodec"
 	"github.com/tallyhq/tally/ingest/wal"
 )
@@ -138,7 +158,33 @@ type Config struct {
 	// while the last commit took at most a quarter of StreamTimeout, and in
 	// the foreground when ClickHouse is that slow. Zero: always behind.
 	StreamTimeout time.Duration
+	// DeadLetter, when set, takes a record the store refuses for good, so
+	// that the records behind it, other projects' too, are written (see
+	// Dead letters). Nil: such a record is retried until the store takes
+	// it, and everything behind it waits.
+	DeadLetter *deadletter.Dir
+	// Unstorable reports whether a downstream error refuses the rows
+	// themselves (the server answered, and would answer the same again),
+	// as opposed to the store being unreachable, slow or short of
+	// resources. Nil: no error does, and nothing is dead-lettered.
+	Unstorable func(error) bool
+	// DeadLetterAttempts is how many consecutive unstorable failures a
+	// batch of several records takes before its records are written one
+	// by one, and one record alone before it is dead-lettered. Zero means
+	// DefaultDeadLetterAttempts.
+	DeadLetterAttempts int
+	// StuckAfter is how long the drain's writes may fail without one
+	// succeeding before Draining reports it stuck (for /readyz). Zero
+	// means DefaultStuckAfter.
+	StuckAfter time.Duration
 }
+
+// DefaultDeadLetterAttempts is Config.DeadLetterAttempts unless set: with
+// the default backoff, about 1.5 s of refusals of the same rows.
+const DefaultDeadLetterAttempts = 5
+
+// DefaultStuckAfter is Config.StuckAfter unless set.
+const DefaultStuckAfter = time.Minute
 
 // keptBuffers and maxKeptBuffer bound the encode buffers a Sink keeps
 // between Accepts: one per request in flight at an exporter's usual
@@ -228,6 +274,10 @@ type Stats struct {
 	PacedSeconds    float64 // their waits, summed
 	Replaying       bool    // records from before Open are still being written
 	LastError       string  // the last downstream or log error, "" when none
+	DeadLettered    uint64  // records moved to the dead-letter directory since Open
+	// FailingFor is how long the drain's writes have failed without one
+	// succeeding; 0 while the last write succeeded.
+	FailingFor time.Duration
 }
 
 // Sink is the receiver's durable sink. Accept may be called concurrently;
@@ -247,6 +297,9 @@ type Sink struct {
 	replaying   atomic.Bool
 	full        atomic.Bool // an Accept was refused for space since the last drain
 	failing     atomic.Bool // the drain's last downstream write failed
+	// failingSince is when the drain's writes began to fail (Unix ns), 0
+	// while the last one succeeded.
+	failingSince atomic.Int64
 
 	progressMu sync.Mutex
 	progress   chan struct{} // closed (and replaced) after every checkpoint
@@ -259,6 +312,7 @@ type Sink struct {
 	refused     atomic.Uint64
 	paced       atomic.Uint64
 	pacedNanos  atomic.Int64
+	deadLetters atomic.Uint64
 
 	mu      sync.Mutex
 	lastErr string
@@ -297,6 +351,12 @@ func Open(dir string, down Downstream, cfg Config, log *slog.Logger) (*Sink, err
 	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = d.CommitInterval
+	}
+	if cfg.DeadLetterAttempts <= 0 {
+		cfg.DeadLetterAttempts = DefaultDeadLetterAttempts
+	}
+	if cfg.StuckAfter <= 0 {
+		cfg.StuckAfter = DefaultStuckAfter
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -443,7 +503,48 @@ func (s *Sink) Stats() Stats {
 		PacedSeconds:    time.Duration(s.pacedNanos.Load()).Seconds(),
 		Replaying:       s.replaying.Load(),
 		LastError:       last,
+		DeadLettered:    s.deadLetters.Load(),
+		FailingFor:      s.failingFor(),
 	}
+}
+
+// failingFor is how long the drain's writes have failed, 0 when they do not.
+func (s *Sink) failingFor() time.Duration {
+	since := s.failingSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(time.Since(time.Unix(0, since)), time.Nanosecond)
+}
+
+// Draining is nil unless the drain is stuck: its writes have failed for
+// Config.StuckAfter without one succeeding, so acknowledged spans are not
+// reaching the store. /readyz reports it (the log still takes spans, so
+// /readyz/ingest does not).
+func (s *Sink) Draining() error {
+	d := s.failingFor()
+	if d < s.cfg.StuckAfter {
+		return nil
+	}
+	st := s.Stats()
+	return fmt.Errorf("durable log drain stuck: no write has succeeded for %s, %d records (%d bytes) wait: %s",
+		d.Round(time.Second), st.PendingRecords, st.WALBytes, st.LastError)
+}
+
+// succeeded records a successful downstream write.
+func (s *Sink) succeeded() {
+	s.failing.Store(false)
+	s.failingSince.Store(0)
+}
+
+// markFailing records a failed downstream write; true when the drain was
+// not failing before it.
+func (s *Sink) markFailing() bool {
+	if s.failing.Swap(true) {
+		return false
+	}
+	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	return true
 }
 
 func (s *Sink) setErr(err error) {
@@ -485,7 +586,15 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		delivered, retried := s.deliver(ctx, p.batch)
+		delivered, retried, rewind := s.deliver(ctx, d, p)
+		if rewind {
+			// The batch is written one record at a time now, or its one
+			// record was dead-lettered: read again from the checkpoint.
+			if err := d.rewind(s.wal, s.wal.FirstSeq()); err != nil {
+				return err
+			}
+			continue
+		}
 		if !delivered {
 			return nil
 		}
@@ -552,7 +661,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	// committed records a commit of spans up to record upto; it may run on
 	// the background commit's goroutine.
 	committed := func(upto uint64, spans int) {
-		s.failing.Store(false)
+		s.succeeded()
 		s.delivered.Add(uint64(spans))
 		s.deliveries.Add(1)
 		s.checkpoint(upto)
@@ -590,7 +699,10 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			s.log.Warn("durable log: commit failed; its records stay in the log and are written again", "err", err)
 		}
 	}
-	fail := func(err error) (stop bool) {
+	// fail ends the streams after err; without a wait for the next try
+	// when skip (the drain reads again at once, record by record, or past
+	// a dead-lettered record).
+	fail := func(err error, skip bool) (stop bool) {
 		report(settle()) // its records come after the checkpoint too: rewritten below
 		if st != nil {
 			st.Abort()
@@ -598,6 +710,12 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		st, upto, spans, bytes, recovering = nil, 0, 0, 0, true
 		if ctx.Err() != nil {
 			return true
+		}
+		if skip {
+			s.markFailing()
+			s.retries.Add(1)
+			s.setErr(err)
+			return false
 		}
 		if !s.retryWait(ctx, backoff, err, "durable log: downstream stream failed, rewriting from the checkpoint",
 			"from", s.wal.FirstSeq()) {
@@ -655,7 +773,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 		}
 		upto, spans, bytes = p.upto, spans+len(p.batch.Spans), bytes+p.bytes
 		switch {
-		case recovering:
+		case recovering || d.single != 0:
 			// After a failure every batch is a stream of its own until
 			// one commits: a failure that grows with the stream (a
 			// timeout, a server's memory limit) cannot then repeat
@@ -680,6 +798,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	}()
 	for ctx.Err() == nil {
 		p, err := s.next(d)
+		struck := false
 		switch {
 		case err != nil:
 			// What the streams hold is good: store it before stopping on
@@ -704,8 +823,12 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			// before waiting, as records may have come meanwhile.
 			err = commit()
 		default:
+			// While recovering, the batch is a stream of its own: a
+			// failure of it is a failure of its records alone.
+			alone := recovering || d.single != 0
 			if err = poll(); err == nil {
 				err = add(p)
+				struck = err != nil && alone
 			}
 			// Append keeps nothing of the batch: its slices serve the next.
 			d.reuse(p.batch, s.cfg.MaxBatchSpans)
@@ -714,7 +837,8 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			}
 		}
 		if err != nil {
-			if fail(err) {
+			skip := struck && s.strike(d, p, err)
+			if fail(err, skip) {
 				return nil
 			}
 			if err := d.rewind(s.wal, s.wal.FirstSeq()); err != nil {
@@ -742,6 +866,14 @@ type drain struct {
 	// neither is in use (the drain caught up with nothing carried), or the
 	// next carry would start from nothing and grow a batch's slices again.
 	spares []ingest.Batch
+	// single, while the next record to read is at most it, makes every
+	// batch one record: the records of a batch the store refused, written
+	// one by one to find the one it refuses (see Dead letters).
+	single uint64
+	// strikes counts the unstorable failures in a row of the batch of
+	// records struckFrom..struckUpto.
+	strikes                int
+	struckFrom, struckUpto uint64
 }
 
 // spare returns kept slices for a batch, or none.
@@ -795,6 +927,9 @@ func (d *drain) reuse(b ingest.Batch, maxSpans int) {
 // up to MaxBatchSpans and MaxBatchBytes; its upto is 0 when there was
 // nothing to read.
 func (s *Sink) next(d *drain) (pending, error) {
+	if d.single != 0 && d.r.NextSeq() > d.single {
+		d.single = 0
+	}
 	p := d.carry
 	d.carry = pending{}
 	if p.upto == 0 {
@@ -823,9 +958,12 @@ func (s *Sink) next(d *drain) (pending, error) {
 			s.setErr(err)
 			return pending{}, err
 		}
+		if into.from == 0 {
+			into.from = seq
+		}
 		into.upto = seq
 		into.bytes += int64(len(rec))
-		if d.carry.upto != 0 {
+		if d.carry.upto != 0 || d.single != 0 {
 			break
 		}
 	}
@@ -859,10 +997,11 @@ func (s *Sink) checkpoint(upto uint64) {
 	s.caughtUp()
 }
 
-// pending is a batch gathered from the log, the last record in it and the
-// bytes of its records.
+// pending is a batch gathered from the log, the first and last records in
+// it and the bytes of its records.
 type pending struct {
 	batch ingest.Batch
+	from  uint64 // the first record in it
 	upto  uint64
 	bytes int64
 }
@@ -875,35 +1014,133 @@ func (s *Sink) caughtUp() {
 	}
 }
 
-// deliver writes b downstream, retrying until it succeeds (delivered) or ctx
-// ends; retried says whether an attempt failed first.
-func (s *Sink) deliver(ctx context.Context, b ingest.Batch) (delivered, retried bool) {
+// deliver writes p's batch downstream, retrying until it succeeds
+// (delivered) or ctx ends; retried says whether an attempt failed first.
+// rewind says the drain must read again from the checkpoint instead: the
+// store refused the batch for its rows (see strike), so its records are
+// to be written one by one, or its one record was dead-lettered.
+func (s *Sink) deliver(ctx context.Context, d *drain, p pending) (delivered, retried, rewind bool) {
 	backoff := s.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
-		err := s.down.Accept(ctx, b)
+		err := s.down.Accept(ctx, p.batch)
 		if err == nil {
-			s.failing.Store(false)
-			s.delivered.Add(uint64(len(b.Spans)))
+			s.succeeded()
+			s.delivered.Add(uint64(len(p.batch.Spans)))
 			s.deliveries.Add(1)
-			return true, attempt > 1
+			return true, attempt > 1, false
 		}
 		if ctx.Err() != nil {
-			return false, attempt > 1
+			return false, attempt > 1, false
+		}
+		if s.strike(d, p, err) {
+			s.markFailing()
+			s.retries.Add(1)
+			s.setErr(err)
+			return false, true, true
 		}
 		if !s.retryWait(ctx, backoff, err, "durable log: downstream write failed, retrying",
-			"spans", len(b.Spans), "attempt", attempt) {
-			return false, true
+			"spans", len(p.batch.Spans), "attempt", attempt) {
+			return false, true, false
 		}
 		backoff = min(backoff*2, s.cfg.RetryMax)
 	}
 }
+
+// strike counts a failed write of p and decides what the drain does
+// about the store refusing the same rows again and again (see Dead
+// letters): true when it must read again from the checkpoint, because
+// p's records are now written one by one, or p's one record was
+// dead-lettered. Only failures Config.Unstorable recognizes count, and
+// only DeadLetterAttempts of them in a row for the same records act.
+func (s *Sink) strike(d *drain, p pending, err error) bool {
+	if s.cfg.DeadLetter == nil || s.cfg.Unstorable == nil || p.from == 0 || !s.cfg.Unstorable(err) {
+		d.strikes = 0
+		return false
+	}
+	if p.from != d.struckFrom || p.upto != d.struckUpto {
+		d.struckFrom, d.struckUpto, d.strikes = p.from, p.upto, 0
+	}
+	d.strikes++
+	if d.strikes < s.cfg.DeadLetterAttempts {
+		return false
+	}
+	d.strikes = 0
+	if p.from != p.upto {
+		d.single = p.upto
+		s.log.Warn("durable log: the store refuses a batch for its rows; writing its records one by one",
+			"from", p.from, "to", p.upto, "attempts", s.cfg.DeadLetterAttempts, "err", err)
+		return true
+	}
+	if err := s.deadLetter(p.from, err); err != nil {
+		s.setErr(err)
+		s.log.Error("durable log: a record the store refuses could not be dead-lettered; retrying it", "record", p.from, "err", err)
+		return false
+	}
+	return true
+}
+
+// deadLetter moves record seq, the first the log holds, to the
+// dead-letter directory, and checkpoints past it once it is durable there.
+func (s *Sink) deadLetter(seq uint64, cause error) error {
+	if first := s.wal.FirstSeq(); seq != first {
+		return fmt.Errorf("record %d is not the first unwritten record (%d)", seq, first)
+	}
+	r, err := s.wal.NewReader(seq)
+	if err != nil {
+		return fmt.Errorf("reread record %d: %w", seq, err)
+	}
+	got, rec, err := r.Next()
+	r.Close()
+	if err != nil || got != seq {
+		return fmt.Errorf("reread record %d: got %d: %v", seq, got, err)
+	}
+	rec = bytes.Clone(rec)
+	b, err := rowcodec.AppendDecode(ingest.Batch{}, rec)
+	if err != nil {
+		return fmt.Errorf("decode record %d: %w", seq, err)
+	}
+	projects := map[string]bool{}
+	for i := range b.Spans {
+		projects[b.Spans[i].Project] = true
+	}
+	for i := range b.Contents {
+		projects[b.Contents[i].Project] = true
+	}
+	e, err := s.cfg.DeadLetter.Put(deadletter.Entry{Seq: seq, Error: cause.Error(), Attempts: s.cfg.DeadLetterAttempts,
+		Spans: len(b.Spans), Contents: len(b.Contents), Projects: slices.Collect(maps.Keys(projects))}, rec)
+	if err != nil {
+		return err
+	}
+	s.deadLetters.Add(1)
+	s.log.Error("durable log: record dead-lettered: the store refused it alone again and again; the records behind it go on. "+
+		"Inspect it with `tally deadletter show`, and replay it with `tally deadletter replay` once the cause is fixed",
+		"entry", e.ID, "record", seq, "spans", e.Spans, "projects", e.Projects, "dir", s.cfg.DeadLetter.Path(), "err", cause)
+	s.checkpoint(seq)
+	return nil
+}
+
+// Requeue appends a record (one taken from the dead-letter directory) to
+// the log again, to be drained like any other; nil once it is durable.
+func (s *Sink) Requeue(ctx context.Context, record []byte) error {
+	if _, err := rowcodec.SpanCount(record); err != nil {
+		return fmt.Errorf("requeue: not a log record: %w", err)
+	}
+	if _, err := s.wal.Append(ctx, record); err != nil {
+		return fmt.Errorf("requeue: %w", err)
+	}
+	s.appended.Add(1)
+	return nil
+}
+
+// DeadLetters is the dead-letter directory, nil when there is none.
+func (s *Sink) DeadLetters() *deadletter.Dir { return s.cfg.DeadLetter }
 
 // retryWait records a failed downstream write and waits out its backoff,
 // logging msg with attrs; false when ctx ended first. The wait is backoff
 // with jitter, or the Retry-After a refusing downstream asks for when that
 // is longer (bounded by RetryMax).
 func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, msg string, attrs ...any) bool {
-	if !s.failing.Swap(true) {
+	if s.markFailing() {
 		s.progressed() // paced Accepts stop waiting for a drain that fails
 	}
 	s.retries.Add(1)

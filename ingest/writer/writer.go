@@ -79,9 +79,15 @@ type Overloaded struct {
 	Code   int
 	After  time.Duration
 	Reason string
+	// Err is the store's error, when one caused it.
+	Err error
 }
 
 func (e *Overloaded) Error() string { return "writer overloaded: " + e.Reason }
+
+// Unwrap returns the store's error, so callers can tell what it said
+// (schema.Unstorable).
+func (e *Overloaded) Unwrap() error { return e.Err }
 
 // HTTPStatus is the HTTP status to answer (503).
 func (e *Overloaded) HTTPStatus() int { return e.Code }
@@ -317,6 +323,13 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 		w.lastErr = err.Error()
 		w.mu.Unlock()
 		wait := backoff/2 + rand.N(backoff/2+1)
+		if schema.Unstorable(err) {
+			// The server refuses these rows; they would be refused
+			// again. The caller decides (the durable log isolates and
+			// dead-letters them).
+			w.log.Warn("insert refused by the server for its rows; not retried here", "spans", len(b.Spans), "err", err)
+			break
+		}
 		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			w.log.Error("insert failed, giving up on batch; callers were not acknowledged",
 				"spans", len(b.Spans), "attempts", attempt, "err", err)
@@ -335,7 +348,7 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 		w.written.Add(uint64(len(b.Spans)))
 		w.batches.Add(1)
 	} else {
-		err = &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter, Reason: "clickhouse insert failed: " + err.Error()}
+		err = &Overloaded{Code: http.StatusServiceUnavailable, After: w.cfg.RetryAfter, Reason: "clickhouse insert failed: " + err.Error(), Err: err}
 	}
 	for _, r := range reqs {
 		r.done <- err
