@@ -4,7 +4,11 @@
 // durable log and the ClickHouse writer.
 package ingest
 
-import "github.com/tallyhq/tally/schema"
+import (
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
 
 // Batch is what one accepted OTLP request became: span rows and the large
 // content values split off them.
@@ -55,7 +59,22 @@ type Limits struct {
 	MaxContentBytes    int   // longer content values (tool args/results, messages) are truncated
 	MaxAttrsPerSpan    int   // attributes beyond this are dropped and counted in attr "tally.dropped_attributes"
 	MaxEventsPerSpan   int   // events beyond this are dropped
+	// MaxSpanAge rejects a span that started longer than this before the
+	// request arrived (a partial success names it): the store partitions
+	// spans by day, so it bounds how many days one request, and the spans
+	// of a run arriving together, can touch. 0: no bound.
+	MaxSpanAge time.Duration
+	// MaxSpanFuture rejects a span that starts more than this after the
+	// request arrived (a clock far ahead, or a time in the wrong unit).
+	// 0: no bound.
+	MaxSpanFuture time.Duration
 }
+
+// LatestTime is the latest start or end a span may have, whatever the
+// limits: the store keeps a span's start to the second in a 32-bit
+// DateTime (to 2106-02-07 06:28:15 UTC), and times past it would wrap to
+// 1970 or earlier (issue #41).
+var LatestTime = time.Unix(1<<32-1, 0).UTC()
 
 // DefaultLimits are the limits tally runs with unless configured otherwise.
 func DefaultLimits() Limits {

@@ -53,7 +53,8 @@ const maxRejectMessages = 3
 // the reference for every alias it understands).
 //
 // Invalid spans (zero trace or span id, missing start or end time, end
-// before start) are left out and counted in Rejected, whose Message names the
+// before start, a time past LatestTime, a start outside Limits.MaxSpanAge
+// and MaxSpanFuture around opts.Now) are left out and counted in Rejected, whose Message names the
 // first few with their index in the request (resource, scope and span order,
 // from 0) and name; the valid spans of the request are kept.
 //
@@ -107,7 +108,7 @@ func NormalizeTracesInto(dst Batch, tr wire.Traces, opts Options) (Batch, Reject
 			ss := &rs.Scopes[j]
 			for k := range ss.Spans {
 				sp := &ss.Spans[k]
-				if problem := validate(sp); problem != "" {
+				if problem := n.validate(sp); problem != "" {
 					rej.Spans++
 					if rej.Spans <= maxRejectMessages {
 						if msg.Len() > 0 {
@@ -134,8 +135,10 @@ func NormalizeTracesInto(dst Batch, tr wire.Traces, opts Options) (Batch, Reject
 	return batch, rej
 }
 
-// validate names the problems of a span that cannot be stored, "" when none.
-func validate(sp *wire.Span) string {
+// validate names the problems of a span that cannot be stored, "" when
+// none: ids, times, and times outside what the store holds or the limits'
+// window around the request's arrival (Limits.MaxSpanAge, MaxSpanFuture).
+func (n *normalizer) validate(sp *wire.Span) string {
 	var problems []string
 	if sp.TraceID == [16]byte{} {
 		problems = append(problems, "trace id is missing or all zero (must be 16 non-zero bytes)")
@@ -144,13 +147,24 @@ func validate(sp *wire.Span) string {
 		problems = append(problems, "span id is missing or all zero (must be 8 non-zero bytes)")
 	}
 	start, end := sp.Start, sp.End
+	latest := uint64(LatestTime.Unix()) * uint64(time.Second)
 	switch {
 	case start == 0:
 		problems = append(problems, "start time missing")
 	case end == 0:
 		problems = append(problems, "end time missing")
+	case start > latest:
+		problems = append(problems, "start time past "+LatestTime.Format(time.RFC3339)+", the latest the store holds")
+	case end > latest:
+		problems = append(problems, "end time past "+LatestTime.Format(time.RFC3339)+", the latest the store holds")
 	case end < start:
 		problems = append(problems, "end time before start time")
+	case n.lim.MaxSpanAge > 0 && start < uint64(n.now.Add(-n.lim.MaxSpanAge).UnixNano()):
+		problems = append(problems, fmt.Sprintf("start time %s is more than %s before arrival (the span age limit)",
+			time.Unix(0, int64(start)).UTC().Format(time.RFC3339), n.lim.MaxSpanAge))
+	case n.lim.MaxSpanFuture > 0 && start > uint64(n.now.Add(n.lim.MaxSpanFuture).UnixNano()):
+		problems = append(problems, fmt.Sprintf("start time %s is more than %s after arrival (the span future limit)",
+			time.Unix(0, int64(start)).UTC().Format(time.RFC3339), n.lim.MaxSpanFuture))
 	}
 	return strings.Join(problems, ", ")
 }

@@ -836,6 +836,55 @@ func TestNormalizeRejectsInvalidSpans(t *testing.T) {
 	}
 }
 
+// TestNormalizeTimeBounds: a start or end past LatestTime would wrap in
+// the store (issue #41: a start ≥ 2^63 ns read back as 1969, the run's
+// duration as 1.67e13 ms), and a start outside MaxSpanAge and
+// MaxSpanFuture around the arrival is refused too; each at its edge.
+func TestNormalizeTimeBounds(t *testing.T) {
+	now := time.Unix(0, int64(testStartNs)).UTC() // the arrival
+	latest := uint64(LatestTime.Unix()) * uint64(time.Second)
+	day := 24 * time.Hour
+	ns := func(t time.Time) uint64 { return uint64(t.UnixNano()) }
+	for _, c := range []struct {
+		name       string
+		start, end uint64
+		lim        Limits
+		want       string // "" kept
+	}{
+		{"the latest start the store holds", latest, latest, Limits{}, ""},
+		{"a nanosecond later", latest + 1, latest + 1, Limits{}, "start time past 2106-02-07T06:28:15Z, the latest the store holds"},
+		{"an end past it", testStartNs, latest + 1, Limits{}, "end time past 2106-02-07T06:28:15Z, the latest the store holds"},
+		{"a start past 2262 (2^63 ns)", 1 << 63, 1<<63 + 1, Limits{}, "start time past 2106-02-07T06:28:15Z, the latest the store holds"},
+		{"exactly the span age limit", ns(now.Add(-30 * day)), testStartNs, Limits{MaxSpanAge: 30 * day}, ""},
+		{"a nanosecond older", ns(now.Add(-30*day)) - 1, testStartNs, Limits{MaxSpanAge: 30 * day},
+			"start time 2023-10-15T22:13:20Z is more than 720h0m0s before arrival (the span age limit)"},
+		{"no age limit: any age", ns(now.Add(-3000 * day)), testStartNs, Limits{}, ""},
+		{"exactly the future limit", ns(now.Add(2 * time.Hour)), ns(now.Add(3 * time.Hour)), Limits{MaxSpanFuture: 2 * time.Hour}, ""},
+		{"a nanosecond further", ns(now.Add(2*time.Hour)) + 1, ns(now.Add(3 * time.Hour)), Limits{MaxSpanFuture: 2 * time.Hour},
+			"start time 2023-11-15T00:13:20Z is more than 2h0m0s after arrival (the span future limit)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := newRequest(t, "")
+			sp := req.span("s")
+			sp.SetStartTimestamp(pcommon.Timestamp(c.start))
+			sp.SetEndTimestamp(pcommon.Timestamp(c.end))
+			batch, rej := Normalize(req.td, Options{Limits: c.lim, Now: func() time.Time { return now }})
+			if c.want == "" {
+				if rej.Spans != 0 || len(batch.Spans) != 1 {
+					t.Fatalf("rejected %d (%s), want the span kept", rej.Spans, rej.Message)
+				}
+				if got := batch.Spans[0].Start; got.Unix() != int64(c.start/uint64(time.Second)) {
+					t.Errorf("start %s, want %d s", got, c.start/uint64(time.Second))
+				}
+				return
+			}
+			if want := `span 0 (name "s"): ` + c.want; rej.Spans != 1 || rej.Message != want || len(batch.Spans) != 0 {
+				t.Errorf("rejected %d: %q, kept %d; want 1: %q", rej.Spans, rej.Message, len(batch.Spans), want)
+			}
+		})
+	}
+}
+
 func TestNormalizeTruncation(t *testing.T) {
 	lim := Limits{MaxAttrValueBytes: 8, MaxContentBytes: 10}
 	cases := []struct {

@@ -52,6 +52,13 @@ const alertsEvaluatorLease = "alerts-evaluator"
 // place that decides what runs; the caller closes the store.
 func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.Server, *schema.Store, error) {
 	// Ingest: what a span becomes.
+	if cfg.Ingest.Limits.MaxSpanAge == 0 {
+		age, err := spanAgeFromRetention(cfg.Storage)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Ingest.Limits.MaxSpanAge = age
+	}
 	normalize, catalog, err := normalizeOptions(cfg.Ingest)
 	if err != nil {
 		return nil, nil, err
@@ -335,6 +342,25 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, holder string, reader *q
 	log.Info("alerting on", "rules", len(rules), "file", a.RulesPath, "alertmanagers", len(a.Alertmanagers),
 		"webhooks", len(a.Webhooks), "interval", a.Interval)
 	return ev, run, nil
+}
+
+// spanAgeFromRetention is --max-span-age's default: the longest span
+// retention, global or a project's (a span older than that would be
+// dropped at the next retention pass anyway), or no bound (0) when spans
+// are kept forever (--retention 0).
+func spanAgeFromRetention(st storageConfig) (time.Duration, error) {
+	if st.Retention == 0 {
+		return 0, nil
+	}
+	longest := st.Retention
+	overrides, err := retention.ParseOverrides(st.ProjectRetention)
+	if err != nil {
+		return 0, fmt.Errorf("--project-retention: %w", err)
+	}
+	for _, o := range overrides {
+		longest = max(longest, o.Spans) // 0: the project keeps spans as long as --retention
+	}
+	return longest, nil
 }
 
 // retentionLease is the lease retention runs under with --retention-runner

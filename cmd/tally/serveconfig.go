@@ -86,6 +86,10 @@ type durableConfig struct {
 	StuckAfter         time.Duration
 }
 
+// defaultMaxSpanFuture is --max-span-future unless set: clocks a little
+// ahead are common, hours ahead is a bug (or a time in the wrong unit).
+const defaultMaxSpanFuture = 2 * time.Hour
+
 // apiConfig bounds the JSON API.
 type apiConfig struct {
 	MaxQueryRange time.Duration
@@ -151,6 +155,7 @@ const defaultGCPercent = 200
 // default.
 func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	c.Ingest.Limits = ingest.DefaultLimits()
+	c.Ingest.Limits.MaxSpanFuture = defaultMaxSpanFuture
 	c.Writer = writer.DefaultConfig()
 	c.HTTP = server.DefaultHTTPLimits()
 	c.API = apiConfig{MaxQueryRange: api.DefaultMaxQueryRange, RunReads: api.DefaultRunReadLimits()}
@@ -190,6 +195,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&in.Limits.MaxContentBytes, "max-content-bytes", in.Limits.MaxContentBytes, "longest content value (tool arguments/results, messages) kept")
 	fs.IntVar(&in.Limits.MaxAttrsPerSpan, "max-attrs-per-span", in.Limits.MaxAttrsPerSpan, "most attributes kept per span; the rest are counted in tally.dropped_attributes")
 	fs.IntVar(&in.Limits.MaxEventsPerSpan, "max-events-per-span", in.Limits.MaxEventsPerSpan, "most events kept per span")
+	fs.Var(dayDuration{d: &in.Limits.MaxSpanAge, zero: true}, "max-span-age", "refuse spans (partial success) that started longer than this before they arrive, e.g. 30d; 0: the longest span retention (--retention, --project-retention), none when spans are kept forever")
+	fs.Var(dayDuration{d: &in.Limits.MaxSpanFuture, zero: true}, "max-span-future", "refuse spans (partial success) that start more than this after they arrive (a clock ahead), e.g. 2h; 0: no bound")
 	fs.Int64Var(&in.MaxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above)")
 	fs.Int64Var(&in.MinBodyRate, "min-body-rate", receiver.DefaultMinBodyRate, "slowest a request body may arrive after --body-rate-grace, in bytes/s on the wire (408 below); 0 for none")
 	fs.DurationVar(&in.BodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")

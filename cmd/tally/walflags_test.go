@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/internal/testenv"
 )
@@ -55,6 +56,45 @@ func TestServeRefusesBadGCPercent(t *testing.T) {
 		want := "--gc-percent " + bad[1] + ": must be ≥ 1, or negative (collector off) only with a --memory-limit"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("serve %v: %v, want %q\n%s", bad, err, want, out)
+		}
+	}
+}
+
+// TestServeRefusesBadDeadLetterBounds: zero refusals would dead-letter a
+// record at its first failure, and a stuck-after of 0 would report every
+// failed write as a stuck drain; serve refuses both before it listens.
+func TestServeRefusesBadDeadLetterBounds(t *testing.T) {
+	ch := testenv.ClickHouse(t)
+	db := ch.NewDatabase(t)
+	for _, bad := range [][]string{{"--wal-dead-letter-attempts", "0"}, {"--wal-stuck-after", "0s"}} {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+			"--clickhouse-addr", ch.Addr, "--clickhouse-database", db, "--config", ""}, bad...)
+		out, err := tallyCLI(t, args...)
+		const want = "--wal-dead-letter-attempts must be ≥ 1, --wal-stuck-after > 0"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve %v: %v, want %q\n%s", bad, err, want, out)
+		}
+	}
+}
+
+// TestSpanAgeFromRetention: --max-span-age follows the longest span
+// retention, a project's included, and is no bound when spans are kept
+// forever.
+func TestSpanAgeFromRetention(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		retention time.Duration
+		projects  []string
+		want      time.Duration
+	}{
+		{30 * day, nil, 30 * day},
+		{30 * day, []string{"audit=spans:90d,content:7d", "scratch=2d"}, 90 * day},
+		{30 * day, []string{"notes=content:1d"}, 30 * day}, // spans as long as --retention
+		{0, []string{"scratch=2d"}, 0},
+	} {
+		got, err := spanAgeFromRetention(storageConfig{Retention: c.retention, ProjectRetention: c.projects})
+		if err != nil || got != c.want {
+			t.Errorf("retention %s, projects %v: %s, %v; want %s", c.retention, c.projects, got, err, c.want)
 		}
 	}
 }
