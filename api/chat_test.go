@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,15 @@ func TestSpanContentChat(t *testing.T) {
 	var got api.SpanContent
 	if code != http.StatusOK || json.Unmarshal(body, &got) != nil || got.Chat != nil {
 		t.Errorf("tool span: %d %s, want no chat", code, body)
+	}
+	// Issue #41: a span or run tally lacks answered 200 with no content.
+	for _, path := range []string{
+		"/api/v1/runs/" + sc.TraceID() + "/spans/00000000000000ff",
+		"/api/v1/runs/0123456789abcdef0123456789abcdef/spans/" + sc.SpanID("tool"),
+	} {
+		if code, _, body := get(t, tally.URL+path, ""); code != http.StatusNotFound || !strings.Contains(string(body), "not found") {
+			t.Errorf("GET %s: %d %s, want 404", path, code, body)
+		}
 	}
 }
 

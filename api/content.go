@@ -14,6 +14,8 @@ import (
 // implements it.
 type ContentReader interface {
 	SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error)
+	// SpanExists tells a span with no content from no span (404).
+	SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error)
 }
 
 // ChatReader reads a span's conversation in one shape; *query.Reader
@@ -56,6 +58,17 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "load span content: %v", err)
 		return
+	}
+	if len(rows) == 0 {
+		exists, err := cr.SpanExists(c.Request.Context(), Project(c), traceID, spanID)
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "look up span: %v", err)
+			return
+		}
+		if !exists {
+			fail(c, http.StatusNotFound, "span %s not found in run %s", spanID, traceID)
+			return
+		}
 	}
 	out := SpanContent{TraceID: traceID, SpanID: spanID, Content: make([]ContentItem, 0, len(rows))}
 	for _, r := range rows {

@@ -28,6 +28,8 @@ type Outcomes interface {
 	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
 	Versions(ctx context.Context, f query.VersionFilter) ([]query.TaskVersions, error)
 	Compare(ctx context.Context, s query.CompareSpec) (*query.Comparison, error)
+	// SpanExists checks that an outcome's span is the run's.
+	SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error)
 }
 
 // OutcomeStore stores posted outcomes; *schema.Store implements it.
@@ -60,7 +62,18 @@ type OutcomeIn struct {
 type OutcomesReport struct {
 	TraceID  string          `json:"trace_id"`
 	Outcomes []query.Outcome `json:"outcomes"`
+	// Total is how many outcomes the run has, NextOffset the offset of
+	// the next page (0 when this page is the last; GET only).
+	Total      int `json:"total"`
+	NextOffset int `json:"next_offset,omitempty"`
 }
+
+// DefaultOutcomesPage and MaxOutcomesPage bound one GET of a run's
+// outcomes (limit=; offset= pages on).
+const (
+	DefaultOutcomesPage = 1000
+	MaxOutcomesPage     = 10000
+)
 
 // registerOutcomes mounts the reads: GET /runs/{trace_id}/outcomes and
 // GET /tasks.
@@ -123,6 +136,22 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 	start, _, ok := runExtent(c, reader, project, id)
 	if !ok {
 		return
+	}
+	checked := map[string]bool{}
+	for _, in := range ins {
+		if in.SpanID == "" || checked[in.SpanID] {
+			continue
+		}
+		exists, err := reader.SpanExists(c.Request.Context(), project, id, in.SpanID)
+		if err != nil {
+			fail(c, http.StatusInternalServerError, "look up span: %v", err)
+			return
+		}
+		if !exists {
+			fail(c, http.StatusBadRequest, "outcome %s: span %s is not a span of run %s", in.Name, in.SpanID, id)
+			return
+		}
+		checked[in.SpanID] = true
 	}
 	now := h.now().UTC()
 	rows := make([]schema.Outcome, len(ins))
@@ -222,6 +251,23 @@ func (h *Handler) getOutcomes(c *gin.Context) {
 	if !ok {
 		return
 	}
+	limit, offset := DefaultOutcomesPage, 0
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxOutcomesPage {
+			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to %d", v, MaxOutcomesPage)
+			return
+		}
+		limit = n
+	}
+	if v := c.Query("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(c, http.StatusBadRequest, "offset %q: want an integer ≥ 0", v)
+			return
+		}
+		offset = n
+	}
 	project := Project(c)
 	first, last, ok := runExtent(c, reader, project, id)
 	if !ok {
@@ -232,7 +278,11 @@ func (h *Handler) getOutcomes(c *gin.Context) {
 		fail(c, http.StatusInternalServerError, "read outcomes: %v", err)
 		return
 	}
-	out := OutcomesReport{TraceID: id, Outcomes: all[id]}
+	list := all[id]
+	out := OutcomesReport{TraceID: id, Total: len(list), Outcomes: list[min(offset, len(list)):min(offset+limit, len(list))]}
+	if offset+limit < len(list) {
+		out.NextOffset = offset + limit
+	}
 	if out.Outcomes == nil {
 		out.Outcomes = []query.Outcome{}
 	}

@@ -134,6 +134,9 @@ func TestTaskConsistency(t *testing.T) {
 		{`{"name":"` + long + `","passed":true}`, 400, "at most 200 bytes"},
 		{`{"name":"x","passed":true,"explanation":"` + strings.Repeat("e", api.MaxOutcomeExplanation+1) + `"}`, 400, "explanation over 4096"},
 		{`{"name":"x","passed":true,"span_id":"zz"}`, 400, "span id"},
+		// Issue #41: the all-zero span id and a span of no run were taken.
+		{`{"name":"x","passed":true,"span_id":"0000000000000000"}`, 400, "all zero is no span"},
+		{`{"name":"x","passed":true,"span_id":"00000000000000ff"}`, 400, "is not a span of run"},
 		{`[` + strings.TrimSuffix(strings.Repeat(`{"name":"x","passed":true},`, api.MaxOutcomesPerRequest+1), ",") + `]`, 400, "want 1 to 100"},
 		{`[]`, 400, "want 1 to 100"},
 		{`not json`, 400, "want an outcome object"},
@@ -160,8 +163,32 @@ func TestTaskConsistency(t *testing.T) {
 		t.Errorf("post to a run tally lacks: %d %s, want 404", code, b)
 	}
 	code, _, b = get(t, url[:len(url)-len("/outcomes")]+"/outcomes", "")
-	if code != http.StatusOK || json.Unmarshal(b, &outs) != nil || len(outs.Outcomes) != 101 {
-		t.Errorf("run 10 outcomes after the edge posts: %d, %d outcomes, want 101", code, len(outs.Outcomes))
+	if code != http.StatusOK || json.Unmarshal(b, &outs) != nil || len(outs.Outcomes) != 101 || outs.Total != 101 || outs.NextOffset != 0 {
+		t.Errorf("run 10 outcomes after the edge posts: %d, %d of %d outcomes (next %d), want all 101", code, len(outs.Outcomes), outs.Total, outs.NextOffset)
+	}
+	// Paged (issue #41: a run's outcomes had no cap): 101 in pages of 40
+	// are 40 (next 40), 40 (next 80) and 21 (none), each name once.
+	seen := map[string]bool{}
+	for _, page := range []struct{ offset, n, next int }{{0, 40, 40}, {40, 40, 80}, {80, 21, 0}} {
+		var p api.OutcomesReport
+		code, _, b = get(t, fmt.Sprintf("%s?limit=40&offset=%d", url, page.offset), "")
+		if code != http.StatusOK || json.Unmarshal(b, &p) != nil || len(p.Outcomes) != page.n || p.NextOffset != page.next || p.Total != 101 {
+			t.Errorf("page at %d: %d, %d outcomes of %d, next %d; want %d, next %d", page.offset, code, len(p.Outcomes), p.Total, p.NextOffset, page.n, page.next)
+		}
+		for _, o := range p.Outcomes {
+			seen[o.Name+"/"+o.Source] = true
+		}
+	}
+	if len(seen) != 101 {
+		t.Errorf("the pages held %d distinct outcomes, want 101", len(seen))
+	}
+	for _, q := range []string{"limit=0", "limit=10001", "offset=-1", "limit=x"} {
+		if code, _, b := get(t, url+"?"+q, ""); code != http.StatusBadRequest {
+			t.Errorf("outcomes?%s: %d %s, want 400", q, code, b)
+		}
+	}
+	if code, _, b := get(t, url+"?limit=10000", ""); code != http.StatusOK {
+		t.Errorf("outcomes?limit=10000: %d %s, want 200", code, b)
 	}
 	for _, q := range []string{"k=0", "k=21", "by=model", "budget_multiple=0", "since=bogus"} {
 		if code, _, b := get(t, tally.URL+"/api/v1/tasks?"+q, ""); code != http.StatusBadRequest {

@@ -24,6 +24,17 @@ func (r *Reader) SpanContent(ctx context.Context, project, traceID, spanID strin
 	return rows, nil
 }
 
+// SpanExists reports whether the project holds the span in the trace (a
+// primary-key lookup).
+func (r *Reader) SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error) {
+	var n uint64
+	q := "SELECT count() FROM " + r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id = ? AND span_id = ?"
+	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), strings.ToLower(spanID)).Scan(&n); err != nil {
+		return false, fmt.Errorf("look up span %s/%s: %w", traceID, spanID, err)
+	}
+	return n > 0, nil
+}
+
 // RunExists reports whether the project holds any span of the trace.
 func (r *Reader) RunExists(ctx context.Context, project, traceID string) (bool, error) {
 	var n uint64

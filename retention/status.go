@@ -14,6 +14,7 @@ import (
 type Storage struct {
 	Job   *Job             // nil: no retention configured
 	Guard *diskguard.Guard // nil: no disk guard
+	Parts *PartWatch       // nil: not watched
 }
 
 // PolicyView is a policy as the API and CLI show it ("forever" for 0).
@@ -49,11 +50,16 @@ type StorageReport struct {
 	// NextRunError says why the next run could not be previewed; the rest
 	// of the report stands.
 	NextRunError string `json:"next_run_error,omitempty"`
+	// DetachedParts are the parts the engine set aside (see PartWatch).
+	DetachedParts []schema.DetachedPart `json:"detached_parts,omitempty"`
 }
 
 // Storage reports; the next run is previewed now.
 func (s *Storage) Storage(ctx context.Context) (any, error) {
 	rep := &StorageReport{}
+	if s.Parts != nil {
+		rep.DetachedParts = s.Parts.Parts()
+	}
 	if s.Guard != nil {
 		st := s.Guard.Status()
 		rep.Disk = &st

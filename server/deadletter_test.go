@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"encoding/binary"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,21 @@ func storedSpans(t *testing.T, s *schema.Store, service string) int {
 		t.Fatal(err)
 	}
 	return int(n)
+}
+
+// getText GETs url and returns its body, failing the test unless 200.
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
 }
 
 // waitFor polls cond until it holds; the deadline only guards a hang.
@@ -136,6 +153,12 @@ func TestUnstorableRecordIsDeadLettered(t *testing.T) {
 	}
 	if storedSpans(t, tally.Store, "poison") != 0 {
 		t.Fatal("the refused spans are in the store")
+	}
+	metrics := getText(t, tally.URL+"/metrics")
+	for _, want := range []string{"\ntally_dead_letter_entries 1\n", "\ntally_wal_dead_lettered_total 1\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
 	}
 	if code := getJSON(t, tally.URL+"/readyz", nil); code != http.StatusOK {
 		t.Errorf("/readyz %d once the drain moved past the dead letter", code)

@@ -126,6 +126,10 @@ type Options struct {
 	// Checks are reported by /readyz besides the server's own (ClickHouse,
 	// schema, durable log).
 	Checks map[string]ReadinessCheck
+	// Degraded are reported by /readyz under "degraded" without failing
+	// it: something operators must know that does not stop serving (a
+	// part the store set aside: its rows are missing, the rest is served).
+	Degraded map[string]ReadinessCheck
 	// SpansKeptFrom is what retention keeps of every project's spans
 	// (retention.Policy.SpansKeptFrom): the rollup leaves older hours as
 	// they are. nil: spans are kept forever.
@@ -609,7 +613,19 @@ func (s *Server) report(c *gin.Context, ingestOnly bool) {
 	if !ok {
 		code = http.StatusServiceUnavailable
 	}
-	c.JSON(code, gin.H{"ready": ok, "checks": status})
+	body := gin.H{"ready": ok, "checks": status}
+	if !ingestOnly {
+		degraded := map[string]string{}
+		for name, check := range s.opts.Degraded {
+			if err := check(ctx); err != nil {
+				degraded[name] = err.Error()
+			}
+		}
+		if len(degraded) > 0 {
+			body["degraded"] = degraded
+		}
+	}
+	c.JSON(code, body)
 }
 
 // Serve runs the background jobs and serves HTTP on ln until ctx ends, then

@@ -152,7 +152,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(err)
 	}
-	jobs = append(jobs, retain, storage.Guard.Run)
+	jobs = append(jobs, retain, storage.Guard.Run, storage.Parts.Run)
 	apiOpts.Storage = storage
 	policy := storage.Job.Policy()
 	apiOpts.KeptFrom = policy.KeptFrom
@@ -188,6 +188,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		AllowedHosts: cfg.Auth.AllowedHosts,
 		Jobs:         jobs,
 		WriteGuard:   storage.Guard,
+		Degraded:     map[string]server.ReadinessCheck{"store_parts": storage.Parts.Degraded},
 
 		SpansKeptFrom: policy.SpansKeptFrom,
 	})
@@ -413,7 +414,11 @@ func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prom
 	}
 	log.Info("retention", "spans", params.FormatDuration(policy.Spans), "content", params.FormatDuration(policy.Of(schema.ClassContent, "")),
 		"rollups", params.FormatDuration(policy.Rollups), "projects", len(overrides), "disk_floor", st.DiskFloor)
-	return &retention.Storage{Job: job, Guard: guard}, run, nil
+	parts := retention.NewPartWatch(store, 0, log.With("component", "store"))
+	if err := reg.Register(parts.Collector()); err != nil {
+		return nil, nil, fmt.Errorf("store part metrics: %w", err)
+	}
+	return &retention.Storage{Job: job, Guard: guard, Parts: parts}, run, nil
 }
 
 // underLease is run as a replica-runner flag (auto|on|off) says: under the

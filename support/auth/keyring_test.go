@@ -427,17 +427,24 @@ func TestForwardedHeadersFromTrustedProxy(t *testing.T) {
 		name, remote string
 		status       int
 		secure       bool
+		origin       string // default https://tally.example
 	}{
-		{"proxy in a CIDR", "10.1.2.3:5000", http.StatusSeeOther, true},
-		{"proxy by address", "192.0.2.10:5000", http.StatusSeeOther, true},
-		{"IPv6 proxy", "[::1]:5000", http.StatusSeeOther, true},
-		{"client outside the proxies", "192.0.2.11:5000", http.StatusForbidden, false},
+		{"proxy in a CIDR", "10.1.2.3:5000", http.StatusSeeOther, true, ""},
+		{"proxy by address", "192.0.2.10:5000", http.StatusSeeOther, true, ""},
+		{"IPv6 proxy", "[::1]:5000", http.StatusSeeOther, true, ""},
+		{"client outside the proxies", "192.0.2.11:5000", http.StatusForbidden, false, ""},
+		// Issue #41: the host alone matched, so a page served over plain
+		// http on the same host passed the check behind an https proxy.
+		{"an http origin behind an https proxy", "10.1.2.3:5000", http.StatusForbidden, false, "http://tally.example"},
 	} {
+		if c.origin == "" {
+			c.origin = "https://tally.example"
+		}
 		form := url.Values{"key": {"tly_read"}}
 		r := httptest.NewRequest(http.MethodPost, "http://10.0.0.5:4318/login", strings.NewReader(form.Encode()))
 		r.RemoteAddr = c.remote
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Origin", "https://tally.example")
+		r.Header.Set("Origin", c.origin)
 		r.Header.Set("X-Forwarded-Host", "tally.example")
 		r.Header.Set("X-Forwarded-Proto", "https")
 		w := httptest.NewRecorder()

@@ -244,8 +244,11 @@ func notPlainURLRune(r rune) bool {
 }
 
 // sameOrigin refuses form posts from other sites (login CSRF): a browser
-// sends Origin with every POST; when it names another host, refuse. The host
-// is the request's, or X-Forwarded-Host when a trusted proxy sent it.
+// sends Origin with every POST; when it names another origin, refuse. The
+// host is the request's, or X-Forwarded-Host when a trusted proxy sent it,
+// and the scheme https when the browser reached tally over TLS (directly or
+// as a trusted proxy says): an http:// page on the same host is another
+// origin, one a network attacker can serve.
 func (k *Keyring) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" || origin == "null" {
@@ -259,7 +262,11 @@ func (k *Keyring) sameOrigin(r *http.Request) bool {
 	if fwd := r.Header.Get("X-Forwarded-Host"); fwd != "" && k.fromTrustedProxy(r) {
 		host = fwd
 	}
-	return strings.EqualFold(u.Host, host)
+	scheme := "http"
+	if k.overTLS(r) {
+		scheme = "https"
+	}
+	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, host)
 }
 
 // overTLS reports whether the browser reached tally over HTTPS, directly or

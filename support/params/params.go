@@ -133,6 +133,9 @@ func SpanID(v string) (string, error) {
 	if !spanIDRE.MatchString(v) {
 		return "", fmt.Errorf("span id %q: want 16 hex characters", v)
 	}
+	if strings.Trim(v, "0") == "" {
+		return "", fmt.Errorf("span id %q: all zero is no span (OpenTelemetry's invalid span id)", v)
+	}
 	return strings.ToLower(v), nil
 }
 
