@@ -224,6 +224,17 @@ func (s *Store) PendingMutations(ctx context.Context, table string) (uint64, err
 	return n, nil
 }
 
+// LargestPart is the bytes on disk of the largest active part of the
+// database: about the free space the server needs to merge it with others
+// (on the node tally is connected to).
+func (s *Store) LargestPart(ctx context.Context) (uint64, error) {
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT toUInt64(max(bytes_on_disk)) FROM system.parts WHERE database = ? AND active", s.db).Scan(&n); err != nil {
+		return 0, fmt.Errorf("largest part: %w", err)
+	}
+	return n, nil
+}
+
 // TableDisk is one table's bytes on disk and rows (active parts).
 type TableDisk struct {
 	Table string

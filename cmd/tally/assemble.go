@@ -396,6 +396,16 @@ func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prom
 			}
 			return out, err
 		},
+		// What the durable log holds goes to the store, and merges need
+		// about the largest part again: kept free above the floor.
+		Reserve: func(ctx context.Context) (uint64, error) {
+			logged, err := diskguard.DirBytes(filepath.Join(cfg.DataDir, "wal"))
+			if err != nil {
+				return 0, err
+			}
+			part, err := store.LargestPart(ctx)
+			return logged + part, err
+		},
 		Interval: st.DiskCheckEvery, Logger: log.With("component", "disk")})
 	if err := reg.Register(guard.Collector()); err != nil {
 		return nil, nil, fmt.Errorf("disk metrics: %w", err)

@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +91,10 @@ type Disk struct {
 	Free  uint64 `json:"free_bytes"`
 	Total uint64 `json:"total_bytes"`
 	Floor uint64 `json:"floor_bytes"`
-	Low   bool   `json:"low"`
+	// Reserve is kept free above the floor for what tally has already
+	// taken (Config.Reserve): writes are refused below Floor + Reserve.
+	Reserve uint64 `json:"reserve_bytes"`
+	Low     bool   `json:"low"`
 }
 
 // TableUsage is one table's bytes on disk and rows.
@@ -111,6 +116,12 @@ type Config struct {
 	Usage    func(ctx context.Context) ([]TableUsage, error)
 	Paths    []string      // directories tally writes
 	Server   ServerDisk    // nil: the server's disks are not checked
+	// Reserve is the room writes already taken still need on the disks:
+	// what the durable log holds for the store, and the headroom a merge
+	// needs (about its largest part). While a floor is set it is kept free
+	// above the floor, so the drain and merges never take the disk below
+	// the floor (nor to full). Nil: no reserve.
+	Reserve func(ctx context.Context) (uint64, error)
 	Interval time.Duration // how often Run measures (default 10s)
 	// RetryAfter is what refused writes are told to wait (default 30s).
 	RetryAfter time.Duration
@@ -172,13 +183,30 @@ func (g *Guard) Check(ctx context.Context) error {
 		}
 		tables = t
 	}
+	var reserve uint64
+	if g.cfg.Reserve != nil {
+		r, err := g.cfg.Reserve(ctx)
+		if err != nil {
+			g.cfg.Logger.Warn("disk guard: cannot measure the room the drain and merges need", "err", err)
+		}
+		reserve = r
+	}
 	var low []string
 	for i := range disks {
 		d := &disks[i]
 		d.Floor = g.cfg.Floor.of(d.Total)
-		if d.Floor > 0 && d.Free < d.Floor {
+		if d.Floor == 0 {
+			continue
+		}
+		d.Reserve = reserve
+		switch {
+		case d.Free < d.Floor:
 			d.Low = true
 			low = append(low, fmt.Sprintf("%s has %d bytes free, under the floor of %d", d.Name, d.Free, d.Floor))
+		case d.Free-d.Floor < d.Reserve:
+			d.Low = true
+			low = append(low, fmt.Sprintf("%s has %d bytes free, under the floor of %d plus the %d bytes the drain and merges still need",
+				d.Name, d.Free, d.Floor, d.Reserve))
 		}
 	}
 	var err error
@@ -281,4 +309,26 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range st.Tables {
 		ch <- prometheus.MustNewConstMetric(tableDesc, prometheus.GaugeValue, float64(t.Bytes), t.Table)
 	}
+}
+
+// DirBytes is the size of the regular files in dir and below (the durable
+// log's segments: what the drain still writes to the store is at most
+// that); 0 for a missing dir.
+func DirBytes(dir string) (uint64, error) {
+	var n uint64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += uint64(fi.Size())
+			}
+		}
+		return nil
+	})
+	return n, err
 }

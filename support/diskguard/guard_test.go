@@ -3,6 +3,8 @@ package diskguard
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -61,5 +63,51 @@ func TestCheck(t *testing.T) {
 	g = New(Config{Floor: Floor{Percent: 50}, Server: func(context.Context) (uint64, uint64, bool, error) { return 10, 100, true, nil }})
 	if err := g.Check(ctx); !errors.Is(err, ErrLowDisk) {
 		t.Errorf("server at 10%% free under a 50%% floor: %v", err)
+	}
+}
+
+// TestReserve is issue #41's seventh defect: with a floor of 50 MB the
+// drain wrote what the log held into the store and took the disk to 327
+// KB free. Writes are now refused below the floor plus the room the drain
+// and merges still need, at the edge: free − floor equal to the reserve
+// takes writes, one byte less refuses them; no floor, no reserve.
+func TestReserve(t *testing.T) {
+	ctx := context.Background()
+	server := func(free uint64) ServerDisk {
+		return func(context.Context) (uint64, uint64, bool, error) { return free, 1000, true, nil }
+	}
+	reserve := func(context.Context) (uint64, error) { return 60, nil }
+	for _, c := range []struct {
+		name  string
+		floor Floor
+		free  uint64
+		low   bool
+	}{
+		{"room for the reserve above the floor", Floor{Bytes: 100}, 160, false},
+		{"a byte short of it", Floor{Bytes: 100}, 159, true},
+		{"under the floor itself", Floor{Bytes: 100}, 99, true},
+		{"no floor: no guard, no reserve", Floor{}, 10, false},
+	} {
+		g := New(Config{Floor: c.floor, Server: server(c.free), Reserve: reserve})
+		err := g.Check(ctx)
+		if low := errors.Is(err, ErrLowDisk); low != c.low {
+			t.Errorf("%s: %v, want low %v", c.name, err, c.low)
+		}
+		if st := g.Status(); len(st.Disks) != 1 || (c.floor.Bytes > 0 && st.Disks[0].Reserve != 60) {
+			t.Errorf("%s: status %+v", c.name, st)
+		}
+	}
+	// The log's segments measure as the files under its directory.
+	dir := t.TempDir()
+	for name, size := range map[string]int{"a.seg": 100, "b.seg": 23} {
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := DirBytes(dir); err != nil || n != 123 {
+		t.Errorf("DirBytes = %d, %v; want 123", n, err)
+	}
+	if n, err := DirBytes(filepath.Join(dir, "missing")); err != nil || n != 0 {
+		t.Errorf("DirBytes of a missing dir = %d, %v; want 0", n, err)
 	}
 }
