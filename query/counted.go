@@ -16,17 +16,34 @@ package query
 // those that rule 1 leaves out (attribution.SameCall); _agg the largest
 // aggregated span's buckets and costs.
 //
-// SameCall's two cases are found without comparing every pair, because a
-// lambda that captures an array copies it once per element (memory grows
-// with the square of a run's calls: a 10,000-span run exceeded the query
-// memory limit). A wrapper (_wrapper) is a span whose id is some other
-// call's parent: arrayEnumerateUniq over parents ++ ids counts, for each id,
-// the parents equal to it. A contained twin needs the same buckets, so only
+// SameCall's two cases are found without comparing pairs, in time linear
+// in a run's calls (n log n for one sort): a lambda that captures an array
+// copies it once per element, so any pairwise test grows memory with the
+// square of the calls (20,000 calls of identical usage asked for 10 GiB,
+// issue #41). A wrapper (_wrapper) is a span whose id is some other call's
+// parent: arrayEnumerateUniq over parents ++ ids counts, for each id, the
+// parents equal to it. A contained twin needs the same buckets, so only
 // calls whose buckets repeat (_dup: their count over keys ++ keys exceeds
-// their rank by 2 or more) are compared pairwise (_same, _contained); _inner
-// marks them in _inf the same way as _wrapper. Lambdas refer only to their own
-// arguments: ClickHouse 18.16 drops the columns behind an alias that is used
-// only inside a lambda when an outer query does not select it.
+// their rank by 2 or more; the keys hashed, _kh, which keeps the expanded
+// query small, while the groups below compare the buckets themselves, so a
+// collision only lets a call be looked at) are looked at (_same), the way
+// attribution.repeatedCalls does. Sorted by buckets, start descending, end
+// and id (_srt), and paired with the call before it, each call gets (_z):
+// whether it starts its bucket group (g), its id, its end, the previous
+// call's end, whether it is the first of the group's calls with its start,
+// and the difference of its end from the previous one (−2^62 at a group's
+// start). A call is contained when it is not the first with its start (that
+// first one, of the same start and no later end, lies within it), or when a
+// call of its group starting strictly later ends no later than it does: the
+// minimum end of the calls before it in the group, which is the previous
+// end less arrayCumSumNonNegative of the differences shifted by one (a
+// running minimum: the cumulative sum restarts at 0 at each group, and the
+// shift makes it cover the calls before, not the call). _inner marks the
+// contained in _inf the same way as _wrapper. Each alias is used as few
+// times as possible: ClickHouse 18.16 expands aliases, and a query over
+// 500,000 expanded elements is refused. Lambdas refer only to their own
+// arguments: 18.16 drops the columns behind an alias that is used only
+// inside a lambda when an outer query does not select it.
 const runCountedSQL = `
 	groupArrayIf((span_id, parent_span_id, start_ns, end_ns,
 		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -35,19 +52,20 @@ const runCountedSQL = `
 	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
 	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
 	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_parents, _ids)), length(_parents) + 1)) AS _wrapper,
-	arrayMap(x -> tupleElement(x, 5), _inf) AS _k_in,
-	arrayMap(x -> tupleElement(x, 6), _inf) AS _k_cr,
-	arrayMap(x -> tupleElement(x, 7), _inf) AS _k_cw,
-	arrayMap(x -> tupleElement(x, 8), _inf) AS _k_out,
+	arrayMap(x -> cityHash64(tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8)), _inf) AS _kh,
 	arrayMap((twice, once) -> twice - once >= 2,
-		arraySlice(arrayEnumerateUniq(arrayConcat(_k_in, _k_in), arrayConcat(_k_cr, _k_cr), arrayConcat(_k_cw, _k_cw), arrayConcat(_k_out, _k_out)), length(_k_in) + 1),
-		arrayEnumerateUniq(_k_in, _k_cr, _k_cw, _k_out)) AS _dup,
+		arraySlice(arrayEnumerateUniq(arrayConcat(_kh, _kh)), length(_kh) + 1), arrayEnumerateUniq(_kh)) AS _dup,
 	arrayFilter((x, d) -> d, _inf, _dup) AS _same,
-	arrayMap(x -> tupleElement(x, 1), arrayFilter(x -> arrayExists(y -> tupleElement(y, 1) != tupleElement(x, 1) AND
-		tupleElement(y, 3) >= tupleElement(x, 3) AND tupleElement(y, 4) <= tupleElement(x, 4) AND
-		tupleElement(y, 5) = tupleElement(x, 5) AND tupleElement(y, 8) = tupleElement(x, 8) AND
-		tupleElement(y, 6) = tupleElement(x, 6) AND tupleElement(y, 7) = tupleElement(x, 7) AND
-		(tupleElement(y, 3) > tupleElement(x, 3) OR tupleElement(y, 4) < tupleElement(x, 4) OR tupleElement(y, 1) < tupleElement(x, 1)), _same), _same)) AS _contained,
+	arraySort(x -> (tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8),
+		-toInt64(tupleElement(x, 3)), tupleElement(x, 4), tupleElement(x, 1)), _same) AS _srt,
+	arrayMap((x, p) -> ((tupleElement(x, 1) = tupleElement(p, 1) OR tupleElement(x, 5) != tupleElement(p, 5) OR
+			tupleElement(x, 6) != tupleElement(p, 6) OR tupleElement(x, 7) != tupleElement(p, 7) OR tupleElement(x, 8) != tupleElement(p, 8)) AS g,
+		tupleElement(x, 1), toInt64(tupleElement(x, 4)), toInt64(tupleElement(p, 4)),
+		g OR tupleElement(x, 3) != tupleElement(p, 3),
+		if(g, toInt64(-4611686018427387904), toInt64(tupleElement(x, 4)) - toInt64(tupleElement(p, 4)))),
+		_srt, arrayPopBack(arrayPushFront(_srt, _srt[1]))) AS _z,
+	arrayMap(t -> tupleElement(t, 2), arrayFilter((t, c) -> NOT tupleElement(t, 5) OR (NOT tupleElement(t, 1) AND tupleElement(t, 4) - c <= tupleElement(t, 3)),
+		_z, arrayCumSumNonNegative(arrayPopBack(arrayPushFront(arrayMap(t -> tupleElement(t, 6), _z), toInt64(-4611686018427387904)))))) AS _contained,
 	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_contained, _ids)), length(_contained) + 1)) AS _inner,
 	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
 	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
