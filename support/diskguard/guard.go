@@ -113,15 +113,15 @@ type Config struct {
 	Floor Floor
 	// Usage reports the bytes stored per table (schema.Store's DiskUsage,
 	// adapted); nil: not reported.
-	Usage    func(ctx context.Context) ([]TableUsage, error)
-	Paths    []string      // directories tally writes
-	Server   ServerDisk    // nil: the server's disks are not checked
+	Usage  func(ctx context.Context) ([]TableUsage, error)
+	Paths  []string   // directories tally writes
+	Server ServerDisk // nil: the server's disks are not checked
 	// Reserve is the room writes already taken still need on the disks:
 	// what the durable log holds for the store, and the headroom a merge
 	// needs (about its largest part). While a floor is set it is kept free
 	// above the floor, so the drain and merges never take the disk below
 	// the floor (nor to full). Nil: no reserve.
-	Reserve func(ctx context.Context) (uint64, error)
+	Reserve  func(ctx context.Context) (uint64, error)
 	Interval time.Duration // how often Run measures (default 10s)
 	// RetryAfter is what refused writes are told to wait (default 30s).
 	RetryAfter time.Duration
