@@ -41,7 +41,9 @@ package query
 // shift makes it cover the calls before, not the call). _inner marks the
 // contained in _inf the same way as _wrapper. Each alias is used as few
 // times as possible: ClickHouse 18.16 expands aliases, and a query over
-// 500,000 expanded elements is refused. Lambdas refer only to their own
+// 500,000 expanded elements is refused, while a smaller one is analyzed
+// faster (the ids' counts are sliced from the end, -length(_ids), so the
+// array concatenated before them is used once). Lambdas refer only to their own
 // arguments: 18.16 drops the columns behind an alias that is used only
 // inside a lambda when an outer query does not select it.
 const runCountedSQL = `
@@ -51,10 +53,10 @@ const runCountedSQL = `
 		span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')) AS _inf,
 	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
 	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
-	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_parents, _ids)), length(_parents) + 1)) AS _wrapper,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_parents, _ids)), -length(_ids))) AS _wrapper,
 	arrayMap(x -> cityHash64(tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8)), _inf) AS _kh,
 	arrayMap((twice, once) -> twice - once >= 2,
-		arraySlice(arrayEnumerateUniq(arrayConcat(_kh, _kh)), length(_kh) + 1), arrayEnumerateUniq(_kh)) AS _dup,
+		arraySlice(arrayEnumerateUniq(arrayConcat(_kh, _kh)), -length(_kh)), arrayEnumerateUniq(_kh)) AS _dup,
 	arrayFilter((x, d) -> d, _inf, _dup) AS _same,
 	arraySort(x -> (tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8),
 		-toInt64(tupleElement(x, 3)), tupleElement(x, 4), tupleElement(x, 1)), _same) AS _srt,
@@ -66,7 +68,7 @@ const runCountedSQL = `
 		_srt, arrayPopBack(arrayPushFront(_srt, _srt[1]))) AS _z,
 	arrayMap(t -> tupleElement(t, 2), arrayFilter((t, c) -> NOT tupleElement(t, 5) OR (NOT tupleElement(t, 1) AND tupleElement(t, 4) - c <= tupleElement(t, 3)),
 		_z, arrayCumSumNonNegative(arrayPopBack(arrayPushFront(arrayMap(t -> tupleElement(t, 6), _z), toInt64(-4611686018427387904)))))) AS _contained,
-	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_contained, _ids)), length(_contained) + 1)) AS _inner,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_contained, _ids)), -length(_ids))) AS _inner,
 	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
 	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
 	argMaxIf((input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,

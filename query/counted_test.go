@@ -110,3 +110,29 @@ func TestCountedOnceIsLinear(t *testing.T) {
 		t.Errorf("counted in %d out %d over %d calls, want %d, %d over %d", u.Input, u.Output, page.Runs[0].LLMCalls, n*1000, n*100, n)
 	}
 }
+
+// BenchmarkRunListOneBigRun times the run list over one run of n calls of
+// identical usage (issue #41's third defect: 5.5 s at 5,000 spans and
+// 14.4 s at 10,000 before the rule was linear, and 500 at 20,000).
+func BenchmarkRunListOneBigRun(b *testing.B) {
+	store := openStore(b)
+	reader := query.NewReader(store)
+	base := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Minute)
+	for _, n := range []int{1, 5000, 10000, 20000} {
+		trace := fmt.Sprintf("%032x", 0xb16000+n)
+		spans := make([]schema.Span, n)
+		for i := range spans {
+			start := base.Add(time.Duration(i) * 100 * time.Millisecond)
+			spans[i] = countedCall(trace, i, "", start, start.Add(50*time.Millisecond), 1000, 0, 100)
+		}
+		insert(b, store, spans, 1)
+		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := reader.Runs(context.Background(), query.RunFilter{Project: "p",
+					Since: base.Add(-time.Minute)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
