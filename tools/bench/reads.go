@@ -272,8 +272,72 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 		res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.p50", n)), Name: tg.name(fmt.Sprintf("run tree of %d spans, p50", n)),
 			Value: p50, Unit: "ms", Available: true, Inputs: inputs})
 	}
+	if len(sizes) > 0 && sizes[len(sizes)-1] >= 5000 {
+		n := sizes[len(sizes)-1]
+		if err := bigReadMemory(ctx, cfg, tg, res, t, client, n, bySize[n][0]); err != nil {
+			return err
+		}
+	}
 	if tg.kind != storeServer {
 		return nil // first render in Chromium: the store's part is the run tree above
 	}
 	return bigRunFigures(ctx, cfg, res, t.URL, client, bySize)
+}
+
+// bigReaders is how many clients read the 50,000-span run at once in
+// bigReadMemory: issue #41 measured 355–386 MB with six.
+const bigReaders = 6
+
+// bigReadMemory is tally's resident memory while bigReaders clients each
+// read the largest run (50,000 spans in the default bench) twice (the
+// server admits --max-concurrent-run-reads of them at a time, the rest
+// wait): the peak of VmRSS sampled every 10 ms, beside the RSS before.
+func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t *Tally, client *http.Client, n int, id string) error {
+	before, err := t.RSS()
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	peak := before
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if r, err := t.RSS(); err == nil {
+				peak = max(peak, r)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	errs := make(chan error, bigReaders)
+	for range bigReaders {
+		go func() {
+			_, _, err := latencies(ctx, client, t.URL+"/api/v1/runs/"+id, 2)
+			errs <- err
+		}()
+	}
+	var first error
+	for range bigReaders {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	close(done)
+	<-sampled
+	if first != nil {
+		return fmt.Errorf("%d concurrent reads of the run of %d spans: %w", bigReaders, n, first)
+	}
+	mib := float64(peak) / (1 << 20)
+	cfg.logf("%d concurrent reads of the run of %d spans: peak RSS %.0f MiB (%.0f MiB before)", bigReaders, n, mib, float64(before)/(1<<20))
+	res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.readers_rss", n)), Name: tg.name(fmt.Sprintf("peak RSS while %d clients read the run of %d spans", bigReaders, n)),
+		Value: mib, Unit: "MiB", Available: true,
+		Inputs: map[string]any{"run_spans": n, "clients": bigReaders, "requests_per_client": 2, "endpoint": "GET /api/v1/runs/{trace_id}"},
+		Detail: map[string]any{"rss_before_mib": float64(before) / (1 << 20)}})
+	return nil
 }

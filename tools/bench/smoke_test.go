@@ -76,13 +76,13 @@ func TestSmoke(t *testing.T) {
 		"ingest.efficiency", "ingest.spans_per_s", "ingest.ack_latency_p50", "ingest.ack_latency_p99",
 		"memory.sustained_peak_rss", "memory.overload_peak_rss", "memory.large_content_peak_rss",
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
-		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99", "tree.5000.first_part", "ui.first_paint.5000",
+		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99", "tree.5000.first_part", "ui.first_paint.5000", "tree.5000.readers_rss",
 		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
 		// The same store-dependent figures on the embedded store.
 		"embedded.ingest.efficiency", "embedded.ingest.spans_per_s", "embedded.ingest.ack_latency_p99",
 		"embedded.memory.sustained_peak_rss", "embedded.memory.overload_peak_rss",
 		"embedded.loader.spans_per_s", "embedded.storage.bytes_per_span", "embedded.storage.bytes_per_span_loaded",
-		"embedded.tree.500.p99", "embedded.tree.5000.p99",
+		"embedded.tree.500.p99", "embedded.tree.5000.p99", "embedded.tree.5000.readers_rss",
 		"embedded.rollup.cost_by_agent.p99", "embedded.rollup.cost_by_model.p99", "embedded.rollup.tool_p95.p99",
 	}
 	for _, id := range want {
