@@ -345,6 +345,17 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, holder string, reader *q
 	return ev, run, nil
 }
 
+// contentRetention is --content-retention, or, when it was not given, its
+// default shortened to a shorter --retention: content lives on spans, so a
+// default must not conflict with the limit the user set (only an explicit
+// conflict is refused, by retention.Policy.Validate).
+func contentRetention(st storageConfig) time.Duration {
+	if !st.ContentRetentionSet && st.Retention != 0 && (st.ContentRetention == 0 || st.ContentRetention > st.Retention) {
+		return st.Retention
+	}
+	return st.ContentRetention
+}
+
 // spanAgeFromRetention is --max-span-age's default: the longest span
 // retention, global or a project's (a span older than that would be
 // dropped at the next retention pass anyway), or no bound (0) when spans
@@ -377,7 +388,7 @@ func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prom
 	if err != nil {
 		return nil, nil, fmt.Errorf("--project-retention: %w", err)
 	}
-	policy := retention.Policy{Spans: st.Retention, Content: st.ContentRetention, Rollups: st.RollupRetention, Projects: overrides}
+	policy := retention.Policy{Spans: st.Retention, Content: contentRetention(st), Rollups: st.RollupRetention, Projects: overrides}
 	job, err := retention.NewJob(store, retention.Config{Policy: policy, Interval: st.RetentionEvery, Registerer: reg,
 		Logger: log.With("component", "retention")})
 	if err != nil {

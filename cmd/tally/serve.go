@@ -213,6 +213,7 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 			return err
 		}
 		cfg.Alerts.RulesExplicit = cmd.Flags().Changed("alerts-rules")
+		cfg.Storage.ContentRetentionSet = cmd.Flags().Changed("content-retention")
 		log := newLogger(cfg.LogLevel)
 		ctx := cmd.Context()
 		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && cfg.MemoryLimit > 0 {

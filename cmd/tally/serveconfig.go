@@ -46,6 +46,9 @@ type serveConfig struct {
 type storageConfig struct {
 	Retention        time.Duration
 	ContentRetention time.Duration
+	// ContentRetentionSet: --content-retention was given (flag, env or
+	// file); otherwise it follows a shorter --retention.
+	ContentRetentionSet bool
 	RollupRetention  time.Duration
 	ProjectRetention []string
 	RetentionEvery   time.Duration
@@ -174,7 +177,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	def := retention.DefaultPolicy()
 	st.Retention, st.ContentRetention, st.RollupRetention = def.Spans, def.Content, def.Rollups
 	fs.Var(dayDuration{d: &st.Retention, zero: true}, "retention", "how long spans (and outcomes) are kept, e.g. 30d; 0 keeps them forever")
-	fs.Var(dayDuration{d: &st.ContentRetention, zero: true}, "content-retention", "how long captured prompt and tool content is kept (at most --retention); 0: as long as spans")
+	fs.Var(dayDuration{d: &st.ContentRetention, zero: true}, "content-retention", "how long captured prompt and tool content is kept (at most --retention; by default 7d, or --retention when that is shorter); 0: as long as spans")
 	fs.Var(dayDuration{d: &st.RollupRetention, zero: true}, "rollup-retention", "how long the hourly cost rollups are kept (at least --retention); 0 forever")
 	fs.StringSliceVar(&st.ProjectRetention, "project-retention", nil, "a project's own retention: project=30d, or project=spans:30d,content:7d (repeatable; tally.yaml: a list)")
 	fs.DurationVar(&st.RetentionEvery, "retention-interval", time.Hour, "how often retention runs after its run at start-up")

@@ -98,3 +98,33 @@ func TestSpanAgeFromRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestContentRetentionFollowsShorterRetention is issue #36's defect:
+// `tally serve --retention 2d` refused to start because the default
+// content retention (7 d) is longer. A default follows the limit the user
+// set; an explicit conflict is still refused (by the policy).
+func TestContentRetentionFollowsShorterRetention(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		spans, content time.Duration
+		set            bool
+		want           time.Duration
+	}{
+		{2 * day, 7 * day, false, 2 * day},  // the default follows --retention 2d
+		{30 * day, 7 * day, false, 7 * day}, // the default under a longer retention
+		{0, 7 * day, false, 7 * day},        // spans forever: the default stands
+		{2 * day, 7 * day, true, 7 * day},   // given: kept, and refused by the policy
+		{2 * day, 1 * day, true, 1 * day},
+	} {
+		if got := contentRetention(storageConfig{Retention: c.spans, ContentRetention: c.content, ContentRetentionSet: c.set}); got != c.want {
+			t.Errorf("retention %s, content %s (given %v): %s, want %s", c.spans, c.content, c.set, got, c.want)
+		}
+	}
+	// End to end: serve with --retention 2d starts (it stops at the first
+	// bad flag after it otherwise, so a refused start would say so here).
+	out, err := tallyCLI(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--config", "", "--retention", "2d",
+		"--wal-dead-letter-attempts", "0")
+	if err == nil || strings.Contains(err.Error(), "content-retention") || !strings.Contains(err.Error(), "--wal-dead-letter-attempts") {
+		t.Errorf("serve --retention 2d: %v\n%s", err, out)
+	}
+}
