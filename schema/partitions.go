@@ -1,6 +1,9 @@
 package schema
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // partitioner cuts an INSERT's rows by the partition each falls into, so
 // that no statement exceeds the server's max_partitions_per_insert_block
@@ -68,10 +71,9 @@ func (p *partitioner[R]) day(r *R) int32 {
 	return p.key
 }
 
-// distinct counts the partitions of rows that are not in have, and
-// returns how many there are, or -1 as soon as there are more than room.
-func (p *partitioner[R]) distinct(rows []R, have map[int32]struct{}, room int) int {
-	var seen []int32
+// eachDay calls f with the partition of each row, once per run of rows
+// in the same partition, until f returns false.
+func (p *partitioner[R]) eachDay(rows []R, f func(int32) bool) {
 	last, any := int32(0), false
 	for i := range rows {
 		d := p.day(&rows[i])
@@ -79,36 +81,38 @@ func (p *partitioner[R]) distinct(rows []R, have map[int32]struct{}, room int) i
 			continue
 		}
 		last, any = d, true
-		if _, ok := have[d]; ok {
-			continue
+		if !f(d) {
+			return
 		}
-		known := false
-		for _, s := range seen {
-			if s == d {
-				known = true
-				break
-			}
-		}
-		if known {
-			continue
+	}
+}
+
+// distinct counts the partitions of rows that are not in have, and
+// returns how many there are, or -1 as soon as there are more than room.
+func (p *partitioner[R]) distinct(rows []R, have map[int32]struct{}, room int) int {
+	var seen []int32
+	over := false
+	p.eachDay(rows, func(d int32) bool {
+		if _, ok := have[d]; ok || slices.Contains(seen, d) {
+			return true
 		}
 		if len(seen) == room {
-			return -1
+			over = true
+			return false
 		}
 		seen = append(seen, d)
+		return true
+	})
+	if over {
+		return -1
 	}
 	return len(seen)
 }
 
 // addDays records the partitions of rows in have.
 func (p *partitioner[R]) addDays(rows []R, have map[int32]struct{}) {
-	last, any := int32(0), false
-	for i := range rows {
-		d := p.day(&rows[i])
-		if any && d == last {
-			continue
-		}
-		last, any = d, true
+	p.eachDay(rows, func(d int32) bool {
 		have[d] = struct{}{}
-	}
+		return true
+	})
 }
