@@ -375,3 +375,32 @@ func TestEmbeddedStoreChecksumErrorNamed(t *testing.T) {
 		t.Fatalf("runs over the damaged part: %d %s, want 500 naming a damaged part\n%s", resp.StatusCode, body, log)
 	}
 }
+
+// TestEmbeddedStorePartitionLimitSetting is issue #41's first defect with
+// the engine's max_partitions_per_insert_block set low (7, through
+// --embedded-setting): one request of 20 spans on 20 days is stored whole,
+// in INSERTs of at most 7 days, and nothing is dead-lettered.
+func TestEmbeddedStorePartitionLimitSetting(t *testing.T) {
+	bin := buildTally(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := startTallyProc(t, bin, []string{"--store", "embedded", "--embedded-setting", "max_partitions_per_insert_block=7"}, dataDir)
+	first := time.Now().UTC().AddDate(0, 0, -(faultSpansPerRequest - 1))
+	resp, err := http.Post(p.url+"/v1/traces", "application/x-protobuf", bytes.NewReader(faultRequestStep(0, first, 24*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("request over %d days: %s", faultSpansPerRequest, resp.Status)
+	}
+	p.waitDelivered()
+	if v, err := p.metric("tally_wal_dead_lettered_total"); err != nil || v != 0 {
+		t.Errorf("dead-lettered %v %v, want 0", v, err)
+	}
+	p.stop()
+	c := countEmbedded(t, dataDir)
+	if n := c.Traces[traceHex(0)]; n != faultSpansPerRequest {
+		log, _ := os.ReadFile(p.logPath)
+		t.Fatalf("%d of the %d spans over %d days stored\n%s", n, faultSpansPerRequest, faultSpansPerRequest, log)
+	}
+}

@@ -113,7 +113,10 @@ func (p *tallyProc) kill() {
 
 // faultRequest is request n: one trace (its id derived from n) of
 // faultSpansPerRequest spans, so which spans were acknowledged is known from n.
-func faultRequest(n int, now time.Time) []byte {
+func faultRequest(n int, now time.Time) []byte { return faultRequestStep(n, now, time.Millisecond) }
+
+// faultRequestStep is faultRequest with span i starting i steps after now.
+func faultRequestStep(n int, now time.Time, step time.Duration) []byte {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "fault")
@@ -133,8 +136,8 @@ func faultRequest(n int, now time.Time) []byte {
 		s.SetName("execute_tool fetch_url")
 		s.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
 		s.Attributes().PutStr("gen_ai.tool.name", "fetch_url")
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i) * time.Millisecond)))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i+1) * time.Millisecond)))
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i) * step)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(i)*step + time.Millisecond)))
 	}
 	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
