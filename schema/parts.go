@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
@@ -55,15 +56,21 @@ func (s *Store) DetachedParts(ctx context.Context) ([]DetachedPart, error) {
 var damagedCodes = map[int32]bool{
 	32:  true, // ATTEMPT_TO_READ_AFTER_EOF
 	33:  true, // CANNOT_READ_ALL_DATA
+	39:  true, // TOO_LARGE_SIZE_COMPRESSED ("Most likely corrupted data")
 	40:  true, // CHECKSUM_DOESNT_MATCH
 	246: true, // CORRUPTED_DATA
 	271: true, // CANNOT_DECOMPRESS
+	432: true, // UNKNOWN_CODEC: a block header damaged
 }
 
 // Damaged reports whether err is the server failing a read on a damaged
 // part of the store, so that the answer can say so rather than "internal
-// error".
+// error": one of the codes a damaged file gives (which depends on which
+// bytes are damaged), or a message saying the data is corrupted.
 func Damaged(err error) bool {
 	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && damagedCodes[ex.Code]
+	if !errors.As(err, &ex) {
+		return false
+	}
+	return damagedCodes[ex.Code] || strings.Contains(ex.Message, "corrupted data")
 }

@@ -31,3 +31,23 @@ func TestUnstorable(t *testing.T) {
 		}
 	}
 }
+
+// TestDamaged: the answers ClickHouse gives to a read of a damaged part
+// (which depends on the bytes damaged) are recognized; others are not.
+func TestDamaged(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&clickhouse.Exception{Code: 40, Message: "Checksum doesn't match: corrupted data"}, true},
+		{&clickhouse.Exception{Code: 39, Message: "Too large size_compressed_without_checksum: 1509949474. Most likely corrupted data"}, true},
+		{fmt.Errorf("list runs: %w", &clickhouse.HTTPError{StatusCode: 500, Err: &clickhouse.Exception{Code: 271, Message: "Cannot decompress"}}), true},
+		{&clickhouse.Exception{Code: 1001, Message: "std::exception: corrupted data in block"}, true},
+		{&clickhouse.Exception{Code: 241, Message: "Memory limit (total) exceeded"}, false},
+		{errors.New("connection reset by peer"), false},
+	} {
+		if got := schema.Damaged(c.err); got != c.want {
+			t.Errorf("Damaged(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -122,8 +122,9 @@ func TestContentRetentionFollowsShorterRetention(t *testing.T) {
 	}
 	// End to end: serve with --retention 2d starts (it stops at the first
 	// bad flag after it otherwise, so a refused start would say so here).
+	ch := testenv.ClickHouse(t)
 	out, err := tallyCLI(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--config", "", "--retention", "2d",
-		"--wal-dead-letter-attempts", "0")
+		"--clickhouse-addr", ch.Addr, "--clickhouse-database", ch.NewDatabase(t), "--wal-dead-letter-attempts", "0")
 	if err == nil || strings.Contains(err.Error(), "content-retention") || !strings.Contains(err.Error(), "--wal-dead-letter-attempts") {
 		t.Errorf("serve --retention 2d: %v\n%s", err, out)
 	}
