@@ -49,12 +49,12 @@ type storageConfig struct {
 	// ContentRetentionSet: --content-retention was given (flag, env or
 	// file); otherwise it follows a shorter --retention.
 	ContentRetentionSet bool
-	RollupRetention  time.Duration
-	ProjectRetention []string
-	RetentionEvery   time.Duration
-	RetentionRunner  string
-	DiskFloor        string
-	DiskCheckEvery   time.Duration
+	RollupRetention     time.Duration
+	ProjectRetention    []string
+	RetentionEvery      time.Duration
+	RetentionRunner     string
+	DiskFloor           string
+	DiskCheckEvery      time.Duration
 }
 
 // ingestConfig is how spans are received and normalized.
