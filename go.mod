@@ -21,7 +21,7 @@ require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 
 require github.com/ebitengine/purego v0.11.3
 
-require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+require github.com/hashicorp/golang-lru/v2 v2.0.7
 
 require (
 	github.com/ClickHouse/ch-go v0.75.0
