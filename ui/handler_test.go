@@ -9,8 +9,11 @@ import (
 	"net/http/httptest"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tallyhq/tally/query"
 )
 
 // fakeRuns knows one run of project "p1".
@@ -251,5 +254,41 @@ func TestModulesEscapeByDefault(t *testing.T) {
 	}
 	if modules < 10 {
 		t.Errorf("%d modules embedded, want the split UI (app.js, lib/, pages/)", modules)
+	}
+}
+
+// TestRunsPageSortsByEveryOption is issue #36's defect: the runs page
+// offered Sort: tokens and retries and answered 400 for both, because the
+// UI kept a list of sort keys of its own. Every option the page renders is
+// now taken, and the UI's list is the API's (query.RunSorts).
+func TestRunsPageSortsByEveryOption(t *testing.T) {
+	h := Handler(WithRuns(fakeRuns{}, projectP1))
+	get := func(path string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Code, w.Body.String()
+	}
+	code, page := get("/runs")
+	if code != http.StatusOK {
+		t.Fatalf("/runs: %d", code)
+	}
+	sel := page[strings.Index(page, `<select name="sort">`):]
+	sel = sel[:strings.Index(sel, "</select>")]
+	var offered []string
+	for _, m := range regexp.MustCompile(`<option value="([^"]*)"`).FindAllStringSubmatch(sel, -1) {
+		offered = append(offered, m[1])
+	}
+	if len(offered) < 6 {
+		t.Fatalf("the sort select offers %v", offered)
+	}
+	for _, s := range offered {
+		if code, body := get("/runs?sort=" + s + "&dir=asc"); code != http.StatusOK {
+			t.Errorf("sort %q offered, answered %d: %.200s", s, code, body)
+		}
+	}
+	for _, s := range query.RunSorts() {
+		if !slices.Contains(offered, s) && s != query.SortStart {
+			t.Errorf("the API sorts by %s, the page does not offer it", s)
+		}
 	}
 }

@@ -19,10 +19,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/support/params"
 )
 
@@ -329,18 +331,16 @@ func (h *handler) checkTimes(q url.Values) error {
 	return err
 }
 
-// runSortKeys are the columns the run list sorts by.
-var runSortKeys = map[string]bool{"start": true, "task": true, "duration": true, "llm": true, "tools": true,
-	"input": true, "cache_read": true, "output": true, "cost": true, "errors": true}
-
 // checkRunFilters refuses the filters the API would refuse (the same
 // parser), and the UI's own sort and direction.
 func (h *handler) checkRunFilters(q url.Values) error {
 	if _, err := params.RunFilter(q, h.cfg.now()); err != nil {
 		return err
 	}
-	if s := q.Get("sort"); s != "" && !runSortKeys[s] {
-		return fmt.Errorf("sort %q: not a column of the run list", s)
+	// The orders the API sorts runs by, and only those: the page's select
+	// and its sortable columns name them (TestRunsPageSortsByEveryOption).
+	if s := q.Get("sort"); s != "" && !slices.Contains(query.RunSorts(), s) {
+		return fmt.Errorf("sort %q: want one of %s", s, strings.Join(query.RunSorts(), ", "))
 	}
 	if s := q.Get("dir"); s != "" && s != "asc" && s != "desc" {
 		return fmt.Errorf("dir %q: want asc or desc", s)

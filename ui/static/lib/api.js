@@ -11,12 +11,17 @@ export class ApiError extends Error {
   }
 }
 
-/** api fetches a JSON document from tally's API and throws ApiError on failure. */
-export async function api(path) {
+/**
+ * api fetches a JSON document from tally's API and throws ApiError on
+ * failure. With opts.signal the request is cancelled when the signal aborts,
+ * and the caller gets the AbortError as is (see aborted), not an ApiError.
+ */
+export async function api(path, opts = {}) {
   let resp;
   try {
-    resp = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    resp = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin', signal: opts.signal });
   } catch (e) {
+    if (aborted(e)) throw e;
     throw new ApiError(0, `tally did not answer (${e.message})`, path);
   }
   let body = null;
@@ -26,6 +31,11 @@ export async function api(path) {
     throw new ApiError(resp.status, (body && body.error) || text.slice(0, 300) || resp.statusText, path);
   }
   return body;
+}
+
+/** aborted reports whether err is a request its caller cancelled. */
+export function aborted(err) {
+  return err instanceof DOMException && err.name === 'AbortError';
 }
 
 /**

@@ -1,7 +1,7 @@
 // The runs page: the run list with filters, server-side order and live refresh.
 
 import { esc, html, show } from '../lib/html.js';
-import { SEND_HELP, api, errorHTML } from '../lib/api.js';
+import { SEND_HELP, aborted, api, errorHTML } from '../lib/api.js';
 import { fmtMs, moneyHTML, num, shortID, timeHTML } from '../lib/format.js';
 import { copyParams, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
@@ -56,14 +56,18 @@ export async function pageRuns() {
     location.assign(`/runs?${next}`);
   });
   let shown = null; // trace ids drawn, to mark what a refresh brings
-  const load = async () => {
+  // load draws the first page, or a refresh of it; a refresh cancelled
+  // (Live turned off, or the next refresh due) draws nothing.
+  const load = async (signal) => {
     let page;
     try {
-      page = await api(`/api/v1/runs?${apiParams}`);
+      page = await api(`/api/v1/runs?${apiParams}`, { signal });
     } catch (err) {
+      if (aborted(err)) return;
       show(el, errorHTML(err, 'runs'));
       return;
     }
+    if (signal && signal.aborted) return;
     fillDatalists(page.runs);
     const filtered = ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'cursor'].some((k) => params.get(k));
     if (!page.runs.length) {
@@ -107,7 +111,10 @@ export async function pageRuns() {
  * liveRefresh reloads the run list every few seconds while "Live" is on:
  * the URL's live=N (seconds, 2 to 300; live=1 means 10) keeps it on across
  * reloads. Only the first page refreshes (a later page is a fixed cursor),
- * and only while the tab is visible.
+ * and only while the tab is visible. load(signal) must draw nothing once
+ * signal aborts: turning Live off cancels the refresh in flight (so a slow
+ * one cannot redraw the list after), and a refresh still running when the
+ * next is due is cancelled for it.
  */
 export function liveRefresh(params, load) {
   const box = document.getElementById('live');
@@ -116,9 +123,25 @@ export function liveRefresh(params, load) {
   const secs = arg >= 2 ? Math.min(arg, 300) : 10;
   const status = document.getElementById('live-status');
   let timer = 0;
+  let inflight = null; // the refresh under way, to cancel
+  const cancel = () => {
+    if (inflight) inflight.abort();
+    inflight = null;
+  };
+  const refresh = async () => {
+    cancel();
+    const ctl = new AbortController();
+    inflight = ctl;
+    try {
+      await load(ctl.signal);
+    } finally {
+      if (inflight === ctl) inflight = null;
+    }
+  };
   const set = (on) => {
     clearInterval(timer);
     timer = 0;
+    cancel();
     const url = new URLSearchParams(location.search);
     if (on) url.set('live', arg >= 2 ? String(secs) : '1');
     else url.delete('live');
@@ -126,7 +149,7 @@ export function liveRefresh(params, load) {
     if (!on) { status.textContent = ''; return; }
     if (params.get('cursor')) { status.textContent = 'live updates show on the first page only'; return; }
     status.textContent = `every ${secs} s`;
-    timer = setInterval(() => { if (document.visibilityState === 'visible') load(); }, secs * 1000);
+    timer = setInterval(() => { if (document.visibilityState === 'visible') refresh(); }, secs * 1000);
   };
   box.checked = arg !== 0;
   box.addEventListener('change', () => set(box.checked));
