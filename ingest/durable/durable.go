@@ -712,7 +712,9 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			return true
 		}
 		if skip {
-			s.markFailing()
+			if s.markFailing() {
+				s.progressed()
+			}
 			s.retries.Add(1)
 			s.setErr(err)
 			return false
@@ -1033,7 +1035,9 @@ func (s *Sink) deliver(ctx context.Context, d *drain, p pending) (delivered, ret
 			return false, attempt > 1, false
 		}
 		if s.strike(d, p, err) {
-			s.markFailing()
+			if s.markFailing() {
+				s.progressed() // paced Accepts stop waiting for a drain that fails
+			}
 			s.retries.Add(1)
 			s.setErr(err)
 			return false, true, true
