@@ -157,10 +157,19 @@ func drainLargeContent(t *testing.T, stream bool) {
 		float64(baseline)/mib, float64(peak)/mib, float64(retained)/mib, limit/mib, records*spans*2)
 	// The batch is held about 4 times over at the peak of an INSERT (rows,
 	// columns, encoded block, compressed block), and the garbage collector
-	// lets the heap reach twice what is live.
-	if bound := baseline + 10*limit; peak > bound {
-		t.Errorf("peak heap %.1f MiB during the drain, want at most %.1f MiB (baseline + 10 × MaxBatchBytes)",
-			float64(peak)/mib, float64(bound)/mib)
+	// lets the heap reach twice what is live: 8 × MaxBatchBytes, and 10
+	// with room. Streamed, the stream committing in the background holds
+	// its last block (here one 2 MiB row, also about 4 times over) while
+	// the next stream takes its batch: 2 × MaxBatchBytes more, which the
+	// heap's peak reaches when a collection comes late (44 MiB measured
+	// on e9bbd10 and since, 20 MiB when it does not).
+	multiple := uint64(10)
+	if stream {
+		multiple = 12
+	}
+	if bound := baseline + multiple*limit; peak > bound {
+		t.Errorf("peak heap %.1f MiB during the drain, want at most %.1f MiB (baseline + %d × MaxBatchBytes)",
+			float64(peak)/mib, float64(bound)/mib, multiple)
 	}
 	if bound := baseline + limit; retained > bound {
 		t.Errorf("heap %.1f MiB after the drain, want at most %.1f MiB (baseline + MaxBatchBytes)",
