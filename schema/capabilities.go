@@ -42,13 +42,11 @@ type Capabilities struct {
 	// single INSERT block", code 252). 0: no limit (18.16 has none, and 0
 	// turns it off). Known only from a connection (DetectCapabilities).
 	MaxPartitionsPerInsert int
-	// Zone is the server's time zone, in which toYYYYMMDD cuts the day
-	// partitions of DateTime columns; nil until detected. When the zone
-	// database here lacks it, UTC, and PartitionZoneExact is false.
-	Zone *time.Location
-	// PartitionZoneExact says Zone is the server's own zone (false: UTC
-	// stands in for a zone that could not be loaded here).
-	PartitionZoneExact bool
+	// ZoneName is the server's time zone, in which toYYYYMMDD and toYYYYMM
+	// cut the partitions of DateTime columns, and Zone that zone loaded
+	// here: nil until detected, and when the zone database here lacks it.
+	ZoneName string
+	Zone     *time.Location
 }
 
 // CapabilitiesFor derives the capabilities of a server from its version string
@@ -85,15 +83,11 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	if c.MaxPartitionsPerInsert, err = maxPartitionsPerInsert(ctx, conn); err != nil {
 		return Capabilities{}, err
 	}
-	var zone string
-	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&zone); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&c.ZoneName); err != nil {
 		return Capabilities{}, fmt.Errorf("detect clickhouse time zone: %w", err)
 	}
-	c.Zone, c.PartitionZoneExact = time.UTC, true
-	if loc, err := time.LoadLocation(zone); err == nil {
+	if loc, err := time.LoadLocation(c.ZoneName); err == nil {
 		c.Zone = loc
-	} else {
-		c.PartitionZoneExact = false
 	}
 	return c, nil
 }

@@ -9,7 +9,7 @@ import (
 // that no statement exceeds the server's max_partitions_per_insert_block
 // (see Insert). The zero partitioner has no limit: one statement.
 type partitioner[R any] struct {
-	max   int // Capabilities.MaxPartitionsPerInsert, halved when the zone is a stand-in
+	max   int // Capabilities.MaxPartitionsPerInsert, halved when UTC stands in for the zone
 	zone  *time.Location
 	start func(*R) time.Time
 	month bool // partitions are months (toYYYYMM), not days
@@ -23,13 +23,24 @@ type partitioner[R any] struct {
 func newPartitioner[R any](caps Capabilities, start func(*R) time.Time) partitioner[R] {
 	p := partitioner[R]{max: caps.MaxPartitionsPerInsert, zone: caps.Zone, start: start}
 	if p.zone == nil {
+		// The server's zone cannot be loaded here: a day in UTC may touch
+		// two of the server's days.
 		p.zone = time.UTC
-	}
-	if !caps.PartitionZoneExact && p.max > 0 {
-		// A day here may touch two of the server's days.
-		p.max = max(1, p.max/2)
+		if p.max > 0 {
+			p.max = max(1, p.max/2)
+		}
 	}
 	return p
+}
+
+// spanPartitions and contentPartitions cut spans and content rows by the
+// day of their start, the tables' partition key.
+func spanPartitions(caps Capabilities) partitioner[Span] {
+	return newPartitioner(caps, func(r *Span) time.Time { return r.Start })
+}
+
+func contentPartitions(caps Capabilities) partitioner[Content] {
+	return newPartitioner(caps, func(r *Content) time.Time { return r.Start })
 }
 
 // newMonthPartitioner cuts rows by the month of start (toYYYYMM).
@@ -87,26 +98,23 @@ func (p *partitioner[R]) eachDay(rows []R, f func(int32) bool) {
 	}
 }
 
-// distinct counts the partitions of rows that are not in have, and
-// returns how many there are, or -1 as soon as there are more than room.
-func (p *partitioner[R]) distinct(rows []R, have map[int32]struct{}, room int) int {
-	var seen []int32
-	over := false
+// newDays is the partitions of rows that are not in have, and false as
+// soon as there are more than room of them.
+func (p *partitioner[R]) newDays(rows []R, have map[int32]struct{}, room int) ([]int32, bool) {
+	var fresh []int32
+	fits := true
 	p.eachDay(rows, func(d int32) bool {
-		if _, ok := have[d]; ok || slices.Contains(seen, d) {
+		if _, ok := have[d]; ok || slices.Contains(fresh, d) {
 			return true
 		}
-		if len(seen) == room {
-			over = true
+		if len(fresh) == room {
+			fits = false
 			return false
 		}
-		seen = append(seen, d)
+		fresh = append(fresh, d)
 		return true
 	})
-	if over {
-		return -1
-	}
-	return len(seen)
+	return fresh, fits
 }
 
 // addDays records the partitions of rows in have.

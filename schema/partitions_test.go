@@ -49,8 +49,14 @@ func TestInsertAcrossManyPartitions(t *testing.T) {
 	caps := s.Capabilities()
 	limit := caps.MaxPartitionsPerInsert
 	t.Logf("server %s: max_partitions_per_insert_block %d, zone %v", caps.Version, limit, caps.Zone)
-	if caps.Major >= 19 && limit == 0 {
+	switch {
+	case caps.Major >= 19 && limit == 0:
 		t.Fatalf("server %s reports no max_partitions_per_insert_block; the default is 100", caps.Version)
+	case caps.Major < 19 && limit != 0:
+		t.Fatalf("server %s reports max_partitions_per_insert_block %d; 18.16 has no such setting", caps.Version, limit)
+	}
+	if caps.Zone == nil || caps.ZoneName == "" {
+		t.Fatalf("server zone %q not loaded here", caps.ZoneName)
 	}
 	const days = 101
 	// statements is how many statements days partitions need at the limit.

@@ -70,18 +70,17 @@ func parsePartitionID(id string, loc *time.Location) (start, end time.Time, ok b
 	return time.Time{}, time.Time{}, false
 }
 
-// serverZone is the server's time zone (UTC when it cannot be loaded
-// here: the zone database is missing).
+// serverZone is the server's time zone as detected (Capabilities.Zone);
+// an error when the zone database here lacks it.
 func (s *Store) serverZone(ctx context.Context) (*time.Location, error) {
-	var name string
-	if err := s.conn.QueryRow(ctx, "SELECT timezone()").Scan(&name); err != nil {
-		return nil, fmt.Errorf("server time zone: %w", err)
+	if err := s.Detect(ctx); err != nil {
+		return nil, err
 	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("server time zone %q: %w (install tzdata)", name, err)
+	caps := s.Capabilities()
+	if caps.Zone == nil {
+		return nil, fmt.Errorf("server time zone %q cannot be loaded here (install tzdata)", caps.ZoneName)
 	}
-	return loc, nil
+	return caps.Zone, nil
 }
 
 // Partitions lists the partitions of the retained tables, oldest first per

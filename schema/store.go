@@ -279,7 +279,7 @@ func (s *Store) InsertSpans(ctx context.Context, rows []Span) error {
 		return nil
 	}
 	return insertColumns(ctx, s.conn, s.Table(TableSpans), spanColumns, rows, (*Span).DataBytes, s.blockBytes,
-		newPartitioner(s.Capabilities(), func(r *Span) time.Time { return r.Start }))
+		spanPartitions(s.Capabilities()))
 }
 
 // InsertContents writes content rows.
@@ -288,7 +288,7 @@ func (s *Store) InsertContents(ctx context.Context, rows []Content) error {
 		return nil
 	}
 	return insertColumns(ctx, s.conn, s.Table(TableContent), contentColumns, rows, (*Content).DataBytes, s.blockBytes,
-		newPartitioner(s.Capabilities(), func(r *Content) time.Time { return r.Start }))
+		contentPartitions(s.Capabilities()))
 }
 
 // insertColumns writes rows in one INSERT, sent in blocks of at most
@@ -348,13 +348,13 @@ type Insert[R any] struct {
 // its own).
 func (s *Store) BeginSpans(ctx context.Context) (*Insert[Span], error) {
 	return beginInsert(ctx, s.conn, s.Table(TableSpans), spanColumns, (*Span).DataBytes, s.blockBytes,
-		newPartitioner(s.Capabilities(), func(r *Span) time.Time { return r.Start }))
+		spanPartitions(s.Capabilities()))
 }
 
 // BeginContents opens an INSERT into the content table, as BeginSpans.
 func (s *Store) BeginContents(ctx context.Context) (*Insert[Content], error) {
 	return beginInsert(ctx, s.conn, s.Table(TableContent), contentColumns, (*Content).DataBytes, s.blockBytes,
-		newPartitioner(s.Capabilities(), func(r *Content) time.Time { return r.Start }))
+		contentPartitions(s.Capabilities()))
 }
 
 func beginInsert[R any](ctx context.Context, conn driver.Conn, table string, cols []column[R],
@@ -373,16 +373,13 @@ func (in *Insert[R]) prepare() error {
 		return fmt.Errorf("prepare insert into %s: %w", in.table, err)
 	}
 	in.batch, in.stmtRows = batch, 0
-	if in.days != nil {
-		clear(in.days)
-	}
+	clear(in.days)
 	return nil
 }
 
 // next commits the open statement, if it holds rows, and opens another.
 func (in *Insert[R]) next() error {
 	if in.stmtRows == 0 {
-		clear(in.days)
 		return nil
 	}
 	if err := in.batch.Send(); err != nil {
@@ -406,17 +403,19 @@ func (in *Insert[R]) Append(rows []R) error {
 	if in.days == nil {
 		in.days = make(map[int32]struct{}, limit)
 	}
-	// The usual case: the rows' partitions fit beside the statement's.
-	fresh := in.parts.distinct(rows, in.days, limit-len(in.days))
-	if fresh >= 0 {
-		in.parts.addDays(rows, in.days)
-		return in.appendStatement(rows)
+	// The usual case: the rows' partitions fit beside the statement's,
+	// or in a statement of their own.
+	fresh, fits := in.parts.newDays(rows, in.days, limit-len(in.days))
+	if !fits && in.stmtRows > 0 {
+		if err := in.next(); err != nil {
+			return err
+		}
+		fresh, fits = in.parts.newDays(rows, in.days, limit)
 	}
-	if err := in.next(); err != nil {
-		return err
-	}
-	if in.parts.distinct(rows, in.days, limit) >= 0 {
-		in.parts.addDays(rows, in.days)
+	if fits {
+		for _, d := range fresh {
+			in.days[d] = struct{}{}
+		}
 		return in.appendStatement(rows)
 	}
 	// More partitions than one statement takes: by partition, a
