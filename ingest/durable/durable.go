@@ -296,7 +296,6 @@ type Sink struct {
 	replayUntil atomic.Uint64 // last record acknowledged before Open
 	replaying   atomic.Bool
 	full        atomic.Bool // an Accept was refused for space since the last drain
-	failing     atomic.Bool // the drain's last downstream write failed
 	// failingSince is when the drain's writes began to fail (Unix ns), 0
 	// while the last one succeeded.
 	failingSince atomic.Int64
@@ -430,7 +429,7 @@ func (s *Sink) Accept(ctx context.Context, b ingest.Batch) error {
 // pace waits while the drain keeps up and the backlog is above PaceBytes,
 // until it is not, PaceWait has passed or ctx ends.
 func (s *Sink) pace(ctx context.Context) {
-	if s.cfg.PaceBytes < 0 || s.failing.Load() || s.wal.Size() <= s.cfg.PaceBytes {
+	if s.cfg.PaceBytes < 0 || s.failing() || s.wal.Size() <= s.cfg.PaceBytes {
 		return
 	}
 	start := time.Now()
@@ -444,7 +443,7 @@ func (s *Sink) pace(ctx context.Context) {
 		s.progressMu.Lock()
 		progress := s.progress
 		s.progressMu.Unlock()
-		if s.failing.Load() || s.wal.Size() <= s.cfg.PaceBytes {
+		if s.failing() || s.wal.Size() <= s.cfg.PaceBytes {
 			return
 		}
 		select {
@@ -531,20 +530,21 @@ func (s *Sink) Draining() error {
 		d.Round(time.Second), st.PendingRecords, st.WALBytes, st.LastError)
 }
 
-// succeeded records a successful downstream write.
-func (s *Sink) succeeded() {
-	s.failing.Store(false)
-	s.failingSince.Store(0)
-}
+// failing says whether the drain's last downstream write failed.
+func (s *Sink) failing() bool { return s.failingSince.Load() != 0 }
 
-// markFailing records a failed downstream write; true when the drain was
-// not failing before it.
-func (s *Sink) markFailing() bool {
-	if s.failing.Swap(true) {
-		return false
+// succeeded records a successful downstream write.
+func (s *Sink) succeeded() { s.failingSince.Store(0) }
+
+// writeFailed records a failed downstream write: counted, its error kept,
+// and, when the drain was not failing before, paced Accepts woken (they
+// stop waiting for a drain that fails).
+func (s *Sink) writeFailed(err error) {
+	if s.failingSince.CompareAndSwap(0, time.Now().UnixNano()) {
+		s.progressed()
 	}
-	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
-	return true
+	s.retries.Add(1)
+	s.setErr(err)
 }
 
 func (s *Sink) setErr(err error) {
@@ -712,11 +712,7 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			return true
 		}
 		if skip {
-			if s.markFailing() {
-				s.progressed()
-			}
-			s.retries.Add(1)
-			s.setErr(err)
+			s.writeFailed(err)
 			return false
 		}
 		if !s.retryWait(ctx, backoff, err, "durable log: downstream stream failed, rewriting from the checkpoint",
@@ -1035,11 +1031,7 @@ func (s *Sink) deliver(ctx context.Context, d *drain, p pending) (delivered, ret
 			return false, attempt > 1, false
 		}
 		if s.strike(d, p, err) {
-			if s.markFailing() {
-				s.progressed() // paced Accepts stop waiting for a drain that fails
-			}
-			s.retries.Add(1)
-			s.setErr(err)
+			s.writeFailed(err)
 			return false, true, true
 		}
 		if !s.retryWait(ctx, backoff, err, "durable log: downstream write failed, retrying",
@@ -1126,13 +1118,15 @@ func (s *Sink) deadLetter(seq uint64, cause error) error {
 // Requeue appends a record (one taken from the dead-letter directory) to
 // the log again, to be drained like any other; nil once it is durable.
 func (s *Sink) Requeue(ctx context.Context, record []byte) error {
-	if _, err := rowcodec.SpanCount(record); err != nil {
+	spans, err := rowcodec.SpanCount(record)
+	if err != nil {
 		return fmt.Errorf("requeue: not a log record: %w", err)
 	}
 	if _, err := s.wal.Append(ctx, record); err != nil {
 		return fmt.Errorf("requeue: %w", err)
 	}
 	s.appended.Add(1)
+	s.appendSpans.Add(uint64(spans))
 	return nil
 }
 
@@ -1144,11 +1138,7 @@ func (s *Sink) DeadLetters() *deadletter.Dir { return s.cfg.DeadLetter }
 // with jitter, or the Retry-After a refusing downstream asks for when that
 // is longer (bounded by RetryMax).
 func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, msg string, attrs ...any) bool {
-	if s.markFailing() {
-		s.progressed() // paced Accepts stop waiting for a drain that fails
-	}
-	s.retries.Add(1)
-	s.setErr(err)
+	s.writeFailed(err)
 	wait := backoff/2 + rand.N(backoff/2+1)
 	var ra interface{ RetryAfter() time.Duration }
 	if errors.As(err, &ra) && ra.RetryAfter() > wait {
