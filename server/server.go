@@ -352,7 +352,7 @@ func (s *Server) openDurable(d DurableLog) error {
 			return fmt.Errorf("durable log: %w", err)
 		}
 		cfg.DeadLetter, cfg.Unstorable = dir, schema.Unstorable
-		if n, _, err := dir.Count(); err == nil && n > 0 {
+		if n, err := dir.Count(); err == nil && n > 0 {
 			s.log.Warn("dead-letter directory holds records the store refused; inspect them with `tally deadletter list`",
 				"entries", n, "dir", dir.Path())
 		}
@@ -725,7 +725,7 @@ func registerDurableMetrics(reg prometheus.Registerer, sink *durable.Sink) error
 		entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_dead_letter_entries",
 			Help: "Entries in the dead-letter directory: acknowledged records the store refused, waiting for an operator (tally deadletter)."},
 			func() float64 {
-				n, _, err := dir.Count()
+				n, err := dir.Count()
 				if err != nil {
 					return -1
 				}

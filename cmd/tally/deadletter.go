@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -21,78 +22,91 @@ func newDeadLetterCmd() *cobra.Command {
 		Use:   "deadletter",
 		Short: "Records ClickHouse refused for good (dead letters): list, show, replay once the cause is fixed, or discard",
 	}
-	list := &cobra.Command{Use: "list", Short: "List the dead-letter entries, oldest record first", Args: cobra.NoArgs}
-	show := &cobra.Command{Use: "show ID", Short: "Show one entry: the store's answer and the runs its spans belong to", Args: cobra.ExactArgs(1)}
-	replay := &cobra.Command{Use: "replay ID", Short: "Append the entry's record to the durable log again (it is dead-lettered anew if ClickHouse still refuses it)", Args: cobra.ExactArgs(1)}
-	discard := &cobra.Command{Use: "discard ID", Short: "Delete the entry: its spans are gone for good", Args: cobra.ExactArgs(1)}
-	for _, c := range []*cobra.Command{list, show, replay, discard} {
-		client, apply := clientFlags(c)
-		c.Flags().Lookup("key").Usage = "API key with the metrics scope (Authorization: Bearer)"
-		var asJSON bool
-		c.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-		c.RunE = func(c *cobra.Command, args []string) error {
-			if err := apply(); err != nil {
-				return err
-			}
-			return runDeadLetter(c, client, args, asJSON)
-		}
-		cmd.AddCommand(c)
-	}
+	cmd.AddCommand(
+		deadLetterCmd(&cobra.Command{Use: "list", Short: "List the dead-letter entries, oldest record first", Args: cobra.NoArgs}, listDeadLetters),
+		deadLetterCmd(&cobra.Command{Use: "show ID", Short: "Show one entry: the store's answer and the runs its spans belong to", Args: cobra.ExactArgs(1)}, showDeadLetter),
+		deadLetterCmd(&cobra.Command{Use: "replay ID", Short: "Append the entry's record to the durable log again (it is dead-lettered anew if ClickHouse still refuses it)", Args: cobra.ExactArgs(1)},
+			actOnDeadLetter(http.MethodPost, "/replay", "Replayed %s into the durable log; `tally deadletter list` shows it again if ClickHouse still refuses it.\n")),
+		deadLetterCmd(&cobra.Command{Use: "discard ID", Short: "Delete the entry: its spans are gone for good", Args: cobra.ExactArgs(1)},
+			actOnDeadLetter(http.MethodDelete, "", "Discarded %s.\n")),
+	)
 	return cmd
 }
 
-// runDeadLetter runs one of the deadletter subcommands.
-func runDeadLetter(cmd *cobra.Command, client *apiClient, args []string, asJSON bool) error {
+// deadLetterRun runs one deadletter subcommand against a running tally.
+type deadLetterRun func(cmd *cobra.Command, client *apiClient, args []string, asJSON bool) error
+
+// deadLetterCmd gives c the client flags (a metrics-scope key) and --json,
+// and runs run.
+func deadLetterCmd(c *cobra.Command, run deadLetterRun) *cobra.Command {
+	client, apply := clientFlags(c)
+	c.Flags().Lookup("key").Usage = "API key with the metrics scope (Authorization: Bearer)"
+	var asJSON bool
+	c.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		return run(c, client, args, asJSON)
+	}
+	return c
+}
+
+// listDeadLetters is `tally deadletter list`.
+func listDeadLetters(cmd *cobra.Command, client *apiClient, _ []string, asJSON bool) error {
+	var l server.DeadLetterList
+	if done, err := getOrPrint(cmd, client, "/api/v1/deadletter", nil, asJSON, &l); done || err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
-	switch cmd.Name() {
-	case "list":
-		var l server.DeadLetterList
-		if done, err := getOrPrint(cmd, client, "/api/v1/deadletter", nil, asJSON, &l); done || err != nil {
+	if len(l.Entries) == 0 {
+		_, err := fmt.Fprintf(out, "No dead letters in %s.\n", l.Dir)
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAT\tSPANS\tPROJECTS\tERROR")
+	for _, e := range l.Entries {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.At.Format("2006-01-02 15:04:05Z07:00"), e.Spans,
+			strings.Join(e.Projects, ","), firstLine(e.Error, 120))
+	}
+	fmt.Fprintf(tw, "%d entries in %s\n", len(l.Entries), l.Dir)
+	return tw.Flush()
+}
+
+// showDeadLetter is `tally deadletter show ID`.
+func showDeadLetter(cmd *cobra.Command, client *apiClient, args []string, asJSON bool) error {
+	var d server.DeadLetterDetail
+	if done, err := getOrPrint(cmd, client, "/api/v1/deadletter/"+url.PathEscape(args[0]), nil, asJSON, &d); done || err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	e := d.Entry
+	fmt.Fprintf(out, "Entry %s: record %d of the durable log, dead-lettered %s after %d refusals\n", e.ID, e.Seq,
+		e.At.Format("2006-01-02 15:04:05Z07:00"), e.Attempts)
+	fmt.Fprintf(out, "%d spans, %d content rows, %d bytes; ClickHouse said: %s\n\n", e.Spans, e.Contents, e.Bytes, e.Error)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tRUN\tSPANS\tFIRST START\tLAST START\tNAMES")
+	for _, t := range d.Traces {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Project, t.TraceID, t.Spans, t.First.Format("2006-01-02 15:04:05"),
+			t.Last.Format("2006-01-02 15:04:05"), strings.Join(t.Names, ", "))
+	}
+	return tw.Flush()
+}
+
+// actOnDeadLetter is a subcommand that sends method to the entry's path
+// (plus suffix) and prints done with the entry's id, or with --json the
+// API's answer.
+func actOnDeadLetter(method, suffix, done string) deadLetterRun {
+	return func(cmd *cobra.Command, client *apiClient, args []string, asJSON bool) error {
+		var res json.RawMessage
+		if err := client.do(cmd.Context(), method, "/api/v1/deadletter/"+url.PathEscape(args[0])+suffix, nil, nil, &res); err != nil {
 			return err
 		}
-		if len(l.Entries) == 0 {
-			_, err := fmt.Fprintf(out, "No dead letters in %s.\n", l.Dir)
+		if asJSON {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), string(res))
 			return err
 		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tAT\tSPANS\tPROJECTS\tERROR")
-		for _, e := range l.Entries {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.At.Format("2006-01-02 15:04:05Z07:00"), e.Spans,
-				strings.Join(e.Projects, ","), firstLine(e.Error, 120))
-		}
-		fmt.Fprintf(tw, "%d entries in %s\n", len(l.Entries), l.Dir)
-		return tw.Flush()
-	case "show":
-		var d server.DeadLetterDetail
-		if done, err := getOrPrint(cmd, client, "/api/v1/deadletter/"+url.PathEscape(args[0]), nil, asJSON, &d); done || err != nil {
-			return err
-		}
-		e := d.Entry
-		fmt.Fprintf(out, "Entry %s: record %d of the durable log, dead-lettered %s after %d refusals\n", e.ID, e.Seq,
-			e.At.Format("2006-01-02 15:04:05Z07:00"), e.Attempts)
-		fmt.Fprintf(out, "%d spans, %d content rows, %d bytes; ClickHouse said: %s\n\n", e.Spans, e.Contents, e.Bytes, e.Error)
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PROJECT\tRUN\tSPANS\tFIRST START\tLAST START\tNAMES")
-		for _, t := range d.Traces {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Project, t.TraceID, t.Spans, t.First.Format("2006-01-02 15:04:05"),
-				t.Last.Format("2006-01-02 15:04:05"), strings.Join(t.Names, ", "))
-		}
-		return tw.Flush()
-	default:
-		method, path := http.MethodPost, "/api/v1/deadletter/"+url.PathEscape(args[0])+"/replay"
-		if cmd.Name() == "discard" {
-			method, path = http.MethodDelete, "/api/v1/deadletter/"+url.PathEscape(args[0])
-		}
-		var raw []byte
-		var res map[string]any
-		if err := client.do(cmd.Context(), method, path, nil, raw, &res); err != nil {
-			return err
-		}
-		if cmd.Name() == "discard" {
-			_, err := fmt.Fprintf(out, "Discarded %s.\n", args[0])
-			return err
-		}
-		_, err := fmt.Fprintf(out, "Replayed %s into the durable log; `tally deadletter list` shows it again if ClickHouse still refuses it.\n", args[0])
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), done, args[0])
 		return err
 	}
 }

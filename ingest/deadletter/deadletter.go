@@ -16,11 +16,11 @@ package deadletter
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -141,19 +141,10 @@ func (d *Dir) List() ([]Entry, error) {
 	return out, nil
 }
 
-// Count is the number of entries and their record bytes, for metrics.
-func (d *Dir) Count() (entries int, bytes int64, err error) {
+// Count is the number of entries, for metrics.
+func (d *Dir) Count() (int, error) {
 	names, err := d.ids()
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, id := range names {
-		if fi, err := os.Stat(filepath.Join(d.path, id+suffix)); err == nil {
-			entries++
-			bytes += fi.Size()
-		}
-	}
-	return entries, bytes, nil
+	return len(names), err
 }
 
 // Read returns entry id and its record, checked against its checksum.
@@ -194,25 +185,40 @@ func (d *Dir) ids() ([]string, error) {
 	return out, nil
 }
 
-// read reads entry id: its header and, with body, its record.
+// maxHeader bounds an entry's header line (its longest part is the
+// server's answer, which ClickHouse keeps under 16 KiB).
+const maxHeader = 1 << 20
+
+// read reads entry id: its header and, with body, its record. Without
+// body only the header line is read, so listing entries of large records
+// costs their headers alone.
 func (d *Dir) read(id string, body bool) (Entry, []byte, error) {
 	if !idRE.MatchString(id) {
 		return Entry{}, nil, fmt.Errorf("dead-letter entry %q: %w", id, ErrNotFound)
 	}
-	b, err := os.ReadFile(filepath.Join(d.path, id+suffix))
+	f, err := os.Open(filepath.Join(d.path, id+suffix))
 	if errors.Is(err, os.ErrNotExist) {
 		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: %w", id, err)
 	}
-	head, rec, ok := bytes.Cut(b, []byte{'\n'})
+	defer f.Close()
+	r := bufio.NewReader(io.LimitReader(f, maxHeader))
+	head, err := r.ReadBytes('\n')
 	var e Entry
-	if !ok || json.Unmarshal(head, &e) != nil {
+	if err != nil || json.Unmarshal(head, &e) != nil {
 		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: damaged header", id)
 	}
 	if !body {
 		return e, nil, nil
+	}
+	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
+		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: %w", id, err)
+	}
+	rec, err := io.ReadAll(f)
+	if err != nil {
+		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: %w", id, err)
 	}
 	if len(rec) != e.Bytes || crc32.Checksum(rec, castagnoli) != e.CRC32C {
 		return Entry{}, nil, fmt.Errorf("dead-letter entry %s: record damaged (%d bytes, checksum mismatch)", id, len(rec))

@@ -203,7 +203,7 @@ func TestOutageIsNotDeadLettered(t *testing.T) {
 	if err := s.Draining(); err != nil {
 		t.Errorf("Draining after the store came back: %v", err)
 	}
-	if n, _, _ := dir.Count(); n != 0 || s.Stats().DeadLettered != 0 {
+	if n, _ := dir.Count(); n != 0 || s.Stats().DeadLettered != 0 {
 		t.Errorf("%d dead letters (stats %d) during an outage, want none", n, s.Stats().DeadLettered)
 	}
 	if err := stop(); err != nil {
