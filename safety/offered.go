@@ -236,30 +236,19 @@ func offeredSignals(run Run, steps []Step, reg *Registry, val *Validator) []Sign
 		if s.Args == "" {
 			continue
 		}
-		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(s.Args))
-		if err != nil {
-			out = append(out, Signal{Kind: KindInvalidArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
-				Reason: fmt.Sprintf("tool %s was called with arguments that are not JSON", s.Tool)})
-			continue
-		}
-		if def.Schema == nil {
-			continue
-		}
-		if limit := val.limits.MaxRunTime; spent > limit {
-			out = append(out, Signal{Kind: KindUncheckedArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
-				Reason: uncheckedReason(s.Tool, fmt.Sprintf("the run's validation time of %s ran out", limit))})
-			continue
+		signal := func(kind, reason string) {
+			out = append(out, Signal{Kind: kind, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool, Reason: reason})
 		}
 		began := time.Now()
-		v := val.check(def.key, s.Args, inst)
+		v := val.check(def.key, s.Args, spent <= val.limits.MaxRunTime)
 		spent += time.Since(began)
 		switch {
+		case v.notJSON:
+			signal(KindInvalidArguments, fmt.Sprintf("tool %s was called with arguments that are not JSON", s.Tool))
 		case v.unchecked != "":
-			out = append(out, Signal{Kind: KindUncheckedArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
-				Reason: uncheckedReason(s.Tool, v.unchecked)})
+			signal(KindUncheckedArguments, uncheckedReason(s.Tool, v.unchecked))
 		case v.violation != "":
-			out = append(out, Signal{Kind: KindInvalidArguments, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool,
-				Reason: fmt.Sprintf("tool %s was called with arguments its schema rejects: %s", s.Tool, v.violation)})
+			signal(KindInvalidArguments, fmt.Sprintf("tool %s was called with arguments its schema rejects: %s", s.Tool, v.violation))
 		}
 	}
 	return out

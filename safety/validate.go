@@ -89,6 +89,7 @@ type compiledSchema struct {
 
 // verdict is the outcome of one validation.
 type verdict struct {
+	notJSON   bool   // the arguments are not JSON
 	violation string // "" when valid
 	unchecked string // "" when checked
 }
@@ -100,9 +101,6 @@ func NewValidator(limits ValidationLimits) *Validator {
 	verdicts, _ := lru.New[[64]byte, verdict](l.CachedVerdicts)
 	return &Validator{limits: l, schemas: schemas, verdicts: verdicts}
 }
-
-// Limits are the validator's limits, defaults filled in.
-func (v *Validator) Limits() ValidationLimits { return v.limits }
 
 // compiled is the compiled form of a schema text, from the cache.
 func (v *Validator) compiled(text string) compiledSchema {
@@ -125,9 +123,13 @@ func (v *Validator) compiled(text string) compiledSchema {
 	return c
 }
 
-// check validates args (decoded as inst) against the schema text: a
-// violation, or why it was not checked, or neither.
-func (v *Validator) check(text, args string, inst any) verdict {
+// check validates args against the schema text ("" for a tool offered
+// without one, whose arguments need only be JSON): whether they are JSON,
+// a violation, or why they were not checked. A verdict found before is
+// answered from the cache; otherwise the arguments are decoded, and
+// validated only while the run's time budget lasts (inTime), since a
+// verdict the budget cut short is not kept.
+func (v *Validator) check(text, args string, inTime bool) verdict {
 	var key [64]byte
 	sk, ak := sha256.Sum256([]byte(text)), sha256.Sum256([]byte(args))
 	copy(key[:32], sk[:])
@@ -136,17 +138,26 @@ func (v *Validator) check(text, args string, inst any) verdict {
 		return out
 	}
 	var out verdict
-	c := v.compiled(text)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(args))
 	switch {
-	case c.skip != "":
-		out.unchecked = c.skip
-	case c.schema == nil:
-		// a schema the validator cannot compile checks nothing
-	case !withinSteps(c.schema, inst, v.limits.MaxSteps):
-		out.unchecked = fmt.Sprintf("its schema and these arguments take more than %d validation steps (too complex)", v.limits.MaxSteps)
+	case err != nil:
+		out.notJSON = true
+	case text == "":
+	case !inTime:
+		return verdict{unchecked: fmt.Sprintf("the run's validation time of %s ran out", v.limits.MaxRunTime)}
 	default:
-		if err := c.schema.Validate(inst); err != nil {
-			out.violation = firstViolation(err)
+		c := v.compiled(text)
+		switch {
+		case c.skip != "":
+			out.unchecked = c.skip
+		case c.schema == nil:
+			// a schema the validator cannot compile checks nothing
+		case !withinSteps(c.schema, inst, v.limits.MaxSteps):
+			out.unchecked = fmt.Sprintf("its schema and these arguments take more than %d validation steps (too complex)", v.limits.MaxSteps)
+		default:
+			if err := c.schema.Validate(inst); err != nil {
+				out.violation = firstViolation(err)
+			}
 		}
 	}
 	v.verdicts.Add(key, out)
