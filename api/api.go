@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,12 +216,6 @@ const loggerKey = "tally.api.logger"
 // in X-Request-Id).
 func fail(c *gin.Context, code int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	damaged := false
-	for _, a := range args {
-		if err, ok := a.(error); ok && schema.Damaged(err) {
-			damaged = true
-		}
-	}
 	if code == http.StatusInternalServerError {
 		id := rand.Text()
 		log, _ := c.Value(loggerKey).(*slog.Logger)
@@ -231,7 +226,7 @@ func fail(c *gin.Context, code int, format string, args ...any) {
 			"path", c.Request.URL.Path, "err", msg)
 		c.Header("X-Request-Id", id)
 		msg = "internal error; the server log has its cause under request id " + id
-		if damaged {
+		if slices.ContainsFunc(args, func(a any) bool { err, ok := a.(error); return ok && schema.Damaged(err) }) {
 			msg = "the store has a damaged part, which fails the reads that touch it until it is recovered " +
 				"(see the README: Storage, a damaged part); the server log names it under request id " + id
 		}

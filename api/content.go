@@ -14,8 +14,8 @@ import (
 // implements it.
 type ContentReader interface {
 	SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error)
-	// SpanExists tells a span with no content from no span (404).
-	SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error)
+	// MissingSpans tells a span with no content from no span (404).
+	MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error)
 }
 
 // ChatReader reads a span's conversation in one shape; *query.Reader
@@ -60,12 +60,12 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 		return
 	}
 	if len(rows) == 0 {
-		exists, err := cr.SpanExists(c.Request.Context(), Project(c), traceID, spanID)
+		missing, err := cr.MissingSpans(c.Request.Context(), Project(c), traceID, []string{spanID})
 		if err != nil {
 			fail(c, http.StatusInternalServerError, "look up span: %v", err)
 			return
 		}
-		if !exists {
+		if len(missing) > 0 {
 			fail(c, http.StatusNotFound, "span %s not found in run %s", spanID, traceID)
 			return
 		}

@@ -28,8 +28,8 @@ type Outcomes interface {
 	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
 	Versions(ctx context.Context, f query.VersionFilter) ([]query.TaskVersions, error)
 	Compare(ctx context.Context, s query.CompareSpec) (*query.Comparison, error)
-	// SpanExists checks that an outcome's span is the run's.
-	SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error)
+	// MissingSpans checks that outcomes' spans are the run's.
+	MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error)
 }
 
 // OutcomeStore stores posted outcomes; *schema.Store implements it.
@@ -137,21 +137,22 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 	if !ok {
 		return
 	}
-	checked := map[string]bool{}
+	var spanIDs []string
 	for _, in := range ins {
-		if in.SpanID == "" || checked[in.SpanID] {
-			continue
+		if in.SpanID != "" {
+			spanIDs = append(spanIDs, in.SpanID)
 		}
-		exists, err := reader.SpanExists(c.Request.Context(), project, id, in.SpanID)
+	}
+	if len(spanIDs) > 0 {
+		missing, err := reader.MissingSpans(c.Request.Context(), project, id, spanIDs)
 		if err != nil {
-			fail(c, http.StatusInternalServerError, "look up span: %v", err)
+			fail(c, http.StatusInternalServerError, "look up spans: %v", err)
 			return
 		}
-		if !exists {
-			fail(c, http.StatusBadRequest, "outcome %s: span %s is not a span of run %s", in.Name, in.SpanID, id)
+		if len(missing) > 0 {
+			fail(c, http.StatusBadRequest, "span %s is not a span of run %s", strings.Join(missing, ", "), id)
 			return
 		}
-		checked[in.SpanID] = true
 	}
 	now := h.now().UTC()
 	rows := make([]schema.Outcome, len(ins))
@@ -251,22 +252,15 @@ func (h *Handler) getOutcomes(c *gin.Context) {
 	if !ok {
 		return
 	}
-	limit, offset := DefaultOutcomesPage, 0
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxOutcomesPage {
-			fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to %d", v, MaxOutcomesPage)
-			return
-		}
-		limit = n
+	limit, err := nonNegative("limit", c.Query("limit"), DefaultOutcomesPage)
+	if err != nil || limit == 0 || limit > MaxOutcomesPage {
+		fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to %d", c.Query("limit"), MaxOutcomesPage)
+		return
 	}
-	if v := c.Query("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			fail(c, http.StatusBadRequest, "offset %q: want an integer ≥ 0", v)
-			return
-		}
-		offset = n
+	offset, err := nonNegative("offset", c.Query("offset"), 0)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
 	}
 	project := Project(c)
 	first, last, ok := runExtent(c, reader, project, id)

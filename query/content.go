@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -24,15 +25,25 @@ func (r *Reader) SpanContent(ctx context.Context, project, traceID, spanID strin
 	return rows, nil
 }
 
-// SpanExists reports whether the project holds the span in the trace (a
-// primary-key lookup).
-func (r *Reader) SpanExists(ctx context.Context, project, traceID, spanID string) (bool, error) {
-	var n uint64
-	q := "SELECT count() FROM " + r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id = ? AND span_id = ?"
-	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), strings.ToLower(spanID)).Scan(&n); err != nil {
-		return false, fmt.Errorf("look up span %s/%s: %w", traceID, spanID, err)
+// MissingSpans returns the span ids of spanIDs the project does not hold
+// in the trace, in their order and once each (one primary-key range read).
+func (r *Reader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
+	ids := make([]string, 0, len(spanIDs))
+	for _, id := range spanIDs {
+		if id = strings.ToLower(id); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
 	}
-	return n > 0, nil
+	rows, err := r.store.Conn().Query(ctx, "SELECT DISTINCT span_id FROM "+r.store.Table(schema.TableSpans)+
+		" WHERE project = ? AND trace_id = ? AND span_id IN ?", project, strings.ToLower(traceID), traceSet(ids))
+	if err != nil {
+		return nil, fmt.Errorf("look up spans of %s: %w", traceID, err)
+	}
+	found, err := scanAll(rows, func(s *string) []any { return []any{s} })
+	if err != nil {
+		return nil, fmt.Errorf("look up spans of %s: %w", traceID, err)
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(found, id) }), nil
 }
 
 // RunExists reports whether the project holds any span of the trace.

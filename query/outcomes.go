@@ -62,7 +62,8 @@ func VerdictOfLabel(label string) *bool {
 // outcomeChunk is how many runs one outcome read names (see wideChunk).
 const outcomeChunk = 1000
 
-// traceSet is the IN set of trace ids (lowercased, as stored).
+// traceSet is the IN set of trace ids, or of span ids (lowercased, as
+// stored).
 func traceSet(ids []string) clickhouse.GroupSet {
 	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
 	for i, id := range ids {
