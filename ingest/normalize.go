@@ -135,6 +135,9 @@ func NormalizeTracesInto(dst Batch, tr wire.Traces, opts Options) (Batch, Reject
 	return batch, rej
 }
 
+// latestNs is LatestTime in Unix nanoseconds, as spans carry times.
+var latestNs = uint64(LatestTime.UnixNano())
+
 // validate names the problems of a span that cannot be stored, "" when
 // none: ids, times, and times outside what the store holds or the limits'
 // window around the request's arrival (Limits.MaxSpanAge, MaxSpanFuture).
@@ -147,15 +150,14 @@ func (n *normalizer) validate(sp *wire.Span) string {
 		problems = append(problems, "span id is missing or all zero (must be 8 non-zero bytes)")
 	}
 	start, end := sp.Start, sp.End
-	latest := uint64(LatestTime.Unix()) * uint64(time.Second)
 	switch {
 	case start == 0:
 		problems = append(problems, "start time missing")
 	case end == 0:
 		problems = append(problems, "end time missing")
-	case start > latest:
+	case start > latestNs:
 		problems = append(problems, "start time past "+LatestTime.Format(time.RFC3339)+", the latest the store holds")
-	case end > latest:
+	case end > latestNs:
 		problems = append(problems, "end time past "+LatestTime.Format(time.RFC3339)+", the latest the store holds")
 	case end < start:
 		problems = append(problems, "end time before start time")

@@ -32,7 +32,6 @@ type PartWatch struct {
 
 	mu    sync.Mutex
 	parts []schema.DetachedPart
-	err   error
 	known map[string]bool // parts already logged
 }
 
@@ -68,12 +67,11 @@ func (w *PartWatch) Run(ctx context.Context) {
 // Check looks once, logging each part it has not logged before.
 func (w *PartWatch) Check(ctx context.Context) {
 	parts, err := w.store.DetachedParts(ctx)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.err = err
 	if err != nil {
 		return // keep the last list: the store may be down for a while
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.parts = parts
 	for _, p := range parts {
 		key := p.Table + "/" + p.Name

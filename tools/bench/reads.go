@@ -297,24 +297,7 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	peak := before
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if r, err := t.RSS(); err == nil {
-				peak = max(peak, r)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	sampled := sampleRSS(t, 10*time.Millisecond)
 	errs := make(chan error, bigReaders)
 	for range bigReaders {
 		go func() {
@@ -328,16 +311,14 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 			first = err
 		}
 	}
-	close(done)
-	<-sampled
+	peak := max(sampled(), before)
 	if first != nil {
 		return fmt.Errorf("%d concurrent reads of the run of %d spans: %w", bigReaders, n, first)
 	}
-	mib := float64(peak) / (1 << 20)
-	cfg.logf("%d concurrent reads of the run of %d spans: peak RSS %.0f MiB (%.0f MiB before)", bigReaders, n, mib, float64(before)/(1<<20))
+	cfg.logf("%d concurrent reads of the run of %d spans: peak RSS %.0f MiB (%.0f MiB before)", bigReaders, n, mib(peak), mib(before))
 	res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.readers_rss", n)), Name: tg.name(fmt.Sprintf("peak RSS while %d clients read the run of %d spans", bigReaders, n)),
-		Value: mib, Unit: "MiB", Available: true,
+		Value: mib(peak), Unit: "MiB", Available: true,
 		Inputs: map[string]any{"run_spans": n, "clients": bigReaders, "requests_per_client": 2, "endpoint": "GET /api/v1/runs/{trace_id}"},
-		Detail: map[string]any{"rss_before_mib": float64(before) / (1 << 20)}})
+		Detail: map[string]any{"rss_before_mib": mib(before)}})
 	return nil
 }
