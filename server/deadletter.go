@@ -71,26 +71,27 @@ func (s *Server) listDeadLetters(c *gin.Context) {
 	c.JSON(http.StatusOK, DeadLetterList{Dir: dir.Path(), Entries: entries})
 }
 
-// readDeadLetter reads the entry the path names, answering the error.
-func readDeadLetter(c *gin.Context, dir *deadletter.Dir) (deadletter.Entry, []byte, bool) {
+// readDeadLetter reads the entry the path names from the sink's
+// directory, or answers why not.
+func (s *Server) readDeadLetter(c *gin.Context) (*durable.Sink, deadletter.Entry, []byte, bool) {
+	sink, dir, ok := s.deadLetters(c)
+	if !ok {
+		return nil, deadletter.Entry{}, nil, false
+	}
 	e, rec, err := dir.Read(c.Param("id"))
 	switch {
 	case errors.Is(err, deadletter.ErrNotFound):
 		c.JSON(http.StatusNotFound, api.Error{Error: err.Error()})
-		return e, nil, false
+		return nil, e, nil, false
 	case err != nil:
 		c.JSON(http.StatusInternalServerError, api.Error{Error: err.Error()})
-		return e, nil, false
+		return nil, e, nil, false
 	}
-	return e, rec, true
+	return sink, e, rec, true
 }
 
 func (s *Server) showDeadLetter(c *gin.Context) {
-	_, dir, ok := s.deadLetters(c)
-	if !ok {
-		return
-	}
-	e, rec, ok := readDeadLetter(c, dir)
+	_, e, rec, ok := s.readDeadLetter(c)
 	if !ok {
 		return
 	}
@@ -133,11 +134,7 @@ func (s *Server) showDeadLetter(c *gin.Context) {
 // removes the entry: the drain writes it like any other record (and
 // dead-letters it anew if the store still refuses it).
 func (s *Server) replayDeadLetter(c *gin.Context) {
-	sink, dir, ok := s.deadLetters(c)
-	if !ok {
-		return
-	}
-	e, rec, ok := readDeadLetter(c, dir)
+	sink, e, rec, ok := s.readDeadLetter(c)
 	if !ok {
 		return
 	}
@@ -145,7 +142,7 @@ func (s *Server) replayDeadLetter(c *gin.Context) {
 		c.JSON(http.StatusServiceUnavailable, api.Error{Error: err.Error()})
 		return
 	}
-	if err := dir.Remove(e.ID); err != nil {
+	if err := sink.DeadLetters().Remove(e.ID); err != nil {
 		// Requeued but still listed: a second replay would store it
 		// twice, which reads collapse (span identity).
 		c.JSON(http.StatusInternalServerError, api.Error{Error: "replayed, but not removed: " + err.Error()})
