@@ -1,7 +1,7 @@
 // Messages drawn as chat turns: text, tool calls and their results.
 
 import { esc, html } from '../lib/html.js';
-import { valueHTML } from './span.js';
+import { valueHTML } from '../lib/values.js';
 
 /** chatViewHTML draws a span's chat (from the API's transcript reading): sent, then answered. */
 export function chatViewHTML(chat) {

@@ -88,15 +88,17 @@ export async function pageReliability() {
     show(capsEl, errorHTML(err, 'Caps'));
     return;
   }
-  const fig = (f, fmt) => html`${fmt(f.p50)} <small class="muted">/ ${fmt(f.p99)}</small> → <strong>${fmt(f.suggested)}</strong>${f.exceeded ? html` <span class="pill warn" title="runs over the suggested cap">${num(f.exceeded)} over</span>` : ''}`;
+  // The caps table wraps (see #caps-table in style.css) so that all its
+  // columns fit the window; a figure breaks only between its parts.
+  const fig = (f, fmt) => html`<span class="nobr">${fmt(f.p50)} <small class="muted">/ ${fmt(f.p99)}</small></span> <span class="nobr">→ <strong>${fmt(f.suggested)}</strong></span>${f.exceeded ? html` <span class="pill warn nobr" title="runs over the suggested cap">${num(f.exceeded)} over</span>` : ''}`;
   const capCols = [
     { key: 'task', label: 'Task', html: (t) => html`<a href="/runs?${new URLSearchParams({ task: t.task })}">${t.task}</a>` },
-    { key: 'runs', label: 'Successful', num: true, html: (t) => html`${num(t.successful)} <small class="muted">of ${num(t.runs)}${t.few_runs ? ' (few: p99 ≈ max)' : ''}</small>` },
+    { key: 'runs', label: 'Successful', num: true, html: (t) => html`${num(t.successful)} <small class="muted"><span class="nobr">of ${num(t.runs)}</span>${t.few_runs ? ' (few: p99 ≈ max)' : ''}</small>` },
     { key: 'iter', label: 'Iterations p50 / p99 → cap', num: true, html: (t) => fig(t.iterations, num) },
     { key: 'tokens', label: 'Tokens', num: true, html: (t) => fig(t.tokens, num) },
     { key: 'cost', label: 'Cost', num: true, html: (t) => fig(t.cost_usd, usd) },
     { key: 'active', label: 'Active time', title: 'wall clock less waits for approval', num: true, html: (t) => fig(t.active_ms, fmtMs) },
-    { key: 'waits', label: 'Approval waits', title: 'runs that waited for a human, and the median wait', num: true, html: (t) => (t.runs_waiting ? html`${num(t.runs_waiting)} <small class="muted">p50 ${fmtMs(t.wait_ms.p50)}</small>` : '—') },
+    { key: 'waits', label: 'Approval waits', title: 'runs that waited for a human, and the median wait', num: true, html: (t) => (t.runs_waiting ? html`${num(t.runs_waiting)} <small class="muted nobr">p50 ${fmtMs(t.wait_ms.p50)}</small>` : '—') },
     { key: 'over', label: 'Runs over', wrap: true, html: (t) => (t.exceeded ? html`${num(t.exceeded)}: ${runLinks(t.exceeded_runs)}` : '—') },
     { key: 'spec', label: 'Suggested --run-cap', wrap: true, html: (t) => html`<code data-spec>${t.spec}</code>${(t.configured || []).length ? html`<br><small class="muted">configured: ${join(t.configured.map((c) => html`<code>${c}</code>`), ' ')}</small>` : ''}` },
   ];

@@ -2,12 +2,10 @@
 
 import { esc, html, join, show } from '../lib/html.js';
 import { ApiError, api, errorHTML } from '../lib/api.js';
-import { fmtMs, moneyHTML, num, parseTime, pct, timeHTML, usd } from '../lib/format.js';
+import { fmtMs, moneyHTML, num, parseTime, pct, timeHTML } from '../lib/format.js';
 import { main } from '../lib/page.js';
 import { showSpan } from './span.js';
 import { Waterfall } from './waterfall.js';
-
-export const TYPE_LABEL = { agent: 'AGENT', inference: 'LLM', tool: 'TOOL', other: 'SPAN' };
 
 /**
  * flatten turns the span tree into rows in display order, marking retries.
@@ -32,7 +30,7 @@ export function flatten(roots) {
     }
   };
   walk(roots, -1, 0);
-  // The API classifies each tool call by DESIGN.md's retry rules (as /tools
+  // The API classifies each tool call by docs/design.md's retry rules (as /tools
   // does); without it, fall back to attempt ≥ 2 or a repeated call id.
   const seen = new Set();
   const byStart = rows.filter((r) => r.n.type === 'tool').sort((a, b) => a.start - b.start);
@@ -168,26 +166,6 @@ ${run.partial ? html`<p class="notice" id="run-partial">This run has ${num(run.p
   if (pick >= 0) wf.select(pick, true);
   // Mark the first complete render (after layout and a frame) for benchmarks.
   requestAnimationFrame(() => setTimeout(() => { document.body.dataset.rendered = String(performance.now()); }, 0));
-}
-
-/** tokensText is "1,000 in / 100 out" for a usage, "" without one. */
-export const tokensText = (u) => (u ? `${num(u.input_tokens)} in / ${num(u.output_tokens)} out` : '');
-
-/**
- * spanFigures is the hover text of a waterfall row: the span's own tokens
- * and cost, and its subtree's (what counts in the run's totals from it and
- * everything below it), "" when neither has any.
- */
-export function spanFigures(n) {
-  const parts = [];
-  if (n.usage || n.cost) {
-    const own = [tokensText(n.usage), n.cost ? usd(n.cost.total_usd) : ''].filter(Boolean).join(' · ');
-    parts.push(`this span: ${own}${n.counted || !n.usage ? '' : ' (not counted: repeats usage counted elsewhere)'}`);
-  }
-  if (n.subtree_usage || n.subtree_cost) {
-    parts.push(`with everything below: ${[tokensText(n.subtree_usage), n.subtree_cost ? usd(n.subtree_cost.total_usd) : ''].filter(Boolean).join(' · ')}`);
-  }
-  return parts.join('\n');
 }
 
 /** axisTicks labels 0, ¼, ½, ¾ and the full run duration. */

@@ -3,30 +3,9 @@
 import { esc, html, isHTML, show } from '../lib/html.js';
 import { api, errorHTML } from '../lib/api.js';
 import { fmtMs, moneyHTML, num, parseTime, timeHTML } from '../lib/format.js';
+import { TYPE_LABEL, tokensText } from '../lib/spans.js';
+import { valueHTML } from '../lib/values.js';
 import { chatViewHTML } from './chat.js';
-import { TYPE_LABEL, tokensText } from './run.js';
-
-/** pretty pretty-prints JSON text; anything else is returned as is. */
-export function pretty(v) {
-  if (typeof v !== 'string') return JSON.stringify(v, null, 2);
-  const t = v.trim();
-  if (t.startsWith('{') || t.startsWith('[')) {
-    try { return JSON.stringify(JSON.parse(t), null, 2); } catch { /* not JSON */ }
-  }
-  return v;
-}
-
-/** valueHTML shows a value, pretty-printed, collapsed when long. */
-export function valueHTML(v, attrs = '') {
-  const p = pretty(v);
-  const lines = p.split('\n').length;
-  if (p.length > 600 || lines > 16) {
-    const head = p.replace(/\s+/g, ' ').slice(0, 80);
-    return html`<details><summary><span class="mono">${esc(head)}…</span> <span class="muted">(${num(p.length)} chars)</span></summary><pre class="json"${attrs}>${esc(p)}</pre></details>`;
-  }
-  if (lines > 1 || attrs) return html`<pre class="json"${attrs}>${esc(p)}</pre>`;
-  return esc(p);
-}
 
 export function kvHTML(pairs) {
   const items = pairs.filter(([, v]) => v !== undefined && v !== null && v !== '' && v !== false);

@@ -2,7 +2,7 @@
 
 import { esc, html, show } from '../lib/html.js';
 import { fmtMs, num, usd } from '../lib/format.js';
-import { TYPE_LABEL, spanFigures } from './run.js';
+import { TYPE_LABEL, spanFigures } from '../lib/spans.js';
 
 /** ROW_H is the height of a waterfall row in pixels (see .wf-row in style.css). */
 export const ROW_H = 22;
