@@ -79,9 +79,11 @@ fi
 
 log "starting tally serve on $listen, embedded store in $state_dir/data/store (log: $tally_log)"
 # The demo's tools' effect classes, for the safety review (Reliability page):
-# its sandbox reruns tests, which changes nothing outside it.
+# its sandbox reruns tests, which changes nothing outside it; a refund pays
+# again each time (the demo issues one twice: duplicate_side_effect); a merge
+# cannot be undone (the demo merges once without approval: ungated_action).
 bin/tally serve --store embedded --listen "$listen" --data-dir "$state_dir/data" \
-	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=idempotent' \
+	--tool-effects 'web_search=read,vector_search=read,fetch_url=read,code_sandbox=idempotent,issue_refund=non_idempotent,merge_pull_request=irreversible' \
 	>>"$tally_log" 2>&1 </dev/null &
 tally_pid=$!
 echo "$tally_pid" >"$tally_pidfile"
@@ -101,6 +103,8 @@ until curl -sf --max-time 2 "$endpoint/readyz" >/dev/null 2>&1; do
 	sleep 0.5
 done
 
+# 40 runs of traffic, then an evaluation experiment (30 runs whose verdicts
+# the demo posts to the outcomes API): see tools/demo.
 log "loading demo runs"
 bin/tally demo --endpoint "$endpoint" --runs 40 --seed 1
 

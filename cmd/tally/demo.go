@@ -60,8 +60,13 @@ func newDemoCmd() *cobra.Command {
 		Long: `Demo sends runs that look like real agents: a planner invoking sub-agents,
 chat calls to Anthropic, OpenAI and Gemini models with prompt caching (and one
 agent whose cache never hits), tool calls with realistic latencies, a flaky
-tool that fails and is retried, tool arguments and results. Deterministic with
---seed.`,
+tool that fails and is retried, tool arguments and results. A few runs carry
+safety incidents for the Reliability page (a refund issued twice, a tool the
+model was not offered, a merge without approval). From --runs 20 up (with
+--spans 0), 30 evaluation runs follow: two cases per task tried three times,
+and a worse second version of code_fix, whose verdicts are then posted as
+outcomes (POST /api/v1/runs/{id}/outcomes) for the Tasks and Compare pages.
+Deterministic with --seed.`,
 	}
 	headers := ingestFlags(cmd, &cfg.Endpoint)
 	fs := cmd.Flags()

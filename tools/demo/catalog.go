@@ -91,7 +91,10 @@ var (
 // agentProfile is one agent: its model, how big its prompt prefix is, its
 // tools and how much work one invocation does.
 type agentProfile struct {
-	name    string
+	name string
+	// version is the agent's gen_ai.agent.version: part of a run's
+	// configuration, so a new version starts a new version of its tasks.
+	version string
 	model   *model
 	style   usageStyle
 	prefix  [2]int // system prompt + tool definitions, tokens
@@ -109,25 +112,35 @@ type weightedTool struct {
 }
 
 var (
-	plannerAgent = agentProfile{name: "planner", model: &gemini25Flash, style: usageInclusive, prefix: [2]int{1400, 1800}}
+	plannerAgent = agentProfile{name: "planner", version: "3.2.0", model: &gemini25Flash, style: usageInclusive, prefix: [2]int{1400, 1800}}
 	researcher   = agentProfile{
-		name: "researcher", model: &claudeSonnet, style: usageAdditive, prefix: [2]int{2200, 2600},
+		name: "researcher", version: "2.1.0", model: &claudeSonnet, style: usageAdditive, prefix: [2]int{2200, 2600},
 		tools:   []weightedTool{{"web_search", 4}, {"fetch_url", 4}, {"vector_search", 2}},
 		natural: [2]int{8, 22}, big: [2]int{20, 80},
 	}
 	coder = agentProfile{
-		name: "coder", model: &gpt4o, style: usageInclusive, prefix: [2]int{3000, 3500},
+		name: "coder", version: "1.4.0", model: &gpt4o, style: usageInclusive, prefix: [2]int{3000, 3500},
 		tools:   []weightedTool{{"code_sandbox", 5}, {"vector_search", 2}, {"fetch_url", 2}},
 		natural: [2]int{8, 22}, big: [2]int{20, 80},
 	}
 	summarizer = agentProfile{
-		name: "summarizer", model: &gpt4oMini, style: usageInclusive,
+		name: "summarizer", version: "1.0.3", model: &gpt4oMini, style: usageInclusive,
 		natural: [2]int{2, 4}, big: [2]int{2, 6}, bigPrompt: [2]int{3000, 6000},
 	}
 	triager = agentProfile{
-		name: "triager", model: &gpt41Mini, style: usageDeprecated, prefix: [2]int{800, 1000},
+		name: "triager", version: "0.9.1", model: &gpt41Mini, style: usageDeprecated, prefix: [2]int{800, 1000},
 		tools:   []weightedTool{{"vector_search", 3}, {"fetch_url", 2}},
 		natural: [2]int{7, 12}, big: [2]int{10, 30},
+	}
+	// coderV2 is the coder the evaluation experiment tries as a candidate
+	// for code_fix: version 1.5.0, whose longer prompt tells it to check
+	// every edit with the whole suite, the race detector and the linter
+	// (v2Commands). It takes more steps and reads more tokens than coder,
+	// and fixes fewer cases (see evalPlan).
+	coderV2 = agentProfile{
+		name: "coder", version: "1.5.0", model: &gpt4o, style: usageInclusive, prefix: [2]int{5200, 5800},
+		tools:   []weightedTool{{"code_sandbox", 5}, {"vector_search", 2}, {"fetch_url", 2}},
+		natural: [2]int{24, 32}, big: [2]int{20, 80},
 	}
 )
 
@@ -202,6 +215,25 @@ var tools = map[string]tool{
 		failRate: 0.25, failLatency: [2]int{3000, 3100}, errorType: "timeout",
 		maxAttempts: 3, resultToks: [2]int{800, 3000},
 	},
+	// The side-effecting tools the planner calls (see incidents.go): they
+	// never fail; make run classes them with --tool-effects.
+	"issue_refund": {
+		name: "issue_refund", description: "Refund an invoice's charge to the customer's card.",
+		latency: [2]int{400, 1200}, resultToks: [2]int{40, 80},
+	},
+	"merge_pull_request": {
+		name: "merge_pull_request", description: "Merge a pull request into the default branch.",
+		latency: [2]int{800, 2500}, resultToks: [2]int{40, 90},
+	},
+}
+
+// toolSchemas are the JSON schemas of the tools' arguments, as a model is
+// offered them (gen_ai.tool.definitions).
+var toolSchemas = map[string]string{
+	"web_search":    `{"type":"object","properties":{"query":{"type":"string"},"max_results":{"type":"integer"}},"required":["query"]}`,
+	"vector_search": `{"type":"object","properties":{"query":{"type":"string"},"index":{"type":"string"},"top_k":{"type":"integer"}},"required":["query","index"]}`,
+	"code_sandbox":  `{"type":"object","properties":{"language":{"type":"string"},"command":{"type":"string"},"timeout_s":{"type":"integer"}},"required":["command"]}`,
+	"fetch_url":     `{"type":"object","properties":{"url":{"type":"string"},"timeout_s":{"type":"integer"}},"required":["url"]}`,
 }
 
 // backoff is the pause before a retry.

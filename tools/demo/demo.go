@@ -34,7 +34,19 @@
 //     of the chat calls below them, so the root's usage equals the run's
 //     total counted on inference spans;
 //   - now and then a repeat loop: the same tool called with the same arguments
-//     three or four times after it succeeded.
+//     three or four times after it succeeded;
+//   - every agent's gen_ai.agent.version on its invoke_agent spans;
+//   - safety incidents tally's review flags (Run.Incident, incidents.go): a
+//     refund issued twice (duplicate_side_effect), a tool the model was not
+//     offered (unknown_tool), a merge nobody approved (ungated_action), and a
+//     merge after a human's approval (no signal) — the first and the last two
+//     with the effect classes make run gives tally serve (--tool-effects
+//     issue_refund=non_idempotent,merge_pull_request=irreversible);
+//   - after the traffic, an evaluation experiment (Trial, eval.go): each
+//     task's cases tried several times (langfuse.experiment.item.id), and
+//     code_fix's cases by a candidate coder too, a second version of the task
+//     that is worse; Send posts the verdicts to tally's outcomes API, so
+//     pass@k and pass^k per case and the comparison of the two versions show.
 package demo
 
 import (
@@ -56,7 +68,9 @@ type Config struct {
 	// Headers are sent with every export request, e.g. "Authorization":
 	// "Bearer <key>". Only Send uses them.
 	Headers map[string]string
-	// Runs is the number of agent runs (traces) to produce.
+	// Runs is the number of agent runs (traces) of the traffic to produce;
+	// from EvalMinRuns on (with Spans 0), the EvalRuns runs of the
+	// evaluation experiment follow them.
 	Runs int
 	// Seed makes the traffic deterministic: the same seed gives the same runs,
 	// ids, attributes and timestamps relative to Start.
@@ -91,6 +105,12 @@ type Run struct {
 	UserID string
 	// Failed says whether the run ends in error.
 	Failed bool
+	// Incident is the safety incident the run carries (see
+	// IncidentDuplicateSideEffect and the others), "" for none.
+	Incident string
+	// Trial is set on a run of the evaluation experiment (which has no
+	// conversation or user), nil on the traffic's runs.
+	Trial *Trial
 	// Root is the root span with its descendants.
 	Root SpanSpec
 }

@@ -9,8 +9,15 @@ import (
 	"go.opentelemetry.io/otel/sdk"
 )
 
-// planStream is the PCG stream of the conversation plan; run i uses stream i.
-const planStream = math.MaxUint64
+// The PCG streams (all seeded with Config.Seed): the conversation plan's;
+// run i of the traffic uses stream i, and incidentStream+i for the spans of
+// the safety incident it carries (so that the rest of the run is what it
+// would be without); evaluation run j uses evalStream+j.
+const (
+	planStream     = math.MaxUint64
+	incidentStream = 1 << 62
+	evalStream     = 1 << 63
+)
 
 // Probabilities of the things that do not happen in every run.
 const (
@@ -25,7 +32,10 @@ const (
 // Generate builds cfg.Runs runs in memory, without network. The same Config
 // (Seed, Start, Spans) gives the same runs; Endpoint, Headers, Rate, Gzip and
 // JSON are ignored. Runs are grouped into conversations of 2–4 runs of one
-// user; conversations start 20–90 s apart and overlap in time.
+// user; conversations start 20–90 s apart and overlap in time. A few of them
+// carry safety incidents (see Run.Incident). With cfg.Spans 0 and
+// cfg.Runs ≥ EvalMinRuns, the EvalRuns runs of the evaluation experiment
+// follow them (see Trial), after the last one ended.
 func Generate(cfg Config) []Run {
 	if cfg.Runs <= 0 {
 		return nil
@@ -48,8 +58,10 @@ func Generate(cfg Config) []Run {
 
 func generate(cfg Config, base time.Time) []Run {
 	plan := rand.New(rand.NewPCG(uint64(cfg.Seed), planStream))
-	runs := make([]Run, 0, cfg.Runs)
+	runs := make([]Run, 0, cfg.Runs+EvalRuns)
 	convStart := base
+	natural := cfg.Spans <= 0
+	due := newIncidents()
 	for len(runs) < cfg.Runs {
 		a := &apps[plan.IntN(len(apps))]
 		tk := &a.tasks[plan.IntN(len(a.tasks))]
@@ -63,29 +75,60 @@ func generate(cfg Config, base time.Time) []Run {
 		size := 2 + plan.IntN(3)
 		at := convStart
 		for turn := 0; turn < size && len(runs) < cfg.Runs; turn++ {
-			rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(len(runs))))
-			r := buildRun(rng, conv, turn, at, cfg.Spans)
+			i := uint64(len(runs))
+			rng := rand.New(rand.NewPCG(uint64(cfg.Seed), i))
+			x := extras{side: rand.New(rand.NewPCG(uint64(cfg.Seed), incidentStream+i))}
+			if natural {
+				x.incident = due.offer(a.service)
+			}
+			r := buildRun(rng, conv, turn, at, cfg.Spans, x)
+			due.carried(a.service, r.Incident)
 			runs = append(runs, r)
 			at = r.Root.End.Add(thinkTime[0] + time.Duration(plan.Int64N(int64(thinkTime[1]-thinkTime[0]))))
 		}
 		convStart = convStart.Add(time.Duration(20+plan.IntN(71)) * time.Second)
 	}
+	if natural && cfg.Runs >= EvalMinRuns {
+		runs = append(runs, evalRuns(cfg.Seed, runs)...)
+	}
 	return runs
 }
 
-// conversation is what the runs of one conversation share.
+// conversation is what the runs of one conversation share; an evaluation
+// run is a conversation of its own, without id or user.
 type conversation struct {
 	app   *app
 	task  *task
 	id    string
 	user  string
 	topic string
+	// trial is the evaluation trial the run is, nil for the traffic.
+	trial *Trial
 }
 
 // builder builds one run.
 type builder struct {
 	rng  *rand.Rand
 	conv conversation
+	// side draws what an incident adds to the run (see aside).
+	side *rand.Rand
+	// drawn are the argument options drawn per tool (see choose).
+	drawn map[string][]bool
+}
+
+// aside runs f with the builder drawing from its side source: the spans f
+// builds do not change what the run's own source draws for the rest.
+func (b *builder) aside(f func()) {
+	own := b.rng
+	b.rng = b.side
+	defer func() { b.rng = own }()
+	f()
+}
+
+// extras is what a run carries besides what its own source draws.
+type extras struct {
+	incident incident
+	side     *rand.Rand
 }
 
 // invocation is one sub-agent call the planner makes, with its span budget.
@@ -93,14 +136,26 @@ type invocation struct {
 	agent  *agentProfile
 	budget int
 	fail   bool
+	// hallucinate: before its final answer, the agent asks for a tool it
+	// was not offered (incidentUnknownTool).
+	hallucinate bool
 }
 
 // buildRun builds the run; spans > 0 makes it exactly that many spans.
-func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, spans int) Run {
-	b := &builder{rng: rng, conv: conv}
+// x.incident is carried when the run can (Run.Incident says whether it did).
+func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, spans int, x extras) Run {
+	b := &builder{rng: rng, conv: conv, side: x.side}
 	traceID := b.traceID()
 	invs, planChat, finalChat, extraChats := b.plan(spans)
-	failed := finalChat && len(invs) > 0 && rng.Float64() < failRunRate
+	failed := conv.trial == nil && finalChat && len(invs) > 0 && rng.Float64() < failRunRate
+	inc := x.incident
+	switch {
+	case inc == incidentUnknownTool && len(invs) > 0 && len(invs[0].agent.tools) > 0:
+		invs[0].hallucinate = true
+	case inc.plannerActs() && !failed && finalChat:
+	default:
+		inc = incidentNone
+	}
 	if failed {
 		// The failing sub-agent is the last one; the planner stops there, so
 		// the span of its final answer goes to the sub-agent's last step.
@@ -137,6 +192,14 @@ func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, span
 			failure = errorTypeOf(s)
 		}
 	}
+	if inc.plannerActs() {
+		b.aside(func() {
+			spans, u, end := b.plannerAction(t, planner, inc)
+			root.Children = append(root.Children, spans...)
+			total.add(u)
+			t = end
+		})
+	}
 	for i := 0; i < extraChats; i++ {
 		s, u := b.chat(t, &plannerAgent, plannerAgent.style, planner, chatShape{output: [2]int{80, 300}})
 		root.Children = append(root.Children, s)
@@ -150,19 +213,30 @@ func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, span
 		t = s.End
 	}
 	root.End = t.Add(b.msBetween(3, 20))
-	root.Attributes = append([]attribute.KeyValue{
+	root.Attributes = []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", plannerAgent.name),
 		attribute.String("gen_ai.agent.id", agentID(conv.app.service, plannerAgent.name)),
-		attribute.String("gen_ai.conversation.id", conv.id),
-		attribute.String("user.id", conv.user),
-		attribute.String("task.name", conv.task.name),
-	}, total.aggregated()...)
+		attribute.String("gen_ai.agent.version", plannerAgent.version),
+	}
+	if conv.trial == nil {
+		root.Attributes = append(root.Attributes,
+			attribute.String("gen_ai.conversation.id", conv.id),
+			attribute.String("user.id", conv.user))
+	}
+	root.Attributes = append(root.Attributes, attribute.String("task.name", conv.task.name))
+	if conv.trial != nil {
+		root.Attributes = append(root.Attributes, attribute.String(CaseAttribute, conv.trial.Case))
+	}
+	root.Attributes = append(root.Attributes, total.aggregated()...)
 	if failed {
 		root.Status, root.StatusMessage = codeError, "sub-agent "+invs[len(invs)-1].agent.name+" failed: "+failure
 		root.Attributes = append(root.Attributes, attribute.String("error.type", failure))
 	}
-	root.Events = append(root.Events, evaluation(traceID.String(), failed, root.End))
+	if conv.trial == nil {
+		// An evaluation run's verdict is posted to tally by Send instead.
+		root.Events = append(root.Events, evaluation(traceID.String(), failed, root.End))
+	}
 	return Run{
 		TraceID:        traceID,
 		Service:        conv.app.service,
@@ -171,6 +245,8 @@ func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, span
 		ConversationID: conv.id,
 		UserID:         conv.user,
 		Failed:         failed,
+		Incident:       inc.String(),
+		Trial:          conv.trial,
 		Root:           root,
 	}
 }
@@ -180,6 +256,21 @@ func buildRun(rng *rand.Rand, conv conversation, turn int, start time.Time, span
 // how many extra ones. With spans > 0 the run has exactly that many spans.
 func (b *builder) plan(spans int) (invs []invocation, planChat, finalChat bool, extraChats int) {
 	agents := b.conv.task.agents
+	if tr := b.conv.trial; tr != nil {
+		// An evaluation run: every agent of the task but the summarizer
+		// (whose prompt starts with the time, a new configuration each
+		// run), so that all the runs of a version share one configuration.
+		for _, a := range agents {
+			switch {
+			case a == &summarizer:
+				continue
+			case a == &coder && tr.Version == 2:
+				a = &coderV2
+			}
+			invs = append(invs, invocation{agent: a, budget: b.between(a.natural)})
+		}
+		return invs, true, true, 0
+	}
 	if spans <= 0 {
 		invs = append(invs, invocation{agent: agents[0], budget: b.between(agents[0].natural)})
 		for _, a := range agents[1:] {
@@ -240,7 +331,7 @@ func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int)
 		sess.add(b.between([2]int{100, 600})) // the planner's instructions
 		left := inv.budget - 2                // the invoke span and the final answer
 		repeat := b.rng.Float64() < repeatLoopRate
-		if a == &coder && b.conv.task.name == "code_fix" && left >= 1 && b.rng.Float64() < acmeRate {
+		if a == &coder && b.conv.task.name == "code_fix" && left >= 1 && b.conv.trial == nil && b.rng.Float64() < acmeRate {
 			// A short prompt (below the 1024-token minimum cacheable prefix
 			// tally assumes for a model it does not know): the self-hosted
 			// model is judged below_min_prefix, not a silent cache miss.
@@ -298,18 +389,30 @@ func (b *builder) invoke(start time.Time, inv invocation) (SpanSpec, usage, int)
 			t = end.Add(b.msBetween(5, 30))
 			steps++
 		}
+		if inv.hallucinate {
+			b.aside(func() {
+				spans, u, end := b.hallucinate(t, a, sess)
+				span.Children = append(span.Children, spans...)
+				total.add(u)
+				t = end
+			})
+		}
 		s, u := b.chat(t, a, a.style, sess, chatShape{output: [2]int{200, 1200}, final: true, fail: inv.fail})
 		span.Children = append(span.Children, s)
 		total.add(u)
 		t = s.End
 	}
 	span.End = t.Add(b.msBetween(2, 10))
-	span.Attributes = append([]attribute.KeyValue{
+	span.Attributes = []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", a.name),
 		attribute.String("gen_ai.agent.id", agentID(b.conv.app.service, a.name)),
-		attribute.String("gen_ai.conversation.id", b.conv.id),
-	}, total.aggregated()...)
+		attribute.String("gen_ai.agent.version", a.version),
+	}
+	if b.conv.id != "" {
+		span.Attributes = append(span.Attributes, attribute.String("gen_ai.conversation.id", b.conv.id))
+	}
+	span.Attributes = append(span.Attributes, total.aggregated()...)
 	if inv.fail {
 		et := errorTypeOf(span.Children[len(span.Children)-1])
 		span.Status, span.StatusMessage = codeError, "model call failed: "+et

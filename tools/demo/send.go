@@ -25,6 +25,8 @@ type Summary struct {
 	FailedRuns int
 	// TraceIDs are the hex trace ids of the emitted runs, in order.
 	TraceIDs []string
+	// Outcomes is the number of evaluation verdicts posted.
+	Outcomes int
 	// Elapsed is the wall time from the first run to the last acknowledgement.
 	Elapsed time.Duration
 }
@@ -35,15 +37,21 @@ func (s Summary) String() string {
 	if s.Elapsed > 0 {
 		rate = float64(s.Spans) / s.Elapsed.Seconds()
 	}
-	return fmt.Sprintf("sent %d runs (%d spans, %d runs ending in error) in %s (%.0f spans/s)",
-		s.Runs, s.Spans, s.FailedRuns, s.Elapsed.Round(time.Millisecond), rate)
+	outcomes := ""
+	if s.Outcomes > 0 {
+		outcomes = fmt.Sprintf(" and %d outcomes", s.Outcomes)
+	}
+	return fmt.Sprintf("sent %d runs (%d spans, %d runs ending in error)%s in %s (%.0f spans/s)",
+		s.Runs, s.Spans, s.FailedRuns, outcomes, s.Elapsed.Round(time.Millisecond), rate)
 }
 
 // Send generates the runs of cfg (see Generate) and exports them through the
 // OpenTelemetry Go SDK's OTLP/HTTP exporter to cfg.Endpoint + "/v1/traces",
-// one tracer provider per service, paced at cfg.Rate runs per second. It
-// returns once every span was exported, with an error if the endpoint refused
-// or failed any of them (partial_success rejections included) or ctx ended.
+// one tracer provider per service, paced at cfg.Rate runs per second. Once
+// every span was exported it posts the verdicts of the evaluation runs to
+// tally's API (POST cfg.Endpoint + /api/v1/runs/{trace_id}/outcomes, see
+// Trial). It returns with an error if the endpoint refused or failed any
+// span (partial_success rejections included) or outcome, or ctx ended.
 func Send(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Endpoint == "" {
 		return Summary{}, errors.New("demo: no endpoint")
@@ -127,6 +135,10 @@ func Send(ctx context.Context, cfg Config) (Summary, error) {
 	if failed > 0 {
 		return sum, fmt.Errorf("demo: %d of %d spans were in export requests %s refused or failed: %w", failed, exported+failed, cfg.Endpoint, firstErr)
 	}
+	if sendErr != nil {
+		return sum, sendErr
+	}
+	sum.Outcomes, sendErr = postOutcomes(ctx, cfg, runs[:sum.Runs])
 	return sum, sendErr
 }
 

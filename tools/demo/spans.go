@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,9 @@ type chatShape struct {
 	output [2]int // visible output tokens
 	final  bool   // a final answer rather than a request for tools
 	fail   bool   // the call fails
+	// offered records the tools the agent's model was offered
+	// (gen_ai.tool.definitions).
+	offered bool
 }
 
 // chat builds a "chat <model>" span starting at start, and returns it with
@@ -145,6 +149,10 @@ func (b *builder) chat(start time.Time, a *agentProfile, style usageStyle, sess 
 	// without drawing on the random source, so the rest of the run stays
 	// as the seed makes it.
 	attrs = append(attrs, attribute.String("gen_ai.input.messages", demoMessages("user", b.question(a))))
+	if shape.offered || (b.conv.trial != nil && len(a.tools) > 0) {
+		// The evaluation harness records the tools offered on every call.
+		attrs = append(attrs, attribute.String("gen_ai.tool.definitions", toolDefinitions(a)))
+	}
 	if shape.fail {
 		span.End = start.Add(b.msBetween(100, 2000))
 		span.Status, span.StatusMessage = codeError, m.errorType+": the provider is overloaded"
@@ -293,6 +301,8 @@ func exception(at time.Time, typ, msg string) EventSpec {
 
 var querySuffixes = []string{"", " workaround", " root cause", " official documentation", " 2026", " known issue", " best practices", " example"}
 
+var repos = []string{"payments", "web", "session-service", "orders-api"}
+
 var indexes = map[string]string{"support-bot": "kb-support", "research-agent": "papers", "code-assistant": "repo-code"}
 
 var commands = map[string][]string{
@@ -308,6 +318,21 @@ var commands = map[string][]string{
 		"python -c \"import pandas as pd; print(pd.read_csv('data.csv').describe())\"",
 		"wc -l sources.txt",
 	},
+}
+
+// v2Commands are what coder 1.5.0 (coderV2) runs in its sandbox: many
+// checks, seldom the same one twice.
+var v2Commands = []string{
+	"go test ./... -count=1",
+	"go test ./... -count=1 -shuffle=on",
+	"go test -race ./... -count=1",
+	"go vet ./...",
+	"golangci-lint run ./...",
+	"go build ./...",
+	"go test ./... -run TestCheckoutTimeout -count=10",
+	"go test -cover ./...",
+	"git diff --stat",
+	"staticcheck ./...",
 }
 
 // Tool arguments and results, encoded as JSON strings.
@@ -357,6 +382,24 @@ type (
 		Stderr     string `json:"stderr"`
 		DurationMS int    `json:"duration_ms"`
 	}
+	refundArgs struct {
+		Invoice   string  `json:"invoice"`
+		AmountUSD float64 `json:"amount_usd"`
+		Reason    string  `json:"reason"`
+	}
+	refundResult struct {
+		RefundID string `json:"refund_id"`
+		Status   string `json:"status"`
+	}
+	mergeArgs struct {
+		Repo   string `json:"repo"`
+		Number int    `json:"number"`
+		Method string `json:"method"`
+	}
+	mergeResult struct {
+		Merged bool   `json:"merged"`
+		SHA    string `json:"sha"`
+	}
 )
 
 // toolArgs is a JSON string of arguments for the tool, about the topic.
@@ -364,17 +407,24 @@ func (b *builder) toolArgs(name string) string {
 	topic := b.conv.topic
 	switch name {
 	case "web_search":
-		return jsonString(searchArgs{Query: topic + pick(b.rng, querySuffixes), MaxResults: 5})
+		return jsonString(searchArgs{Query: topic + querySuffixes[b.choose(name, len(querySuffixes))], MaxResults: 5})
 	case "fetch_url":
 		return jsonString(fetchArgs{URL: b.url(), TimeoutS: 3})
 	case "vector_search":
-		return jsonString(vectorArgs{Query: topic + pick(b.rng, querySuffixes), Index: indexes[b.conv.app.service], TopK: 8})
+		return jsonString(vectorArgs{Query: topic + querySuffixes[b.choose(name, len(querySuffixes))], Index: indexes[b.conv.app.service], TopK: 8})
+	case "issue_refund":
+		return jsonString(refundArgs{Invoice: fmt.Sprintf("INV-%05d", 10000+b.rng.IntN(90000)), AmountUSD: float64(19 + b.rng.IntN(231)), Reason: topic})
+	case "merge_pull_request":
+		return jsonString(mergeArgs{Repo: "acme/" + repos[b.rng.IntN(len(repos))], Number: 1000 + b.rng.IntN(9000), Method: "squash"})
 	}
 	cmds := commands[b.conv.task.name]
+	if tr := b.conv.trial; tr != nil && tr.Version == 2 {
+		cmds = v2Commands
+	}
 	if cmds == nil {
 		cmds = commands["code_fix"]
 	}
-	return jsonString(sandboxArgs{Language: "bash", Command: pick(b.rng, cmds), TimeoutS: 30})
+	return jsonString(sandboxArgs{Language: "bash", Command: cmds[b.choose(name, len(cmds))], TimeoutS: 30})
 }
 
 // toolResult is a JSON string of a successful result of the tool.
@@ -405,6 +455,10 @@ func (b *builder) toolResult(name string) string {
 			matches[i] = vectorMatch{ID: fmt.Sprintf("doc-%05d", b.rng.IntN(100000)), Score: math.Round(score*100) / 100}
 		}
 		return jsonString(vectorResult{Matches: matches})
+	case "issue_refund":
+		return jsonString(refundResult{RefundID: "re_" + b.token(24), Status: "succeeded"})
+	case "merge_pull_request":
+		return jsonString(mergeResult{Merged: true, SHA: fmt.Sprintf("%016x%016x%08x", b.rng.Uint64(), b.rng.Uint64(), b.rng.Uint32())})
 	}
 	res := sandboxResult{ExitCode: 0, Stdout: "ok  \t./...\t3.214s", DurationMS: 1500 + b.rng.IntN(6000)}
 	if b.rng.IntN(3) == 0 {
@@ -436,6 +490,48 @@ func jsonString(v any) string {
 }
 
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// choose draws one of n options of a tool's arguments. In an evaluation
+// run it draws one the run has not drawn for the tool since it drew them
+// all: the harness's agents vary their searches and checks, so none runs
+// into tally's repeat-loop rule (the same arguments five times) by chance.
+// Either way it draws one number.
+func (b *builder) choose(tool string, n int) int {
+	if b.conv.trial == nil {
+		return b.rng.IntN(n)
+	}
+	if b.drawn == nil {
+		b.drawn = map[string][]bool{}
+	}
+	d := b.drawn[tool]
+	if len(d) != n || !slices.Contains(d, false) {
+		d = make([]bool, n)
+		b.drawn[tool] = d
+	}
+	k := b.rng.IntN(n - count(d))
+	for i := range d {
+		if d[i] {
+			continue
+		}
+		if k == 0 {
+			d[i] = true
+			return i
+		}
+		k--
+	}
+	panic("demo: choose found no option") // unreachable: k < the options left
+}
+
+// count is the number of true values.
+func count(d []bool) int {
+	n := 0
+	for _, v := range d {
+		if v {
+			n++
+		}
+	}
+	return n
+}
 
 func (b *builder) between(r [2]int) int { return r[0] + b.rng.IntN(r[1]-r[0]+1) }
 
