@@ -32,7 +32,7 @@ type Source interface {
 }
 
 // CacheVerdict is the cache check's judgement of one (agent, model) over a
-// window (see DESIGN.md, cache health).
+// window (see docs/design.md, "Cache health").
 type CacheVerdict struct {
 	Agent string
 	Model string

@@ -11,8 +11,9 @@ import (
 // kindSpec is everything about one alert kind: the defaults a rule of the
 // kind gets, how its threshold is checked and its values read, how it is
 // measured and how its alerts are worded. Each family's kinds live in a
-// file of their own (kind_tool.go, kind_model.go, kind_cache.go,
-// kind_budget.go, kind_loop.go); kinds() lists them. It is the one table the
+// file of their own (kind_tool.go, kind_tool_repeat.go, kind_model.go,
+// kind_cache.go, kind_budget.go, kind_spend.go, kind_loop.go,
+// kind_signal.go, kind_version.go); kinds() lists them. It is the one table the
 // rule parser and the evaluator read, so a new kind is one new file and one
 // row there.
 type kindSpec struct {

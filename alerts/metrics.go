@@ -95,7 +95,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 	m := &gauges{
 		toolCalls:      counter("tally_tool_calls_total", "Tool calls (tool spans) seen, by start minute.", "project", "tool"),
 		toolErrors:     counter("tally_tool_errors_total", "Tool calls that ended in error.", "project", "tool"),
-		toolRetries:    counter("tally_tool_retries_total", "Tool calls classified as retries (DESIGN.md retry definition).", "project", "tool"),
+		toolRetries:    counter("tally_tool_retries_total", "Tool calls classified as retries (the retry definition of docs/design.md).", "project", "tool"),
 		toolRetryRatio: gauge("tally_tool_retry_ratio", "Retried calls / all calls over the metrics window.", "project", "tool"),
 		toolLatency:    gauge("tally_tool_latency_seconds", "Tool call duration quantiles over the metrics window.", "project", "tool", "quantile"),
 		modelLatency:   gauge("tally_model_latency_seconds", "Inference call duration quantiles over the metrics window.", "project", "model", "quantile"),

@@ -49,7 +49,7 @@ func serve(t *testing.T, register func(h *api.Handler, r gin.IRoutes), project, 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	engine.Use(func(c *gin.Context) { c.Request = api.WithProject(c.Request, project) })
-	register(api.New(nil, api.Options{}), engine.Group("/api/v1"))
+	register(api.New(api.Options{}), engine.Group("/api/v1"))
 	rec := httptest.NewRecorder()
 	engine.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec

@@ -22,16 +22,17 @@ import (
 	"github.com/tallyhq/tally/support/params"
 )
 
-// Runs is what the API needs to read runs; *query.Reader implements it.
-type Runs interface {
+// RunLister answers the run list; *query.Reader and *query.CostReader
+// implement it.
+type RunLister interface {
 	Runs(ctx context.Context, f query.RunFilter) (query.RunPage, error)
-	// RunTree loads a run's summary and tree within the options' bounds.
-	RunTree(ctx context.Context, project, traceID string, o query.TreeOptions) (*query.RunDetail, error)
 }
 
-// SpanChildren answers one span's children of a run answered in part;
+// TreeReader reads one run: its summary and tree within the options'
+// bounds, and one span's children of a run answered in part;
 // *query.Reader implements it.
-type SpanChildren interface {
+type TreeReader interface {
+	RunTree(ctx context.Context, project, traceID string, o query.TreeOptions) (*query.RunDetail, error)
 	Children(ctx context.Context, project, traceID, spanID string, o query.ChildrenOptions) (*query.ChildrenPart, error)
 }
 
@@ -48,29 +49,53 @@ const DefaultMaxQueryRange = 400 * 24 * time.Hour
 
 // Handler serves the JSON API.
 type Handler struct {
-	runs     Runs
-	alerts   AlertLister // nil: GET /alerts answers 501
-	explain  Explainer   // nil: the explain endpoints answer 501
-	maxRange time.Duration
-	reads    RunReadLimits
-	heavy    chan struct{} // one token per run read under way
-	log      *slog.Logger
-	now      func() time.Time
-	// outcomeStore stores posted outcomes; nil: the POST answers 501.
-	outcomeStore OutcomeStore
-	storage      StorageReporter
-	keptFrom     func(project string, now time.Time) (time.Time, time.Duration)
+	opts  Options
+	reads RunReadLimits
+	heavy chan struct{} // one token per run read under way
+	log   *slog.Logger
+	now   func() time.Time
 }
 
-// Options are what the API needs besides its reader; zero fields take the
-// defaults given.
+// Options are the API's readers, one typed field per capability, and its
+// limits. A nil reader turns its endpoints into 501 answers (a server
+// without a price catalog has no Costs): that is a choice made where the
+// API is assembled, never a method that went missing, which is a compile
+// error here. Zero limits take the defaults given.
 type Options struct {
-	// Alerts lists the server's alerts (*alerts.Evaluator); nil: GET
-	// /alerts answers 501.
-	Alerts AlertLister
-	// Explain explains spans' usage and cost (*query.Explainer); nil: the
-	// explain endpoints answer 501.
+	// Runs answers GET /runs (required).
+	Runs RunLister
+	// Trees answers GET /runs/{id} and …/spans/{id}/children.
+	Trees TreeReader
+	// Traces resolves a trace id prefix (the short ids the UI shows); nil:
+	// only whole trace ids are taken.
+	Traces TraceResolver
+	// Content answers GET /runs/{id}/spans/{id}; Chat adds the span's
+	// messages in one shape to it.
+	Content ContentReader
+	Chat    ChatReader
+	// Conversations answers GET /conversations and /conversations/{id}.
+	Conversations Conversations
+	// Costs answers GET /costs and /cache (*query.CostReader: it needs the
+	// price catalog).
+	Costs Costs
+	// Tools answers GET /tools.
+	Tools ToolStatsReader
+	// Signals answers GET /signals; Caps GET /caps.
+	Signals SignalReader
+	Caps    CapsReader
+	// Outcomes reads outcomes, tasks, versions and comparisons; OutcomeStore
+	// stores posted outcomes (*schema.Store).
+	Outcomes     Outcomes
+	OutcomeStore OutcomeStore
+	// Fixtures answers GET /runs/{id}/fixture.
+	Fixtures Fixtures
+	// Explain explains spans' usage and cost (*query.Explainer).
 	Explain Explainer
+	// Alerts lists the server's alerts (*alerts.Evaluator).
+	Alerts AlertLister
+	// Storage reports disk use, the free-space floor and retention (GET
+	// /storage; *retention.Storage).
+	Storage StorageReporter
 	// MaxQueryRange bounds the since..until of every request (an open until
 	// is now): a longer range is answered 400 (DefaultMaxQueryRange).
 	MaxQueryRange time.Duration
@@ -79,14 +104,8 @@ type Options struct {
 	// Logger receives the causes of 500 answers (by default nowhere); the
 	// answers themselves carry only a request id.
 	Logger *slog.Logger
-	// OutcomeStore stores posted outcomes (*schema.Store); nil: POST
-	// /runs/{trace_id}/outcomes answers 501.
-	OutcomeStore OutcomeStore
-	// Storage reports disk use, the free-space floor and retention (GET
-	// /storage; *retention.Storage); nil: 501.
-	Storage StorageReporter
 	// KeptFrom is the oldest span start a project's data is kept from (its
-	// retention, zero: forever): a read whose since is older gets a
+	// retention, zero: forever): a read of spans whose since is older gets a
 	// Tally-Retention header saying the answer holds only what is kept.
 	KeptFrom func(project string, now time.Time) (time.Time, time.Duration)
 }
@@ -96,13 +115,12 @@ type StorageReporter interface {
 	Storage(ctx context.Context) (any, error)
 }
 
-// New returns the API over a reader.
-func New(runs Runs, opts Options) *Handler {
-	h := &Handler{runs: runs, alerts: opts.Alerts, explain: opts.Explain, maxRange: opts.MaxQueryRange,
-		log: opts.Logger, now: time.Now, outcomeStore: opts.OutcomeStore, storage: opts.Storage, keptFrom: opts.KeptFrom}
-	if h.maxRange <= 0 {
-		h.maxRange = DefaultMaxQueryRange
+// New returns the API over the readers in opts.
+func New(opts Options) *Handler {
+	if opts.MaxQueryRange <= 0 {
+		opts.MaxQueryRange = DefaultMaxQueryRange
 	}
+	h := &Handler{opts: opts, log: opts.Logger, now: time.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -142,18 +160,20 @@ func Project(c *gin.Context) string {
 // first checks the request's since and until (see checkRange).
 func (h *Handler) Register(r gin.IRoutes) {
 	r.Use(h.checkRange)
-	r.GET("/runs", h.listRuns)
-	r.GET("/runs/:trace_id", h.getRun)
-	r.GET("/runs/:trace_id/spans/:span_id", h.getSpanContent)
-	r.GET("/runs/:trace_id/fixture", h.getFixture)
-	r.GET("/runs/:trace_id/explain", h.getExplain)
-	r.GET("/runs/:trace_id/spans/:span_id/explain", h.getExplain)
-	r.GET("/runs/:trace_id/spans/:span_id/children", h.getChildren)
-	h.registerConversations(r)
+	spans := h.noteRetention // before each route that reads spans
+	r.GET("/runs", spans, h.listRuns)
+	r.GET("/runs/:trace_id", spans, h.getRun)
+	r.GET("/runs/:trace_id/spans/:span_id", spans, h.getSpanContent)
+	r.GET("/runs/:trace_id/fixture", spans, h.getFixture)
+	r.GET("/runs/:trace_id/explain", spans, h.getExplain)
+	r.GET("/runs/:trace_id/spans/:span_id/explain", spans, h.getExplain)
+	r.GET("/runs/:trace_id/spans/:span_id/children", spans, h.getChildren)
+	h.registerConversations(r, spans)
 	h.registerCosts(r)
-	h.registerTools(r)
-	h.registerOutcomes(r)
-	h.RegisterAlerts(r, h.alerts)
+	h.RegisterTools(r, h.opts.Tools, spans)
+	h.registerOutcomes(r, spans)
+	// Alert history is tally's own state: it holds the whole range.
+	h.RegisterAlerts(r, h.opts.Alerts)
 }
 
 // TraceResolver finds the runs whose trace id starts with a prefix, so the
@@ -177,8 +197,8 @@ func (h *Handler) traceParam(c *gin.Context) (string, bool) {
 	if !prefix {
 		return id, true
 	}
-	res, ok := h.runs.(TraceResolver)
-	if !ok {
+	res := h.opts.Traces
+	if res == nil {
 		fail(c, http.StatusBadRequest, "trace id %q: want 32 hex characters", id)
 		return "", false
 	}
@@ -228,7 +248,7 @@ func fail(c *gin.Context, code int, format string, args ...any) {
 		msg = "internal error; the server log has its cause under request id " + id
 		if slices.ContainsFunc(args, func(a any) bool { err, ok := a.(error); return ok && schema.Damaged(err) }) {
 			msg = "the store has a damaged part, which fails the reads that touch it until it is recovered " +
-				"(see the README: Storage, a damaged part); the server log names it under request id " + id
+				"(see docs/operations.md: a damaged part); the server log names it under request id " + id
 		}
 	}
 	c.AbortWithStatusJSON(code, Error{Error: msg})
@@ -257,18 +277,31 @@ func (h *Handler) checkRange(c *gin.Context) {
 	if until.IsZero() {
 		until = now
 	}
-	if d := until.Sub(since); d > h.maxRange {
+	if d := until.Sub(since); d > h.opts.MaxQueryRange {
 		fail(c, http.StatusBadRequest, "since %s to until %s covers %s, more than the longest range served, %s (--max-query-range)",
-			since.Format(time.RFC3339), until.Format(time.RFC3339), params.FormatDuration(d), params.FormatDuration(h.maxRange))
+			since.Format(time.RFC3339), until.Format(time.RFC3339), params.FormatDuration(d), params.FormatDuration(h.opts.MaxQueryRange))
 		return
 	}
-	// Cost reports read the hourly rollups, kept longer than spans, and
-	// alert history is tally's own state: both hold the whole range.
-	if path := c.Request.URL.Path; h.keptFrom != nil && !strings.Contains(path, "/costs") && !strings.Contains(path, "/alerts") {
-		if from, d := h.keptFrom(Project(c), now); !from.IsZero() && since.Before(from) {
-			c.Header(RetentionHeader, fmt.Sprintf("this project's spans are kept %s (retention): the answer holds what exists since %s, not since %s",
-				params.FormatDuration(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
-		}
+	c.Set(sinceKey, since)
+}
+
+// sinceKey is the gin context key of the request's since, once checkRange
+// has parsed it.
+const sinceKey = "tally.api.since"
+
+// noteRetention runs before each route that reads spans (Register says
+// which): when the request's since is older than what retention keeps of
+// the project's spans, the answer gets a Tally-Retention header saying it
+// holds what exists. Routes over the hourly rollups (costs, kept longer)
+// and over tally's own state (alerts) do without it.
+func (h *Handler) noteRetention(c *gin.Context) {
+	since, ok := c.Value(sinceKey).(time.Time)
+	if !ok || h.opts.KeptFrom == nil {
+		return
+	}
+	if from, d := h.opts.KeptFrom(Project(c), h.now()); !from.IsZero() && since.Before(from) {
+		c.Header(RetentionHeader, fmt.Sprintf("this project's spans are kept %s (retention): the answer holds what exists since %s, not since %s",
+			params.FormatDuration(d), from.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
 	}
 }
 
@@ -281,11 +314,11 @@ const RetentionHeader = "Tally-Retention"
 // next would drop. It spans every project, so the server mounts it behind
 // the metrics scope, like /metrics, not in Register.
 func (h *Handler) Storage(c *gin.Context) {
-	if h.storage == nil {
+	if h.opts.Storage == nil {
 		fail(c, http.StatusNotImplemented, "storage status is not available in this build")
 		return
 	}
-	rep, err := h.storage.Storage(c.Request.Context())
+	rep, err := h.opts.Storage.Storage(c.Request.Context())
 	if err != nil {
 		fail(c, http.StatusInternalServerError, "storage: %v", err)
 		return
@@ -309,11 +342,11 @@ func (h *Handler) getExplain(c *gin.Context) {
 			return
 		}
 	}
-	if h.explain == nil {
+	if h.opts.Explain == nil {
 		fail(c, http.StatusNotImplemented, "explanations need a price catalog")
 		return
 	}
-	out, err := h.explain.Explain(c.Request.Context(), Project(c), id, spanID)
+	out, err := h.opts.Explain.Explain(c.Request.Context(), Project(c), id, spanID)
 	if errors.Is(err, query.ErrNotFound) {
 		if spanID != "" {
 			fail(c, http.StatusNotFound, "span %s of run %s not found", spanID, id)
@@ -330,13 +363,13 @@ func (h *Handler) getExplain(c *gin.Context) {
 }
 
 func (h *Handler) listRuns(c *gin.Context) {
-	f, err := params.RunFilter(c.Request.URL.Query(), h.now())
+	f, err := query.ParseRunFilter(c.Request.URL.Query(), h.now())
 	if err != nil {
 		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
 	f.Project = Project(c)
-	page, err := h.runs.Runs(c.Request.Context(), f)
+	page, err := h.opts.Runs.Runs(c.Request.Context(), f)
 	if err != nil {
 		failList(c, "list runs", err)
 		return

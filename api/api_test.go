@@ -17,11 +17,11 @@ import (
 )
 
 // rangeRouter serves the whole API over fake, as the server mounts it.
-func rangeRouter(t *testing.T, fake Runs, maxRange time.Duration, log *slog.Logger) *gin.Engine {
+func rangeRouter(t *testing.T, fake any, maxRange time.Duration, log *slog.Logger) *gin.Engine {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	h := New(fake, Options{MaxQueryRange: maxRange, Logger: log})
+	h := New(over(fake, Options{MaxQueryRange: maxRange, Logger: log}))
 	h.now = func() time.Time { return time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC) }
 	h.Register(r.Group("/api/v1", authenticated))
 	return r
@@ -113,4 +113,38 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// over returns o with every capability the fake implements: a test
+// double stands for several readers at once.
+func over(fake any, o Options) Options {
+	o.Runs, _ = fake.(RunLister)
+	o.Trees, _ = fake.(TreeReader)
+	if t, ok := fake.(treeOnly); ok && o.Trees == nil {
+		o.Trees = noChildren{t}
+	}
+	o.Traces, _ = fake.(TraceResolver)
+	o.Content, _ = fake.(ContentReader)
+	o.Chat, _ = fake.(ChatReader)
+	o.Conversations, _ = fake.(Conversations)
+	o.Costs, _ = fake.(Costs)
+	o.Tools, _ = fake.(ToolStatsReader)
+	o.Signals, _ = fake.(SignalReader)
+	o.Caps, _ = fake.(CapsReader)
+	o.Outcomes, _ = fake.(Outcomes)
+	o.Fixtures, _ = fake.(Fixtures)
+	return o
+}
+
+// treeOnly is a fake that reads run trees and no span children.
+type treeOnly interface {
+	RunTree(ctx context.Context, project, traceID string, o query.TreeOptions) (*query.RunDetail, error)
+}
+
+// noChildren completes a treeOnly fake as a TreeReader: no span has
+// children to read.
+type noChildren struct{ treeOnly }
+
+func (noChildren) Children(context.Context, string, string, string, query.ChildrenOptions) (*query.ChildrenPart, error) {
+	return nil, query.ErrNotFound
 }

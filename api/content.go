@@ -49,8 +49,8 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 	if !ok {
 		return
 	}
-	cr, ok := h.runs.(ContentReader)
-	if !ok {
+	cr := h.opts.Content
+	if cr == nil {
 		fail(c, http.StatusNotFound, "span content is not available in this build")
 		return
 	}
@@ -74,7 +74,7 @@ func (h *Handler) getSpanContent(c *gin.Context) {
 	for _, r := range rows {
 		out.Content = append(out.Content, ContentItem{Kind: r.Kind, SourceKey: r.SourceKey, Value: r.Value, Truncated: r.Truncated == 1})
 	}
-	if chr, ok := h.runs.(ChatReader); ok {
+	if chr := h.opts.Chat; chr != nil {
 		if rows == nil {
 			rows = []schema.Content{} // loaded, and none: not to be read again
 		}

@@ -21,9 +21,9 @@ type Conversations interface {
 // most recently active first: since, until, limit, cursor) and
 // GET /conversations/{id} (its runs oldest first, with totals) and
 // GET /conversations/{id}/transcript (one chat turn per run).
-func (h *Handler) registerConversations(r gin.IRoutes) {
-	convs, _ := h.runs.(Conversations)
-	r.GET("/conversations", func(c *gin.Context) {
+func (h *Handler) registerConversations(r gin.IRoutes, spans gin.HandlerFunc) {
+	convs := h.opts.Conversations
+	r.GET("/conversations", spans, func(c *gin.Context) {
 		if convs == nil {
 			fail(c, http.StatusNotImplemented, "conversations are not configured")
 			return
@@ -40,7 +40,7 @@ func (h *Handler) registerConversations(r gin.IRoutes) {
 		}
 		c.JSON(http.StatusOK, page)
 	})
-	r.GET("/conversations/:id", func(c *gin.Context) {
+	r.GET("/conversations/:id", spans, func(c *gin.Context) {
 		if convs == nil {
 			fail(c, http.StatusNotImplemented, "conversations are not configured")
 			return
@@ -57,7 +57,7 @@ func (h *Handler) registerConversations(r gin.IRoutes) {
 		}
 		c.JSON(http.StatusOK, d)
 	})
-	r.GET("/conversations/:id/transcript", func(c *gin.Context) {
+	r.GET("/conversations/:id/transcript", spans, func(c *gin.Context) {
 		if convs == nil {
 			fail(c, http.StatusNotImplemented, "conversations are not configured")
 			return

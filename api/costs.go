@@ -22,7 +22,7 @@ type Costs interface {
 
 // registerCosts mounts GET /costs and GET /cache.
 func (h *Handler) registerCosts(r gin.IRoutes) {
-	costs, _ := h.runs.(Costs)
+	costs := h.opts.Costs
 	r.GET("/costs", func(c *gin.Context) { h.getCosts(c, costs) })
 	r.GET("/cache", func(c *gin.Context) { h.getCache(c, costs) })
 }

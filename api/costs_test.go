@@ -46,7 +46,7 @@ func (f *fakeCosts) Cache(_ context.Context, filter query.CacheFilter) (query.Ca
 func costsRouter(fake any) *gin.Engine {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	h := New(fake.(Runs), Options{})
+	h := New(over(fake, Options{}))
 	h.now = func() time.Time { return time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC) }
 	h.registerCosts(r.Group("/api/v1", authenticated))
 	return r
@@ -137,7 +137,7 @@ func TestCacheEndpoint(t *testing.T) {
 func TestCostsNotConfigured(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	New(runsOnly{}, Options{}).registerCosts(r.Group("/api/v1", authenticated))
+	New(over(runsOnly{}, Options{})).registerCosts(r.Group("/api/v1", authenticated))
 	if w := serve(r, "/api/v1/costs"); w.Code != http.StatusNotImplemented {
 		t.Errorf("costs without a cost reader: %d, want 501", w.Code)
 	}
@@ -157,7 +157,7 @@ func TestRunsToolFilter(t *testing.T) {
 	fake := &fakeCosts{}
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	New(fake, Options{}).Register(r.Group("/api/v1", authenticated))
+	New(over(fake, Options{})).Register(r.Group("/api/v1", authenticated))
 	w := serve(r, "/api/v1/runs?tool=fetch_url&since=2026-01-10T00:00:00Z")
 	if w.Code != http.StatusOK {
 		t.Fatalf("runs: %d %s", w.Code, w.Body)

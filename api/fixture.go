@@ -27,8 +27,8 @@ func (h *Handler) getFixture(c *gin.Context) {
 	if !ok {
 		return
 	}
-	fixtures, ok := h.runs.(Fixtures)
-	if !ok {
+	fixtures := h.opts.Fixtures
+	if fixtures == nil {
 		fail(c, http.StatusNotImplemented, "this server cannot export fixtures")
 		return
 	}

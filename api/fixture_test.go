@@ -12,7 +12,6 @@ import (
 	"github.com/tallyhq/tally/internal/replaytest"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/replay"
-	"github.com/tallyhq/tally/server"
 )
 
 // get fetches url with an optional bearer token and returns status, headers
@@ -162,7 +161,7 @@ func tokenProject(r *http.Request) (string, error) {
 // TestFixtureEndpointIsolatesProjects: a run of project alpha is not
 // exported to project beta.
 func TestFixtureEndpointIsolatesProjects(t *testing.T) {
-	tally := tallytest.Start(t, func(o *server.Options) { o.Auth = tokenProjects{} })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Server.Auth = tokenProjects{} })
 	id := replaytest.SendTrip(t, tally.URL, true, map[string]string{"Authorization": "Bearer alpha"})
 	url := tally.URL + "/api/v1/runs/" + id + "/fixture"
 	if code, _, body := get(t, url, "alpha"); code != http.StatusOK {

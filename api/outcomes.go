@@ -77,13 +77,13 @@ const (
 
 // registerOutcomes mounts the reads: GET /runs/{trace_id}/outcomes and
 // GET /tasks.
-func (h *Handler) registerOutcomes(r gin.IRoutes) {
-	r.GET("/runs/:trace_id/outcomes", h.getOutcomes)
-	r.GET("/tasks", h.getTasks)
-	r.GET("/versions", h.getVersions)
-	r.GET("/compare", h.getCompare)
-	r.GET("/signals", h.getSignals)
-	r.GET("/caps", h.getCaps)
+func (h *Handler) registerOutcomes(r gin.IRoutes, spans gin.HandlerFunc) {
+	r.GET("/runs/:trace_id/outcomes", spans, h.getOutcomes)
+	r.GET("/tasks", spans, h.getTasks)
+	r.GET("/versions", spans, h.getVersions)
+	r.GET("/compare", spans, h.getCompare)
+	r.GET("/signals", spans, h.getSignals)
+	r.GET("/caps", spans, h.getCaps)
 }
 
 // RegisterWrites mounts the routes that write (POST
@@ -95,7 +95,8 @@ func (h *Handler) RegisterWrites(r gin.IRoutes) {
 }
 
 func (h *Handler) outcomeReader(c *gin.Context) (Outcomes, bool) {
-	o, ok := h.runs.(Outcomes)
+	o := h.opts.Outcomes
+	ok := o != nil
 	if !ok {
 		fail(c, http.StatusNotImplemented, "outcomes are not available in this build")
 	}
@@ -113,7 +114,7 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if h.outcomeStore == nil {
+	if h.opts.OutcomeStore == nil {
 		fail(c, http.StatusNotImplemented, "this server stores no outcomes")
 		return
 	}
@@ -171,7 +172,7 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 		}
 		rows[i] = row
 	}
-	if err := h.outcomeStore.InsertOutcomes(c.Request.Context(), rows); err != nil {
+	if err := h.opts.OutcomeStore.InsertOutcomes(c.Request.Context(), rows); err != nil {
 		fail(c, http.StatusServiceUnavailable, "store outcomes: %v", err)
 		return
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/safety"
-	"github.com/tallyhq/tally/server"
 )
 
 // reliabilityConfig is the review configuration the end-to-end signal
@@ -180,7 +179,7 @@ func reliabilityCases() []reliabilityCase {
 // tools' steps by status.
 func TestReliabilitySignalsEndToEnd(t *testing.T) {
 	opts := reliabilityConfig(t)
-	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, opts...) })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, opts...) })
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	perKind := map[string]int{}
 	for i, c := range reliabilityCases() {
@@ -291,7 +290,7 @@ func TestCapsFromData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithRunCaps(caps)) })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, query.WithRunCaps(caps)) })
 	base := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond)
 	run := func(i, chats, tools, wallMs int, waitFrom, waitTo int, fail bool) string {
 		spans := []tallytest.Span{{Key: "root", Name: "invoke_agent helper", End: wallMs, Attrs: []attribute.KeyValue{

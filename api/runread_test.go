@@ -32,7 +32,7 @@ func (b *blockingRuns) RunTree(ctx context.Context, _, traceID string, o query.T
 func TestRunReadsAreBounded(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	runs := &blockingRuns{started: make(chan int, 4), release: make(chan struct{})}
-	h := New(runs, Options{RunReads: RunReadLimits{MaxRunSpans: 500, MaxConcurrent: 1, Wait: 50 * time.Millisecond}})
+	h := New(over(runs, Options{RunReads: RunReadLimits{MaxRunSpans: 500, MaxConcurrent: 1, Wait: 50 * time.Millisecond}}))
 	r := gin.New()
 	h.Register(r.Group("/api/v1", authenticated))
 	url := "/api/v1/runs/0123456789abcdef0123456789abcdef"

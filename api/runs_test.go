@@ -128,9 +128,9 @@ func TestRunStatusAndErrors(t *testing.T) {
 		apiSpan("c1ea", "c0", "", schema.TypeAgent, 4*m, m, "ok"),
 	})
 	type outcome struct {
-		Status          string `json:"status"`
-		Errors          int    `json:"errors"`
-		RecoveredErrors int    `json:"recovered_errors"`
+		Status          query.RunStatus `json:"status"`
+		Errors          int             `json:"errors"`
+		RecoveredErrors int             `json:"recovered_errors"`
 	}
 	want := map[string]outcome{"fa11": {"error", 2, 0}, "bec0": {"ok", 1, 1}, "c1ea": {"ok", 0, 0}}
 	for name, w := range want {

@@ -52,7 +52,11 @@ func (h *Handler) getRun(c *gin.Context) {
 		return
 	}
 	defer release()
-	run, err := h.runs.RunTree(c.Request.Context(), Project(c), id,
+	if h.opts.Trees == nil {
+		fail(c, http.StatusNotImplemented, "this server reads no run trees")
+		return
+	}
+	run, err := h.opts.Trees.RunTree(c.Request.Context(), Project(c), id,
 		query.TreeOptions{MaxNodes: maxNodes, MaxSpans: h.reads.MaxTreeSpans, Focus: focus})
 	if errors.Is(err, query.ErrNotFound) {
 		fail(c, http.StatusNotFound, "run %s not found", id)
@@ -90,8 +94,8 @@ func (h *Handler) getChildren(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "limit %q: want an integer from 1 to max_nodes (%d)", c.Query("limit"), maxNodes)
 		return
 	}
-	children, ok := h.runs.(SpanChildren)
-	if !ok {
+	children := h.opts.Trees
+	if children == nil {
 		fail(c, http.StatusNotImplemented, "this server's reader does not answer span children")
 		return
 	}

@@ -25,8 +25,8 @@ type SignalReader interface {
 // tool (by=task, by=agent), with counts and example runs, and the tools'
 // steps by terminal status.
 func (h *Handler) getSignals(c *gin.Context) {
-	reader, ok := h.runs.(SignalReader)
-	if !ok {
+	reader := h.opts.Signals
+	if reader == nil {
 		fail(c, http.StatusNotImplemented, "signals are not available in this build")
 		return
 	}
@@ -66,8 +66,8 @@ type CapsReader interface {
 // active time over the successful runs, the suggested caps (multiplier ×
 // p99) and the runs over them; approval waits apart.
 func (h *Handler) getCaps(c *gin.Context) {
-	reader, ok := h.runs.(CapsReader)
-	if !ok {
+	reader := h.opts.Caps
+	if reader == nil {
 		fail(c, http.StatusNotImplemented, "caps are not available in this build")
 		return
 	}

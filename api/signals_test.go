@@ -9,7 +9,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/safety"
-	"github.com/tallyhq/tally/server"
 )
 
 // TestRunSafetySignals: tallytest.SendSafetyRun's run (the real OTel Go
@@ -22,7 +21,7 @@ func TestRunSafetySignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
 	id, ids := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
 
 	code, _, b := get(t, tally.URL+"/api/v1/runs/"+id, "")

@@ -40,20 +40,12 @@ func toolDefinitions() map[string]string {
 	}
 }
 
-// registerTools mounts GET /tools over the Runs value given to New when it
-// also reads tool statistics (*query.Reader and *query.CostReader do);
-// otherwise the endpoint answers 501.
-func (h *Handler) registerTools(r gin.IRoutes) {
-	tools, _ := h.runs.(ToolStatsReader)
-	h.RegisterTools(r, tools)
-}
-
 // RegisterTools mounts GET /tools on r (a group at /api/v1): per-tool calls,
 // errors, retries, retry rate, repeats and duration percentiles, and
 // per-model inference latency, over ?since= (default 1h) and ?until=, for
 // one ?tool= or all.
-func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader) {
-	r.GET("/tools", func(c *gin.Context) {
+func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader, before ...gin.HandlerFunc) {
+	r.GET("/tools", append(before, func(c *gin.Context) {
 		if tools == nil {
 			fail(c, http.StatusNotImplemented, "tool statistics are not configured")
 			return
@@ -82,5 +74,5 @@ func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader) {
 		}
 		c.JSON(http.StatusOK, ToolsReport{Since: since, Until: until, Tools: stats, Models: models,
 			Definitions: toolDefinitions()})
-	})
+	})...)
 }

@@ -54,7 +54,7 @@ type Attributed struct {
 	Conversation string
 	User         string
 	// UsageCounted says the span's tokens count in totals, and CostCounted
-	// its cost (the rule of counted.go, shared with query.Summarize and the
+	// its cost (the rule of counted.go, shared with the run summary of package query and the
 	// run list).
 	UsageCounted bool
 	CostCounted  bool

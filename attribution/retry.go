@@ -2,7 +2,7 @@ package attribution
 
 import "sort"
 
-// Class says what a tool call was, as DESIGN.md defines retries. Exactly one
+// Class says what a tool call was, as docs/design.md defines retries. Exactly one
 // class applies to each call: the retry rules are tried in order and the
 // first that matches decides; a call no retry rule matches is a repeat when
 // the same tool already succeeded with the same arguments, else an original.

@@ -6,7 +6,7 @@ import "github.com/tallyhq/tally/schema"
 // attempts that did not stick: what the run paid because a tool failed or had
 // to be called again. It is computed per run, from what the spans show:
 //
-//  1. A tool span is a retry as ClassifyRetries decides (DESIGN.md's rules:
+//  1. A tool span is a retry as ClassifyRetries decides (docs/design.md's rules:
 //     attempt ≥ 2, a repeated call id, a repeated step id, or the previous
 //     sibling call of the same tool ended in error). Its previous attempt is
 //     the latest earlier tool span of the run with the same call id, else the
@@ -40,7 +40,7 @@ func chargeRetryTax(run []Attributed, byID map[string]int) {
 		if s.SpanType != schema.TypeTool {
 			continue
 		}
-		s.ToolError = s.Status == "error"
+		s.ToolError = s.Status == schema.StatusError
 		calls = append(calls, ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 			Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, Error: s.ToolError,
 			StartNs: s.StartNs, DurationNs: s.EndNs - min(s.StartNs, s.EndNs), Attempt: s.Attempt})

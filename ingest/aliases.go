@@ -7,7 +7,7 @@ import (
 )
 
 // field identifies an attribute key that Normalize understands. Every key
-// listed in SEMCONV.md's alias chains has its own field, so that a span's
+// listed in docs/instrumentations.md's alias chains has its own field, so that a span's
 // attributes are classified in a single pass (fieldOf) and the chains are
 // then resolved by array lookups instead of repeated scans of the map.
 type field uint8
@@ -437,7 +437,7 @@ func isContentField(f field) bool {
 	return f >= fToolArgs && f < fieldCount
 }
 
-// Usage and cost alias chains, in SEMCONV.md priority order; the aggregated
+// Usage and cost alias chains, in docs/instrumentations.md priority order; the aggregated
 // (pydantic-ai) keys come last. Functions returning arrays keep the tables
 // immutable and allocation-free.
 func inputChain() [6]field {

@@ -49,7 +49,7 @@ const (
 // maxRejectMessages bounds how many invalid spans Rejected.Message names.
 const maxRejectMessages = 3
 
-// Normalize turns one OTLP request into span and content rows (SEMCONV.md is
+// Normalize turns one OTLP request into span and content rows (docs/instrumentations.md is
 // the reference for every alias it understands).
 //
 // Invalid spans (zero trace or span id, missing start or end time, end
@@ -392,7 +392,7 @@ func (n *normalizer) fill(out *schema.Span, sp *wire.Span, rc *resourceCtx, scop
 	out.LinksJSON = n.links(sp.Links)
 }
 
-// spanType applies the span-type alias chain of SEMCONV.md.
+// spanType applies the span-type alias chain of docs/instrumentations.md.
 func (n *normalizer) spanType(name, oiKind, tlKind string, hasTool, hasModel bool) (spanType, op string) {
 	if fd, ok := n.first(fOpName); ok {
 		raw := strings.ToLower(strings.TrimSpace(n.text(fd.h)))
@@ -784,9 +784,9 @@ func kindString(k ptrace.SpanKind) string {
 func statusString(c ptrace.StatusCode) string {
 	switch c {
 	case ptrace.StatusCodeOk:
-		return "ok"
+		return schema.StatusOK
 	case ptrace.StatusCodeError:
-		return "error"
+		return schema.StatusError
 	}
-	return "unset"
+	return schema.StatusUnset
 }

@@ -76,7 +76,7 @@ type Reading struct {
 
 // Readings is the table of known instrumentations, most specific first: the
 // first entry whose scope, version and conditions match a span decides. It
-// is the one place the rules live; the README's instrumentation table and the
+// is the one place the rules live; the readings table in docs/instrumentations.md and the
 // conformance corpus (testdata/conformance, one file a scenario, each citing
 // the source file and commit it was written from) document and verify them.
 func Readings() []Reading {

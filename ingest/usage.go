@@ -17,7 +17,7 @@ import (
 // policy's Readings override that table by reading name or scope name, and
 // its Providers decide for spans of instrumentations the table does not
 // know (or whose reading defers to the provider, as the Vercel AI SDK 5
-// does). See SEMCONV.md, "Usage: the traps", trap 1.
+// does). See docs/instrumentations.md, "Why per instrumentation", trap 1.
 //
 // Lookup order for whether input excludes cache:
 //  1. Readings[scope name], then Readings[name of the matched reading];

@@ -157,7 +157,7 @@ type TranscriptTurn struct {
 	TraceID  string               `json:"trace_id"`
 	Start    time.Time            `json:"start"`
 	Task     string               `json:"task"`
-	Status   string               `json:"status"`
+	Status   RunStatus            `json:"status"`
 	Messages []transcript.Message `json:"messages"`
 }
 

@@ -135,7 +135,7 @@ func (f CostFilter) Validate(now time.Time) error {
 // CostTotals are the measures of a set of spans. Each span counts once
 // (duplicates deliveries are collapsed). Tokens count only spans that carry
 // non-aggregated usage, except in a run where none does: there the run's
-// largest aggregated (agent) span counts, as in Summarize. Costs add up over
+// largest aggregated (agent) span counts, as in a run's summary (summarize). Costs add up over
 // all spans.
 type CostTotals struct {
 	Spans       uint64            `json:"spans"`

@@ -273,14 +273,14 @@ func buildReview(project string, sum *RunSummary, spans []schema.Span, content *
 		case schema.TypeTool:
 			run.Steps = append(run.Steps, safety.Step{SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Tool: s.ToolName,
 				Effect: effects.Effect(project, s.ToolName, attr(safety.EffectAttribute)),
-				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == "error", ErrorType: s.ErrorType,
+				Status: safety.StepStatus(safety.StepFacts{Error: s.Status == schema.StatusError, ErrorType: s.ErrorType,
 					Message: s.StatusMessage, HTTPStatus: attr(httpStatusAttribute), Declared: attr(safety.StatusAttribute),
 					Deferral: attr(deferralAttribute), GuardrailTriggered: tripped[s.SpanID] || strings.EqualFold(attr(safety.GuardrailTriggeredAttribute), "true")}),
 				CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash, StartNs: s.StartNs, EndNs: end,
 				Args: content.args[s.SpanID]})
 			calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 				Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
-				Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
+				Error: s.Status == schema.StatusError, StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 		case schema.TypeInference:
 			offered := content.offered[s.SpanID] // shared between spans: not changed here
 			unreadable := false

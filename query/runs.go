@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,11 +90,11 @@ type RunSummary struct {
 	// Status is the run's outcome: "error" when its root span ended in error
 	// (a run without a root: when its last span to end did), else "ok".
 	// Errors inside a run that recovered do not make it an error.
-	Status    string `json:"status"`
-	Spans     int    `json:"spans"`
-	LLMCalls  int    `json:"llm_calls"`
-	ToolCalls int    `json:"tool_calls"`
-	Errors    int    `json:"errors"` // spans with status error
+	Status    RunStatus `json:"status"`
+	Spans     int       `json:"spans"`
+	LLMCalls  int       `json:"llm_calls"`
+	ToolCalls int       `json:"tool_calls"`
+	Errors    int       `json:"errors"` // spans with status error
 	// RecoveredErrors are the errors of a run whose status is ok (a retry or
 	// fallback recovered them): Errors when Status is "ok", else 0.
 	RecoveredErrors int               `json:"recovered_errors"`
@@ -106,7 +105,7 @@ type RunSummary struct {
 	Cost               attribution.Cost `json:"cost"`
 	UnpricedSpans      int              `json:"unpriced_spans"`
 	UnreconciledSpans  int              `json:"unreconciled_spans,omitempty"`
-	// ToolRetries and ToolRepeats classify the run's tool calls by DESIGN.md's
+	// ToolRetries and ToolRepeats classify the run's tool calls by docs/design.md's
 	// retry rules (the same as /tools); set on a run's detail and in lists.
 	ToolRetries *int `json:"tool_retries,omitempty"`
 	ToolRepeats *int `json:"tool_repeats,omitempty"`
@@ -129,16 +128,16 @@ type RunFilter struct {
 	Service      string
 	Task         string
 	Conversation string
-	Tool         string // runs that called this tool ("unknown": a tool span without a name)
-	Status       string // the run's outcome (RunSummary.Status): "error" or "ok"
-	HasErrors    string // "true": runs with an error span; "false": runs without
-	// HasRecoveredErrors "true": runs that are ok with errors inside them;
-	// "false": runs without recovered errors.
-	HasRecoveredErrors string
+	Tool         string    // runs that called this tool ("unknown": a tool span without a name)
+	Status       RunStatus // the run's outcome (RunSummary.Status); "" does not filter
+	HasErrors    *bool     // true: runs with an error span; false: runs without; nil does not filter
+	// HasRecoveredErrors true: runs that are ok with errors inside them;
+	// false: runs without recovered errors; nil does not filter.
+	HasRecoveredErrors *bool
 	Search             string  // trace id prefix, conversation id or span name substring
 	MinCost            float64 // runs costing at least this many USD; 0 does not filter
-	Sort               string  // one of RunSorts; "" is SortStart
-	Dir                string  // "asc" or "desc" ("", the default)
+	Sort               RunSort // one of RunSortOptions; "" is SortStart
+	Dir                SortDir // "" is Desc
 	Cursor             string  // from a previous page's NextCursor under the same Sort and Dir
 	Limit              int     // default 50, at most 1000
 }
@@ -254,7 +253,7 @@ func (r *runRow) summary() RunSummary {
 		Spans: int(r.Spans), LLMCalls: int(r.LLM), ToolCalls: int(r.Tool), Errors: int(r.Err),
 		Usage: attribution.Usage{Input: r.In, CacheRead: r.CR, CacheWrite: r.CW, Output: r.Out, Reasoning: r.RS},
 		Cost:  attribution.Cost{Total: r.CTotal, Input: r.CIn, CacheRead: r.CCR, CacheWrite: r.CCW, Output: r.COut}, UnpricedSpans: int(r.Unpriced),
-		UnreconciledSpans: int(r.Unrec), Status: "ok",
+		UnreconciledSpans: int(r.Unrec), Status: RunOK,
 	}
 	if s.Name == "" {
 		s.Name = r.FirstName
@@ -263,7 +262,7 @@ func (r *runRow) summary() RunSummary {
 		s.Task = s.Name
 	}
 	if r.RunErr == 1 {
-		s.Status = "error"
+		s.Status = RunError
 	} else {
 		s.RecoveredErrors = s.Errors
 	}
@@ -337,23 +336,28 @@ func (r *Reader) runList(ctx context.Context, f RunFilter, withRetries bool) (Ru
 		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
 		hargs = append(hargs, UnknownName, f.Tool)
 	}
-	for _, c := range []struct{ name, v, yes, no string }{
-		{"status", f.Status, "run_err = 1", "run_err = 0"},
-		{"has_errors", f.HasErrors, "n_err > 0", "n_err = 0"},
-		{"has_recovered_errors", f.HasRecoveredErrors, "(run_err = 0 AND n_err > 0)", "(run_err = 1 OR n_err = 0)"},
+	switch f.Status {
+	case "":
+	case RunError:
+		having = append(having, "run_err = 1")
+	case RunOK:
+		having = append(having, "run_err = 0")
+	default:
+		return RunPage{}, fmt.Errorf("status %q: want %s or %s", f.Status, RunOK, RunError)
+	}
+	for _, c := range []struct {
+		v       *bool
+		yes, no string
+	}{
+		{f.HasErrors, "n_err > 0", "n_err = 0"},
+		{f.HasRecoveredErrors, "(run_err = 0 AND n_err > 0)", "(run_err = 1 OR n_err = 0)"},
 	} {
-		yes, no := "true", "false"
-		if c.name == "status" {
-			yes, no = "error", "ok"
-		}
-		switch c.v {
-		case "":
-		case yes:
+		switch {
+		case c.v == nil:
+		case *c.v:
 			having = append(having, c.yes)
-		case no:
-			having = append(having, c.no)
 		default:
-			return RunPage{}, fmt.Errorf("%s %q: want %s or %s", c.name, c.v, yes, no)
+			having = append(having, c.no)
 		}
 	}
 	if f.MinCost > 0 {
@@ -422,46 +426,23 @@ func (r *Reader) runList(ctx context.Context, f RunFilter, withRetries bool) (Ru
 	return page, nil
 }
 
-// Run list orders (RunFilter.Sort): each sorts on a whole-run figure, ties
-// broken by trace id, so a page cursor (the figure and the trace id of a
-// page's last run) is a stable position under the sort.
-const (
-	SortStart    = "start"    // the run's start (the default, newest first)
-	SortDuration = "duration" // end − start
-	SortCost     = "cost"     // total USD, compared in nano-USD
-	SortTokens   = "tokens"   // input (cache included) + output (reasoning included) tokens
-	SortErrors   = "errors"   // spans that ended in error
-	SortRetries  = "retries"  // tool calls classified as retries (RunSummary.ToolRetries)
-)
-
-// RunSorts are the orders RunFilter.Sort may name.
-func RunSorts() []string {
-	return []string{SortStart, SortDuration, SortCost, SortTokens, SortErrors, SortRetries}
-}
-
 // runListOrder is a validated sort and direction.
 type runListOrder struct {
-	sort string
+	sort RunSort
 	desc bool
 }
 
 // runOrder validates a sort ("" is start) and direction ("" is desc).
-func runOrder(sortBy, dir string) (runListOrder, error) {
-	o := runListOrder{sort: sortBy, desc: true}
-	if o.sort == "" {
-		o.sort = SortStart
+func runOrder(sortBy RunSort, dir SortDir) (runListOrder, error) {
+	s, err := ParseRunSort(string(sortBy))
+	if err != nil {
+		return runListOrder{}, err
 	}
-	if !slices.Contains(RunSorts(), o.sort) {
-		return o, fmt.Errorf("sort %q: want one of %s", sortBy, strings.Join(RunSorts(), ", "))
+	d, err := ParseSortDir(string(dir))
+	if err != nil {
+		return runListOrder{}, err
 	}
-	switch dir {
-	case "", "desc":
-	case "asc":
-		o.desc = false
-	default:
-		return o, fmt.Errorf("dir %q: want asc or desc", dir)
-	}
-	return o, nil
+	return runListOrder{sort: s, desc: d == Desc}, nil
 }
 
 // key is the SQL sort key over runAggregates' columns, a UInt64 (the cost
@@ -502,7 +483,7 @@ func (o runListOrder) prefix() string {
 	if o.sort == SortStart && o.desc {
 		return ""
 	}
-	return o.sort + ":" + strings.ToLower(o.dir()) + ":"
+	return string(o.sort) + ":" + strings.ToLower(o.dir()) + ":"
 }
 
 func (o runListOrder) encode(c cursor) string {
@@ -879,7 +860,7 @@ func landmarks(roots []*SpanNode) (costliest, firstError string) {
 			(top == nil || n.Cost.Total > top.Cost.Total || n.Cost.Total == top.Cost.Total && earlier(n, top)) {
 			top = n
 		}
-		if n.Status == "error" && (firstErr == nil || earlier(n, firstErr)) {
+		if n.Status == schema.StatusError && (firstErr == nil || earlier(n, firstErr)) {
 			firstErr = n
 		}
 	}
@@ -913,7 +894,7 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 		seen[s.SpanID] = true
 		calls = append(calls, attribution.ToolCall{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 			Tool: s.ToolName, CallID: s.ToolCallID, StepID: s.StepID, ArgsHash: s.ArgsHash,
-			Error: s.Status == "error", StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
+			Error: s.Status == schema.StatusError, StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 	}
 	classes := attribution.ClassifyRetries(calls)
 	bySpan := make(map[string]attribution.Class, len(calls))
@@ -938,15 +919,10 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 	return retries, repeats
 }
 
-// Summarize computes a run's summary from its spans with the same rules as
-// the run list (see attribution/counted.go: each call counted once, aggregated usage
-// only when no inference span carries any).
-func Summarize(spans []schema.Span) RunSummary {
-	s, _ := summarize(spans)
-	return s
-}
-
-// summarize is Summarize, also returning which spans (by id) count.
+// summarize computes a run's summary from its spans with the same rules as
+// the run list (see attribution/counted.go: each call counted once,
+// aggregated usage only when no inference span carries any), and which
+// spans (by id) count.
 func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	seen := make(map[string]bool, len(spans))
 	var rr runRow
@@ -970,7 +946,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		}
 		if s.ParentSpanID == "" && s.StartNs < rootStart {
 			rootStart, rr.RootName = s.StartNs, s.Name
-			hasRoot, rootErr = true, s.Status == "error"
+			hasRoot, rootErr = true, s.Status == schema.StatusError
 		}
 		if s.StartNs < firstStart {
 			firstStart, rr.FirstName, rr.Service = s.StartNs, s.Name, s.Service
@@ -999,7 +975,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		case schema.TypeTool:
 			rr.Tool++
 		}
-		if s.Status == "error" {
+		if s.Status == schema.StatusError {
 			rr.Err++
 			errEnd = max(errEnd, s.EndNs)
 		}

@@ -138,7 +138,7 @@ func TestRunStatusIsOutcome(t *testing.T) {
 	clean.ParentSpanID = ""
 	insert(t, s, append(windowRuns(), clean), 1)
 	type outcome struct {
-		status            string
+		status            query.RunStatus
 		errors, recovered int
 	}
 	want := map[string]outcome{
@@ -166,6 +166,7 @@ func TestRunStatusIsOutcome(t *testing.T) {
 			}
 		}
 	}
+	yes, no := true, false
 	tests := []struct {
 		name string
 		f    query.RunFilter
@@ -173,12 +174,12 @@ func TestRunStatusIsOutcome(t *testing.T) {
 	}{
 		{"failed", query.RunFilter{Status: "error"}, "c b"},
 		{"succeeded", query.RunFilter{Status: "ok"}, "f d a"},
-		{"with errors", query.RunFilter{HasErrors: "true"}, "d c b a"},
-		{"without errors", query.RunFilter{HasErrors: "false"}, "f"},
-		{"recovered", query.RunFilter{HasRecoveredErrors: "true"}, "d a"},
-		{"not recovered", query.RunFilter{HasRecoveredErrors: "false"}, "f c b"},
-		{"ok with errors", query.RunFilter{Status: "ok", HasErrors: "true"}, "d a"},
-		{"failed without errors", query.RunFilter{Status: "error", HasErrors: "false"}, ""},
+		{"with errors", query.RunFilter{HasErrors: &yes}, "d c b a"},
+		{"without errors", query.RunFilter{HasErrors: &no}, "f"},
+		{"recovered", query.RunFilter{HasRecoveredErrors: &yes}, "d a"},
+		{"not recovered", query.RunFilter{HasRecoveredErrors: &no}, "f c b"},
+		{"ok with errors", query.RunFilter{Status: "ok", HasErrors: &yes}, "d a"},
+		{"failed without errors", query.RunFilter{Status: "error", HasErrors: &no}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,8 +197,8 @@ func TestRunStatusIsOutcome(t *testing.T) {
 			}
 		})
 	}
-	if _, err := r.Runs(ctx, query.RunFilter{Project: "p", HasErrors: "yes"}); err == nil {
-		t.Error("has_errors=yes: no error")
+	if _, err := r.Runs(ctx, query.RunFilter{Project: "p", Status: "recovered"}); err == nil {
+		t.Error("status=recovered: no error")
 	}
 }
 
@@ -279,7 +280,7 @@ func TestRunsSortAcrossPages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.sort+" "+tt.dir, func(t *testing.T) {
 			var got []string
-			f := query.RunFilter{Project: "p", Sort: tt.sort, Dir: tt.dir, Limit: 2}
+			f := query.RunFilter{Project: "p", Sort: query.RunSort(tt.sort), Dir: query.SortDir(tt.dir), Limit: 2}
 			for pages := 0; ; pages++ {
 				if pages > 5 {
 					t.Fatalf("more than 5 pages: %v", got)

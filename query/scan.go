@@ -8,10 +8,12 @@ import (
 
 // scanAll reads every row of rows into a T, through dest (the scan
 // destinations of one T's fields, in the query's column order), closes rows
-// and returns the Ts in row order. Every multi-row read of package query
-// goes through it (but classifyWindow, which streams a window's tool calls
-// run by run); post-processing (a flag from a UInt8, a map key) runs on the
-// result, not inside the loop.
+// and returns the Ts in row order. The reads that return their rows as a
+// list go through it, post-processing (a flag from a UInt8, a map key) on
+// the result, not inside the loop; the reads that fold rows as they come
+// (a trace id prefix lookup, outcomes into maps, the safety review's and
+// classifyWindow's run-by-run streams, versions' fingerprints) loop
+// themselves so as not to hold every row at once.
 func scanAll[T any](rows driver.Rows, dest func(*T) []any) ([]T, error) {
 	defer rows.Close()
 	var out []T

@@ -54,7 +54,7 @@ type SpanNode struct {
 	PriceEntry   string            `json:"price_entry,omitempty"`
 	PriceVersion string            `json:"price_version,omitempty"`
 	ArgsHash     string            `json:"args_hash,omitempty"`
-	RetryClass   attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (DESIGN.md's rules)
+	RetryClass   attribution.Class `json:"retry_class,omitempty"` // tool spans: original, retry_*, repeat (docs/design.md's rules)
 	// Effect and StepStatus are a tool span's effect class and terminal
 	// status (package safety).
 	Effect     safety.Effect `json:"effect,omitempty"`

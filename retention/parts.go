@@ -79,7 +79,7 @@ func (w *PartWatch) Check(ctx context.Context) {
 			continue
 		}
 		w.known[key] = true
-		w.log.Error("store: a part was set aside by the engine and its rows are not read; see the README (Storage: a damaged part) to recover it",
+		w.log.Error("store: a part was set aside by the engine and its rows are not read; see docs/operations.md (a damaged part) to recover it",
 			"table", p.Table, "part", p.Name, "partition", p.PartitionID, "reason", p.Reason)
 	}
 }

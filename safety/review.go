@@ -57,7 +57,7 @@ type Config struct {
 
 // Review reviews one run and returns its signals, in the order of the
 // spans they point at (run-wide signals at their span's place). Each kind's
-// rule is documented on its constant and in the README.
+// rule is documented on its constant and in docs/api.md (the safety review).
 func Review(run Run, cfg Config) []Signal {
 	l := cfg.Limits.withDefaults()
 	steps := slices.Clone(run.Steps)

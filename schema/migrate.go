@@ -189,6 +189,19 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, nil
 }
 
+// Migrated returns nil when every migration is applied, else an error
+// saying the schema is behind (the readiness check of a server).
+func (s *Store) Migrated(ctx context.Context) error {
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < LatestVersion() {
+		return fmt.Errorf("schema version %d, want %d: run tally migrate", v, LatestVersion())
+	}
+	return nil
+}
+
 func (s *Store) appliedVersions(ctx context.Context) (map[int]bool, error) {
 	rows, err := s.conn.Query(ctx, "SELECT DISTINCT version FROM "+s.Table(TableMigrations))
 	if err != nil {

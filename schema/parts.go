@@ -13,7 +13,7 @@ import (
 // aside (in the table's detached/ directory) for a reason of its own: a
 // part it found damaged at start ("broken-on-start"), one it could not
 // account for ("unexpected"), and the like. Its rows are not read until an
-// operator attaches it again (see the README's Storage: recovering).
+// operator attaches it again (see docs/operations.md, "A damaged part").
 type DetachedPart struct {
 	Table       string `json:"table"`
 	PartitionID string `json:"partition_id"`

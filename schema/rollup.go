@@ -32,11 +32,6 @@ const (
 	GrainUser         uint8 = 8
 )
 
-// RollupGrains lists every grain; a computation writes rows of each.
-func RollupGrains() []uint8 {
-	return []uint8{GrainAgent, GrainModel, GrainProvider, GrainTask, GrainService, GrainTool, GrainConversation, GrainUser}
-}
-
 // CostRollupRow is one row of the hourly cost rollup: the totals of the
 // (deduplicated) spans that started in Hour and share the row's value of its
 // grain's dimension. Package rollup computes the rows; see rollup.Rollup for how and when.
@@ -164,9 +159,6 @@ func rollupHoursTable(s *Store) tableDef {
 		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMM(hour)",
 		OrderBy: "hour", ShardBy: "toUInt32(hour)"}
 }
-
-// CostRollupColumnNames lists the cost rollup's columns in table order.
-func CostRollupColumnNames() string { return columnNames(costRollupColumns) }
 
 // InsertCostRollup writes cost rollup rows in one INSERT, so that a
 // recomputed hour becomes visible at once.

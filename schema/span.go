@@ -9,7 +9,7 @@ package schema
 import "time"
 
 // Span types, derived from gen_ai.operation.name and its aliases (never from
-// the OTLP span kind). See ../shared/SEMCONV.md.
+// the OTLP span kind). See docs/instrumentations.md (alias chains).
 const (
 	TypeInference = "inference"
 	TypeTool      = "tool"
@@ -33,6 +33,14 @@ const (
 	CostUnpriced = "unpriced" // usage present but no catalog entry matched the model
 )
 
+// Span statuses (Span.Status), from the OTLP status code: the one spelling
+// of each for Go code; SQL compares the column with the same literals.
+const (
+	StatusUnset = "unset"
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
 // Span is one row of the spans table: one OTLP span, normalized. Identity is
 // (Project, TraceID, SpanID); a row is immutable once written and a duplicate
 // delivery of the same identity is collapsed by the table engine and by reads.
@@ -49,7 +57,7 @@ type Span struct {
 
 	Name          string `ch:"name"`
 	Kind          string `ch:"kind"`   // internal, server, client, producer, consumer, unspecified
-	Status        string `ch:"status"` // unset, ok, error
+	Status        string `ch:"status"` // StatusUnset, StatusOK or StatusError
 	StatusMessage string `ch:"status_message"`
 	Service       string `ch:"service"`
 	ScopeName     string `ch:"scope_name"`

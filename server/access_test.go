@@ -75,7 +75,7 @@ func TestMetricsAccess(t *testing.T) {
 		{"authenticator error", metricsAuth{}, nil, http.StatusServiceUnavailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tally := tallytest.Start(t, func(o *server.Options) { o.Auth = c.auth })
+			tally := tallytest.Start(t, func(o *tallytest.Config) { o.Server.Auth = c.auth })
 			code, body := fetch(t, tally.URL+"/metrics", c.header)
 			if code != c.want {
 				t.Errorf("GET /metrics: %d, want %d\n%.300s", code, c.want, body)
@@ -94,10 +94,10 @@ func TestMetricsAccess(t *testing.T) {
 // Host header.
 func TestHostCheckWithoutAuthentication(t *testing.T) {
 	off := tallytest.Start(t)
-	on := tallytest.Start(t, func(o *server.Options) { o.Auth = readOnlyAuth{} })
-	switchedOff := tallytest.Start(t, func(o *server.Options) { o.Auth = offAuth{} })
-	allow := tallytest.Start(t, func(o *server.Options) { o.AllowedHosts = []string{"tally.lan", "[fd00::1]"} })
-	anyHost := tallytest.Start(t, func(o *server.Options) { o.AllowedHosts = []string{"*"} })
+	on := tallytest.Start(t, func(o *tallytest.Config) { o.Server.Auth = readOnlyAuth{} })
+	switchedOff := tallytest.Start(t, func(o *tallytest.Config) { o.Server.Auth = offAuth{} })
+	allow := tallytest.Start(t, func(o *tallytest.Config) { o.Server.AllowedHosts = []string{"tally.lan", "[fd00::1]"} })
+	anyHost := tallytest.Start(t, func(o *tallytest.Config) { o.Server.AllowedHosts = []string{"*"} })
 	for _, c := range []struct {
 		name string
 		url  string

@@ -11,7 +11,6 @@ import (
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/deadletter"
-	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/rowcodec"
 )
 
@@ -46,9 +45,9 @@ type DeadLetterTrace struct {
 
 // deadLetters is the sink's dead-letter directory, or an answer that there
 // is none.
-func (s *Server) deadLetters(c *gin.Context) (*durable.Sink, *deadletter.Dir, bool) {
-	sink, ok := s.sink.(*durable.Sink)
-	if !ok || sink.DeadLetters() == nil {
+func (s *Server) deadLetters(c *gin.Context) (DeadLetterQueue, *deadletter.Dir, bool) {
+	sink := s.opts.DeadLetters
+	if sink == nil || sink.DeadLetters() == nil {
 		c.JSON(http.StatusNotFound, api.Error{Error: "no dead-letter directory: the durable log is off"})
 		return nil, nil, false
 	}
@@ -73,7 +72,7 @@ func (s *Server) listDeadLetters(c *gin.Context) {
 
 // readDeadLetter reads the entry the path names from the sink's
 // directory, or answers why not.
-func (s *Server) readDeadLetter(c *gin.Context) (*durable.Sink, deadletter.Entry, []byte, bool) {
+func (s *Server) readDeadLetter(c *gin.Context) (DeadLetterQueue, deadletter.Entry, []byte, bool) {
 	sink, dir, ok := s.deadLetters(c)
 	if !ok {
 		return nil, deadletter.Entry{}, nil, false

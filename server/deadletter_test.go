@@ -27,8 +27,8 @@ func durableTally(t *testing.T, attempts int) *tallytest.Instance {
 	cfg := durable.DefaultConfig()
 	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	cfg.DeadLetterAttempts = attempts
-	return tallytest.Start(t, func(o *server.Options) {
-		o.Durable = &server.DurableLog{Dir: filepath.Join(dir, "wal"), Config: cfg, Stream: true,
+	return tallytest.Start(t, func(o *tallytest.Config) {
+		o.Durable = &tallytest.Durable{Dir: filepath.Join(dir, "wal"), Config: cfg, Stream: true,
 			DeadLetterDir: filepath.Join(dir, "deadletter")}
 	})
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/server"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -310,7 +309,7 @@ func TestExporterRetryAfter503CountsOnce(t *testing.T) {
 // TestHeaderLimit: headers within the configured limit are served; headers
 // beyond it (and Go's fixed 4 KiB of slack) get 431.
 func TestHeaderLimit(t *testing.T) {
-	tally := tallytest.Start(t, func(o *server.Options) { o.HTTP.MaxHeaderBytes = 8 << 10 })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Server.HTTP.MaxHeaderBytes = 8 << 10 })
 	for _, c := range []struct {
 		size int
 		want int
@@ -381,7 +380,7 @@ func TestConversations(t *testing.T) {
 }
 
 // TestRunRetryClasses: the run detail classifies its tool calls with
-// DESIGN.md's retry rules.
+// docs/design.md's retry rules.
 func TestRunRetryClasses(t *testing.T) {
 	tally := tallytest.Start(t)
 	now := time.Now().Add(-time.Minute).UnixNano()

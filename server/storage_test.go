@@ -20,7 +20,6 @@ import (
 
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/retention"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/diskguard"
 )
 
@@ -67,9 +66,9 @@ func TestDiskFloorRefusesAndRecovers(t *testing.T) {
 	if err := guard.Check(context.Background()); err != nil {
 		t.Fatalf("before the file: %v", err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) {
-		o.WriteGuard = guard
-		o.Jobs = append(o.Jobs, guard.Run)
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
+		o.Server.WriteGuard = guard
+		o.Server.Jobs = append(o.Server.Jobs, guard.Run)
 		o.API.Storage = &retention.Storage{Guard: guard}
 	})
 	post := func() *http.Response {

@@ -12,7 +12,6 @@ import (
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/ui"
 )
 
@@ -24,9 +23,9 @@ import (
 func TestAlertsLeadSomewhere(t *testing.T) {
 	ruleSet := tallytest.BudgetRules(t)
 	var ev *alerts.Evaluator
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		reader := query.NewReader(o.Store)
-		o.UI = ui.Handler(ui.WithRuns(reader, api.RequestProject))
+		o.Server.UI = ui.Handler(ui.WithRuns(reader, api.RequestProject))
 		var err error
 		if ev, err = alerts.NewEvaluator(alerts.Config{Rules: ruleSet, Source: reader}); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/tools/demo"
 	"github.com/tallyhq/tally/ui"
 )
@@ -32,8 +31,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // exactly as tally serve mounts it.
 func startTally(t testing.TB) *tallytest.Instance {
 	t.Helper()
-	return tallytest.Start(t, func(o *server.Options) {
-		o.UI = ui.Handler(ui.WithRuns(query.NewReader(o.Store), api.RequestProject))
+	return tallytest.Start(t, func(o *tallytest.Config) {
+		o.Server.UI = ui.Handler(ui.WithRuns(query.NewReader(o.Store), api.RequestProject))
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/safety"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/ui"
 )
 
@@ -26,9 +25,9 @@ func TestRunPageSafetySignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy))
-		o.UI = ui.Handler(ui.WithRuns(o.Reader, api.RequestProject))
+		o.Server.UI = ui.Handler(ui.WithRuns(o.Reader, api.RequestProject))
 	})
 	id, spans := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
 	ctx := newBrowser(t)
@@ -70,9 +69,9 @@ func TestReliabilityPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy))
-		o.UI = ui.Handler(ui.WithRuns(o.Reader, api.RequestProject))
+		o.Server.UI = ui.Handler(ui.WithRuns(o.Reader, api.RequestProject))
 	})
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	tallytest.SendSafetyRun(t, tally.URL, base)

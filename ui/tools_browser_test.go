@@ -10,7 +10,6 @@ import (
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/ui"
 )
 
@@ -33,9 +32,9 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		reader := query.NewReader(o.Store)
-		o.UI = ui.Handler(ui.WithRuns(reader, api.RequestProject))
+		o.Server.UI = ui.Handler(ui.WithRuns(reader, api.RequestProject))
 		ev, err := alerts.NewEvaluator(alerts.Config{Rules: rules, Source: reader})
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +104,7 @@ func Handler(opts ...Option) http.Handler {
 		panic(fmt.Sprintf("ui: embedded static files: %v", err))
 	}
 	h := &handler{cfg: cfg, pages: map[string]*template.Template{}, version: assetVersion(sub)}
-	funcs := template.FuncMap{"selected": selected}
+	funcs := template.FuncMap{"selected": selected, "runSorts": query.RunSortOptions, "sortSelected": sortSelected}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
 			ParseFS(templateFS, append(partialTemplates, "templates/"+name+".html")...))
@@ -193,6 +192,15 @@ func (v view) Q(key string) string { return v.Query.Get(key) }
 // selected renders the selected attribute when a equals b.
 func selected(a, b string) template.HTMLAttr {
 	if a == b {
+		return "selected"
+	}
+	return ""
+}
+
+// sortSelected renders the selected attribute on the run list's order
+// the page's sort parameter names ("" is the default order).
+func sortSelected(param string, opt query.RunSort) template.HTMLAttr {
+	if s, err := query.ParseRunSort(param); err == nil && s == opt {
 		return "selected"
 	}
 	return ""
@@ -331,21 +339,11 @@ func (h *handler) checkTimes(q url.Values) error {
 	return err
 }
 
-// checkRunFilters refuses the filters the API would refuse (the same
-// parser), and the UI's own sort and direction.
+// checkRunFilters refuses the filters the API would refuse, with the same
+// parser (sort and direction included).
 func (h *handler) checkRunFilters(q url.Values) error {
-	if _, err := params.RunFilter(q, h.cfg.now()); err != nil {
-		return err
-	}
-	// The orders the API sorts runs by, and only those: the page's select
-	// and its sortable columns name them (TestRunsPageSortsByEveryOption).
-	if s := q.Get("sort"); s != "" && !slices.Contains(query.RunSorts(), s) {
-		return fmt.Errorf("sort %q: want one of %s", s, strings.Join(query.RunSorts(), ", "))
-	}
-	if s := q.Get("dir"); s != "" && s != "asc" && s != "desc" {
-		return fmt.Errorf("dir %q: want asc or desc", s)
-	}
-	return nil
+	_, err := query.ParseRunFilter(q, h.cfg.now())
+	return err
 }
 
 func (h *handler) checkCostFilters(q url.Values) error {

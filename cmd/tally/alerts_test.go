@@ -16,7 +16,6 @@ import (
 	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/server"
 )
 
 // TestAlertsThroughAPI runs `tally alerts check`, `rules` and `list`
@@ -28,7 +27,7 @@ func TestAlertsThroughAPI(t *testing.T) {
 	// stands an hour later so the 2h windows hold them.
 	now := func() time.Time { return conformance.Start.Add(time.Hour) }
 	var ev *alerts.Evaluator
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		var err error
 		ev, err = alerts.NewEvaluator(alerts.Config{Rules: ruleSet, Source: query.NewReader(o.Store), Now: now})
 		if err != nil {

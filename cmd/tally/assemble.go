@@ -19,12 +19,15 @@ import (
 	"github.com/tallyhq/tally/alerts"
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/ingest/deadletter"
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/wal"
+	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/retention"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
@@ -140,62 +143,152 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(err)
 	}
-	apiOpts := api.Options{MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log}
-	if evaluator != nil {
-		jobs = append(jobs, evaluate)
-		apiOpts.Alerts = evaluator
-	}
-
-	// Retention, under its lease like alert evaluation, and the disk floor
-	// on every replica.
-	storage, retain, err := buildStorage(cfg, store, holder, registry, log)
-	if err != nil {
-		return fail(err)
-	}
-	jobs = append(jobs, retain, storage.Guard.Run, storage.Parts.Run)
-	apiOpts.Storage = storage
-	policy := storage.Job.Policy()
-	apiOpts.KeptFrom = policy.KeptFrom
-
-	// The server: receiver → durable log → writer → ClickHouse, and the
-	// readers behind the API and the UI.
+	// Ingest: receiver → durable log → writer → ClickHouse.
 	rcfg := receiver.Config{Limits: cfg.Ingest.Limits, MaxInFlightBytes: cfg.Ingest.MaxInFlight,
 		MinBodyRate: cfg.Ingest.MinBodyRate, BodyRateGrace: cfg.Ingest.BodyRateGrace}
 	if cfg.Ingest.MinBodyRate == 0 {
 		rcfg.MinBodyRate = -1 // receiver.Config: negative is none, zero the default
 	}
-	if d := cfg.Durable; d.CommitSpans < 1 || d.CommitBytes < 1 || d.CommitEvery <= 0 || d.StreamBatch < 1 {
-		return fail(fmt.Errorf("--wal-commit-spans, --wal-commit-bytes and --wal-stream-batch-bytes must be ≥ 1, --wal-commit-interval > 0"))
+	w := writer.New(store, cfg.Writer, log)
+	if err := w.Register(registry); err != nil {
+		return fail(err)
 	}
-	if d := cfg.Durable; d.DeadLetterAttempts < 1 || d.StuckAfter <= 0 {
-		return fail(fmt.Errorf("--wal-dead-letter-attempts must be ≥ 1, --wal-stuck-after > 0"))
+	jobs = append(jobs, w.Run)
+	checks := map[string]server.ReadinessCheck{"clickhouse": store.Ping, "schema": store.Migrated}
+	var (
+		ingestChecks []string
+		sink         receiver.Sink = w
+		deadLetters  server.DeadLetterQueue
+	)
+	if dl, err := openDurable(cfg, store, w, log); err != nil {
+		return fail(err)
+	} else if dl != nil {
+		if err := dl.Register(registry); err != nil {
+			return fail(err)
+		}
+		sink, deadLetters, rcfg.SinkCopies = dl, dl, true // the log encodes a batch before Accept returns
+		jobs = append(jobs, func(ctx context.Context) { drain(ctx, dl, log) })
+		checks["durable_log"] = func(context.Context) error { return dl.Ready() }
+		// Not an ingest check: while the drain is stuck the log still
+		// takes spans, up to its cap.
+		checks["durable_drain"] = func(context.Context) error { return dl.Draining() }
+		ingestChecks = append(ingestChecks, "durable_log")
 	}
+
+	// Retention, under its lease like alert evaluation, and the disk floor
+	// on every replica, which keeps room for what the durable log holds.
+	logged := func() uint64 { return 0 }
+	if dl, ok := sink.(*durable.Sink); ok {
+		logged = func() uint64 { return uint64(dl.Stats().WALBytes) }
+	}
+	storage, retain, err := buildStorage(cfg, store, holder, logged, registry, log)
+	if err != nil {
+		return fail(err)
+	}
+	jobs = append(jobs, retain, storage.Guard.Run, storage.Parts.Run)
+	policy := storage.Job.Policy()
+
+	// Reads: with a price catalog, costs, cache health and the hourly
+	// cost rollup too.
+	explainer := query.NewExplainer(reader, normalize)
+	apiOpts := api.Options{
+		Runs: reader, Trees: reader, Traces: reader, Content: reader, Chat: reader, Conversations: reader,
+		Tools: reader, Signals: reader, Caps: reader, Outcomes: reader, OutcomeStore: store, Fixtures: reader,
+		Explain: explainer, Storage: storage, KeptFrom: policy.KeptFrom,
+		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
+	}
+	if catalog != nil {
+		apiOpts.Costs = query.NewCostReader(reader, catalog)
+		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
+	}
+	if evaluator != nil {
+		jobs = append(jobs, evaluate)
+		apiOpts.Alerts = evaluator
+	}
+
+	// The HTTP layer over all of it.
 	srv, err := server.New(server.Options{
-		Store:        store,
+		Ingest:       sink,
 		Receiver:     rcfg,
-		Durable:      durableLog(cfg, log),
-		Writer:       cfg.Writer,
 		Normalize:    normalize,
-		Catalog:      catalog,
-		Reader:       reader,
-		API:          apiOpts,
-		Logger:       log,
+		API:          api.New(apiOpts),
+		DeadLetters:  deadLetters,
 		Registry:     registry,
+		Logger:       log,
 		UI:           ui.Handler(ui.WithRuns(reader, api.RequestProject), ui.WithLogger(log)),
 		HTTP:         cfg.HTTP,
 		Auth:         keyring,
 		Public:       keyring.Public(),
 		AllowedHosts: cfg.Auth.AllowedHosts,
 		Jobs:         jobs,
-		WriteGuard:   storage.Guard,
+		Checks:       checks,
+		IngestChecks: ingestChecks,
 		Degraded:     map[string]server.ReadinessCheck{"store_parts": storage.Parts.Degraded},
-
-		SpansKeptFrom: policy.SpansKeptFrom,
+		WriteGuard:   storage.Guard,
 	})
 	if err != nil {
 		return fail(err)
 	}
 	return srv, store, nil
+}
+
+// openDurable opens the durable log in front of the writer (its batch
+// bounds follow the writer's; streaming into held-open INSERTs on the
+// server store), with its dead-letter directory; nil with --no-wal.
+func openDurable(cfg *serveConfig, store *schema.Store, w *writer.Writer, log *slog.Logger) (*durable.Sink, error) {
+	d := cfg.Durable
+	if d.CommitSpans < 1 || d.CommitBytes < 1 || d.CommitEvery <= 0 || d.StreamBatch < 1 {
+		return nil, fmt.Errorf("--wal-commit-spans, --wal-commit-bytes and --wal-stream-batch-bytes must be ≥ 1, --wal-commit-interval > 0")
+	}
+	if d.DeadLetterAttempts < 1 || d.StuckAfter <= 0 {
+		return nil, fmt.Errorf("--wal-dead-letter-attempts must be ≥ 1, --wal-stuck-after > 0")
+	}
+	if d.Disabled {
+		log.Warn("durable log disabled (--no-wal): spans are acknowledged only once in ClickHouse, and refused while it is down")
+		return nil, nil
+	}
+	if d.NoSync {
+		log.Warn("durable log without fsync (--wal-no-sync): acknowledged spans can be lost if the machine crashes")
+	}
+	dc := durable.DefaultConfig()
+	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
+	dc.PaceBytes, dc.PaceWait = d.PaceBytes, d.PaceWait
+	dc.CommitSpans, dc.CommitBytes, dc.CommitInterval = d.CommitSpans, d.CommitBytes, d.CommitEvery
+	dc.DeadLetterAttempts, dc.StuckAfter = d.DeadLetterAttempts, d.StuckAfter
+	dc.MaxBatchSpans, dc.MaxBatchBytes = w.MaxBatchSpans(), w.MaxBatchBytes()
+	// The embedded store's HTTP client would hold a whole streamed INSERT
+	// in memory: it is written batch by batch.
+	if !d.NoStream && !store.Embedded() {
+		var err error
+		if dc, err = dc.Streaming(func(ctx context.Context) (durable.Stream, error) { return w.Begin(ctx) },
+			w.InsertTimeout(), d.StreamBatch); err != nil {
+			return nil, err
+		}
+	}
+	letters, err := deadletter.Open(filepath.Join(cfg.DataDir, "deadletter"))
+	if err != nil {
+		return nil, fmt.Errorf("durable log: %w", err)
+	}
+	dc.DeadLetter, dc.Unstorable = letters, schema.Unstorable
+	if n, err := letters.Count(); err == nil && n > 0 {
+		log.Warn("dead-letter directory holds records the store refused; inspect them with `tally deadletter list`",
+			"entries", n, "dir", letters.Path())
+	}
+	sink, err := durable.Open(filepath.Join(cfg.DataDir, "wal"), w, dc, log)
+	if err != nil {
+		return nil, fmt.Errorf("open durable log: %w", err)
+	}
+	return sink, nil
+}
+
+// drain runs the durable log's drain until ctx ends, then closes the log.
+func drain(ctx context.Context, sink *durable.Sink, log *slog.Logger) {
+	if err := sink.Run(ctx); err != nil {
+		log.Error("durable log stopped delivering; spans stay in the log until this is fixed", "err", err)
+	}
+	if err := sink.Close(); err != nil {
+		log.Error("close durable log", "err", err)
+	}
 }
 
 // normalizeOptions turns the ingest settings into Normalize's options and
@@ -218,25 +311,6 @@ func normalizeOptions(in ingestConfig) (ingest.Options, *pricing.Catalog, error)
 		return ingest.Options{}, nil, err
 	}
 	return ingest.Options{Limits: in.Limits, Pricer: catalog, Usage: usage, Privacy: privacy}, catalog, nil
-}
-
-// durableLog is where the durable log lives, nil with --no-wal.
-func durableLog(cfg *serveConfig, log *slog.Logger) *server.DurableLog {
-	d := cfg.Durable
-	if d.Disabled {
-		log.Warn("durable log disabled (--no-wal): spans are acknowledged only once in ClickHouse, and refused while it is down")
-		return nil
-	}
-	if d.NoSync {
-		log.Warn("durable log without fsync (--wal-no-sync): acknowledged spans can be lost if the machine crashes")
-	}
-	dc := durable.DefaultConfig()
-	dc.WAL = wal.Options{MaxBytes: d.MaxBytes, SegmentBytes: d.SegmentBytes, NoSync: d.NoSync, Logger: log}
-	dc.PaceBytes, dc.PaceWait = d.PaceBytes, d.PaceWait
-	dc.CommitSpans, dc.CommitBytes, dc.CommitInterval = d.CommitSpans, d.CommitBytes, d.CommitEvery
-	dc.DeadLetterAttempts, dc.StuckAfter = d.DeadLetterAttempts, d.StuckAfter
-	return &server.DurableLog{Dir: filepath.Join(cfg.DataDir, "wal"), Config: dc, Stream: !d.NoStream,
-		StreamBatchBytes: d.StreamBatch, DeadLetterDir: filepath.Join(cfg.DataDir, "deadletter")}
 }
 
 // buildAuth builds the keyring from static and managed keys (with their
@@ -381,8 +455,10 @@ const retentionLease = "retention"
 
 // buildStorage builds retention (its job, run as --retention-runner says:
 // under a lease, always or never) and the free-space guard on the data
-// directory and the ClickHouse server's disks.
-func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), error) {
+// directory and the ClickHouse server's disks, which keeps free above the
+// floor what the durable log holds (logged bytes, on their way to the
+// store) and about the largest part again (what a merge needs).
+func buildStorage(cfg *serveConfig, store *schema.Store, holder string, logged func() uint64, reg prometheus.Registerer, log *slog.Logger) (*retention.Storage, func(context.Context), error) {
 	st := cfg.Storage
 	overrides, err := retention.ParseOverrides(st.ProjectRetention)
 	if err != nil {
@@ -410,12 +486,8 @@ func buildStorage(cfg *serveConfig, store *schema.Store, holder string, reg prom
 		// What the durable log holds goes to the store, and merges need
 		// about the largest part again: kept free above the floor.
 		Reserve: func(ctx context.Context) (uint64, error) {
-			logged, err := diskguard.DirBytes(filepath.Join(cfg.DataDir, "wal"))
-			if err != nil {
-				return 0, err
-			}
 			part, err := store.LargestPart(ctx)
-			return logged + part, err
+			return logged() + part, err
 		},
 		Interval: st.DiskCheckEvery, Logger: log.With("component", "disk")})
 	if err := reg.Register(guard.Collector()); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/tallyhq/tally/ingest/rowcodec"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/schema"
-	"github.com/tallyhq/tally/server"
 )
 
 // TestDeadLetterCLI: `tally deadletter` lists, shows, replays and discards
@@ -25,8 +24,8 @@ func TestDeadLetterCLI(t *testing.T) {
 	dir := t.TempDir()
 	cfg := durable.DefaultConfig()
 	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
-	tally := tallytest.Start(t, func(o *server.Options) {
-		o.Durable = &server.DurableLog{Dir: filepath.Join(dir, "wal"), Config: cfg, Stream: true,
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
+		o.Durable = &tallytest.Durable{Dir: filepath.Join(dir, "wal"), Config: cfg, Stream: true,
 			DeadLetterDir: filepath.Join(dir, "deadletter")}
 	})
 	letters, err := deadletter.Open(filepath.Join(dir, "deadletter"))

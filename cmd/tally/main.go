@@ -72,5 +72,6 @@ func newRootCmd() *cobra.Command {
 		newKeysCmd(),
 		newProbeCmd(),
 	)
+	root.AddCommand(newDocsCmd(root))
 	return root
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/safety"
-	"github.com/tallyhq/tally/server"
 )
 
 // TestOutcomesAndTasksCLI: four runs of one task (the real OTel Go SDK),
@@ -106,7 +105,7 @@ func TestSignalsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := tallytest.Start(t, func(o *server.Options) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
 	id, _ := tallytest.SendSafetyRun(t, tally.URL, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
 	var out bytes.Buffer
 	if err := runCLI(context.Background(), &out, "signals", "--server", tally.URL, "--since", "2h"); err != nil {

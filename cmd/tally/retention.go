@@ -82,7 +82,7 @@ func newRetentionCmd() *cobra.Command {
 			}
 		}
 		if len(rep.DetachedParts) > 0 {
-			fmt.Fprintf(tw, "\n%d parts set aside by the engine, their rows not read (see the README, Storage: a damaged part):\n", len(rep.DetachedParts))
+			fmt.Fprintf(tw, "\n%d parts set aside by the engine, their rows not read (see docs/operations.md: a damaged part):\n", len(rep.DetachedParts))
 			fmt.Fprintln(tw, "TABLE\tPART\tPARTITION\tREASON")
 			for _, p := range rep.DetachedParts {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Table, p.Name, p.PartitionID, p.Reason)

@@ -12,7 +12,6 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/retention"
 	"github.com/tallyhq/tally/schema"
-	"github.com/tallyhq/tally/server"
 )
 
 // TestRetentionCLI: a span 40 days old under --retention 30d: tally
@@ -23,7 +22,7 @@ import (
 func TestRetentionCLI(t *testing.T) {
 	policy := retention.Policy{Spans: 30 * 24 * time.Hour, Content: 7 * 24 * time.Hour, Rollups: 400 * 24 * time.Hour}
 	var job *retention.Job
-	tally := tallytest.Start(t, func(o *server.Options) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
 		var err error
 		if job, err = retention.NewJob(o.Store, retention.Config{Policy: policy}); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -152,7 +153,7 @@ func spanLine(n *query.SpanNode) string {
 	if n.Attempt > 1 {
 		fmt.Fprintf(&b, "  attempt %d", n.Attempt)
 	}
-	if n.Status == "error" {
+	if n.Status == schema.StatusError {
 		b.WriteString("  ERROR")
 		if n.ErrorType != "" {
 			b.WriteString(" " + n.ErrorType)

@@ -190,7 +190,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&in.LiteLLMPrices, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
 	fs.BoolVar(&in.NoContent, "no-content", false, "store no prompt, message or tool content at all")
 	fs.StringSliceVar(&in.PrivacyRules, "privacy-rule", nil, "attribute privacy rule KEY=drop|redact|hash (repeatable)")
-	fs.StringSliceVar(&in.UsageReading, "usage-reading", nil, "override how an instrumentation reports input: READING_OR_SCOPE=inclusive|exclusive (of cache tokens; repeatable; see the README's instrumentation table)")
+	fs.StringSliceVar(&in.UsageReading, "usage-reading", nil, "override how an instrumentation reports input: READING_OR_SCOPE=inclusive|exclusive (of cache tokens; repeatable; see docs/instrumentations.md)")
 	fs.StringSliceVar(&in.UsageProvider, "usage-provider", nil, "how spans of unknown instrumentations report input, by provider: PROVIDER=inclusive|exclusive (repeatable; prefix.* matches a family)")
 	fs.Int64Var(&in.Limits.MaxBodyBytes, "max-body-bytes", in.Limits.MaxBodyBytes, "largest request body, after decompression (413 above)")
 	fs.IntVar(&in.Limits.MaxSpansPerRequest, "max-spans-per-request", in.Limits.MaxSpansPerRequest, "most spans in one request (413 above)")

@@ -222,6 +222,28 @@ const (
 // lower RSS and no lower throughput (issue #18's note).
 const DefaultStreamBatchBytes = 8 << 20
 
+// Streaming returns c set to have the drain stream into the writes begin
+// opens (Begin, StreamTimeout), each bounded from open to commit by
+// timeout (the writer's INSERT timeout), and to hold batchBytes of records
+// at a time (0: DefaultStreamBatchBytes). It refuses a commit interval
+// over half the timeout, which would leave a stream too little time to
+// commit.
+func (c Config) Streaming(begin func(ctx context.Context) (Stream, error), timeout time.Duration, batchBytes int64) (Config, error) {
+	interval := c.CommitInterval
+	if interval <= 0 {
+		interval = DefaultCommitInterval
+	}
+	if limit := timeout / 2; interval > limit {
+		return c, fmt.Errorf("durable log: commit interval %s: must be at most half the INSERT timeout (%s), which bounds a stream from open to commit",
+			interval, limit)
+	}
+	c.Begin, c.StreamTimeout, c.MaxBatchBytes = begin, timeout, batchBytes
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultStreamBatchBytes
+	}
+	return c, nil
+}
+
 // DefaultConfig is the sink's configuration unless overridden.
 func DefaultConfig() Config {
 	return Config{

@@ -69,11 +69,8 @@ import (
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/wire"
+	"github.com/tallyhq/tally/support/access"
 )
-
-// DefaultProject is the project of every request when no Authenticator is
-// configured.
-const DefaultProject = "default"
 
 // Defaults for the Config fields left zero.
 const (
@@ -106,19 +103,13 @@ type Sink interface {
 type Normalizer func(dst ingest.Batch, tr wire.Traces, project string) (ingest.Batch, ingest.Rejected)
 
 // Authenticator decides which project a request writes to. An error wrapping
-// ErrUnauthenticated is answered 401, one wrapping ErrForbidden 403, one
+// access.ErrUnauthenticated is answered 401, one wrapping access.ErrForbidden 403, one
 // implementing HTTPStatus() int that status; any other error is treated as
 // the authenticator being unavailable and answered 503 with Retry-After, so
 // that exporters keep their data and retry.
 type Authenticator interface {
 	Authenticate(r *http.Request) (project string, err error)
 }
-
-// Errors an Authenticator wraps to choose the answer.
-var (
-	ErrUnauthenticated = errors.New("unauthenticated")
-	ErrForbidden       = errors.New("forbidden")
-)
 
 // Config configures a Handler. Zero fields take their defaults.
 type Config struct {
@@ -227,7 +218,7 @@ type Handler struct {
 
 // New returns a Handler that decodes requests, normalizes them with normalize
 // and hands them to sink. auth, logger and metrics may be nil (no
-// authentication: every request belongs to DefaultProject; no logs; no
+// authentication: every request belongs to access.DefaultProject; no logs; no
 // metrics). normalize and sink are required: New panics without them.
 func New(cfg Config, normalize Normalizer, sink Sink, auth Authenticator, logger *slog.Logger, metrics *Metrics) *Handler {
 	if normalize == nil || sink == nil {
@@ -374,7 +365,7 @@ func mergeRejected(a, b ingest.Rejected) ingest.Rejected {
 // authenticate returns the request's project, or the answer refusing it.
 func (h *Handler) authenticate(r *http.Request) (string, *requestError) {
 	if h.auth == nil {
-		return DefaultProject, nil
+		return access.DefaultProject, nil
 	}
 	project, err := h.auth.Authenticate(r)
 	if err == nil {
@@ -382,9 +373,9 @@ func (h *Handler) authenticate(r *http.Request) (string, *requestError) {
 	}
 	var withStatus interface{ HTTPStatus() int }
 	switch {
-	case errors.Is(err, ErrUnauthenticated):
+	case errors.Is(err, access.ErrUnauthenticated):
 		return "", &requestError{status: http.StatusUnauthorized, reason: "unauthenticated", message: err.Error()}
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, access.ErrForbidden):
 		return "", &requestError{status: http.StatusForbidden, reason: "forbidden", message: err.Error()}
 	case errors.As(err, &withStatus) && validErrorStatus(withStatus.HTTPStatus()):
 		return "", &requestError{status: withStatus.HTTPStatus(), reason: "auth", message: err.Error(),

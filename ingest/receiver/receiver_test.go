@@ -33,6 +33,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/access"
 )
 
 const (
@@ -272,9 +273,9 @@ func TestExportProtobuf(t *testing.T) {
 		t.Errorf("partial_success = (%d, %q), want empty", ps.RejectedSpans(), ps.ErrorMessage())
 	}
 	want := []schema.Span{
-		{Project: DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", Name: "plan"},
-		{Project: DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000002", Name: "search"},
-		{Project: DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000003", Name: "answer"},
+		{Project: access.DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", Name: "plan"},
+		{Project: access.DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000002", Name: "search"},
+		{Project: access.DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000003", Name: "answer"},
 	}
 	assertSpans(t, s.spans(), want)
 }
@@ -889,9 +890,9 @@ func TestAuthentication(t *testing.T) {
 	auth := authFunc(func(r *http.Request) (string, error) {
 		switch r.Header.Get("Authorization") {
 		case "":
-			return "", fmt.Errorf("missing bearer token: %w", ErrUnauthenticated)
+			return "", fmt.Errorf("missing bearer token: %w", access.ErrUnauthenticated)
 		case "Bearer read-key":
-			return "", fmt.Errorf("key cannot ingest: %w", ErrForbidden)
+			return "", fmt.Errorf("key cannot ingest: %w", access.ErrForbidden)
 		case "Bearer broken":
 			return "", errors.New("key store unreachable")
 		default:

@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/access"
 )
 
 var (
@@ -73,8 +74,8 @@ func TestBadIDsRejectedThroughPartialSuccess(t *testing.T) {
 				t.Errorf("partial_success = (%d, %q), want (2, %q)", ps.RejectedSpans(), ps.ErrorMessage(), tc.wantMessage)
 			}
 			want := []schema.Span{
-				{Project: DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", Name: "ok-1"},
-				{Project: DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000004", Name: "ok-2"},
+				{Project: access.DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", Name: "ok-1"},
+				{Project: access.DefaultProject, TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000004", Name: "ok-2"},
 			}
 			assertSpans(t, s.spans(), want)
 		})
@@ -122,11 +123,11 @@ func TestRealNormalize(t *testing.T) {
 		{"3333333333333333", "ok-2", 2000}, // 3000 - 1000
 	} {
 		g := got[i]
-		if g.Project != DefaultProject || g.TraceID != "0102030405060708090a0b0c0d0e0f10" ||
+		if g.Project != access.DefaultProject || g.TraceID != "0102030405060708090a0b0c0d0e0f10" ||
 			g.SpanID != want.spanID || g.Name != want.name || g.DurationNs != want.durationNs {
 			t.Errorf("span %d = {%s %s %s %s %d}, want {%s %s %s %s %d}", i,
 				g.Project, g.TraceID, g.SpanID, g.Name, g.DurationNs,
-				DefaultProject, "0102030405060708090a0b0c0d0e0f10", want.spanID, want.name, want.durationNs)
+				access.DefaultProject, "0102030405060708090a0b0c0d0e0f10", want.spanID, want.name, want.durationNs)
 		}
 	}
 }

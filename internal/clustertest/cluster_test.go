@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -21,12 +20,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
-	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
-	"github.com/tallyhq/tally/server"
 	"github.com/tallyhq/tally/support/lease"
 )
 
@@ -53,31 +51,8 @@ func startTally(t *testing.T, addr string) *tally {
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatalf("migrate through %s: %v", addr, err)
 	}
-	catalog, err := pricing.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := server.Options{Store: store}
-	o.Normalize.Pricer, o.Catalog = catalog, catalog
-	o.Writer.FlushInterval = 20 * time.Millisecond
-	srv, err := server.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(runCtx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return &tally{url: "http://" + ln.Addr().String(), store: store}
+	in := tallytest.StartOn(t, store)
+	return &tally{url: in.URL, store: store}
 }
 
 // idKey carries the trace and span id the next span gets.

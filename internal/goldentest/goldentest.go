@@ -115,7 +115,7 @@ func LoadCorpus(t testing.TB, path, project string, catalog *pricing.Catalog) []
 			sp.SetKind(ptrace.SpanKindInternal)
 			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(s.Start))
 			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(s.Start.Add(time.Duration(s.Ms) * time.Millisecond)))
-			if s.Status == "error" {
+			if s.Status == schema.StatusError {
 				sp.Status().SetCode(ptrace.StatusCodeError)
 			} else {
 				sp.Status().SetCode(ptrace.StatusCodeOk)

@@ -7,9 +7,16 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/ingest/deadletter"
+	"github.com/tallyhq/tally/ingest/durable"
+	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
 )
@@ -23,8 +30,38 @@ type Instance struct {
 	DB testenv.Database
 }
 
-// Option adjusts the server's options before it starts.
-type Option func(*server.Options)
+// Config is what a test may change before tally starts: the parts
+// Start builds (as cmd/tally/assemble.go does, over one test database)
+// and the HTTP layer's options.
+type Config struct {
+	// Store is the test's store (set by Start; options read it).
+	Store *schema.Store
+	// Reader serves every API read; nil: query.NewReader(Store).
+	Reader *query.Reader
+	// API is the API's options; its readers left nil are filled from
+	// Reader (costs from a cost reader over the built-in prices).
+	API api.Options
+	// Writer configures the writer (FlushInterval 20ms unless set).
+	Writer writer.Config
+	// Durable, when set, puts a durable log in front of the writer.
+	Durable *Durable
+	// Server is the HTTP layer's options (Auth, AllowedHosts, HTTP, UI,
+	// WriteGuard, Jobs…); Start sets its parts.
+	Server server.Options
+}
+
+// Durable is where a test's durable log lives and how it behaves.
+type Durable struct {
+	Dir    string
+	Config durable.Config
+	// Stream has the drain stream into held-open INSERTs (server store only).
+	Stream bool
+	// DeadLetterDir, when set, takes records the store refuses for good.
+	DeadLetterDir string
+}
+
+// Option adjusts the configuration before tally starts.
+type Option func(*Config)
 
 // Start runs tally against a fresh database. Stopped on test cleanup.
 func Start(t testing.TB, opts ...Option) *Instance {
@@ -39,18 +76,26 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
+	in := StartOn(t, store, opts...)
+	in.DB = db
+	return in
+}
+
+// StartOn runs tally over store, migrated by the caller. Stopped on test
+// cleanup.
+func StartOn(t testing.TB, store *schema.Store, opts ...Option) *Instance {
+	t.Helper()
+	ctx := context.Background()
 	catalog, err := pricing.Builtin()
 	if err != nil {
 		t.Fatalf("price catalog: %v", err)
 	}
-	o := server.Options{Store: store}
-	o.Normalize.Pricer = catalog
-	o.Catalog = catalog
-	o.Writer.FlushInterval = 20e6 // 20ms: tests wait on acknowledgements
+	c := Config{Store: store}
+	c.Writer.FlushInterval = 20 * time.Millisecond // tests wait on acknowledgements
 	for _, opt := range opts {
-		opt(&o)
+		opt(&c)
 	}
-	srv, err := server.New(o)
+	srv, err := assemble(c, catalog)
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
@@ -67,5 +112,75 @@ func Start(t testing.TB, opts ...Option) *Instance {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &Instance{URL: "http://" + ln.Addr().String(), Store: store, Server: srv, DB: db}
+	return &Instance{URL: "http://" + ln.Addr().String(), Store: store, Server: srv}
+}
+
+// assemble builds the parts cmd/tally's assemble builds, from c: the
+// writer (and durable log), the readers, the rollup, the API, and the
+// server over them.
+func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
+	store := c.Store
+	o := c.Server
+	o.Normalize.Pricer = catalog
+	w := writer.New(store, c.Writer, o.Logger)
+	o.Jobs = append(o.Jobs, w.Run)
+	o.Ingest = w
+	o.Checks = map[string]server.ReadinessCheck{"clickhouse": store.Ping, "schema": store.Migrated}
+	if d := c.Durable; d != nil {
+		dc := d.Config
+		dc.MaxBatchSpans, dc.MaxBatchBytes = w.MaxBatchSpans(), w.MaxBatchBytes()
+		if d.Stream && !store.Embedded() {
+			var err error
+			if dc, err = dc.Streaming(func(ctx context.Context) (durable.Stream, error) { return w.Begin(ctx) },
+				w.InsertTimeout(), 0); err != nil {
+				return nil, err
+			}
+		}
+		if d.DeadLetterDir != "" {
+			letters, err := deadletter.Open(d.DeadLetterDir)
+			if err != nil {
+				return nil, err
+			}
+			dc.DeadLetter, dc.Unstorable = letters, schema.Unstorable
+		}
+		sink, err := durable.Open(d.Dir, w, dc, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		o.Ingest, o.DeadLetters, o.Receiver.SinkCopies = sink, sink, true
+		o.Jobs = append(o.Jobs, func(ctx context.Context) { _ = sink.Run(ctx); _ = sink.Close() })
+		o.Checks["durable_log"] = func(context.Context) error { return sink.Ready() }
+		o.Checks["durable_drain"] = func(context.Context) error { return sink.Draining() }
+		o.IngestChecks = append(o.IngestChecks, "durable_log")
+	}
+	reader := c.Reader
+	if reader == nil {
+		reader = query.NewReader(store)
+	}
+	a := c.API
+	fill[api.RunLister](&a.Runs, reader)
+	fill[api.Costs](&a.Costs, query.NewCostReader(reader, catalog))
+	fill[api.TreeReader](&a.Trees, reader)
+	fill[api.TraceResolver](&a.Traces, reader)
+	fill[api.ContentReader](&a.Content, reader)
+	fill[api.ChatReader](&a.Chat, reader)
+	fill[api.Conversations](&a.Conversations, reader)
+	fill[api.ToolStatsReader](&a.Tools, reader)
+	fill[api.SignalReader](&a.Signals, reader)
+	fill[api.CapsReader](&a.Caps, reader)
+	fill[api.Outcomes](&a.Outcomes, reader)
+	fill[api.Fixtures](&a.Fixtures, reader)
+	fill[api.OutcomeStore](&a.OutcomeStore, store)
+	fill[api.Explainer](&a.Explain, query.NewExplainer(reader, o.Normalize))
+	o.Jobs = append(o.Jobs, rollup.New(store, rollup.Config{}).Run)
+	o.API = api.New(a)
+	return server.New(o)
+}
+
+// fill sets *dst to v unless a test set it.
+func fill[T comparable](dst *T, v T) {
+	var zero T
+	if *dst == zero {
+		*dst = v
+	}
 }

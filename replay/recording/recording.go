@@ -298,7 +298,7 @@ func spanStatus(s schema.Span) string {
 
 // spanError is the recorded error of a span that ended in error, else nil.
 func spanError(s schema.Span) *replay.CallError {
-	if s.Status != "error" && s.ErrorType == "" {
+	if s.Status != schema.StatusError && s.ErrorType == "" {
 		return nil
 	}
 	e := &replay.CallError{Type: s.ErrorType, Message: s.StatusMessage}

@@ -20,10 +20,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
-	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/support/access"
 	"github.com/tallyhq/tally/support/auth"
 )
 
@@ -47,7 +46,7 @@ func start(t *testing.T) *env {
 	t.Helper()
 	e := &env{keys: map[string]string{}, ids: map[string]string{}}
 	ctx := context.Background()
-	e.tally = tallytest.Start(t, func(o *server.Options) {
+	e.tally = tallytest.Start(t, func(o *tallytest.Config) {
 		e.store = auth.NewStore(o.Store)
 		for _, k := range []struct{ name, project, scopes string }{
 			{"alpha-ingest", "alpha", "ingest"},
@@ -82,9 +81,9 @@ func start(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Auth = e.keyring
-		o.Public = e.keyring.Public()
-		o.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.Server.Auth = e.keyring
+		o.Server.Public = e.keyring.Public()
+		o.Server.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/api/") { // an API route this build lacks
 				http.NotFound(w, r)
 				return
@@ -522,7 +521,7 @@ func testSession(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replica.AuthenticateRead(withToken()); !errors.Is(err, receiver.ErrUnauthenticated) {
+	if _, err := replica.AuthenticateRead(withToken()); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("the signed-out token on another replica: %v, want unauthenticated", err)
 	}
 

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/support/access"
 )
 
 // Scope is what a key may do.
@@ -47,7 +47,7 @@ const (
 )
 
 // DefaultProject is every caller's project while authentication is off.
-const DefaultProject = receiver.DefaultProject
+const DefaultProject = access.DefaultProject
 
 // KeyPrefix starts every key tally generates, so that a leaked key is easy to
 // recognise (and to find with secret scanners).

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/support/access"
 )
 
 // DefaultRefresh is how often a Keyring reloads managed keys: a key created
@@ -223,7 +223,7 @@ func (k *Keyring) AuthenticateIngest(r *http.Request) (string, error) {
 		return "", err
 	}
 	if !key.Has(ScopeIngest) {
-		return "", fmt.Errorf("%w: API key %s has no ingest scope", receiver.ErrForbidden, key.ID)
+		return "", fmt.Errorf("%w: API key %s has no ingest scope", access.ErrForbidden, key.ID)
 	}
 	return key.Project, nil
 }
@@ -248,7 +248,7 @@ func (k *Keyring) AuthenticateRead(r *http.Request) (string, error) {
 		}
 	}
 	if !key.Has(ScopeRead) {
-		return "", fmt.Errorf("%w: API key %s has no read scope", receiver.ErrForbidden, key.ID)
+		return "", fmt.Errorf("%w: API key %s has no read scope", access.ErrForbidden, key.ID)
 	}
 	return key.Project, nil
 }
@@ -266,7 +266,7 @@ func (k *Keyring) AuthenticateMetrics(r *http.Request) error {
 		return err
 	}
 	if !key.Has(ScopeMetrics) {
-		return fmt.Errorf("%w: API key %s has no metrics scope (create one with tally keys create --scope metrics)", receiver.ErrForbidden, key.ID)
+		return fmt.Errorf("%w: API key %s has no metrics scope (create one with tally keys create --scope metrics)", access.ErrForbidden, key.ID)
 	}
 	return nil
 }
@@ -285,12 +285,12 @@ func (k *Keyring) bearer(r *http.Request) (Key, error) {
 			// Whether any key is needed is not known yet.
 			return Key{}, ErrKeysUnavailable
 		}
-		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>)", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>)", access.ErrUnauthenticated)
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Key{}, fmt.Errorf("%w: Authorization header is not \"Bearer <key>\"", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: Authorization header is not \"Bearer <key>\"", access.ErrUnauthenticated)
 	}
 	return k.lookup(token)
 }
@@ -305,7 +305,7 @@ func (k *Keyring) lookup(plaintext string) (Key, error) {
 		if unavailable {
 			return Key{}, ErrKeysUnavailable
 		}
-		return Key{}, fmt.Errorf("%w: unknown or revoked API key", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: unknown or revoked API key", access.ErrUnauthenticated)
 	}
 	return key, nil
 }
@@ -318,11 +318,11 @@ func (k *Keyring) session(r *http.Request) (Key, error) {
 		return Key{}, ErrKeysUnavailable
 	}
 	if err != nil || k.cfg.Sessions == nil {
-		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>, or sign in at /login)", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: no API key (send Authorization: Bearer <key>, or sign in at /login)", access.ErrUnauthenticated)
 	}
 	sess, err := k.cfg.Sessions.Verify(c.Value)
 	if err != nil {
-		return Key{}, fmt.Errorf("%w: %w: sign in again at /login", receiver.ErrUnauthenticated, err)
+		return Key{}, fmt.Errorf("%w: %w: sign in again at /login", access.ErrUnauthenticated, err)
 	}
 	k.mu.RLock()
 	key, ok := k.byID[sess.KeyID]
@@ -333,10 +333,10 @@ func (k *Keyring) session(r *http.Request) (Key, error) {
 		return Key{}, ErrKeysUnavailable
 	}
 	if signedOut {
-		return Key{}, fmt.Errorf("%w: signed out: sign in again at /login", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: signed out: sign in again at /login", access.ErrUnauthenticated)
 	}
 	if !ok || key.Revoked() {
-		return Key{}, fmt.Errorf("%w: the session's API key was revoked: sign in again at /login", receiver.ErrUnauthenticated)
+		return Key{}, fmt.Errorf("%w: the session's API key was revoked: sign in again at /login", access.ErrUnauthenticated)
 	}
 	return key, nil
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tallyhq/tally/ingest/receiver"
+	"github.com/tallyhq/tally/support/access"
 )
 
 // fakeSource is a KeySource whose keys the test sets.
@@ -49,9 +49,9 @@ func outcome(project string, err error) string {
 	switch {
 	case err == nil:
 		return "project " + project
-	case errors.Is(err, receiver.ErrForbidden):
+	case errors.Is(err, access.ErrForbidden):
 		return "403"
-	case errors.Is(err, receiver.ErrUnauthenticated):
+	case errors.Is(err, access.ErrUnauthenticated):
 		return "401"
 	}
 	return "error " + err.Error()

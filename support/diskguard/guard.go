@@ -10,9 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,26 +307,4 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range st.Tables {
 		ch <- prometheus.MustNewConstMetric(tableDesc, prometheus.GaugeValue, float64(t.Bytes), t.Table)
 	}
-}
-
-// DirBytes is the size of the regular files in dir and below (the durable
-// log's segments: what the drain still writes to the store is at most
-// that); 0 for a missing dir.
-func DirBytes(dir string) (uint64, error) {
-	var n uint64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += uint64(fi.Size())
-			}
-		}
-		return nil
-	})
-	return n, err
 }

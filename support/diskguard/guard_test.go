@@ -3,8 +3,6 @@ package diskguard
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -96,18 +94,5 @@ func TestReserve(t *testing.T) {
 		if st := g.Status(); len(st.Disks) != 1 || (c.floor.Bytes > 0 && st.Disks[0].Reserve != 60) {
 			t.Errorf("%s: status %+v", c.name, st)
 		}
-	}
-	// The log's segments measure as the files under its directory.
-	dir := t.TempDir()
-	for name, size := range map[string]int{"a.seg": 100, "b.seg": 23} {
-		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, err := DirBytes(dir); err != nil || n != 123 {
-		t.Errorf("DirBytes = %d, %v; want 123", n, err)
-	}
-	if n, err := DirBytes(filepath.Join(dir, "missing")); err != nil || n != 0 {
-		t.Errorf("DirBytes of a missing dir = %d, %v; want 0", n, err)
 	}
 }

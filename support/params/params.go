@@ -1,5 +1,5 @@
 // Package params parses what a request or a command line may ask for —
-// time ranges and durations, trace and span ids, run-list filters — once,
+// time ranges and durations, trace and span ids, limits — once,
 // for the API, the UI and the CLI, so that all three accept and refuse the
 // same values with the same words.
 package params
@@ -7,14 +7,10 @@ package params
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tallyhq/tally/query"
 )
 
 // maxDays is the most days a time.Duration holds.
@@ -149,46 +145,4 @@ func Limit(v string) (int, error) {
 		return 0, fmt.Errorf("limit %q: want an integer from 1 to 1000", v)
 	}
 	return n, nil
-}
-
-// RunFilter parses a run-list request (the API's GET /runs, the UI's runs
-// page, tally runs): since, until, agent, model, service, task,
-// conversation, tool, status (the run's outcome: ok or error), has_errors
-// and has_recovered_errors (true or false), q, min_cost (USD), sort (one of
-// query.RunSorts) and dir (asc or desc), cursor and limit. The project is
-// the caller's to set.
-func RunFilter(q url.Values, now time.Time) (query.RunFilter, error) {
-	f := query.RunFilter{
-		Agent: q.Get("agent"), Model: q.Get("model"), Service: q.Get("service"), Task: q.Get("task"),
-		Conversation: q.Get("conversation"), Tool: q.Get("tool"), Status: q.Get("status"),
-		Search: q.Get("q"), Cursor: q.Get("cursor"), Sort: q.Get("sort"), Dir: q.Get("dir"),
-		HasErrors: q.Get("has_errors"), HasRecoveredErrors: q.Get("has_recovered_errors"),
-	}
-	var err error
-	if f.Since, f.Until, err = TimeRange(q.Get("since"), q.Get("until"), now); err != nil {
-		return f, err
-	}
-	if f.Limit, err = Limit(q.Get("limit")); err != nil {
-		return f, err
-	}
-	if s := q.Get("min_cost"); s != "" {
-		if f.MinCost, err = strconv.ParseFloat(s, 64); err != nil || f.MinCost < 0 || math.IsNaN(f.MinCost) || math.IsInf(f.MinCost, 0) {
-			return f, fmt.Errorf("min_cost %q: want a non-negative number of USD", s)
-		}
-	}
-	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
-		return f, fmt.Errorf("status %q: want ok or error", f.Status)
-	}
-	if f.Sort != "" && !slices.Contains(query.RunSorts(), f.Sort) {
-		return f, fmt.Errorf("sort %q: want one of %s", f.Sort, strings.Join(query.RunSorts(), ", "))
-	}
-	if f.Dir != "" && f.Dir != "asc" && f.Dir != "desc" {
-		return f, fmt.Errorf("dir %q: want asc or desc", f.Dir)
-	}
-	for _, b := range []struct{ name, v string }{{"has_errors", f.HasErrors}, {"has_recovered_errors", f.HasRecoveredErrors}} {
-		if b.v != "" && b.v != "true" && b.v != "false" {
-			return f, fmt.Errorf("%s %q: want true or false", b.name, b.v)
-		}
-	}
-	return f, nil
 }

@@ -1,7 +1,6 @@
 package params
 
 import (
-	"net/url"
 	"testing"
 	"time"
 )
@@ -97,45 +96,6 @@ func TestTimeRangeEdges(t *testing.T) {
 			_, _, err := TimeRange(tt.since, tt.until, now)
 			if (err == nil) != tt.ok {
 				t.Fatalf("TimeRange(%q, %q) error %v, want ok %v", tt.since, tt.until, err, tt.ok)
-			}
-		})
-	}
-}
-
-func TestRunFilter(t *testing.T) {
-	now := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		query string
-		ok    bool
-	}{
-		{"", true},
-		{"status=ok", true},
-		{"status=error", true},
-		{"status=recovered", false},
-		{"has_errors=true", true},
-		{"has_errors=false", true},
-		{"has_errors=1", false},
-		{"has_recovered_errors=true", true},
-		{"has_recovered_errors=yes", false},
-		{"sort=start", true},
-		{"sort=duration&dir=asc", true},
-		{"sort=cost&dir=desc", true},
-		{"sort=tokens", true},
-		{"sort=errors", true},
-		{"sort=retries", true},
-		{"sort=task", false},
-		{"sort=Cost", false},
-		{"dir=up", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.query, func(t *testing.T) {
-			q, err := url.ParseQuery(tt.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = RunFilter(q, now)
-			if (err == nil) != tt.ok {
-				t.Fatalf("RunFilter(%q) error %v, want ok %v", tt.query, err, tt.ok)
 			}
 		})
 	}
