@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: deps deps-run build test bench run fmt clean fuzz
+.PHONY: deps deps-run build test bench run fmt clean fuzz docs
 
 # Install clickhouse-server, clickhouse-client, prometheus-alertmanager and
 # chromium from Debian, and chDB's libchdb.so (the embedded store's engine,
@@ -53,6 +53,11 @@ bench: deps
 # runs, and wait; Ctrl-C stops it.
 run: deps-run build
 	scripts/run.sh
+
+# Regenerate docs/configuration.md from the flag definitions (a test fails
+# while it is stale).
+docs:
+	$(GO) run ./cmd/tally docs configuration > docs/configuration.md
 
 fmt:
 	$(GO) fmt ./...

@@ -8,7 +8,7 @@
 # that library instead.
 #
 # Elsewhere (macOS, arm64, no npm): point CHDB_LIB_PATH or `tally serve
-# --chdb-lib` at a libchdb.so from chDB's releases; see the README.
+# --chdb-lib` at a libchdb.so from chDB's releases; see docs/operations.md.
 set -euo pipefail
 
 package=@chdb/lib-linux-x64-gnu
