@@ -22,15 +22,14 @@ import (
 	"github.com/tallyhq/tally/support/params"
 )
 
-// RunLister answers the run list; *query.Reader and *query.CostReader
-// implement it.
+// RunLister answers the run list; query.RunReader implements it.
 type RunLister interface {
 	Runs(ctx context.Context, f query.RunFilter) (query.RunPage, error)
 }
 
 // TreeReader reads one run: its summary and tree within the options'
 // bounds, and one span's children of a run answered in part;
-// *query.Reader implements it.
+// query.TreeReader implements it.
 type TreeReader interface {
 	RunTree(ctx context.Context, project, traceID string, o query.TreeOptions) (*query.RunDetail, error)
 	Children(ctx context.Context, project, traceID, spanID string, o query.ChildrenOptions) (*query.ChildrenPart, error)
@@ -177,7 +176,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 }
 
 // TraceResolver finds the runs whose trace id starts with a prefix, so the
-// API takes the short ids the UI shows; *query.Reader implements it.
+// API takes the short ids the UI shows; query.RunReader implements it.
 type TraceResolver interface {
 	TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error)
 }

@@ -10,16 +10,16 @@ import (
 	"github.com/tallyhq/tally/transcript"
 )
 
-// ContentReader is what the span-content endpoint needs; *query.Reader
-// implements it.
+// ContentReader is what the span-content endpoint needs;
+// query.ContentReader implements it.
 type ContentReader interface {
 	SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error)
 	// MissingSpans tells a span with no content from no span (404).
 	MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error)
 }
 
-// ChatReader reads a span's conversation in one shape; *query.Reader
-// implements it. Without it the content answer has no chat.
+// ChatReader reads a span's conversation in one shape;
+// query.ContentReader implements it. Without it the content answer has no chat.
 type ChatReader interface {
 	SpanChat(ctx context.Context, project, traceID, spanID string, contents []schema.Content) (transcript.Chat, error)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/tallyhq/tally/query"
 )
 
-// Conversations is what GET /conversations needs; *query.Reader implements it.
+// Conversations is what GET /conversations needs; query.RunReader implements it.
 type Conversations interface {
 	Conversations(ctx context.Context, f query.ConversationFilter) (query.ConversationPage, error)
 	Conversation(ctx context.Context, project, id string) (*query.ConversationDetail, error)

@@ -12,9 +12,8 @@ import (
 )
 
 // Costs is what the cost and cache endpoints need; *query.CostReader
-// implements it (and, embedding *query.Reader, Runs too). The handler finds
-// it by asserting the Runs value given to New, so passing a
-// *query.CostReader to New turns the endpoints on; otherwise they answer 501.
+// implements it (it needs the price catalog: without one, Options.Costs is
+// nil and the endpoints answer 501).
 type Costs interface {
 	Costs(ctx context.Context, f query.CostFilter) (query.CostReport, error)
 	Cache(ctx context.Context, f query.CacheFilter) (query.CacheReport, error)

@@ -13,7 +13,7 @@ import (
 	"github.com/tallyhq/tally/replay/recording"
 )
 
-// Fixtures is what the fixture endpoint needs; *query.Reader implements it.
+// Fixtures is what the fixture endpoint needs; query.FixtureReader implements it.
 type Fixtures interface {
 	FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...recording.BuildOption) (*replay.Fixture, error)
 }

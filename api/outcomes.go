@@ -20,8 +20,8 @@ import (
 	"github.com/tallyhq/tally/support/params"
 )
 
-// Outcomes is what the outcome and task endpoints read; *query.Reader
-// implements it (found by asserting the Runs value given to New).
+// Outcomes is what the outcome and task endpoints read;
+// query.OutcomeReader implements it.
 type Outcomes interface {
 	RunExtent(ctx context.Context, project, traceID string) (first, last time.Time, err error)
 	Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]query.Outcome, error)

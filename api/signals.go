@@ -14,8 +14,8 @@ import (
 	"github.com/tallyhq/tally/support/params"
 )
 
-// SignalReader counts runs' safety signals; *query.Reader implements it
-// (found by asserting the Runs value given to New).
+// SignalReader counts runs' safety signals; query.ReviewReader implements
+// it.
 type SignalReader interface {
 	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
 }
@@ -56,7 +56,7 @@ func (h *Handler) getSignals(c *gin.Context) {
 	c.JSON(http.StatusOK, rep)
 }
 
-// CapsReader sets run caps from data; *query.Reader implements it.
+// CapsReader sets run caps from data; query.ReviewReader implements it.
 type CapsReader interface {
 	Caps(ctx context.Context, f query.CapsFilter) (*query.CapsReport, error)
 }

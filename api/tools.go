@@ -10,7 +10,7 @@ import (
 	"github.com/tallyhq/tally/query"
 )
 
-// ToolStatsReader is what GET /tools needs; *query.Reader implements it.
+// ToolStatsReader is what GET /tools needs; query.ToolReader implements it.
 type ToolStatsReader interface {
 	Tools(ctx context.Context, f query.ToolFilter) ([]query.ToolStats, error)
 	Models(ctx context.Context, w query.Window) ([]query.ModelStats, error)

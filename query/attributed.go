@@ -42,12 +42,12 @@ func factDest(f *attribution.Span) []any {
 // charged for on a sibling. A run is loaded only as far as window reaches
 // around the range, which bounds the cost of a load; a run longer than the
 // window may lose an ancestor and fall back to the nearest one loaded.
-func (r *Reader) loadSpans(ctx context.Context, project string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
+func (r *core) loadSpans(ctx context.Context, project string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
 	return r.loadSpansShard(ctx, project, from, to, window, Shard{})
 }
 
 // loadSpansShard is loadSpans for the runs of one shard.
-func (r *Reader) loadSpansShard(ctx context.Context, project string, from, to time.Time, window time.Duration, shard Shard) ([]attribution.Attributed, error) {
+func (r *core) loadSpansShard(ctx context.Context, project string, from, to time.Time, window time.Duration, shard Shard) ([]attribution.Attributed, error) {
 	if !to.After(from) {
 		return nil, nil
 	}
@@ -83,7 +83,7 @@ func (r *Reader) loadSpansShard(ctx context.Context, project string, from, to ti
 }
 
 // loadRunSpans is loadSpans for the given runs of one project only.
-func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
+func (r *core) loadRunSpans(ctx context.Context, project string, traces []string, from, to time.Time, window time.Duration) ([]attribution.Attributed, error) {
 	if !to.After(from) || len(traces) == 0 {
 		return nil, nil
 	}
@@ -101,7 +101,7 @@ func (r *Reader) loadRunSpans(ctx context.Context, project string, traces []stri
 // (attribution.Attribute) and returns those starting in [from, to).
 // Attribution keeps each span's highest version, what FINAL would keep, so q
 // need not use FINAL.
-func (r *Reader) attributeFacts(ctx context.Context, q string, args []any, from, to time.Time) ([]attribution.Attributed, error) {
+func (r *core) attributeFacts(ctx context.Context, q string, args []any, from, to time.Time) ([]attribution.Attributed, error) {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)

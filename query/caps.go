@@ -92,7 +92,7 @@ var capMeasures = []string{"iterations", "tool_calls", "tokens", "cost", "wall"}
 // Caps reads the runs f selects with their verdicts and approvals (only
 // those: not the whole safety review), and per task sets caps from the
 // successful runs.
-func (r *Reader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
+func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, error) {
 	f.Multiplier = cmp.Or(f.Multiplier, DefaultCapMultiplier)
 	if !(f.Multiplier >= 1 && f.Multiplier <= 10) {
 		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)

@@ -49,13 +49,13 @@ type versionedRun struct {
 
 // versionedRuns reads the graded runs f selects with their configurations;
 // withRetries as runList.
-func (r *Reader) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, bool, error) {
+func (r *core) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, bool, error) {
 	runs, truncated, err := r.gradedRuns(ctx, f, outcome, MaxTaskRuns, withRetries)
 	if err != nil || len(runs) == 0 {
 		return nil, truncated, err
 	}
 	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i].RunSummary })
-	configs, err := r.RunConfigs(ctx, f.Project, ids, lo, hi)
+	configs, err := r.runConfigs(ctx, f.Project, ids, lo, hi)
 	if err != nil {
 		return nil, false, err
 	}
@@ -80,7 +80,7 @@ func byTaskVersion(runs []versionedRun) map[string]map[string][]versionedRun {
 
 // Versions lists each task's versions over the range: runs, first and last
 // seen, pass rate, cost per run and p95 duration.
-func (r *Reader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
+func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
 	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, false)
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ type CompareSpec struct {
 var ErrNoRuns = errors.New("no runs")
 
 // Compare compares a task between two versions or two time ranges.
-func (r *Reader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error) {
+func (r OutcomeReader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error) {
 	if s.Task == "" {
 		return nil, errors.New("task is required")
 	}
@@ -244,7 +244,7 @@ func (r *Reader) Compare(ctx context.Context, s CompareSpec) (*Comparison, error
 // LatestVersionChanges compares, for each task with two versions or more
 // in the range, the version first seen last (B) with the one before it
 // that ran most (A): what a regression alert watches.
-func (r *Reader) LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]Comparison, error) {
+func (r OutcomeReader) LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]Comparison, error) {
 	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome, true)
 	if err != nil {
 		return nil, err
@@ -426,7 +426,7 @@ func compareRuns(task string, a, b CompareSide, ra, rb []gradedRun) *Comparison 
 // LatestPeriodChanges compares, for each task that ran in both, the
 // period [until − window, until) (B) with the one of the same length
 // before it (A): what a period regression alert watches.
-func (r *Reader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
+func (r OutcomeReader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
 	mid, since := until.Add(-window), until.Add(-2*window)
 	// The run list's until is inclusive; the period is not.
 	runs, _, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, MaxTaskRuns, true)

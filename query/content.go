@@ -15,7 +15,7 @@ import (
 // SpanContent loads the captured content of one span (tool arguments and
 // results, messages, system instructions), deduplicated, ordered by kind
 // then source key. A span without content, or not in the project, has none.
-func (r *Reader) SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error) {
+func (r ContentReader) SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error) {
 	var rows []schema.Content
 	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
 		" WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key"
@@ -26,8 +26,20 @@ func (r *Reader) SpanContent(ctx context.Context, project, traceID, spanID strin
 }
 
 // MissingSpans returns the span ids of spanIDs the project does not hold
-// in the trace, in their order and once each (one primary-key range read).
-func (r *Reader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
+// in the trace, in their order and once each (one primary-key range read):
+// a span with no content is told from no span.
+func (r ContentReader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
+	return r.missingSpans(ctx, project, traceID, spanIDs)
+}
+
+// MissingSpans is ContentReader.MissingSpans, for the outcomes posted on a
+// run's spans.
+func (r OutcomeReader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
+	return r.missingSpans(ctx, project, traceID, spanIDs)
+}
+
+// missingSpans is MissingSpans.
+func (r *core) missingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
 	ids := make([]string, 0, len(spanIDs))
 	for _, id := range spanIDs {
 		if id = strings.ToLower(id); !slices.Contains(ids, id) {
@@ -47,7 +59,7 @@ func (r *Reader) MissingSpans(ctx context.Context, project, traceID string, span
 }
 
 // RunExists reports whether the project holds any span of the trace.
-func (r *Reader) RunExists(ctx context.Context, project, traceID string) (bool, error) {
+func (r ContentReader) RunExists(ctx context.Context, project, traceID string) (bool, error) {
 	var n uint64
 	q := "SELECT count() FROM " + r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id = ?"
 	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID)).Scan(&n); err != nil {
@@ -61,7 +73,7 @@ func (r *Reader) RunExists(ctx context.Context, project, traceID string) (bool, 
 // flattened message attributes and its message events, in whichever
 // dialect the instrumentation used (see package transcript). A span
 // without any has an empty chat.
-func (r *Reader) SpanChat(ctx context.Context, project, traceID, spanID string, contents []schema.Content) (transcript.Chat, error) {
+func (r ContentReader) SpanChat(ctx context.Context, project, traceID, spanID string, contents []schema.Content) (transcript.Chat, error) {
 	key := SpanKey{strings.ToLower(traceID), strings.ToLower(spanID)}
 	chats, err := r.spanChats(ctx, project, []SpanKey{key}, contents)
 	if err != nil {
@@ -77,7 +89,7 @@ type SpanKey struct{ TraceID, SpanID string }
 // the content table and one over the spans table, whatever their number;
 // non-nil contents are the spans' content rows, already loaded, and save
 // the first.
-func (r *Reader) spanChats(ctx context.Context, project string, keys []SpanKey, contents []schema.Content) (map[SpanKey]transcript.Chat, error) {
+func (r *core) spanChats(ctx context.Context, project string, keys []SpanKey, contents []schema.Content) (map[SpanKey]transcript.Chat, error) {
 	out := make(map[SpanKey]transcript.Chat, len(keys))
 	if len(keys) == 0 {
 		return out, nil

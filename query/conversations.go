@@ -44,7 +44,7 @@ type ConversationPage struct {
 // Conversations lists conversations, most recently active first. A run
 // belongs to the conversation named on any of its spans; its totals follow
 // the run rules (usage from inference spans only).
-func (r *Reader) Conversations(ctx context.Context, f ConversationFilter) (ConversationPage, error) {
+func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (ConversationPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -122,7 +122,7 @@ type ConversationDetail struct {
 
 // Conversation loads one conversation's runs (at most 1000, oldest first)
 // with their totals; ErrNotFound when no run carries the id.
-func (r *Reader) Conversation(ctx context.Context, project, id string) (*ConversationDetail, error) {
+func (r RunReader) Conversation(ctx context.Context, project, id string) (*ConversationDetail, error) {
 	page, err := r.Runs(ctx, RunFilter{Project: project, Conversation: id, Limit: 1000})
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ type Transcript struct {
 // ConversationTranscript reads a conversation as chat, one turn per run;
 // ErrNotFound when no run carries the id. A run whose calls captured no
 // messages has a turn without messages.
-func (r *Reader) ConversationTranscript(ctx context.Context, project, id string) (*Transcript, error) {
+func (r RunReader) ConversationTranscript(ctx context.Context, project, id string) (*Transcript, error) {
 	d, err := r.Conversation(ctx, project, id)
 	if err != nil {
 		return nil, err

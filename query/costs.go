@@ -348,7 +348,7 @@ func ceilHour(t time.Time) time.Time {
 //
 // A non-nil match keeps only the spans it accepts; the rollup cannot
 // answer for such a subset, so every hour is read live.
-func (r *Reader) aggregate(ctx context.Context, project string, since, until time.Time, bucket string, views []view,
+func (r *core) aggregate(ctx context.Context, project string, since, until time.Time, bucket string, views []view,
 	match func(*attribution.Attributed) bool) ([]aggregation, Freshness, error) {
 	out := make([]aggregation, len(views))
 	for i := range out {
@@ -424,7 +424,7 @@ func (r *Reader) aggregate(ctx context.Context, project string, since, until tim
 const liveChunk = 6 * time.Hour
 
 // aggregateLive adds the spans of lr, read from raw spans, to the views.
-func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange, bucket string, views []view,
+func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, bucket string, views []view,
 	match func(*attribution.Attributed) bool, out []aggregation) error {
 	for from := lr.Since; from.Before(lr.Until); from = from.Add(liveChunk) {
 		to := from.Add(liveChunk)
@@ -454,7 +454,7 @@ func (r *Reader) aggregateLive(ctx context.Context, project string, lr TimeRange
 }
 
 // rolledHours lists the hours in [from, to) the rollup has computed.
-func (r *Reader) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time, error) {
+func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time, error) {
 	if !to.After(from) {
 		return nil, nil
 	}
@@ -504,7 +504,7 @@ func latestGeneration(table string) string {
 // readRollup adds the rollup's rows of the given hours to agg. The hour list
 // is the one read from the rollup's hour record before, so that hours read
 // here and hours read live never overlap.
-func (r *Reader) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
+func (r *core) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
 	list := make([]string, len(hours))
 	for i, h := range hours {
 		list[i] = strconv.FormatInt(h.Unix(), 10)
@@ -554,7 +554,7 @@ var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}}
 // hourly rollup once Rollup has computed them, everything else from raw
 // spans; either way every span counts once. The report also lists the
 // models no price matched.
-func (r *Reader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
+func (r SpendReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
 	f = f.withDefaults(time.Now())
 	if err := f.Validate(f.Until); err != nil {
 		return CostReport{}, err

@@ -30,7 +30,7 @@ func TestCursor(t *testing.T) {
 	}
 	// The run list's tie-breaker is a trace id: 32 hex characters. The check
 	// comes before any query, so a Reader without a store answers it.
-	_, err := (&Reader{}).Runs(context.Background(), RunFilter{Project: "p", Cursor: cursor{42, "conv-1"}.encode()})
+	_, err := NewReader(nil).Runs(context.Background(), RunFilter{Project: "p", Cursor: cursor{42, "conv-1"}.encode()})
 	if err == nil || !strings.Contains(err.Error(), "invalid cursor") {
 		t.Errorf("run list with a conversation cursor: %v, want invalid cursor", err)
 	}

@@ -15,7 +15,7 @@ import (
 // Contents loads every content row of a run (tool arguments and results,
 // messages, system instructions), deduplicated, ordered by span id, kind and
 // source key. A run without content, or not in the project, has none.
-func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schema.Content, error) {
+func (r FixtureReader) Contents(ctx context.Context, project, traceID string) ([]schema.Content, error) {
 	var rows []schema.Content
 	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
 		" WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
@@ -30,7 +30,7 @@ func (r *Reader) Contents(ctx context.Context, project, traceID string) ([]schem
 // result or error, and the calls whose content was not captured (see
 // replay/FORMAT.md). It returns ErrNotFound when the project holds no span of
 // the run. The fixture's source_version is this build's version.
-func (r *Reader) Fixture(ctx context.Context, project, traceID string, opts ...recording.BuildOption) (*replay.Fixture, error) {
+func (r FixtureReader) Fixture(ctx context.Context, project, traceID string, opts ...recording.BuildOption) (*replay.Fixture, error) {
 	return r.FixtureWithin(ctx, project, traceID, 0, opts...)
 }
 
@@ -40,7 +40,7 @@ var ErrRunTooLarge = errors.New("run has more spans than this read allows")
 // FixtureWithin is Fixture for a run of at most maxSpans spans (0: no
 // bound); a larger run gives ErrRunTooLarge, since a fixture must hold every
 // call of the run.
-func (r *Reader) FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...recording.BuildOption) (*replay.Fixture, error) {
+func (r FixtureReader) FixtureWithin(ctx context.Context, project, traceID string, maxSpans int, opts ...recording.BuildOption) (*replay.Fixture, error) {
 	traceID = strings.ToLower(traceID)
 	spans, more, err := r.spans(ctx, project, traceID, maxSpans)
 	if err != nil {

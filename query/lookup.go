@@ -12,7 +12,7 @@ import (
 // with prefix (lowercase hex), in order: how a short id the UI shows finds
 // its run. The spans table is ordered by (project, trace_id), so the range
 // prefix ≤ id < prefix+"g" reads only the matching part of the index.
-func (r *Reader) TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error) {
+func (r RunReader) TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error) {
 	prefix = strings.ToLower(prefix)
 	var ids []string
 	q := "SELECT DISTINCT trace_id FROM " + r.store.Table(schema.TableSpans) +

@@ -76,7 +76,12 @@ func traceSet(ids []string) clickhouse.GroupSet {
 // latest post of each) and those their spans carry. lo and hi bound when
 // the runs' spans start (from the first run's start to the last one's
 // end), for partition pruning.
-func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]Outcome, error) {
+func (r OutcomeReader) Outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]Outcome, error) {
+	return r.outcomes(ctx, project, traceIDs, lo, hi)
+}
+
+// outcomes is Outcomes, for the reports built on outcomes (tasks).
+func (r *core) outcomes(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string][]Outcome, error) {
 	out := map[string][]Outcome{}
 	for len(traceIDs) > 0 {
 		chunk := traceIDs[:min(outcomeChunk, len(traceIDs))]
@@ -93,7 +98,7 @@ func (r *Reader) Outcomes(ctx context.Context, project string, traceIDs []string
 }
 
 // postedOutcomes adds the posted outcomes of a set of runs to out.
-func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
+func (r *core) postedOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
 	// run_start (the partition key) is the run's first start when the
 	// outcome was posted: within [lo, hi]. A later span can move a run's
 	// start, so a replacement may sit in another partition than what it
@@ -131,7 +136,7 @@ func (r *Reader) postedOutcomes(ctx context.Context, project string, set clickho
 }
 
 // spanOutcomes adds the evaluation results the runs' spans carry to out.
-func (r *Reader) spanOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
+func (r *core) spanOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
 	where := "project = ? AND trace_id IN ? AND start >= ? AND start <= ?"
 	args := []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
 	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs FROM " + r.store.Table(schema.TableSpans) +
@@ -198,7 +203,7 @@ func outcomeOf(traceID, spanID, origin string, get func(string) string) Outcome 
 
 // RunExtent is when a run's first and last spans start, to the second
 // (ErrNotFound for no such run).
-func (r *Reader) RunExtent(ctx context.Context, project, traceID string) (first, last time.Time, err error) {
+func (r OutcomeReader) RunExtent(ctx context.Context, project, traceID string) (first, last time.Time, err error) {
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil {
 		return time.Time{}, time.Time{}, err

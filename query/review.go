@@ -39,7 +39,7 @@ type runReview struct {
 }
 
 // reviewConfig is the review's configuration under the reader's options.
-func (r *Reader) reviewConfig() safety.Config {
+func (r *core) reviewConfig() safety.Config {
 	return safety.Config{Effects: r.effects, Registry: r.registry, Limits: r.limits, Caps: r.caps, Validator: r.validator}
 }
 
@@ -54,7 +54,7 @@ const reviewChunk = 250
 // package safety's review on each and hands it to each, in the order of
 // runs. Runs with no spans read are reviewed empty. A review is not kept
 // after each returns, so only one chunk is in memory at a time.
-func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSummary, each func(run *RunSummary, rv *runReview)) error {
+func (r *core) reviewRuns(ctx context.Context, project string, runs []RunSummary, each func(run *RunSummary, rv *runReview)) error {
 	cfg := r.reviewConfig()
 	for start := 0; start < len(runs); start += reviewChunk {
 		chunk := runs[start:min(start+reviewChunk, len(runs))]
@@ -80,7 +80,7 @@ func (r *Reader) reviewRuns(ctx context.Context, project string, runs []RunSumma
 // order: tool and inference spans, roots, and spans carrying an approval,
 // a partial result or a framework's limit error; with only the attributes
 // and events the review reads.
-func (r *Reader) reviewSpans(ctx context.Context, project string, ids []string, lo, hi time.Time) (map[string][]schema.Span, error) {
+func (r *core) reviewSpans(ctx context.Context, project string, ids []string, lo, hi time.Time) (map[string][]schema.Span, error) {
 	set := traceSet(ids)
 	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
 	limitErrors := make([]string, 0, len(safety.IncompleteErrors))
@@ -134,7 +134,7 @@ type reviewedContent struct {
 // run (the same tools offered each turn), so each span reads only their
 // hash, each distinct text is read and parsed once, and spans offered the
 // same text share one parsed value.
-func (r *Reader) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
+func (r *core) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
 	set := traceSet(ids)
 	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
 	table := final(r.store.Table(schema.TableContent))
@@ -351,7 +351,7 @@ func spanApprovals(s *schema.Span, attr func(string) string) []safety.Approval {
 
 // runApprovals reads only the approvals of runs, by trace id: what caps
 // need of them (their waits), without the rest of the review's reads.
-func (r *Reader) runApprovals(ctx context.Context, project string, runs []RunSummary) (map[string][]safety.Approval, error) {
+func (r *core) runApprovals(ctx context.Context, project string, runs []RunSummary) (map[string][]safety.Approval, error) {
 	out := map[string][]safety.Approval{}
 	approvalAttrs := []string{safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute}
 	keep := "has(['" + strings.Join(approvalAttrs, "', '") + "'], k)"
@@ -444,7 +444,7 @@ func reviewOutline() schema.OutlineKeep {
 // stepFacts sets the effect class and terminal status of the tool nodes
 // under roots from the run's spans: what a page of children shows, without
 // the review's content read and signals.
-func (r *Reader) stepFacts(project string, sum RunSummary, roots []*SpanNode, spans []schema.Span) {
+func (r *core) stepFacts(project string, sum RunSummary, roots []*SpanNode, spans []schema.Span) {
 	run := buildReview(project, &sum, spans, &reviewedContent{}, r.effects)
 	applyReview(&RunDetail{Summary: sum, Roots: roots}, &runReview{run: run})
 }
@@ -452,7 +452,7 @@ func (r *Reader) stepFacts(project string, sum RunSummary, roots []*SpanNode, sp
 // reviewDetail reviews the run of a detail from the spans it was built
 // from (read whole, or as an outline keeping reviewOutline) and the run's
 // recorded tool content, and applies the review.
-func (r *Reader) reviewDetail(ctx context.Context, project string, d *RunDetail, spans []schema.Span) error {
+func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, spans []schema.Span) error {
 	ids, lo, hi := runsExtent(1, func(int) *RunSummary { return &d.Summary })
 	content, err := r.reviewContent(ctx, project, ids, lo, hi)
 	if err != nil {
@@ -537,7 +537,7 @@ type SignalMinute struct {
 // Signals reviews the runs f selects, as a run's detail does, and counts
 // their signals by kind and tool (or task or agent), and their tools'
 // steps by terminal status.
-func (r *Reader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, error) {
+func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsReport, error) {
 	f.By = cmp.Or(f.By, "tool")
 	if f.By != "tool" && f.By != "task" && f.By != "agent" {
 		return nil, fmt.Errorf("by %q: want tool, task or agent", f.By)

@@ -19,7 +19,7 @@ import (
 // returns the spans starting in [from, to) (see loadSpans). project "" loads
 // every project. shard limits the load to one part of the runs, so that a
 // range of many spans can be aggregated part by part in bounded memory.
-func (r *Reader) AttributedSpans(ctx context.Context, project string, from, to time.Time, window time.Duration, shard Shard) ([]attribution.Attributed, error) {
+func (r RollupSource) AttributedSpans(ctx context.Context, project string, from, to time.Time, window time.Duration, shard Shard) ([]attribution.Attributed, error) {
 	return r.loadSpansShard(ctx, project, from, to, window, shard)
 }
 
@@ -40,7 +40,7 @@ type HourFingerprint struct {
 // SpanFingerprints reads the fingerprint of each hour in [from, to) of
 // span_facts, the table AttributedSpans reads. Duplicates are not collapsed:
 // they are part of what the fingerprint records.
-func (r *Reader) SpanFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
+func (r RollupSource) SpanFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
 	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
 		r.store.Table(schema.TableSpanFacts)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
 	if err != nil {
@@ -63,7 +63,7 @@ func (r *Reader) SpanFingerprints(ctx context.Context, from, to time.Time) (map[
 
 // RollupFingerprints reads, for each hour in [from, to) the rollup has
 // computed, the span fingerprint its latest computation recorded.
-func (r *Reader) RollupFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
+func (r RollupSource) RollupFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
 	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM "+
 		r.store.Table(schema.TableCostRollupHours)+" WHERE hour >= ? AND hour < ? GROUP BY h", from, to)
 	if err != nil {
@@ -87,7 +87,7 @@ func (r *Reader) RollupFingerprints(ctx context.Context, from, to time.Time) (ma
 // RollupKeys lists the rollup rows of the latest computation of the hours in
 // [from, to) that are not tombstones, with only their key columns (project,
 // grain, hour and the dimensions) and Spans set.
-func (r *Reader) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.CostRollupRow, error) {
+func (r RollupSource) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.CostRollupRow, error) {
 	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
 		"service", "tool", "conversation_id", "user_id", "spans"}
 	table := r.store.Table(schema.TableCostRollup)
@@ -119,7 +119,7 @@ func (r *Reader) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.C
 
 // SpanRows reads whole span rows, deduplicated (FINAL), starting in
 // [from, to); project "" reads every project.
-func (r *Reader) SpanRows(ctx context.Context, project string, from, to time.Time) ([]schema.Span, error) {
+func (r RollupSource) SpanRows(ctx context.Context, project string, from, to time.Time) ([]schema.Span, error) {
 	q := "SELECT " + schema.SpanColumnNames() + " FROM " + final(r.store.Table(schema.TableSpans)) +
 		" WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
 	args := []any{from.Truncate(time.Second), to.Truncate(time.Second), uint64(from.UnixNano()), uint64(to.UnixNano())}

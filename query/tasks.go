@@ -102,7 +102,7 @@ type gradedRun struct {
 
 // Tasks reports how consistent each task (or agent) is over the runs
 // that started in the filter's range, most runs first.
-func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) {
+func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) {
 	if f.By == "" {
 		f.By = "task"
 	}
@@ -165,7 +165,7 @@ func (r *Reader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) 
 // gradedRuns reads the runs f selects (newest first, at most max) with
 // their verdicts by the named outcome (RunVerdict), and whether the range
 // held more; withRetries as runList.
-func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, withRetries bool) ([]gradedRun, bool, error) {
+func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, withRetries bool) ([]gradedRun, bool, error) {
 	f.Limit, f.Cursor, f.Sort, f.Dir = max, "", "", ""
 	page, err := r.runList(ctx, f, withRetries)
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *Reader) gradedRuns(ctx context.Context, f RunFilter, outcome string, ma
 		return nil, truncated, nil
 	}
 	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i] })
-	outcomes, err := r.Outcomes(ctx, f.Project, ids, lo, hi)
+	outcomes, err := r.outcomes(ctx, f.Project, ids, lo, hi)
 	if err != nil {
 		return nil, false, err
 	}

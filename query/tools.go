@@ -52,7 +52,7 @@ func (w Window) where() (string, []any) {
 // ToolCalls loads the tool spans of a window, deduplicated, ordered by run
 // and start time. Retries whose earlier attempt started before the window are
 // still seen through the attempt attribute, but not through the other rules.
-func (r *Reader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCall, error) {
+func (r ToolReader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCall, error) {
 	where, args := w.where()
 	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
 		" status = 'error', start_ns, duration_ns, attempt FROM " + final(r.store.Table(schema.TableSpanFacts)) +
@@ -138,7 +138,7 @@ const exampleRuns = 5
 // runs. Retries and repeats are decided in one place, Go's
 // attribution.RetryClassifier, over compact rows of every run's calls (see
 // classifyWindow): ClickHouse only loads them.
-func (r *Reader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
+func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
 	// The three queries are independent: run them at once, so that one's
 	// single-threaded stages (deduplication, transfer, classification)
 	// overlap the others' scans.
@@ -198,7 +198,7 @@ type toolClassified struct {
 
 // classifyTools classifies the window's calls (classifyWindow) and sums,
 // per tool (f.Tool only when set), retries and repeats.
-func (r *Reader) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
+func (r *core) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
 	out := map[string]*toolClassified{}
 	err := r.classifyWindow(ctx, f.Window, func(c *windowCall, class attribution.Class) {
 		if class == attribution.ClassOriginal || (f.Tool != "" && c.tool != f.Tool) {
@@ -264,19 +264,9 @@ type toolAgg struct {
 // tool statistics do not read, so any row of a span will do, and keeping the
 // first one seen needs neither the merge of every part's rows that FINAL does
 // nor reading the rows of other span types.
-func (r *Reader) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, error) {
-	where, args := f.toolWhere()
-	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'),
-	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
-	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')]) AS pm, 1),
-	tupleElement(pm, 2), tupleElement(pm, 3)
-FROM (
-	SELECT trace_id, span_id, tool_name, status, duration_ns, start
-	FROM ` + r.store.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'tool'
-	` + onePerSpan + `)
-GROUP BY tool ORDER BY tool`
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+func (r *core) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, error) {
+	q, args := toolAggregatesSQL(r.store, f)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tool statistics: %w", err)
 	}
@@ -311,6 +301,22 @@ GROUP BY tool ORDER BY tool`
 	return out, nil
 }
 
+// toolAggregatesSQL builds toolAggregates' statement.
+func toolAggregatesSQL(t tables, f ToolFilter) (string, []any) {
+	where, args := f.toolWhere()
+	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'),
+	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
+	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')]) AS pm, 1),
+	tupleElement(pm, 2), tupleElement(pm, 3)
+FROM (
+	SELECT trace_id, span_id, tool_name, status, duration_ns, start
+	FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'tool'
+	` + onePerSpan + `)
+GROUP BY tool ORDER BY tool`
+	return q, append([]any{UnknownName}, args...)
+}
+
 // toolWhere is the WHERE clause of the filter's spans (all types; the
 // queries add span_type).
 func (f ToolFilter) toolWhere() (string, []any) {
@@ -331,7 +337,7 @@ type toolExampleRuns struct {
 // with the latest failed calls. It reads each
 // run's maximum per tool, which a duplicate row cannot change, so it needs
 // no deduplication.
-func (r *Reader) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
+func (r *core) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
 	where, args := f.toolWhere()
 	top := func(what string) string {
 		return "arraySlice(arrayReverseSort(" + what + "), 1, " + fmt.Sprint(exampleRuns) + ")"
@@ -377,7 +383,7 @@ type windowCall struct {
 // toolAggregates) groups them per run and unfolds them again (ARRAY JOIN),
 // so a run's calls arrive together as compact rows: ids and arguments come as
 // cityHash64 keys (see attribution.KeyedCall). visit sees every call.
-func (r *Reader) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
+func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
 	where, args := w.where()
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (
@@ -489,7 +495,7 @@ type ModelStats struct {
 // model: counts and percentiles over the window's deduplicated inference
 // spans (LIMIT 1 BY, as toolAggregates), and, at the same time, the runs of
 // the slowest calls.
-func (r *Reader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
+func (r ToolReader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
 	var (
 		wg             sync.WaitGroup
 		out            []ModelStats
@@ -510,7 +516,7 @@ func (r *Reader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
 }
 
 // modelLatency computes Models' counts and percentiles.
-func (r *Reader) modelLatency(ctx context.Context, w Window) ([]ModelStats, error) {
+func (r *core) modelLatency(ctx context.Context, w Window) ([]ModelStats, error) {
 	where, args := w.where()
 	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
 	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
@@ -549,7 +555,7 @@ GROUP BY m ORDER BY m`
 // slowestModelRuns picks per model the runs of the slowest calls: each run's
 // slowest call per model (a maximum, which duplicates cannot change), the
 // top ones.
-func (r *Reader) slowestModelRuns(ctx context.Context, w Window) (map[string][]string, error) {
+func (r *core) slowestModelRuns(ctx context.Context, w Window) (map[string][]string, error) {
 	where, args := w.where()
 	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
 		fmt.Sprint(exampleRuns) + `))
@@ -588,7 +594,7 @@ type RunCost struct {
 // budgetUSD in total (each call counted once, see attribution/counted.go), most expensive first, at
 // most limit. A run straddling the window's start counts only its spans
 // inside the window.
-func (r *Reader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
+func (r ToolReader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
 	where, args := w.where()
 	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + final(r.store.Table(schema.TableSpanFacts)) +
 		" WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
@@ -624,7 +630,7 @@ type RepeatLoop struct {
 // RepeatLoops lists (run, tool, arguments) triples with at least minCalls
 // successful calls in the window, most calls first, at most limit. Failed
 // calls are left out: retrying a failing call is not a no-progress loop.
-func (r *Reader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int) ([]RepeatLoop, error) {
+func (r ToolReader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int) ([]RepeatLoop, error) {
 	where, args := w.where()
 	// Deduplicated by counting distinct span ids: the rows of one span differ
 	// only in version and cost, so a duplicate never changes the filters.
@@ -664,7 +670,7 @@ type UsageMinute struct {
 
 // UsageByMinute sums cache-read tokens (inference spans with their own usage,
 // as in run totals) and cost (every span) per agent, model and minute.
-func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, error) {
+func (r ToolReader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, error) {
 	where, args := w.where()
 	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
 		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sumIf(cost_total, usage_mode != 'aggregated')" +
@@ -688,7 +694,7 @@ func (r *Reader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, er
 }
 
 // Projects lists the projects with spans started at or after since.
-func (r *Reader) Projects(ctx context.Context, since time.Time) ([]string, error) {
+func (r ToolReader) Projects(ctx context.Context, since time.Time) ([]string, error) {
 	q := "SELECT DISTINCT project FROM " + r.store.Table(schema.TableSpanFacts) + " WHERE start >= ? ORDER BY project"
 	rows, err := r.store.Conn().Query(ctx, q, since.UTC().Truncate(time.Second))
 	if err != nil {

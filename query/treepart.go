@@ -50,7 +50,7 @@ const wideChunk = 1000
 
 // RunTree loads one run's summary and span tree within o's bounds. A run of
 // at most MaxNodes spans is read whole in one query, like Run.
-func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOptions) (*RunDetail, error) {
+func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o TreeOptions) (*RunDetail, error) {
 	if o.MaxNodes <= 0 {
 		return r.RunWithin(ctx, project, traceID, o.MaxSpans)
 	}
@@ -98,7 +98,7 @@ func (r *Reader) RunTree(ctx context.Context, project, traceID string, o TreeOpt
 // outline reads a run's outline (at most maxSpans spans, the earliest) and
 // builds its detail: tree, counted flags, subtree figures, retry classes,
 // and the whole run's summary.
-func (r *Reader) outline(ctx context.Context, project, traceID string, ext runExtent, maxSpans int) (*RunDetail, []schema.Span, error) {
+func (r *core) outline(ctx context.Context, project, traceID string, ext runExtent, maxSpans int) (*RunDetail, []schema.Span, error) {
 	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutlineList(reviewOutline()), ext, maxSpans)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +139,7 @@ type ChildrenPart struct {
 // their subtrees breadth-first within o.MaxNodes; their figures (counted
 // flags, subtree cost, retry classes) are those of the whole run's tree.
 // A span the run does not hold is ErrNotFound.
-func (r *Reader) Children(ctx context.Context, project, traceID, spanID string, o ChildrenOptions) (*ChildrenPart, error) {
+func (r TreeReader) Children(ctx context.Context, project, traceID, spanID string, o ChildrenOptions) (*ChildrenPart, error) {
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil {
 		return nil, err
@@ -279,7 +279,7 @@ func prune(roots []*SpanNode, max int, pins []string) (keptRoots, kept []*SpanNo
 
 // fillWide reads the wide columns (attributes, resource, events) of the
 // given nodes of a run and sets them.
-func (r *Reader) fillWide(ctx context.Context, project, traceID string, ext runExtent, nodes []*SpanNode) error {
+func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExtent, nodes []*SpanNode) error {
 	byID := make(map[string]*SpanNode, len(nodes))
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {

@@ -131,7 +131,12 @@ func (b *configBuilder) spanConfig(spanType, agent, reqModel, respModel, service
 
 // RunConfigs reads the configurations of runs, by trace id. lo and hi bound
 // when the runs' spans start (runsExtent), for partition pruning.
-func (r *Reader) RunConfigs(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string]RunConfig, error) {
+func (r OutcomeReader) RunConfigs(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string]RunConfig, error) {
+	return r.runConfigs(ctx, project, traceIDs, lo, hi)
+}
+
+// runConfigs is RunConfigs, for the reports built on versions (compare).
+func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string, lo, hi time.Time) (map[string]RunConfig, error) {
 	builders := map[string]*configBuilder{}
 	get := func(id string) *configBuilder {
 		if builders[id] == nil {

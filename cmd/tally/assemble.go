@@ -192,8 +192,10 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	// cost rollup too.
 	explainer := query.NewExplainer(reader, normalize)
 	apiOpts := api.Options{
-		Runs: reader, Trees: reader, Traces: reader, Content: reader, Chat: reader, Conversations: reader,
-		Tools: reader, Signals: reader, Caps: reader, Outcomes: reader, OutcomeStore: store, Fixtures: reader,
+		Runs: reader.RunReader, Trees: reader.TreeReader, Traces: reader.RunReader,
+		Content: reader.ContentReader, Chat: reader.ContentReader, Conversations: reader.RunReader,
+		Tools: reader.ToolReader, Signals: reader.ReviewReader, Caps: reader.ReviewReader,
+		Outcomes: reader.OutcomeReader, OutcomeStore: store, Fixtures: reader.FixtureReader,
 		Explain: explainer, Storage: storage, KeptFrom: policy.KeptFrom,
 		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
 	}

@@ -1,0 +1,510 @@
+package query
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/schema"
+)
+
+// RunSummary is one run (trace) with its totals.
+type RunSummary struct {
+	TraceID        string    `json:"trace_id"`
+	Name           string    `json:"name"` // the root span's name
+	Task           string    `json:"task"` // task.name if any span has it, else the root's name
+	Service        string    `json:"service"`
+	Agents         []string  `json:"agents"`
+	Models         []string  `json:"models"`
+	ConversationID string    `json:"conversation_id,omitempty"`
+	UserID         string    `json:"user_id,omitempty"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	DurationMs     float64   `json:"duration_ms"`
+	// Status is the run's outcome: "error" when its root span ended in error
+	// (a run without a root: when its last span to end did), else "ok".
+	// Errors inside a run that recovered do not make it an error.
+	Status    RunStatus `json:"status"`
+	Spans     int       `json:"spans"`
+	LLMCalls  int       `json:"llm_calls"`
+	ToolCalls int       `json:"tool_calls"`
+	Errors    int       `json:"errors"` // spans with status error
+	// RecoveredErrors are the errors of a run whose status is ok (a retry or
+	// fallback recovered them): Errors when Status is "ok", else 0.
+	RecoveredErrors int               `json:"recovered_errors"`
+	Usage           attribution.Usage `json:"usage"`
+	// UsageFromAggregate is true when no inference span carried usage and the
+	// totals come from an agent span's aggregated usage instead.
+	UsageFromAggregate bool             `json:"usage_from_aggregate,omitempty"`
+	Cost               attribution.Cost `json:"cost"`
+	UnpricedSpans      int              `json:"unpriced_spans"`
+	UnreconciledSpans  int              `json:"unreconciled_spans,omitempty"`
+	// ToolRetries and ToolRepeats classify the run's tool calls by docs/design.md's
+	// retry rules (the same as /tools); set on a run's detail and in lists.
+	ToolRetries *int `json:"tool_retries,omitempty"`
+	ToolRepeats *int `json:"tool_repeats,omitempty"`
+	// Signals are the safety review's findings on a run's detail
+	// (package safety: duplicate side effects, unsafe retries); absent in
+	// lists and when there are none.
+	Signals []safety.Signal `json:"signals,omitempty"`
+	// Guardrails are the guardrail checks the run's spans recorded and
+	// their verdicts (triggered null when the span did not say), on a
+	// run's detail.
+	Guardrails []safety.Guardrail `json:"guardrails,omitempty"`
+}
+
+// RunFilter selects runs. Zero fields do not filter.
+type RunFilter struct {
+	Project      string
+	Since, Until time.Time // on the run's start (its earliest span's start)
+	Agent        string
+	Model        string
+	Service      string
+	Task         string
+	Conversation string
+	Tool         string    // runs that called this tool ("unknown": a tool span without a name)
+	Status       RunStatus // the run's outcome (RunSummary.Status); "" does not filter
+	HasErrors    *bool     // true: runs with an error span; false: runs without; nil does not filter
+	// HasRecoveredErrors true: runs that are ok with errors inside them;
+	// false: runs without recovered errors; nil does not filter.
+	HasRecoveredErrors *bool
+	Search             string  // trace id prefix, conversation id or span name substring
+	MinCost            float64 // runs costing at least this many USD; 0 does not filter
+	Sort               RunSort // one of RunSortOptions; "" is SortStart
+	Dir                SortDir // "" is Desc
+	Cursor             string  // from a previous page's NextCursor under the same Sort and Dir
+	Limit              int     // default 50, at most 1000
+}
+
+// RunPage is one page of runs in the filter's order (newest first by default).
+type RunPage struct {
+	Runs       []RunSummary `json:"runs"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// cursor is a keyset page position shared by the run and conversation
+// lists: the sort time in nanoseconds and the tie-breaking id.
+type cursor struct {
+	Ns  uint64
+	Key string
+}
+
+func (c cursor) encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatUint(c.Ns, 10) + ":" + c.Key))
+}
+
+// ErrInvalidCursor is returned for a page cursor tally did not issue.
+var ErrInvalidCursor = errors.New("invalid cursor")
+
+func decodeCursor(s string) (cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, fmt.Errorf("%w: %w", ErrInvalidCursor, err)
+	}
+	ns, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseUint(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return cursor{}, ErrInvalidCursor
+	}
+	return cursor{n, id}, nil
+}
+
+// runAggregates is the SELECT list that turns a run's deduplicated spans
+// into a RunSummary (read through runColumns, which leaves out the counting
+// rule's working columns).
+const runAggregates = `
+	trace_id,
+	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
+	argMin(name, start_ns) AS first_name,
+	anyIf(task_name, task_name != '') AS task,
+	argMin(service, start_ns) AS svc,
+	arraySort(groupUniqArrayIf(agent_name, agent_name != '')) AS agents,
+	arraySort(groupUniqArrayIf(model, model != '' AND span_type = 'inference')) AS models,
+	anyIf(conversation_id, conversation_id != '') AS conv,
+	anyIf(user_id, user_id != '') AS usr,
+	min(start_ns) AS s_ns,
+	max(end_ns) AS e_ns,
+	count() AS n_spans,
+	toUInt64(countIf(span_type = 'inference') - length(_sup)) AS n_llm,
+	countIf(span_type = 'tool') AS n_tool,
+	countIf(status = 'error') AS n_err,
+	toUInt8(if(countIf(parent_span_id = '') > 0, argMinIf(status, start_ns, parent_span_id = '') = 'error',
+		n_err > 0 AND maxIf(end_ns, status = 'error') = e_ns)) AS run_err,
+	` + runCountedSQL + `,
+	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
+	countIf(usage_unreconciled = 1) AS n_unrec`
+
+// runColumns are the columns of runAggregates a runRow scans, in its order.
+const runColumns = `trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
+	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
+	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec`
+
+type runRow struct {
+	TraceID   string
+	RootName  string
+	FirstName string
+	Task      string
+	Service   string
+	Agents    []string
+	Models    []string
+	Conv      string
+	User      string
+	StartNs   uint64
+	EndNs     uint64
+	Spans     uint64
+	LLM       uint64
+	Tool      uint64
+	Err       uint64
+	RunErr    uint8 // 1: the run's outcome is an error (see RunSummary.Status)
+	NUsage    uint64
+	FromAgg   uint8
+	In        uint64
+	CR        uint64
+	CW        uint64
+	Out       uint64
+	RS        uint64
+	CTotal    float64
+	CIn       float64
+	CCR       float64
+	CCW       float64
+	COut      float64
+	Unpriced  uint64
+	Unrec     uint64
+}
+
+func (r *runRow) dest() []any {
+	return []any{&r.TraceID, &r.RootName, &r.FirstName, &r.Task, &r.Service, &r.Agents, &r.Models,
+		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.RunErr, &r.NUsage, &r.FromAgg,
+		&r.In, &r.CR, &r.CW, &r.Out, &r.RS, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
+		&r.Unpriced, &r.Unrec}
+}
+
+func (r *runRow) summary() RunSummary {
+	s := RunSummary{
+		TraceID: r.TraceID, Name: r.RootName, Task: r.Task, Service: r.Service,
+		Agents: nonNil(r.Agents), Models: nonNil(r.Models), ConversationID: r.Conv, UserID: r.User,
+		Start: nsTime(r.StartNs), End: nsTime(r.EndNs), DurationMs: float64(r.EndNs-r.StartNs) / 1e6,
+		Spans: int(r.Spans), LLMCalls: int(r.LLM), ToolCalls: int(r.Tool), Errors: int(r.Err),
+		Usage: attribution.Usage{Input: r.In, CacheRead: r.CR, CacheWrite: r.CW, Output: r.Out, Reasoning: r.RS},
+		Cost:  attribution.Cost{Total: r.CTotal, Input: r.CIn, CacheRead: r.CCR, CacheWrite: r.CCW, Output: r.COut}, UnpricedSpans: int(r.Unpriced),
+		UnreconciledSpans: int(r.Unrec), Status: RunOK,
+	}
+	if s.Name == "" {
+		s.Name = r.FirstName
+	}
+	if s.Task == "" {
+		s.Task = s.Name
+	}
+	if r.RunErr == 1 {
+		s.Status = RunError
+	} else {
+		s.RecoveredErrors = s.Errors
+	}
+	s.UsageFromAggregate = r.FromAgg == 1
+	return s
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Runs lists runs newest first, one page at a time.
+func (r RunReader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	f.Limit = min(f.Limit, 1000)
+	return r.runList(ctx, f, true)
+}
+
+// runList is Runs with f.Limit as given: the reports that read every run
+// of a range (tasks, versions) take up to MaxTaskRuns in one query, where
+// pages would repeat the whole range's aggregation each. withRetries reads
+// each run's ToolRetries and ToolRepeats (another read of its tool spans),
+// which only the list and the comparisons show.
+func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunPage, error) {
+	sel, err := selectRuns(r.store, f)
+	if err != nil {
+		return RunPage{}, err
+	}
+	order, err := runOrder(f.Sort, f.Dir)
+	if err != nil {
+		return RunPage{}, err
+	}
+	var after *cursor
+	if f.Cursor != "" {
+		c, err := order.decode(f.Cursor)
+		if err != nil {
+			return RunPage{}, err
+		}
+		after = &c
+	}
+	if order.sort == SortRetries {
+		return r.runsByRetries(ctx, f, sel, order, after)
+	}
+	q, args := runListSQL(r.store, sel, order, after, f.Limit+1)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	type keyed struct {
+		run runRow
+		key uint64
+	}
+	found, err := scanAll(rows, func(k *keyed) []any { return append(k.run.dest(), &k.key) })
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	page := RunPage{Runs: make([]RunSummary, 0, len(found))}
+	for i := range found {
+		page.Runs = append(page.Runs, found[i].run.summary())
+	}
+	if len(page.Runs) > f.Limit {
+		page.Runs = page.Runs[:f.Limit]
+		page.NextCursor = order.encode(cursor{found[f.Limit-1].key, found[f.Limit-1].run.TraceID})
+	}
+	if !withRetries {
+		return page, nil
+	}
+	if err := r.addRetries(ctx, f.Project, page.Runs); err != nil {
+		return RunPage{}, err
+	}
+	return page, nil
+}
+
+// tables names a table of the database a statement reads (*schema.Store
+// does): the statement builders take it, so that building a statement is
+// apart from running it, and golden tests pin what is built.
+type tables interface {
+	Table(name string) string
+}
+
+// runSelection is the WHERE and HAVING of the runs f selects, over
+// runAggregates' columns, with their parameters.
+type runSelection struct {
+	where  []string
+	having []string
+	args   []any // where's, then having's
+}
+
+// selectRuns builds the selection of f's runs: the window on the run's
+// start (see runsStartingIn) and every filter, on whole-run figures.
+func selectRuns(t tables, f RunFilter) (runSelection, error) {
+	// A run is filed under its start (its earliest span's start) and its
+	// figures are always the whole run's: the window picks runs, never
+	// spans (see runsStartingIn).
+	where := []string{"project = ?"}
+	args := []any{f.Project}
+	var having []string
+	var hargs []any
+	if !f.Since.IsZero() {
+		sub, subArgs := runsStartingIn(t, f.Project, f.Since, f.Until)
+		where = append(where, "trace_id IN ("+sub+")")
+		args = append(args, subArgs...)
+		having = append(having, "s_ns >= ?")
+		hargs = append(hargs, uint64(f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		having = append(having, "s_ns <= ?")
+		hargs = append(hargs, uint64(f.Until.UnixNano()))
+	}
+	for _, c := range []struct{ v, cond string }{
+		{f.Agent, "has(agents, ?)"},
+		{f.Model, "has(models, ?)"},
+		{f.Service, "svc = ?"},
+		{f.Task, "if(task != '', task, if(root_name != '', root_name, first_name)) = ?"},
+		{f.Conversation, "conv = ?"},
+	} {
+		if c.v != "" {
+			having = append(having, c.cond)
+			hargs = append(hargs, c.v)
+		}
+	}
+	if f.Tool != "" {
+		// The tool statistics name a tool span without a tool name
+		// UnknownName; the filter does too, so an alert's link finds its runs.
+		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
+		hargs = append(hargs, UnknownName, f.Tool)
+	}
+	switch f.Status {
+	case "":
+	case RunError:
+		having = append(having, "run_err = 1")
+	case RunOK:
+		having = append(having, "run_err = 0")
+	default:
+		return runSelection{}, fmt.Errorf("status %q: want %s or %s", f.Status, RunOK, RunError)
+	}
+	for _, c := range []struct {
+		v       *bool
+		yes, no string
+	}{
+		{f.HasErrors, "n_err > 0", "n_err = 0"},
+		{f.HasRecoveredErrors, "(run_err = 0 AND n_err > 0)", "(run_err = 1 OR n_err = 0)"},
+	} {
+		switch {
+		case c.v == nil:
+		case *c.v:
+			having = append(having, c.yes)
+		default:
+			having = append(having, c.no)
+		}
+	}
+	if f.MinCost > 0 {
+		having = append(having, "c_total >= ?")
+		hargs = append(hargs, f.MinCost)
+	}
+	if f.Search != "" {
+		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")
+		hargs = append(hargs, strings.ToLower(f.Search), f.Search, f.Search)
+	}
+	return runSelection{where: where, having: having, args: append(args, hargs...)}, nil
+}
+
+// runAggregation is the statement that aggregates the selected runs'
+// spans into runAggregates' columns (with extra, more columns), before any
+// order or limit; cond is more HAVING.
+func runAggregation(t tables, sel runSelection, extra string, cond ...string) string {
+	q := "SELECT " + runAggregates + extra + "\nFROM " + final(t.Table(schema.TableSpans)) +
+		"\nWHERE " + strings.Join(sel.where, " AND ") + "\nGROUP BY trace_id"
+	if having := append(slices.Clip(sel.having), cond...); len(having) > 0 {
+		q += "\nHAVING " + strings.Join(having, " AND ")
+	}
+	return q
+}
+
+// runListSQL builds the statement of a page of the selected runs under
+// order, after the cursor, of at most limit runs: runColumns and the sort
+// key.
+func runListSQL(t tables, sel runSelection, order runListOrder, after *cursor, limit int) (string, []any) {
+	args := slices.Clip(sel.args)
+	var cond []string
+	if after != nil {
+		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
+		args = append(args, after.Ns, after.Ns, after.Key)
+	}
+	orderBy := "\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir()
+	q := runAggregation(t, sel, ",\n\t"+order.key()+" AS sort_key", cond...) + orderBy + "\nLIMIT " + strconv.Itoa(limit)
+	return "SELECT " + runColumns + ", sort_key FROM (" + q + ")" + orderBy, args
+}
+
+// runListOrder is a validated sort and direction.
+type runListOrder struct {
+	sort RunSort
+	desc bool
+}
+
+// runOrder validates a sort ("" is start) and direction ("" is desc).
+func runOrder(sortBy RunSort, dir SortDir) (runListOrder, error) {
+	s, err := ParseRunSort(string(sortBy))
+	if err != nil {
+		return runListOrder{}, err
+	}
+	d, err := ParseSortDir(string(dir))
+	if err != nil {
+		return runListOrder{}, err
+	}
+	return runListOrder{sort: s, desc: d == Desc}, nil
+}
+
+// key is the SQL sort key over runAggregates' columns, a UInt64 (the cost
+// in nano-USD, so that float rounding of a sum cannot move a run across a
+// page boundary between two reads).
+func (o runListOrder) key() string {
+	switch o.sort {
+	case SortDuration:
+		return "toUInt64(if(e_ns > s_ns, e_ns - s_ns, 0))"
+	case SortCost:
+		return "toUInt64(round(if(c_total > 0, c_total, 0) * 1e9))"
+	case SortTokens:
+		return "toUInt64(in_t + out_t)"
+	case SortErrors:
+		return "toUInt64(n_err)"
+	}
+	return "toUInt64(s_ns)"
+}
+
+func (o runListOrder) dir() string {
+	if o.desc {
+		return "DESC"
+	}
+	return "ASC"
+}
+
+// op is the comparison that keeps the runs after a cursor.
+func (o runListOrder) op() string {
+	if o.desc {
+		return "<"
+	}
+	return ">"
+}
+
+// prefix tags a cursor's trace id with its order, so that a cursor is
+// refused under another; the default order's cursors are bare trace ids.
+func (o runListOrder) prefix() string {
+	if o.sort == SortStart && o.desc {
+		return ""
+	}
+	return string(o.sort) + ":" + strings.ToLower(o.dir()) + ":"
+}
+
+func (o runListOrder) encode(c cursor) string {
+	c.Key = o.prefix() + c.Key
+	return c.encode()
+}
+
+// decode reads a cursor this order issued.
+func (o runListOrder) decode(s string) (cursor, error) {
+	c, err := decodeCursor(s)
+	if err != nil {
+		return c, err
+	}
+	id, ok := strings.CutPrefix(c.Key, o.prefix())
+	if !ok || len(id) != 32 {
+		return cursor{}, ErrInvalidCursor
+	}
+	c.Key = id
+	return c, nil
+}
+
+// after reports whether the run (key, id) comes after c in this order.
+func (o runListOrder) after(key uint64, id string, c cursor) bool {
+	if o.desc {
+		return key < c.Ns || key == c.Ns && id < c.Key
+	}
+	return key > c.Ns || key == c.Ns && id > c.Key
+}
+
+// runsStartingIn is a subquery of the trace ids of project's runs that
+// start in [since, until] (until zero: open), read from span_facts, which is
+// sorted by hour: a window's runs are a few hours' key ranges there, where
+// the spans table (sorted by run) would be read whole.
+//
+// A run starting in the window has all its spans at or after since, so its
+// earliest span among those starting from DefaultTraceWindow before since
+// is its start. A run started earlier still, with no span in that hour, may
+// come through; the caller's HAVING on the whole run's start drops it.
+func runsStartingIn(t tables, project string, since, until time.Time) (string, []any) {
+	q := "SELECT trace_id FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE project = ? AND start >= ?"
+	args := []any{project, since.UTC().Truncate(time.Second).Add(-DefaultTraceWindow)}
+	having := "min(start_ns) >= ?"
+	hargs := []any{uint64(since.UnixNano())}
+	if !until.IsZero() {
+		q += " AND start <= ?"
+		args = append(args, until.UTC().Truncate(time.Second))
+		having += " AND min(start_ns) <= ?"
+		hargs = append(hargs, uint64(until.UnixNano()))
+	}
+	return q + " GROUP BY trace_id HAVING " + having, append(args, hargs...)
+}

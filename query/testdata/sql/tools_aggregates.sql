@@ -1,0 +1,17 @@
+SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'),
+	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
+	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')]) AS pm, 1),
+	tupleElement(pm, 2), tupleElement(pm, 3)
+FROM (
+	SELECT trace_id, span_id, tool_name, status, duration_ns, start
+	FROM `tally`.`span_facts`
+	WHERE project = ? AND start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ? AND span_type = 'tool'
+	LIMIT 1 BY trace_id, span_id)
+GROUP BY tool ORDER BY tool
+-- parameters:
+-- string unknown
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- uint64 1796083200000000000
+-- uint64 1796169600000000000
