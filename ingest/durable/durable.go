@@ -81,7 +81,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -92,6 +91,7 @@ import (
 	"github.com/tallyhq/tally/ingest/deadletter"
 	"github.com/tallyhq/tally/ingest/rowcodec"
 	"github.com/tallyhq/tally/ingest/wal"
+	"github.com/tallyhq/tally/support/backoff"
 )
 
 // Downstream takes batches out of the log; *writer.Writer implements it.
@@ -658,12 +658,12 @@ func (s *Sink) Run(ctx context.Context) error {
 // stream so far is committed.
 func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	var (
-		st      Stream
-		upto    uint64 // the last record in st
-		spans   int
-		bytes   int64
-		opened  time.Time
-		backoff = s.cfg.RetryMin
+		st     Stream
+		upto   uint64 // the last record in st
+		spans  int
+		bytes  int64
+		opened time.Time
+		bo     = backoff.New(s.cfg.RetryMin, s.cfg.RetryMax)
 		// recovering: the last stream failed; streams are one batch,
 		// committed in the foreground, until one commits.
 		recovering bool
@@ -692,7 +692,8 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 	result := func(r commitResult) error {
 		flight, lastCommit = nil, r.took
 		if r.err == nil {
-			backoff, recovering = s.cfg.RetryMin, false
+			bo.Reset()
+			recovering = false
 		}
 		return r.err
 	}
@@ -737,11 +738,10 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			s.writeFailed(err)
 			return false
 		}
-		if !s.retryWait(ctx, backoff, err, "durable log: downstream stream failed, rewriting from the checkpoint",
+		if !s.retryWait(ctx, bo, err, "durable log: downstream stream failed, rewriting from the checkpoint",
 			"from", s.wal.FirstSeq()) {
 			return true
 		}
-		backoff = min(backoff*2, s.cfg.RetryMax)
 		return false
 	}
 	// commit stores the open stream in the foreground, after the one in
@@ -756,7 +756,8 @@ func (s *Sink) runStreams(ctx context.Context, d *drain) error {
 			return fmt.Errorf("commit %d spans: %w", spans, r.err)
 		}
 		committed(upto, spans)
-		backoff, recovering = s.cfg.RetryMin, false
+		bo.Reset()
+		recovering = false
 		st, upto, spans, bytes = nil, 0, 0, 0
 		return nil
 	}
@@ -1040,7 +1041,7 @@ func (s *Sink) caughtUp() {
 // store refused the batch for its rows (see strike), so its records are
 // to be written one by one, or its one record was dead-lettered.
 func (s *Sink) deliver(ctx context.Context, d *drain, p pending) (delivered, retried, rewind bool) {
-	backoff := s.cfg.RetryMin
+	bo := backoff.New(s.cfg.RetryMin, s.cfg.RetryMax)
 	for attempt := 1; ; attempt++ {
 		err := s.down.Accept(ctx, p.batch)
 		if err == nil {
@@ -1056,11 +1057,10 @@ func (s *Sink) deliver(ctx context.Context, d *drain, p pending) (delivered, ret
 			s.writeFailed(err)
 			return false, true, true
 		}
-		if !s.retryWait(ctx, backoff, err, "durable log: downstream write failed, retrying",
+		if !s.retryWait(ctx, bo, err, "durable log: downstream write failed, retrying",
 			"spans", len(p.batch.Spans), "attempt", attempt) {
 			return false, true, false
 		}
-		backoff = min(backoff*2, s.cfg.RetryMax)
 	}
 }
 
@@ -1156,12 +1156,12 @@ func (s *Sink) Requeue(ctx context.Context, record []byte) error {
 func (s *Sink) DeadLetters() *deadletter.Dir { return s.cfg.DeadLetter }
 
 // retryWait records a failed downstream write and waits out its backoff,
-// logging msg with attrs; false when ctx ended first. The wait is backoff
-// with jitter, or the Retry-After a refusing downstream asks for when that
-// is longer (bounded by RetryMax).
-func (s *Sink) retryWait(ctx context.Context, backoff time.Duration, err error, msg string, attrs ...any) bool {
+// logging msg with attrs; false when ctx ended first. The wait is bo's next
+// (exponential, with jitter), or the Retry-After a refusing downstream asks
+// for when that is longer (bounded by RetryMax).
+func (s *Sink) retryWait(ctx context.Context, bo *backoff.Backoff, err error, msg string, attrs ...any) bool {
 	s.writeFailed(err)
-	wait := backoff/2 + rand.N(backoff/2+1)
+	wait := bo.Next()
 	var ra interface{ RetryAfter() time.Duration }
 	if errors.As(err, &ra) && ra.RetryAfter() > wait {
 		wait = min(ra.RetryAfter(), s.cfg.RetryMax)

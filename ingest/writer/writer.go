@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/backoff"
 )
 
 // Store is where rows go; *schema.Store implements it.
@@ -288,8 +288,9 @@ func (w *Writer) Run(ctx context.Context) {
 }
 
 // flush writes the pending requests' rows in one INSERT per table, retrying
-// transient failures with exponential backoff and jitter until the write
-// succeeds or every waiting caller has given up (AckTimeout).
+// transient failures with exponential backoff and jitter (support/backoff)
+// until the write succeeds or every waiting caller has given up
+// (AckTimeout).
 func (w *Writer) flush(ctx context.Context, reqs []*request) {
 	// One request's rows are written as they are; several are copied once
 	// into slices of the right size.
@@ -310,7 +311,7 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 	}
 	b.StampVersion(uint64(time.Now().UnixNano()))
 	deadline := time.Now().Add(w.cfg.AckTimeout)
-	backoff := w.cfg.RetryMin
+	bo := backoff.New(w.cfg.RetryMin, w.cfg.RetryMax)
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = w.insert(ctx, b)
@@ -322,7 +323,7 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 		w.mu.Lock()
 		w.lastErr = err.Error()
 		w.mu.Unlock()
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := bo.Next()
 		if schema.Unstorable(err) {
 			// The server refuses these rows; they would be refused
 			// again. The caller decides (the durable log isolates and
@@ -340,7 +341,6 @@ func (w *Writer) flush(ctx context.Context, reqs []*request) {
 		case <-time.After(wait):
 		case <-ctx.Done():
 		}
-		backoff = min(backoff*2, w.cfg.RetryMax)
 	}
 	w.queued.Add(-n)
 	if err == nil {
