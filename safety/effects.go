@@ -9,6 +9,7 @@ package safety
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -27,6 +28,14 @@ const (
 	EffectIrreversible  Effect = "irreversible"
 )
 
+// Effects are the effect classes in the order docs/api.md lists them:
+// from the harmless to the irreversible, then unknown
+// (ui/static/lib/vocab.js lists them again, and a test in ui holds the two
+// equal).
+func Effects() []Effect {
+	return []Effect{EffectRead, EffectIdempotent, EffectNonIdempotent, EffectIrreversible, EffectUnknown}
+}
+
 // EffectAttribute is the span attribute a tool span may declare its effect
 // class with; it wins over the configured patterns.
 const EffectAttribute = "tally.tool.effect"
@@ -35,13 +44,14 @@ const EffectAttribute = "tally.tool.effect"
 // world twice.
 func (e Effect) SideEffecting() bool { return e == EffectNonIdempotent || e == EffectIrreversible }
 
-// parseEffect reads an effect class name.
-func parseEffect(s string) (Effect, bool) {
-	switch e := Effect(strings.ToLower(strings.TrimSpace(s))); e {
-	case EffectRead, EffectIdempotent, EffectNonIdempotent, EffectIrreversible, EffectUnknown:
-		return e, true
+// ParseEffect reads an effect class name, case and surrounding space
+// aside; ok is false, and the effect unknown, when s names none.
+func ParseEffect(s string) (e Effect, ok bool) {
+	e = Effect(strings.ToLower(strings.TrimSpace(s)))
+	if !slices.Contains(Effects(), e) {
+		return EffectUnknown, false
 	}
-	return EffectUnknown, false
+	return e, true
 }
 
 // Policy assigns effect classes to tools by name pattern, per project or
@@ -68,9 +78,9 @@ func ParsePolicy(specs []string) (*Policy, error) {
 		if !ok {
 			return nil, fmt.Errorf("tool effect %q: want [project:]pattern=class", spec)
 		}
-		e, ok := parseEffect(class)
+		e, ok := ParseEffect(class)
 		if !ok {
-			return nil, fmt.Errorf("tool effect %q: class %q is not read, idempotent, non_idempotent, irreversible or unknown", spec, class)
+			return nil, fmt.Errorf("tool effect %q: class %q is not one of %s", spec, class, joinEffects())
 		}
 		project, pattern, scoped := strings.Cut(lhs, ":")
 		if !scoped {
@@ -92,7 +102,7 @@ func ParsePolicy(specs []string) (*Policy, error) {
 // else the first matching pattern of the project, else of all projects,
 // else unknown.
 func (p *Policy) Effect(project, tool, declared string) Effect {
-	if e, ok := parseEffect(declared); ok {
+	if e, ok := ParseEffect(declared); ok {
 		return e
 	}
 	if p == nil {
@@ -109,4 +119,13 @@ func (p *Policy) Effect(project, tool, declared string) Effect {
 		}
 	}
 	return EffectUnknown
+}
+
+// joinEffects lists the effect class names for an error message.
+func joinEffects() string {
+	names := make([]string, 0, len(Effects()))
+	for _, e := range Effects() {
+		names = append(names, string(e))
+	}
+	return strings.Join(names, ", ")
 }

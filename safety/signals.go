@@ -42,7 +42,11 @@ const (
 	KindBudgetExceeded = "budget_exceeded"
 )
 
-// Kinds are the signal kinds Review raises, in the order the docs list them.
+// Kinds are the signal kinds Review raises, in the order the docs list them
+// and the UI shows them (ui/static/lib/vocab.js lists them again, each
+// with its description, and a test in ui holds the two equal). A kind is
+// a plain string, the Signal's Kind, as the API and the alert rules carry
+// it; this is its one list.
 func Kinds() []string {
 	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindUnknownTool, KindInvalidArguments, KindUngatedAction,
 		KindRetryStorm, KindRunawayLoop, KindBudgetExceeded, KindUncheckedArguments}

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,24 @@ const (
 	StatusEscalated Status = "escalated" // handed to a human
 	StatusError     Status = "error"
 )
+
+// Statuses are the terminal statuses in the order tables show them (the
+// API's, the CLI's, the UI's: ui/static/lib/vocab.js lists them again, and
+// a test in ui holds the two equal): ok first, then the outcomes from the
+// least to the most troubling.
+func Statuses() []Status {
+	return []Status{StatusOK, StatusRetryable, StatusAmbiguous, StatusDenied, StatusEscalated, StatusError}
+}
+
+// ParseStatus reads a status name, case and surrounding space aside; ok is
+// false when s names none.
+func ParseStatus(s string) (st Status, ok bool) {
+	st = Status(strings.ToLower(strings.TrimSpace(s)))
+	if !slices.Contains(Statuses(), st) {
+		return "", false
+	}
+	return st, true
+}
 
 // StatusAttribute is the span attribute a tool span may declare its
 // terminal status with; it wins over what the span's status and error say.
@@ -60,8 +79,7 @@ var (
 // error.type and the message (rate limits retryable, timeouts and resets
 // ambiguous, denials denied); else error.
 func StepStatus(f StepFacts) Status {
-	switch s := Status(strings.ToLower(strings.TrimSpace(f.Declared))); s {
-	case StatusOK, StatusRetryable, StatusAmbiguous, StatusDenied, StatusEscalated, StatusError:
+	if s, ok := ParseStatus(f.Declared); ok {
 		return s
 	}
 	switch {

@@ -27,29 +27,16 @@ func newAlertsCmd() *cobra.Command {
 // newAlertsListCmd is `tally alerts list`: the server's pending, firing
 // and recently resolved alerts, through the API.
 func newAlertsListCmd() *cobra.Command {
-	var (
-		state  string
-		asJSON bool
-	)
+	var state string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "The alerts the server has pending, firing or recently resolved",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	cmd.Flags().StringVar(&state, "state", "", "only alerts in this state: pending, firing or resolved")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := url.Values{}
-		setIf(q, "state", state)
-		var rep api.AlertsReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/alerts", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/alerts", queryOf(map[string]string{"state": state})
+	}, func(out io.Writer, rep api.AlertsReport) error {
 		if len(rep.Alerts) == 0 {
 			_, err := fmt.Fprintln(out, "No alerts pending, firing or recently resolved.")
 			return err
@@ -62,37 +49,24 @@ func newAlertsListCmd() *cobra.Command {
 				orDash(alerts.SubjectString(subjectOf(a.Labels))), timeInState(a, now), a.Annotations["summary"])
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // newAlertsHistoryCmd is `tally alerts history`: the alerts that fired
 // over a time range, with when they resolved, through the API.
 func newAlertsHistoryCmd() *cobra.Command {
-	var (
-		since, until, rule string
-		asJSON             bool
-	)
+	var since, until, rule string
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "The alerts that fired over a time range and when they resolved",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	cmd.Flags().StringVar(&since, "since", "7d", "from this time (RFC 3339) or this long ago (7d, 24h)")
 	cmd.Flags().StringVar(&until, "until", "", "up to this time or this long ago (default now)")
 	cmd.Flags().StringVar(&rule, "rule", "", "only this rule's alerts")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := queryOf(map[string]string{"since": since, "until": until, "rule": rule})
-		var rep api.AlertHistoryReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/alerts/history", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/alerts/history", queryOf(map[string]string{"since": since, "until": until, "rule": rule})
+	}, func(out io.Writer, rep api.AlertHistoryReport) error {
 		if len(rep.Episodes) == 0 {
 			_, err := fmt.Fprintf(out, "No alert fired since %s.\n", rep.Since.Local().Format(time.DateTime))
 			return err
@@ -109,8 +83,7 @@ func newAlertsHistoryCmd() *cobra.Command {
 				orDash(alerts.SubjectString(subjectOf(ep.Labels))), ep.Summary)
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // subjectOf picks the subject labels (tool, model, agent, task) of an alert.
@@ -141,31 +114,22 @@ func timeInState(a alerts.Status, now time.Time) string {
 
 // newAlertsRulesCmd is `tally alerts rules`: the rules the server loaded.
 func newAlertsRulesCmd() *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rules",
 		Short: "The alert rules the server evaluates, with thresholds, severity and state",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		var rep api.AlertRulesReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/alerts/rules", nil, asJSON, &rep); done || err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/alerts/rules", nil
+	}, func(out io.Writer, rep api.AlertRulesReport) error {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "RULE\tKIND\tTHRESHOLD\tWINDOW\tFOR\tSEVERITY\tFIRING\tPENDING\tRUNBOOK")
 		for _, r := range rep.Rules {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, alerts.FormatThreshold(&r.Rule),
 				time.Duration(r.Window), time.Duration(r.For), orDash(r.Severity), r.Firing, r.Pending, orDash(r.RunbookURL))
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // newAlertsCheckCmd is `tally alerts check`: ask the server to evaluate

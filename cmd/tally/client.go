@@ -99,6 +99,31 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 	return nil
 }
 
+// readCmd makes cmd a read command: the skeleton every command that shows
+// one GET of the API shares, so that a command is its flags, its request
+// and its table. It adds --server, --key and --config (clientFlags) and
+// --json. When cmd runs, it applies the configuration, GETs the path and
+// query that request builds from the flags and the arguments, and prints
+// the API's JSON as it came with --json, else the answer decoded into a T
+// as render writes it.
+func readCmd[T any](cmd *cobra.Command, request func(args []string) (path string, q url.Values), render func(w io.Writer, rep T) error) *cobra.Command {
+	c, apply := clientFlags(cmd)
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := apply(); err != nil {
+			return err
+		}
+		path, q := request(args)
+		var rep T
+		if done, err := getOrPrint(cmd, c, path, q, asJSON, &rep); done || err != nil {
+			return err
+		}
+		return render(cmd.OutOrStdout(), rep)
+	}
+	return cmd
+}
+
 // getOrPrint fetches path; with asJSON it prints the API's JSON and reports
 // done, else it decodes into out.
 func getOrPrint(cmd *cobra.Command, c *apiClient, path string, q url.Values, asJSON bool, out any) (bool, error) {

@@ -20,38 +20,24 @@ import (
 )
 
 func newCostCmd() *cobra.Command {
-	var (
-		by, since, until, bucket string
-		asJSON                   bool
-	)
+	var by, since, until, bucket string
 	cmd := &cobra.Command{
 		Use:   "cost",
 		Short: "Spend and tokens per agent, model, task… (from a running tally)",
 		Long: "Spend and tokens per value of --by over a time range, with the retry tax (inference spent on\n" +
 			"failed or retried tool calls) and the models no price matched. --bucket adds a time series.",
 	}
-	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&by, "by", query.ByAgent, "group by: "+strings.Join(query.CostDimensions(), ", "))
 	rangeFlags(cmd, &since, &until, "24h")
 	fs.StringVar(&bucket, "bucket", "", "time series bucket: minute (ranges up to 24h), hour or day")
-	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := url.Values{"by": {by}}
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		q := url.Values{"by": {by}} // even empty: the API's answer to it
 		setIf(q, "since", since)
 		setIf(q, "until", until)
 		setIf(q, "bucket", bucket)
-		var rep query.CostReport
-		if done, err := getOrPrint(cmd, c, "/api/v1/costs", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		printCosts(cmd.OutOrStdout(), rep)
-		return nil
-	}
-	return cmd
+		return "/api/v1/costs", q
+	}, printCosts)
 }
 
 // orNone shows an empty dimension value.
@@ -62,11 +48,13 @@ func orNone(s string) string {
 	return s
 }
 
-func printCosts(w io.Writer, rep query.CostReport) {
+// printCosts writes a cost report: the groups and their total, the time
+// series with --bucket, the models without a price.
+func printCosts(w io.Writer, rep query.CostReport) error {
 	fmt.Fprintf(w, "cost by %s, %s – %s\n\n", rep.By, rep.Since.Local().Format(time.DateTime), rep.Until.Local().Format(time.DateTime))
 	if len(rep.Groups) == 0 {
-		fmt.Fprintln(w, "no spans in this range")
-		return
+		_, err := fmt.Fprintln(w, "no spans in this range")
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tCOST\tINPUT\tCACHE RD\tCACHE WR\tOUTPUT\tLLM\tTOOLS\tRETRIES\tRETRY TAX\tUNPRICED\t\n", strings.ToUpper(rep.By))
@@ -79,7 +67,9 @@ func printCosts(w io.Writer, rep query.CostReport) {
 		row(orNone(g.Key), g.CostTotals)
 	}
 	row("TOTAL", rep.Total)
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if rep.Bucket != "" {
 		fmt.Fprintf(w, "\nper %s:\n", rep.Bucket)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -90,7 +80,9 @@ func printCosts(w io.Writer, rep query.CostReport) {
 					fmtUSD(p.Cost.Total), fmtTokens(p.Usage.Input), fmtTokens(p.Usage.Output))
 			}
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(rep.Unmatched) > 0 {
 		fmt.Fprintln(w, "\nmodels without a price (their spans are not in COST; add them with --prices):")
@@ -99,21 +91,20 @@ func printCosts(w io.Writer, rep query.CostReport) {
 		for _, m := range rep.Unmatched {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", orNone(m.Provider), m.Model, m.Spans, fmtTokens(m.InputTokens), fmtTokens(m.OutputTokens))
 		}
-		tw.Flush()
+		return tw.Flush()
 	}
+	return nil
 }
 
 func newCacheCmd() *cobra.Command {
 	var (
 		since, until, agent, model           string
 		minCalls, minRunCalls, defaultPrefix int
-		asJSON                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "Prompt-cache health per agent and model, and runs that never hit the cache",
 	}
-	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
 	rangeFlags(cmd, &since, &until, "24h")
 	fs.StringVar(&agent, "agent", "", "only this agent")
@@ -121,11 +112,7 @@ func newCacheCmd() *cobra.Command {
 	fs.IntVar(&minCalls, "min-eligible-calls", 0, "eligible calls without a cache read that make an agent/model never_hit (server default 5)")
 	fs.IntVar(&minRunCalls, "min-eligible-run-calls", 0, "the same for one run (server default 2)")
 	fs.IntVar(&defaultPrefix, "default-min-prefix", 0, "minimum cacheable prefix assumed for models not in the catalog (server default 1024)")
-	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
+	return readCmd(cmd, func([]string) (string, url.Values) {
 		q := queryOf(map[string]string{"since": since, "until": until, "agent": agent, "model": model})
 		for k, v := range map[string]int{"min_eligible_calls": minCalls, "min_eligible_run_calls": minRunCalls,
 			"default_min_prefix_tokens": defaultPrefix} {
@@ -133,23 +120,19 @@ func newCacheCmd() *cobra.Command {
 				q.Set(k, strconv.Itoa(v))
 			}
 		}
-		var rep query.CacheReport
-		if done, err := getOrPrint(cmd, c, "/api/v1/cache", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		printCache(cmd.OutOrStdout(), rep)
-		return nil
-	}
-	return cmd
+		return "/api/v1/cache", q
+	}, printCache)
 }
 
-func printCache(w io.Writer, rep query.CacheReport) {
+// printCache writes a cache report: each agent and model's verdict, the
+// example runs of those that never hit, and the runs that never did.
+func printCache(w io.Writer, rep query.CacheReport) error {
 	th := rep.Thresholds
 	fmt.Fprintf(w, "prompt cache, %s – %s (never_hit: ≥ %d eligible calls per agent/model, ≥ %d per run, no cache read)\n\n",
 		rep.Since.Local().Format(time.DateTime), rep.Until.Local().Format(time.DateTime), th.MinEligibleCalls, th.MinEligibleRunCalls)
 	if len(rep.Groups) == 0 {
-		fmt.Fprintln(w, "no inference calls with usage in this range")
-		return
+		_, err := fmt.Fprintln(w, "no inference calls with usage in this range")
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tMODEL\tCALLS\tELIGIBLE\tMIN PREFIX\tCACHE READ\tHIT RATIO\tVERDICT\tRUNS WITHOUT CACHE READ")
@@ -164,7 +147,9 @@ func printCache(w io.Writer, rep query.CacheReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.1f%%\t%s\t%d\n", orNone(g.Agent), orNone(g.Model), g.Calls,
 			g.EligibleCalls, prefix, fmtTokens(g.CacheReadTokens), 100*g.HitRatio, g.Verdict, g.RunsWithoutCacheRead)
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	for _, g := range rep.Groups {
 		if g.Verdict != attribution.VerdictNeverHit || len(g.ExampleRunIDs) == 0 {
 			continue
@@ -183,11 +168,14 @@ func printCache(w io.Writer, rep query.CacheReport) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.TraceID, r.Start.Local().Format("01-02 15:04:05"), r.Task,
 				strings.Join(r.Agents, ","), strings.Join(r.Models, ","), r.EligibleCalls, fmtTokens(r.EligibleInputTokens))
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 		if rep.RunsTruncated {
 			fmt.Fprintln(w, "(more runs not shown)")
 		}
 	}
+	return nil
 }
 
 func newRepriceCmd() *cobra.Command {

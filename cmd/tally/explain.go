@@ -14,7 +14,6 @@ import (
 // newExplainCmd is `tally explain <trace_id> [span_id]`: how each stored
 // token count and cost of a run was derived, through the API.
 func newExplainCmd() *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "explain <trace_id> [span_id]",
 		Short: "Show how a run's tokens and cost were derived: the instrumentation reading, each step, the price arithmetic",
@@ -26,27 +25,21 @@ computed with the server's current rules; where the stored figures differ, it
 says so (tally reprice re-derives them).`,
 		Args: cobra.RangeArgs(1, 2),
 	}
-	c, apply := clientFlags(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		path := "/api/v1/runs/" + url.PathEscape(args[0]) + "/explain"
+	return readCmd(cmd, func(args []string) (string, url.Values) {
 		if len(args) == 2 {
-			path = "/api/v1/runs/" + url.PathEscape(args[0]) + "/spans/" + url.PathEscape(args[1]) + "/explain"
+			return "/api/v1/runs/" + url.PathEscape(args[0]) + "/spans/" + url.PathEscape(args[1]) + "/explain", nil
 		}
-		var out struct {
-			TraceID string                  `json:"trace_id"`
-			Spans   []query.SpanExplanation `json:"spans"`
-		}
-		if done, err := getOrPrint(cmd, c, path, nil, asJSON, &out); done || err != nil {
-			return err
-		}
-		printExplanations(cmd.OutOrStdout(), out.TraceID, out.Spans)
+		return "/api/v1/runs/" + url.PathEscape(args[0]) + "/explain", nil
+	}, func(w io.Writer, out explanations) error {
+		printExplanations(w, out.TraceID, out.Spans)
 		return nil
-	}
-	return cmd
+	})
+}
+
+// explanations is the API's answer to an explain request.
+type explanations struct {
+	TraceID string                  `json:"trace_id"`
+	Spans   []query.SpanExplanation `json:"spans"`
 }
 
 // printExplanations prints one block per span.

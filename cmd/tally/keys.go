@@ -47,7 +47,7 @@ func newKeysCreateCmd() *cobra.Command {
 	cmd, st, apply := keysStoreCmd("create", "Create a key and print it (once: only its hash is kept)", cobra.NoArgs)
 	fs := cmd.Flags()
 	fs.StringVar(&project, "project", "", "project the key belongs to (required)")
-	fs.StringVar(&scopes, "scope", "", "ingest, read, metrics (scrape /metrics: every project's figures), or several comma-separated (required)")
+	fs.StringVar(&scopes, "scope", "", auth.JoinScopes(auth.Scopes(), ", ")+", or several comma-separated (required; metrics scrapes /metrics: every project's figures)")
 	fs.StringVar(&name, "name", "", "what the key is for (shown by keys list)")
 	fs.BoolVar(&static, "static", false, "store nothing: print the key and its --auth-key spec for tally.yaml")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -71,7 +71,7 @@ func newKeysCreateCmd() *cobra.Command {
 				return err
 			}
 			_, err = fmt.Fprintf(out, "key:      %s\nauth-key: %s:%s:%s\n\nGive the key to its user now: it is not shown again. Put the auth-key line\n(the hash, not the key) in tally.yaml under auth: {key: [...]} or pass --auth-key.\n",
-				plaintext, project, joinScopes(sc, "+"), auth.Hash(plaintext))
+				plaintext, project, auth.JoinScopes(sc, "+"), auth.Hash(plaintext))
 			return err
 		}
 		store, err := openWithRetry(cmd.Context(), st, newLogger("warn"))
@@ -87,7 +87,7 @@ func newKeysCreateCmd() *cobra.Command {
 			return err
 		}
 		_, err = fmt.Fprintf(out, "id:      %s\nproject: %s\nscopes:  %s\nname:    %s\nkey:     %s\n\nGive the key to its user now: it is not shown again. Servers accept it within\ntheir --auth-refresh interval (10s by default).\n",
-			k.ID, k.Project, joinScopes(k.Scopes, ","), k.Name, plaintext)
+			k.ID, k.Project, auth.JoinScopes(k.Scopes, ","), k.Name, plaintext)
 		return err
 	}
 	return cmd
@@ -126,7 +126,7 @@ func newKeysListCmd() *cobra.Command {
 			if k.Revoked() {
 				revoked = k.RevokedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Project, joinScopes(k.Scopes, ","),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Project, auth.JoinScopes(k.Scopes, ","),
 				orDash(k.Name), k.CreatedAt.Format(time.RFC3339), revoked)
 		}
 		return tw.Flush()
@@ -182,14 +182,6 @@ func newKeysHashCmd() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func joinScopes(scopes []auth.Scope, sep string) string {
-	s := make([]string, len(scopes))
-	for i, sc := range scopes {
-		s[i] = string(sc)
-	}
-	return strings.Join(s, sep)
 }
 
 func orDash(s string) string {

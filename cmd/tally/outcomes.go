@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -93,32 +94,23 @@ func newTasksCmd() *cobra.Command {
 	var (
 		since, until, by, outcome, task, agent string
 		k                                      int
-		asJSON                                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "tasks",
 		Short: "How consistent each task is: pass rate, pass@k and pass^k, and the spread of steps, tokens and cost",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "7d")
 	cmd.Flags().StringVar(&by, "by", "task", "group runs by task, agent or case (langfuse.experiment.item.id)")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "grade runs by this outcome's verdict (default every outcome's)")
 	cmd.Flags().StringVar(&task, "task", "", "only this task")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().IntVar(&k, "k", 3, "the k of pass@k and pass^k shown")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
+	return readCmd(cmd, func([]string) (string, url.Values) {
 		q := queryOf(map[string]string{"since": since, "until": until, "by": by, "outcome": outcome, "task": task, "agent": agent})
 		q.Set("k", strconv.Itoa(k))
-		var rep query.TasksReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/tasks", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
+		return "/api/v1/tasks", q
+	}, func(out io.Writer, rep query.TasksReport) error {
 		if len(rep.Tasks) == 0 {
 			_, err := fmt.Fprintln(out, "No runs in this range.")
 			return err
@@ -135,8 +127,7 @@ func newTasksCmd() *cobra.Command {
 			fmt.Fprintf(tw, "(the newest %d runs of the range)\n", rep.RunsRead)
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // pctOf is a ratio as a percentage with one decimal, "-" for none.
@@ -173,29 +164,18 @@ func printJSON(cmd *cobra.Command, v any) error {
 
 // newVersionsCmd is `tally versions`: a task's versions (GET /api/v1/versions).
 func newVersionsCmd() *cobra.Command {
-	var (
-		since, until, task string
-		asJSON             bool
-	)
+	var since, until, task string
 	cmd := &cobra.Command{
 		Use:   "versions [--task T]",
 		Short: "Each task's versions (configuration fingerprints) with first and last seen",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "30d")
 	cmd.Flags().StringVar(&task, "task", "", "only this task")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := queryOf(map[string]string{"since": since, "until": until, "task": task})
-		var rep api.VersionsReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/versions", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/versions", queryOf(map[string]string{"since": since, "until": until, "task": task})
+	}, func(out io.Writer, rep api.VersionsReport) error {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tVERSION\tRUNS\tFIRST SEEN\tLAST SEEN\tPASS RATE\tAGENTS\tPROMPTS\tMODELS")
 		for _, tv := range rep.Tasks {
 			for _, v := range tv.Versions {
@@ -206,8 +186,7 @@ func newVersionsCmd() *cobra.Command {
 			}
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // newCompareCmd is `tally compare`: a task between two versions or two time

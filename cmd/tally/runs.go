@@ -20,13 +20,11 @@ func newRunsCmd() *cobra.Command {
 		since, until, agent, model, service, task, tool, status, search, cursor string
 		sortBy, dir, hasErrors                                                  string
 		limit                                                                   int
-		asJSON                                                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List runs, newest first (from a running tally)",
 	}
-	c, apply := clientFlags(cmd)
 	fs := cmd.Flags()
 	// All time, newest first, as the runs page opens.
 	rangeFlags(cmd, &since, &until, "")
@@ -42,29 +40,20 @@ func newRunsCmd() *cobra.Command {
 	fs.StringVar(&search, "search", "", "trace id prefix, conversation id or span name")
 	fs.StringVar(&cursor, "cursor", "", "page cursor printed by a previous call")
 	fs.IntVar(&limit, "limit", 20, "runs per page")
-	fs.BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
+	return readCmd(cmd, func([]string) (string, url.Values) {
 		q := queryOf(map[string]string{"since": since, "until": until, "agent": agent, "model": model,
 			"service": service, "task": task, "tool": tool, "status": status, "q": search, "cursor": cursor,
 			"sort": sortBy, "dir": dir, "has_errors": hasErrors})
 		q.Set("limit", strconv.Itoa(limit))
-		var page query.RunPage
-		if done, err := getOrPrint(cmd, c, "/api/v1/runs", q, asJSON, &page); done || err != nil {
-			return err
-		}
-		printRuns(cmd.OutOrStdout(), page)
-		return nil
-	}
-	return cmd
+		return "/api/v1/runs", q
+	}, printRuns)
 }
 
-func printRuns(w io.Writer, page query.RunPage) {
+// printRuns writes a page of runs, and the cursor of the next.
+func printRuns(w io.Writer, page query.RunPage) error {
 	if len(page.Runs) == 0 {
-		fmt.Fprintln(w, "no runs in this range; point an OpenTelemetry SDK at this server's /v1/traces, or run `tally demo`")
-		return
+		_, err := fmt.Fprintln(w, "no runs in this range; point an OpenTelemetry SDK at this server's /v1/traces, or run `tally demo`")
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TRACE ID\tSTART\tTASK\tAGENTS\tDURATION\tLLM\tTOOLS\tIN\tCACHE RD\tOUT\tCOST\tSTATUS")
@@ -74,35 +63,30 @@ func printRuns(w io.Writer, page query.RunPage) {
 			fmtDuration(r.DurationMs), r.LLMCalls, r.ToolCalls, fmtTokens(r.Usage.Input),
 			fmtTokens(r.Usage.CacheRead), fmtTokens(r.Usage.Output), fmtUSD(r.Cost.Total), r.Status)
 	}
-	tw.Flush()
-	if page.NextCursor != "" {
-		fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+	if err := tw.Flush(); err != nil {
+		return err
 	}
+	if page.NextCursor != "" {
+		_, err := fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+		return err
+	}
+	return nil
 }
 
 func newRunCmd() *cobra.Command {
-	var asJSON, attrs bool
+	var attrs bool
 	cmd := &cobra.Command{
 		Use:   "run <trace_id>",
 		Short: "Print one run's span tree with cost and tokens per step",
 		Args:  cobra.ExactArgs(1),
 	}
-	c, apply := clientFlags(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
 	cmd.Flags().BoolVar(&attrs, "attributes", false, "print each span's attributes")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		path := "/api/v1/runs/" + url.PathEscape(args[0])
-		var run query.RunDetail
-		if done, err := getOrPrint(cmd, c, path, nil, asJSON, &run); done || err != nil {
-			return err
-		}
-		printRun(cmd.OutOrStdout(), &run, attrs)
+	return readCmd(cmd, func(args []string) (string, url.Values) {
+		return "/api/v1/runs/" + url.PathEscape(args[0]), nil
+	}, func(w io.Writer, run query.RunDetail) error {
+		printRun(w, &run, attrs)
 		return nil
-	}
-	return cmd
+	})
 }
 
 // printRun prints a run's header and its tree with box-drawing branches.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,67 +18,61 @@ import (
 // newSignalsCmd is `tally signals`: the safety signals of recent runs by
 // kind and tool (GET /api/v1/signals).
 func newSignalsCmd() *cobra.Command {
-	var (
-		since, until, kind, tool, agent, task, by string
-		asJSON                                    bool
-	)
+	var since, until, kind, tool, agent, task, by string
 	cmd := &cobra.Command{
 		Use:   "signals",
 		Short: "Safety signals of recent runs (duplicate side effects, unsafe retries, hallucinated tools, ungated actions, budgets…) by kind and tool, and the tools' steps by status",
 		Args:  cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "24h")
 	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: "+strings.Join(safety.Kinds(), ", "))
 	cmd.Flags().StringVar(&tool, "tool", "", "only this tool")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
 	cmd.Flags().StringVar(&by, "by", "tool", "group signals by tool, task or agent")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := queryOf(map[string]string{"since": since, "until": until, "kind": kind, "tool": tool, "agent": agent, "task": task, "by": by})
-		var rep query.SignalsReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/signals", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		if len(rep.Groups) == 0 {
-			fmt.Fprintf(tw, "No signals in %d runs.\n", rep.RunsRead)
-		} else {
-			fmt.Fprintf(tw, "KIND\t%s\tSIGNALS\tRUNS\tEXAMPLE RUNS\tREASON\n", strings.ToUpper(rep.By))
-			for _, g := range rep.Groups {
-				short := make([]string, len(g.ExampleRuns))
-				for i, id := range g.ExampleRuns {
-					short[i] = id[:min(8, len(id))]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Kind, orDash(g.Tool+g.Task+g.Agent), g.Signals, g.Runs, strings.Join(short, ","), g.Reason)
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/signals", queryOf(map[string]string{"since": since, "until": until, "kind": kind, "tool": tool, "agent": agent, "task": task, "by": by})
+	}, printSignals)
+}
+
+// printSignals writes a signals report: the signals by kind and tool (or
+// task, or agent), then each tool's steps by terminal status.
+func printSignals(out io.Writer, rep query.SignalsReport) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if len(rep.Groups) == 0 {
+		fmt.Fprintf(tw, "No signals in %d runs.\n", rep.RunsRead)
+	} else {
+		fmt.Fprintf(tw, "KIND\t%s\tSIGNALS\tRUNS\tEXAMPLE RUNS\tREASON\n", strings.ToUpper(rep.By))
+		for _, g := range rep.Groups {
+			short := make([]string, len(g.ExampleRuns))
+			for i, id := range g.ExampleRuns {
+				short[i] = id[:min(8, len(id))]
 			}
-			fmt.Fprintf(tw, "%d signals in %d runs\n", rep.Signals, rep.RunsRead)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Kind, orDash(g.Tool+g.Task+g.Agent), g.Signals, g.Runs, strings.Join(short, ","), g.Reason)
 		}
-		if len(rep.Tools) > 0 {
-			fmt.Fprintln(tw, "\nTOOL\tEFFECT\tSTEPS\tOK\tRETRYABLE\tAMBIGUOUS\tDENIED\tESCALATED\tERROR\tSIGNALS")
-			for _, t := range rep.Tools {
-				st := t.Statuses
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(t.Tool), t.Effect, thousands(int64(t.Steps)),
-					thousands(int64(st[safety.StatusOK])), thousands(int64(st[safety.StatusRetryable])), thousands(int64(st[safety.StatusAmbiguous])),
-					thousands(int64(st[safety.StatusDenied])), thousands(int64(st[safety.StatusEscalated])), thousands(int64(st[safety.StatusError])), thousands(int64(t.Signals)))
-			}
-		}
-		return tw.Flush()
+		fmt.Fprintf(tw, "%d signals in %d runs\n", rep.Signals, rep.RunsRead)
 	}
-	return cmd
+	if len(rep.Tools) > 0 {
+		// One column per terminal status, in safety.Statuses' order.
+		fmt.Fprint(tw, "\nTOOL\tEFFECT\tSTEPS\t")
+		for _, st := range safety.Statuses() {
+			fmt.Fprint(tw, strings.ToUpper(string(st))+"\t")
+		}
+		fmt.Fprintln(tw, "SIGNALS")
+		for _, t := range rep.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", orDash(t.Tool), t.Effect, thousands(int64(t.Steps)))
+			for _, st := range safety.Statuses() {
+				fmt.Fprint(tw, thousands(int64(t.Statuses[st]))+"\t")
+			}
+			fmt.Fprintln(tw, thousands(int64(t.Signals)))
+		}
+	}
+	return tw.Flush()
 }
 
 // newCapsCmd is `tally caps`: run caps set from data (GET /api/v1/caps).
 func newCapsCmd() *cobra.Command {
-	var (
-		since, until, task, agent, outcome, multiplier string
-		asJSON                                         bool
-	)
+	var since, until, task, agent, outcome, multiplier string
 	cmd := &cobra.Command{
 		Use:   "caps",
 		Short: "Suggested run caps per task from the p99 of successful runs (iterations, tokens, cost, active time), and the runs over them",
@@ -87,23 +83,14 @@ reported apart). Each task's suggestion is printed as a --run-cap value for
 tally serve, beside the caps configured now.`,
 		Args: cobra.NoArgs,
 	}
-	client, apply := clientFlags(cmd)
 	rangeFlags(cmd, &since, &until, "7d")
 	cmd.Flags().StringVar(&task, "task", "", "only this task")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "the outcome whose verdict makes a run successful (default: every verdict; status without)")
 	cmd.Flags().StringVar(&multiplier, "multiplier", "", "caps are this many times the p99 (default 2.5, 1 to 10)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := apply(); err != nil {
-			return err
-		}
-		q := queryOf(map[string]string{"since": since, "until": until, "task": task, "agent": agent, "outcome": outcome, "multiplier": multiplier})
-		var rep query.CapsReport
-		if done, err := getOrPrint(cmd, client, "/api/v1/caps", q, asJSON, &rep); done || err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
+	return readCmd(cmd, func([]string) (string, url.Values) {
+		return "/api/v1/caps", queryOf(map[string]string{"since": since, "until": until, "task": task, "agent": agent, "outcome": outcome, "multiplier": multiplier})
+	}, func(out io.Writer, rep query.CapsReport) error {
 		if len(rep.Tasks) == 0 {
 			_, err := fmt.Fprintf(out, "No task has successful runs among %d runs.\n", rep.RunsRead)
 			return err
@@ -129,8 +116,7 @@ tally serve, beside the caps configured now.`,
 			}
 		}
 		return tw.Flush()
-	}
-	return cmd
+	})
 }
 
 // fmtNum writes a figure: whole numbers with thousands separators, others

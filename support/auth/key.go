@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -45,6 +44,28 @@ const (
 	// project does not limit what it sees.
 	ScopeMetrics Scope = "metrics"
 )
+
+// Scopes are the scopes a key can carry, in the order the docs and the
+// CLI's help list them: the one list that parsing and messages read.
+func Scopes() []Scope { return []Scope{ScopeIngest, ScopeRead, ScopeMetrics} }
+
+// JoinScopes writes scopes joined with sep: "read,ingest".
+func JoinScopes(scopes []Scope, sep string) string {
+	s := make([]string, len(scopes))
+	for i, sc := range scopes {
+		s[i] = string(sc)
+	}
+	return strings.Join(s, sep)
+}
+
+// ParseScope reads one scope name (surrounding space aside).
+func ParseScope(s string) (Scope, error) {
+	sc := Scope(strings.TrimSpace(s))
+	if !slices.Contains(Scopes(), sc) {
+		return "", fmt.Errorf("scope %q: want one of %s", sc, JoinScopes(Scopes(), ", "))
+	}
+	return sc, nil
+}
 
 // DefaultProject is every caller's project while authentication is off.
 const DefaultProject = access.DefaultProject
@@ -135,22 +156,21 @@ func ValidProject(project string) error {
 	return nil
 }
 
-// ParseScopes parses "read", "ingest", "metrics" or several of them joined
-// with ',' or '+' ("read,ingest", "ingest+read") into a sorted list without
-// duplicates.
+// ParseScopes parses one scope (ParseScope) or several joined with ',' or
+// '+' ("read,ingest", "ingest+read") into a sorted list without duplicates.
 func ParseScopes(s string) ([]Scope, error) {
 	var out []Scope
 	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '+' }) {
-		sc := Scope(strings.TrimSpace(part))
-		if sc != ScopeIngest && sc != ScopeRead && sc != ScopeMetrics {
-			return nil, fmt.Errorf("scope %q: want %q, %q or %q", sc, ScopeIngest, ScopeRead, ScopeMetrics)
+		sc, err := ParseScope(part)
+		if err != nil {
+			return nil, err
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no scope: want ingest, read, metrics, or several of them")
+		return nil, fmt.Errorf("no scope: want %s, or several of them", JoinScopes(Scopes(), ", "))
 	}
 	slices.Sort(out)
 	return out, nil

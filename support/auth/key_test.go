@@ -79,6 +79,27 @@ func TestParseScopes(t *testing.T) {
 	}
 }
 
+// TestScopes: every scope of the list parses alone, and a refusal names
+// them all.
+func TestScopes(t *testing.T) {
+	for _, sc := range Scopes() {
+		if got, err := ParseScope(" " + string(sc) + " "); err != nil || got != sc {
+			t.Errorf("ParseScope(%q) = %q, %v", sc, got, err)
+		}
+	}
+	for _, in := range []string{"write", ""} {
+		_, err := ParseScopes(in)
+		if err == nil {
+			t.Fatalf("ParseScopes(%q) took it", in)
+		}
+		for _, sc := range Scopes() {
+			if !strings.Contains(err.Error(), string(sc)) {
+				t.Errorf("ParseScopes(%q): %v; want every scope named", in, err)
+			}
+		}
+	}
+}
+
 // hashA and hashB stand for two keys' hashes.
 var (
 	hashA = strings.Repeat("a1", 32)

@@ -84,7 +84,7 @@ export async function pageCompare() {
     return m.worse ? html`<span class="pill error" data-verdict="worse">worse</span>` : html`<span class="pill ok" data-verdict="better">better</span>`;
   };
   const side = (s, name) => html`<div class="stat"><dt>${name}: <span class="mono">${s.fingerprint || html`${timeHTML(s.since)} – ${timeHTML(s.until)}`}</span></dt><dd>${num(s.runs)} runs, ${num(s.passed)}/${num(s.graded)} passed<br><small>${configHTML(s.config)}</small></dd></div>`;
-  show(el, html`<dl class="stats" id="compare-sides">${side(c.a, 'A')}${side(c.b, 'B')}</dl>
+  show(el, html`<dl class="stats sides" id="compare-sides">${side(c.a, 'A')}${side(c.b, 'B')}</dl>
 ${tableHTML([
     { key: 'metric', label: 'Metric', html: (m) => METRIC_LABEL[m.metric] || m.metric },
     { key: 'a', label: 'A', num: true, html: (m) => val(m, m.a) },

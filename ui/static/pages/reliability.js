@@ -8,28 +8,7 @@ import { api, errorHTML } from '../lib/api.js';
 import { fmtMs, num, shortID, usd } from '../lib/format.js';
 import { copyParams, rangeText, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
-
-/** KIND_HELP says what each signal kind means, for the kind cells. */
-const KIND_HELP = {
-  duplicate_side_effect: 'a non-idempotent or irreversible tool succeeded twice for the same step',
-  unsafe_retry: 'a non-idempotent or irreversible step retried after an ambiguous outcome',
-  unknown_tool: 'a tool the model was not offered, or not in the registry',
-  invalid_arguments: "arguments the tool's schema rejects (unknown fields included)",
-  ungated_action: 'an irreversible tool ran with no approval before it',
-  retry_storm: 'a retry without backoff, or branches retrying in lockstep',
-  runaway_loop: 'the same failing call again and again, or past the step limit',
-  budget_exceeded: 'over a configured cap, or a typed partial result',
-  unchecked_arguments: "arguments not checked: the tool's schema is too large or too complex to validate within the limits",
-};
-
-/** STATUSES are the terminal statuses, in table order. */
-const STATUSES = ['ok', 'retryable', 'ambiguous', 'denied', 'escalated', 'error'];
-
-/** effectPill draws a tool's effect class. */
-export function effectPill(effect) {
-  const cls = { irreversible: 'error', non_idempotent: 'warn', idempotent: 'ok', read: 'ok' }[effect] || 'muted';
-  return html`<span class="pill ${cls}" data-effect="${esc(effect)}">${esc(effect || 'unknown')}</span>`;
-}
+import { SIGNAL_HELP, SIGNAL_KINDS, STATUSES, effectPill } from '../lib/vocab.js';
 
 export async function pageReliability() {
   const params = new URLSearchParams(location.search);
@@ -51,14 +30,18 @@ export async function pageReliability() {
   const runLinks = (ids) => join((ids || []).map((id) => html`<a class="mono" href="/runs/${esc(id)}">${shortID(id)}</a>`), ' ');
   const group = join(['tool', 'task', 'agent'].map((g) => (g === by ? html`<strong>${g}</strong>`
     : html`<a href="/reliability?${new URLSearchParams({ ...Object.fromEntries(params), by: g })}" data-by="${g}">${g}</a>`)), ' · ');
-  const kinds = join(Object.entries(rep.kinds || {}).map(([k, n]) => html`<span class="pill ${n ? 'warn' : 'muted'}" data-kind-count="${k}" title="${KIND_HELP[k] || ''}">${k} ${num(n)}</span>`), ' ');
+  // Every kind the server counts, in the docs' order (a kind this UI does
+  // not know yet, from a newer server, last).
+  const counts = rep.kinds || {};
+  const kindOrder = [...SIGNAL_KINDS.filter((k) => k in counts), ...Object.keys(counts).filter((k) => !SIGNAL_KINDS.includes(k))];
+  const kinds = join(kindOrder.map((k) => html`<span class="pill ${counts[k] ? 'warn' : 'muted'}" data-kind-count="${k}" title="${SIGNAL_HELP[k] || ''}">${k} ${num(counts[k])}</span>`), ' ');
   const head = html`<p id="signals-total"><strong>${num(rep.signals)}</strong> signals in <strong>${num(rep.runs_with_signals)}</strong> of ${num(rep.runs_read)} runs</p>
 <p class="muted">${kinds}</p>${rep.truncated ? html`<p class="notice warn">The range has more runs than one review reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}
 <p class="muted" id="signals-by">Group by ${group}</p>`;
   const groups = rep.groups || [];
   const subject = (g) => g.tool || g.task || g.agent || '—';
   const cols = [
-    { key: 'kind', label: 'Kind', html: (g) => html`<abbr title="${KIND_HELP[g.kind] || ''}">${g.kind}</abbr>` },
+    { key: 'kind', label: 'Kind', html: (g) => html`<abbr title="${SIGNAL_HELP[g.kind] || ''}">${g.kind}</abbr>` },
     { key: 'subject', label: by[0].toUpperCase() + by.slice(1), html: (g) => (subject(g) === '—' ? '—' : html`<a href="/runs?${new URLSearchParams({ [by]: subject(g) })}">${subject(g)}</a>`) },
     { key: 'signals', label: 'Signals', num: true, html: (g) => num(g.signals) },
     { key: 'runs', label: 'Runs', num: true, html: (g) => num(g.runs) },

@@ -6,7 +6,7 @@ import { hbars } from '../lib/charts.js';
 import { fmtMs, num, pct, shortID } from '../lib/format.js';
 import { copyParams, rangeText, setupRangeForm } from '../lib/range.js';
 import { sortRows, tableHTML, wireSort } from '../lib/table.js';
-import { effectPill } from './reliability.js';
+import { STATUSES, STATUS_PILL, effectPill } from '../lib/vocab.js';
 
 /**
  * thresholdsFrom reads the alert thresholds of a kind per subject: each
@@ -27,8 +27,7 @@ export function thresholdsFrom(rules, alerts, kind, label) {
 /** statusHTML lists a tool's steps by terminal status, ok first, zeros left out. */
 function statusHTML(t) {
   if (!t) return '—';
-  const order = ['ok', 'retryable', 'ambiguous', 'denied', 'escalated', 'error'];
-  return join(order.filter((s) => (t.statuses || {})[s]).map((s) => html`<span class="pill ${s === 'ok' ? 'ok' : s === 'error' || s === 'ambiguous' ? 'error' : 'warn'}" data-status="${s}">${s} ${num(t.statuses[s])}</span>`), ' ');
+  return join(STATUSES.filter((s) => (t.statuses || {})[s]).map((s) => html`<span class="pill ${STATUS_PILL[s]}" data-status="${s}">${s} ${num(t.statuses[s])}</span>`), ' ');
 }
 
 export async function pageTools() {
@@ -72,7 +71,7 @@ export async function pageTools() {
     { key: 'retries', label: 'Retries', num: true, value: (t) => t.retries, html: (t) => num(t.retries) },
     { key: 'retry_rate', label: 'Retry rate', num: true, value: (t) => t.retry_rate, html: (t) => rateHTML(t.retry_rate, th(retryT, t.tool)) },
     { key: 'repeats', label: 'Repeats', title: 'identical arguments after a success (loop signal)', num: true, value: (t) => t.repeats, html: (t) => num(t.repeats) },
-    { key: 'status', label: 'Ended', title: 'steps by terminal status: ok, retryable, ambiguous (timeout, 5xx), denied, escalated, error', wrap: true, html: (t) => statusHTML(review.get(t.tool)) },
+    { key: 'status', label: 'Ended', title: `steps by terminal status: ${STATUSES.join(', ')} (ambiguous: a timeout or a 5xx)`, wrap: true, html: (t) => statusHTML(review.get(t.tool)) },
     { key: 'p50', label: 'p50', num: true, value: (t) => t.p50_ms, html: (t) => fmtMs(t.p50_ms) },
     { key: 'p95', label: 'p95', num: true, value: (t) => t.p95_ms, html: (t) => { const x = th(latT, t.tool); return x != null && t.p95_ms > x ? html`<span class="pill error" title="above the alert threshold ${fmtMs(x)}">${fmtMs(t.p95_ms)}</span>` : fmtMs(t.p95_ms); } },
     { key: 'p99', label: 'p99', num: true, value: (t) => t.p99_ms, html: (t) => fmtMs(t.p99_ms) },

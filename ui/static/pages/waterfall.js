@@ -3,12 +3,10 @@
 import { esc, html, show } from '../lib/html.js';
 import { fmtMs, num, usd } from '../lib/format.js';
 import { TYPE_LABEL, spanFigures } from '../lib/spans.js';
+import { SIGNAL_MARK } from '../lib/vocab.js';
 
 /** ROW_H is the height of a waterfall row in pixels (see .wf-row in style.css). */
 export const ROW_H = 22;
-
-/** SIGNAL_MARK is the badge of each safety signal kind on its span's row. */
-const SIGNAL_MARK = { duplicate_side_effect: 'TWICE', unsafe_retry: 'UNSAFE RETRY', unknown_tool: 'UNKNOWN TOOL', invalid_arguments: 'BAD ARGS', ungated_action: 'UNGATED', retry_storm: 'NO BACKOFF', runaway_loop: 'LOOP', budget_exceeded: 'OVER BUDGET', unchecked_arguments: 'UNCHECKED ARGS' };
 
 /** Waterfall draws the span rows, with collapse/expand, selection and keyboard navigation. */
 export class Waterfall {
