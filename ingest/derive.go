@@ -266,7 +266,9 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 // cost applies a client-sent cost, else the pricer, else marks the span
 // unpriced. A client cost of exactly 0 on a span with usage means the
 // client had no price for the model (OpenLIT sends that): the catalog
-// prices it and AttrCostNote records it.
+// prices it and AttrCostNote records it. On an inference span without
+// usage it means nothing was measured (pydantic-ai prices a usage it failed
+// to extract at $0): the span is unreconciled and unpriced, never $0.
 func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 	cc := costChain()
 	client, key, ok := 0.0, "", false
@@ -281,6 +283,15 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 		}
 	}
 	usageNonZero := out.InputTokens+out.OutputTokens+out.CacheReadTokens+out.CacheWriteTokens > 0
+	if ok && client == 0 && !usageNonZero && out.SpanType == schema.TypeInference {
+		out.UsageUnreconciled = 1
+		out.CostSource = schema.CostUnpriced
+		n.notes = append(n.notes, kv{k: AttrUsageProblem, v: key + " was 0 on a call that reports no usage: the call is unpriced, not free"})
+		if ex != nil {
+			ex.step("cost: the client sent %s = 0 with no usage on an inference span: nothing was measured, so the span is unreconciled and unpriced rather than $0", key)
+		}
+		return
+	}
 	if ok && (client != 0 || !usageNonZero) {
 		out.CostTotal = client
 		out.CostSource = schema.CostClient

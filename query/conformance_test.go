@@ -59,6 +59,17 @@ func TestConformanceRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want != nil {
+				for _, s := range []struct {
+					reader string
+					sum    query.RunSummary
+				}{{"run list", page.Runs[0]}, {"run detail", detail.Summary}} {
+					if want.UnpricedSpans != nil && s.sum.UnpricedSpans != *want.UnpricedSpans {
+						t.Errorf("%s: %d unpriced spans, want %d", s.reader, s.sum.UnpricedSpans, *want.UnpricedSpans)
+					}
+					if want.UnreconciledSpans != nil && s.sum.UnreconciledSpans != *want.UnreconciledSpans {
+						t.Errorf("%s: %d unreconciled spans, want %d", s.reader, s.sum.UnreconciledSpans, *want.UnreconciledSpans)
+					}
+				}
 				checkRunTotals(t, "run list", page.Runs[0].Usage, page.Runs[0].Cost.Total, want)
 				checkRunTotals(t, "run detail", detail.Summary.Usage, detail.Summary.Cost.Total, want)
 				rep, err := r.Costs(ctx, query.CostFilter{Project: project, By: query.ByAgent, Since: since, Until: until})

@@ -87,6 +87,11 @@ type RunExpect struct {
 	Output     uint64  `json:"output"`
 	Reasoning  uint64  `json:"reasoning"`
 	CostUSD    float64 `json:"cost_usd"`
+	// UnpricedSpans and UnreconciledSpans, when set, are the run's spans
+	// left unpriced and those whose usage could not be reconciled: a span
+	// tally cannot bill is counted as such, never priced at $0.
+	UnpricedSpans     *int `json:"unpriced_spans"`
+	UnreconciledSpans *int `json:"unreconciled_spans"`
 }
 
 // Start is when every scenario's first span starts.
