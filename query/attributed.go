@@ -51,6 +51,14 @@ func (r *core) loadSpansShard(ctx context.Context, project string, from, to time
 	if !to.After(from) {
 		return nil, nil
 	}
+	q, args := loadSpansShardSQL(r.store, project, from, to, window, shard)
+	return r.attributeFacts(ctx, q, args, from, to)
+}
+
+// loadSpansShardSQL builds loadSpansShard's statement: the spans (no
+// FINAL) of shard's runs with a span starting in [from, to), within window
+// of the range; project "" reads every project.
+func loadSpansShardSQL(t tables, project string, from, to time.Time, window time.Duration, shard Shard) (string, []any) {
 	fromSec := from.UTC().Truncate(time.Second)
 	toSec := to.UTC().Truncate(time.Second)
 	projectCond, args := "", []any{}
@@ -63,7 +71,7 @@ func (r *core) loadSpansShard(ctx context.Context, project string, from, to time
 	}
 	// span_facts is sorted by hour first: these reads cover an hour or a
 	// few, which in the spans table (sorted by run) would read whole days.
-	table := r.store.Table(schema.TableSpanFacts)
+	table := t.Table(schema.TableSpanFacts)
 	// No FINAL: attribution.Attribute keeps each span's latest version itself. On
 	// ClickHouse 18.16 FINAL merges in one thread and made this read 3–4×
 	// slower (0.12–0.2 s against 0.04 s for a report's first hour at 10M
@@ -79,7 +87,7 @@ func (r *core) loadSpansShard(ctx context.Context, project string, from, to time
 	if project != "" {
 		args = append(args, project)
 	}
-	return r.attributeFacts(ctx, q, args, from, to)
+	return q, args
 }
 
 // loadRunSpans is loadSpans for the given runs of one project only.
@@ -87,14 +95,20 @@ func (r *core) loadRunSpans(ctx context.Context, project string, traces []string
 	if !to.After(from) || len(traces) == 0 {
 		return nil, nil
 	}
-	ids := clickhouse.GroupSet{Value: make([]any, len(traces))}
-	for i, t := range traces {
-		ids.Value[i] = t
-	}
-	q := "SELECT " + factColumns + "\nFROM " + final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ?" +
-		" AND start >= ? AND start <= ?"
-	args := []any{project, ids, from.UTC().Truncate(time.Second).Add(-window), to.UTC().Truncate(time.Second).Add(window)}
+	q, args := loadRunSpansSQL(r.store, project, traces, from, to, window)
 	return r.attributeFacts(ctx, q, args, from, to)
+}
+
+// loadRunSpansSQL builds loadRunSpans' statement: the spans (FINAL) of the
+// given runs starting within window of [from, to).
+func loadRunSpansSQL(t tables, project string, traces []string, from, to time.Time, window time.Duration) (string, []any) {
+	ids := clickhouse.GroupSet{Value: make([]any, len(traces))}
+	for i, id := range traces {
+		ids.Value[i] = id
+	}
+	q := "SELECT " + factColumns + "\nFROM " + final(t.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ?" +
+		" AND start >= ? AND start <= ?"
+	return q, []any{project, ids, from.UTC().Truncate(time.Second).Add(-window), to.UTC().Truncate(time.Second).Add(window)}
 }
 
 // attributeFacts runs q (which selects factColumns), attributes the spans

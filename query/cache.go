@@ -123,13 +123,7 @@ type cachePrefix struct {
 // cachePrefixes looks up the minimum cacheable prefix of every (provider,
 // model) with counted calls in the window, at the time of its first call.
 func (c *CostReader) cachePrefixes(ctx context.Context, w Window, model string, th attribution.CacheThresholds) (map[pairKey]cachePrefix, error) {
-	where, args := w.where()
-	if model != "" {
-		where += " AND model = ?"
-		args = append(args, model)
-	}
-	q := "SELECT provider, model, cityHash64(provider, model), min(start_ns) FROM " + c.store.Table(schema.TableSpanFacts) +
-		" WHERE " + where + " AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated') GROUP BY provider, model"
+	q, args := cachePrefixesSQL(c.store, w, model)
 	rows, err := c.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cache health models: %w", err)
@@ -150,40 +144,34 @@ func (c *CostReader) cachePrefixes(ctx context.Context, w Window, model string, 
 	return out, nil
 }
 
+// cachePrefixesSQL builds cachePrefixes' statement: the (provider, model)
+// pairs with counted calls in the window (of model only, when set), with
+// their key and first call.
+func cachePrefixesSQL(t tables, w Window, model string) (string, []any) {
+	where, args := w.where()
+	if model != "" {
+		where += " AND model = ?"
+		args = append(args, model)
+	}
+	q := "SELECT provider, model, cityHash64(provider, model), min(start_ns) FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE " + where + " AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated') GROUP BY provider, model"
+	return q, args
+}
+
 // cacheCallRows sums the window's counted inference calls per (run, agent,
 // provider, model) in ClickHouse, and returns the runs with a call that names
 // no agent. Spans are deduplicated with LIMIT 1 BY their identity: the rows
 // of one span differ only in version and cost columns (a reprice), which
 // this query does not read.
 func (c *CostReader) cacheCallRows(ctx context.Context, w Window, f CacheFilter, prefixes map[pairKey]cachePrefix) ([]attribution.CacheCalls, map[string]bool, error) {
-	where, args := w.where()
-	if f.Model != "" {
-		where += " AND model = ?"
-		args = append(args, f.Model)
-	}
-	if f.Agent != "" {
-		where += " AND agent_name IN (?, '')"
-		args = append(args, f.Agent)
-	}
 	keys := make([]uint64, 0, len(prefixes))
 	from := make([]uint64, 0, len(prefixes))
 	for _, p := range prefixes {
 		keys = append(keys, p.key)
 		from = append(from, p.EligibleFrom())
 	}
-	// A pair first seen after cachePrefixes ran (a late span) counts as not
-	// eligible until the next report.
-	q := `SELECT trace_id, agent_name, provider, model, count(), countIf(elig),
-	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
-	sumIf(input_tokens, elig), sumIf(cache_read_tokens, elig), min(start_ns), max(start_ns)
-FROM (
-	SELECT trace_id, agent_name, provider, model, input_tokens, cache_read_tokens, cache_write_tokens, start_ns,
-		input_tokens >= transform(cityHash64(provider, model), ?, ?, toUInt64(18446744073709551615)) AS elig
-	FROM ` + c.store.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')
-	` + onePerSpan + `)
-GROUP BY trace_id, agent_name, provider, model`
-	rows, err := c.store.Conn().Query(ctx, q, append([]any{keys, from}, args...)...)
+	q, args := cacheCallRowsSQL(c.store, w, f, keys, from)
+	rows, err := c.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cache health: %w", err)
 	}
@@ -203,6 +191,34 @@ GROUP BY trace_id, agent_name, provider, model`
 		}
 	}
 	return out, unnamed, nil
+}
+
+// cacheCallRowsSQL builds cacheCallRows' statement over the window's
+// calls (of f's model and agent, when set); keys are the cachePrefix keys
+// of the pairs and from their EligibleFrom, in the same order.
+func cacheCallRowsSQL(t tables, w Window, f CacheFilter, keys, from []uint64) (string, []any) {
+	where, args := w.where()
+	if f.Model != "" {
+		where += " AND model = ?"
+		args = append(args, f.Model)
+	}
+	if f.Agent != "" {
+		where += " AND agent_name IN (?, '')"
+		args = append(args, f.Agent)
+	}
+	// A pair first seen after cachePrefixes ran (a late span) counts as not
+	// eligible until the next report.
+	q := `SELECT trace_id, agent_name, provider, model, count(), countIf(elig),
+	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
+	sumIf(input_tokens, elig), sumIf(cache_read_tokens, elig), min(start_ns), max(start_ns)
+FROM (
+	SELECT trace_id, agent_name, provider, model, input_tokens, cache_read_tokens, cache_write_tokens, start_ns,
+		input_tokens >= transform(cityHash64(provider, model), ?, ?, toUInt64(18446744073709551615)) AS elig
+	FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')
+	` + onePerSpan + `)
+GROUP BY trace_id, agent_name, provider, model`
+	return q, append([]any{keys, from}, args...)
 }
 
 // maxListedRuns is the most run ids cacheCallsOfRuns lists in one query.
@@ -246,17 +262,14 @@ func (c *CostReader) cacheCallsOfRuns(ctx context.Context, w Window, traces map[
 // within DefaultTraceWindow of the window, as loadSpans reads them.
 func (c *CostReader) fillTasks(ctx context.Context, w Window, rep *CacheReport) error {
 	since, until := w.bounds()
-	q := "SELECT trace_id, argMinIf(task_name, start_ns, task_name != ''), argMinIf(name, start_ns, parent_span_id = ''), argMin(name, start_ns)" +
-		" FROM " + c.store.Table(schema.TableSpanFacts) +
-		" WHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? GROUP BY trace_id"
 	tasks := map[string]string{}
 	for runs := range slices.Chunk(rep.NeverHitRuns, maxListedRuns) {
 		ids := clickhouse.GroupSet{Value: make([]any, len(runs))}
 		for i, r := range runs {
 			ids.Value[i] = r.TraceID
 		}
-		if err := c.readTasks(ctx, q, []any{w.Project, ids, since.Add(-DefaultTraceWindow).Truncate(time.Second),
-			until.Add(DefaultTraceWindow)}, tasks); err != nil {
+		q, args := fillTasksSQL(c.store, w.Project, ids, since, until)
+		if err := c.readTasks(ctx, q, args, tasks); err != nil {
 			return err
 		}
 	}
@@ -264,6 +277,16 @@ func (c *CostReader) fillTasks(ctx context.Context, w Window, rep *CacheReport) 
 		rep.NeverHitRuns[i].Task = tasks[rep.NeverHitRuns[i].TraceID]
 	}
 	return nil
+}
+
+// fillTasksSQL builds fillTasks' statement for the runs ids of a window
+// [since, until): per run, its task.name, root name and earliest name,
+// from its spans within DefaultTraceWindow of the window.
+func fillTasksSQL(t tables, project string, ids clickhouse.GroupSet, since, until time.Time) (string, []any) {
+	q := "SELECT trace_id, argMinIf(task_name, start_ns, task_name != ''), argMinIf(name, start_ns, parent_span_id = ''), argMin(name, start_ns)" +
+		" FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? GROUP BY trace_id"
+	return q, []any{project, ids, since.Add(-DefaultTraceWindow).Truncate(time.Second), until.Add(DefaultTraceWindow)}
 }
 
 // readTasks runs fillTasks' query and records each run's task in tasks.

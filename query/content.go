@@ -17,12 +17,18 @@ import (
 // then source key. A span without content, or not in the project, has none.
 func (r ContentReader) SpanContent(ctx context.Context, project, traceID, spanID string) ([]schema.Content, error) {
 	var rows []schema.Content
-	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
-		" WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key"
-	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID), strings.ToLower(spanID)); err != nil {
+	q, args := spanContentSQL(r.store, project, traceID, spanID)
+	if err := r.store.Conn().Select(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("load content of span %s/%s: %w", traceID, spanID, err)
 	}
 	return rows, nil
+}
+
+// spanContentSQL builds SpanContent's statement.
+func spanContentSQL(t tables, project, traceID, spanID string) (string, []any) {
+	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(t.Table(schema.TableContent)) +
+		" WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key"
+	return q, []any{project, strings.ToLower(traceID), strings.ToLower(spanID)}
 }
 
 // MissingSpans returns the span ids of spanIDs the project does not hold
@@ -46,8 +52,8 @@ func (r *core) missingSpans(ctx context.Context, project, traceID string, spanID
 			ids = append(ids, id)
 		}
 	}
-	rows, err := r.store.Conn().Query(ctx, "SELECT DISTINCT span_id FROM "+r.store.Table(schema.TableSpans)+
-		" WHERE project = ? AND trace_id = ? AND span_id IN ?", project, strings.ToLower(traceID), traceSet(ids))
+	q, args := missingSpansSQL(r.store, project, traceID, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("look up spans of %s: %w", traceID, err)
 	}
@@ -58,14 +64,27 @@ func (r *core) missingSpans(ctx context.Context, project, traceID string, spanID
 	return slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(found, id) }), nil
 }
 
+// missingSpansSQL builds missingSpans' statement: which of the span ids
+// (lowercase) the run holds.
+func missingSpansSQL(t tables, project, traceID string, ids []string) (string, []any) {
+	return "SELECT DISTINCT span_id FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND trace_id = ? AND span_id IN ?", []any{project, strings.ToLower(traceID), traceSet(ids)}
+}
+
 // RunExists reports whether the project holds any span of the trace.
 func (r ContentReader) RunExists(ctx context.Context, project, traceID string) (bool, error) {
 	var n uint64
-	q := "SELECT count() FROM " + r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id = ?"
-	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID)).Scan(&n); err != nil {
+	q, args := runExistsSQL(r.store, project, traceID)
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up run %s: %w", traceID, err)
 	}
 	return n > 0, nil
+}
+
+// runExistsSQL builds RunExists' statement.
+func runExistsSQL(t tables, project, traceID string) (string, []any) {
+	return "SELECT count() FROM " + t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id = ?",
+		[]any{project, strings.ToLower(traceID)}
 }
 
 // SpanChat reads one span's conversation (what the model was sent and
@@ -106,9 +125,8 @@ func (r *core) spanChats(ctx context.Context, project string, keys []SpanKey, co
 		return srcs[k]
 	}
 	if contents == nil {
-		q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
-			" WHERE project = ? AND (trace_id, span_id) IN ?"
-		if err := r.store.Conn().Select(ctx, &contents, q, project, set); err != nil {
+		q, args := spanChatsContentSQL(r.store, project, set)
+		if err := r.store.Conn().Select(ctx, &contents, q, args...); err != nil {
 			return nil, fmt.Errorf("load the content of %d spans: %w", len(keys), err)
 		}
 	}
@@ -124,9 +142,8 @@ func (r *core) spanChats(ctx context.Context, project string, keys []SpanKey, co
 		EventAttrs []string `ch:"event_attrs"`
 		Finish     []string `ch:"finish_reasons"`
 	}
-	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs, finish_reasons FROM " +
-		r.store.Table(schema.TableSpans) + " WHERE project = ? AND (trace_id, span_id) IN ? " + onePerSpan
-	if err := r.store.Conn().Select(ctx, &rows, q, project, set); err != nil {
+	q, args := spanChatsSpansSQL(r.store, project, set)
+	if err := r.store.Conn().Select(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("load the messages of %d spans: %w", len(keys), err)
 	}
 	for _, row := range rows {
@@ -147,4 +164,18 @@ func (r *core) spanChats(ctx context.Context, project string, keys []SpanKey, co
 		out[k] = transcript.Read(*s)
 	}
 	return out, nil
+}
+
+// spanChatsContentSQL builds spanChats' read of the content of the spans
+// in set, a set of (trace id, span id) pairs.
+func spanChatsContentSQL(t tables, project string, set clickhouse.GroupSet) (string, []any) {
+	return "SELECT " + schema.ContentColumnNames() + " FROM " + final(t.Table(schema.TableContent)) +
+		" WHERE project = ? AND (trace_id, span_id) IN ?", []any{project, set}
+}
+
+// spanChatsSpansSQL builds spanChats' read of the message attributes and
+// events of the spans in set, a set of (trace id, span id) pairs.
+func spanChatsSpansSQL(t tables, project string, set clickhouse.GroupSet) (string, []any) {
+	return "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs, finish_reasons FROM " +
+		t.Table(schema.TableSpans) + " WHERE project = ? AND (trace_id, span_id) IN ? " + onePerSpan, []any{project, set}
 }

@@ -49,41 +49,16 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 		f.Limit = 50
 	}
 	f.Limit = min(f.Limit, 1000)
-	where := []string{"project = ?"}
-	args := []any{f.Project}
-	if !f.Since.IsZero() {
-		where = append(where, "start >= ?")
-		args = append(args, f.Since.UTC().Truncate(time.Second))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "start <= ?")
-		args = append(args, f.Until.UTC())
-	}
-	having := ""
-	var hargs []any
+	var after *cursor
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return ConversationPage{}, err
 		}
-		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
-		hargs = []any{c.Ns, c.Ns, c.Key}
+		after = &c
 	}
-	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
-	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
-	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
-FROM (
-	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
-		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,` + runCountedSQL + `
-	FROM ` + final(r.store.Table(schema.TableSpans)) + `
-	WHERE ` + strings.Join(where, " AND ") + `
-	GROUP BY trace_id
-	HAVING conv != ''
-)
-GROUP BY conv` + having + `
-ORDER BY last_ns DESC, conv DESC
-LIMIT ` + strconv.Itoa(f.Limit+1)
-	rows, err := r.store.Conn().Query(ctx, q, append(args, hargs...)...)
+	q, args := conversationsSQL(r.store, f, after)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
@@ -112,6 +87,42 @@ LIMIT ` + strconv.Itoa(f.Limit+1)
 		page.NextCursor = cursor{uint64(last.Last.UnixNano()), last.ConversationID}.encode()
 	}
 	return page, nil
+}
+
+// conversationsSQL builds the statement of a page of f's conversations
+// (at most f.Limit+1), after the cursor when there is one.
+func conversationsSQL(t tables, f ConversationFilter, after *cursor) (string, []any) {
+	where := []string{"project = ?"}
+	args := []any{f.Project}
+	if !f.Since.IsZero() {
+		where = append(where, "start >= ?")
+		args = append(args, f.Since.UTC().Truncate(time.Second))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "start <= ?")
+		args = append(args, f.Until.UTC())
+	}
+	having := ""
+	var hargs []any
+	if after != nil {
+		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
+		hargs = []any{after.Ns, after.Ns, after.Key}
+	}
+	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
+	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
+	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
+FROM (
+	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
+		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,` + runCountedSQL + `
+	FROM ` + final(t.Table(schema.TableSpans)) + `
+	WHERE ` + strings.Join(where, " AND ") + `
+	GROUP BY trace_id
+	HAVING conv != ''
+)
+GROUP BY conv` + having + `
+ORDER BY last_ns DESC, conv DESC
+LIMIT ` + strconv.Itoa(f.Limit+1)
+	return q, append(args, hargs...)
 }
 
 // ConversationDetail is one conversation: its runs in order, with totals.
@@ -193,10 +204,8 @@ func (r RunReader) ConversationTranscript(ctx context.Context, project, id strin
 		First   string `ch:"first"`
 		Last    string `ch:"last"`
 	}
-	q := "SELECT trace_id, argMin(span_id, start_ns) AS first, argMax(span_id, end_ns) AS last FROM " +
-		r.store.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = ? AND start >= ? AND start <= ? GROUP BY trace_id"
-	if err := r.store.Conn().Select(ctx, &calls, q, project, ids, schema.TypeInference,
-		from.UTC().Truncate(time.Second), to.UTC()); err != nil {
+	q, args := transcriptCallsSQL(r.store, project, ids, from, to)
+	if err := r.store.Conn().Select(ctx, &calls, q, args...); err != nil {
 		return nil, fmt.Errorf("find the model calls of conversation %s: %w", id, err)
 	}
 	byRun := make(map[string][2]string, len(calls))
@@ -224,6 +233,15 @@ func (r RunReader) ConversationTranscript(ctx context.Context, project, id strin
 		out.Turns = append(out.Turns, turn)
 	}
 	return out, nil
+}
+
+// transcriptCallsSQL builds ConversationTranscript's statement: the first
+// and last model calls of each of the runs ids, whose spans start in
+// [from, to].
+func transcriptCallsSQL(t tables, project string, ids clickhouse.GroupSet, from, to time.Time) (string, []any) {
+	q := "SELECT trace_id, argMin(span_id, start_ns) AS first, argMax(span_id, end_ns) AS last FROM " +
+		t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = ? AND start >= ? AND start <= ? GROUP BY trace_id"
+	return q, []any{project, ids, schema.TypeInference, from.UTC().Truncate(time.Second), to.UTC()}
 }
 
 func minTime(a, b time.Time) time.Time {

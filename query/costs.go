@@ -458,8 +458,8 @@ func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time
 	if !to.After(from) {
 		return nil, nil
 	}
-	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h FROM "+r.store.Table(schema.TableCostRollupHours)+
-		" WHERE hour >= ? AND hour < ? GROUP BY h ORDER BY h", from.UTC(), to.UTC())
+	q, args := rolledHoursSQL(r.store, from, to)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read rollup hours: %w", err)
 	}
@@ -472,6 +472,12 @@ func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time
 		hours = append(hours, time.Unix(int64(h), 0).UTC())
 	}
 	return hours, nil
+}
+
+// rolledHoursSQL builds rolledHours' statement.
+func rolledHoursSQL(t tables, from, to time.Time) (string, []any) {
+	return "SELECT toUInt32(hour) AS h FROM " + t.Table(schema.TableCostRollupHours) +
+		" WHERE hour >= ? AND hour < ? GROUP BY h ORDER BY h", []any{from.UTC(), to.UTC()}
 }
 
 // rollupMeasures is the SELECT list of measures over the rollup, in
@@ -505,18 +511,8 @@ func latestGeneration(table string) string {
 // is the one read from the rollup's hour record before, so that hours read
 // here and hours read live never overlap.
 func (r *core) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
-	list := make([]string, len(hours))
-	for i, h := range hours {
-		list[i] = strconv.FormatInt(h.Unix(), 10)
-	}
-	table := r.store.Table(schema.TableCostRollup)
-	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + rollupMeasures +
-		"\nFROM " + table +
-		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (" + strings.Join(list, ",") + ")" +
-		"\n  AND " + latestGeneration(table) +
-		"\nGROUP BY h, " + strings.Join(v.dims, ", ")
-	first, last := hours[0], hours[len(hours)-1]
-	rows, err := r.store.Conn().Query(ctx, q, project, v.grain, first, last, first, last)
+	q, args := readRollupSQL(r.store, project, hours, v)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
 	}
@@ -545,6 +541,24 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 		agg.at(bucketKey{b, strings.Join(r.vals, "\x00")}).add(&r.t)
 	}
 	return nil
+}
+
+// readRollupSQL builds readRollup's statement: v's rows of the latest
+// computation of the given hours (at least one, in order), summed per hour
+// and dimension values.
+func readRollupSQL(t tables, project string, hours []time.Time, v view) (string, []any) {
+	list := make([]string, len(hours))
+	for i, h := range hours {
+		list[i] = strconv.FormatInt(h.Unix(), 10)
+	}
+	table := t.Table(schema.TableCostRollup)
+	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + rollupMeasures +
+		"\nFROM " + table +
+		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (" + strings.Join(list, ",") + ")" +
+		"\n  AND " + latestGeneration(table) +
+		"\nGROUP BY h, " + strings.Join(v.dims, ", ")
+	first, last := hours[0], hours[len(hours)-1]
+	return q, []any{project, v.grain, first, last, first, last}
 }
 
 var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}}

@@ -17,12 +17,18 @@ import (
 // source key. A run without content, or not in the project, has none.
 func (r FixtureReader) Contents(ctx context.Context, project, traceID string) ([]schema.Content, error) {
 	var rows []schema.Content
-	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(r.store.Table(schema.TableContent)) +
-		" WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
-	if err := r.store.Conn().Select(ctx, &rows, q, project, strings.ToLower(traceID)); err != nil {
+	q, args := contentsSQL(r.store, project, traceID)
+	if err := r.store.Conn().Select(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("load content of run %s: %w", traceID, err)
 	}
 	return rows, nil
+}
+
+// contentsSQL builds Contents' statement.
+func contentsSQL(t tables, project, traceID string) (string, []any) {
+	q := "SELECT " + schema.ContentColumnNames() + " FROM " + final(t.Table(schema.TableContent)) +
+		" WHERE project = ? AND trace_id = ? ORDER BY span_id, kind, source_key"
+	return q, []any{project, strings.ToLower(traceID)}
 }
 
 // Fixture builds the replay fixture of one run from its stored spans and

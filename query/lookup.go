@@ -15,9 +15,8 @@ import (
 func (r RunReader) TraceIDsWithPrefix(ctx context.Context, project, prefix string, limit int) ([]string, error) {
 	prefix = strings.ToLower(prefix)
 	var ids []string
-	q := "SELECT DISTINCT trace_id FROM " + r.store.Table(schema.TableSpans) +
-		" WHERE project = ? AND trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT ?"
-	rows, err := r.store.Conn().Query(ctx, q, project, prefix, prefix+"g", limit)
+	q, args := traceIDsWithPrefixSQL(r.store, project, prefix, limit)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("look up trace ids starting with %s: %w", prefix, err)
 	}
@@ -30,4 +29,12 @@ func (r RunReader) TraceIDsWithPrefix(ctx context.Context, project, prefix strin
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// traceIDsWithPrefixSQL builds TraceIDsWithPrefix's statement, for a
+// lowercase prefix.
+func traceIDsWithPrefixSQL(t tables, project, prefix string, limit int) (string, []any) {
+	q := "SELECT DISTINCT trace_id FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT ?"
+	return q, []any{project, prefix, prefix + "g", limit}
 }

@@ -105,11 +105,8 @@ func (r *core) postedOutcomes(ctx context.Context, project string, set clickhous
 	// replaces: the latest version per identity is picked here (latestOf),
 	// not left to FINAL (which the embedded store runs partition by
 	// partition).
-	q := "SELECT trace_id, span_id, name, source, score, has_score, label, passed, explanation, created_at FROM (" +
-		"SELECT * FROM " + r.store.Table(schema.TableOutcomes) + " WHERE project = ? AND trace_id IN ? AND run_start >= ? AND run_start <= ?" +
-		" " + latestOf("trace_id, name, source, span_id") + ")" +
-		" ORDER BY trace_id, created_at, name, source, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+	q, args := postedOutcomesSQL(r.store, project, set, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read outcomes: %w", err)
 	}
@@ -135,15 +132,20 @@ func (r *core) postedOutcomes(ctx context.Context, project string, set clickhous
 	return rows.Err()
 }
 
+// postedOutcomesSQL builds postedOutcomes' statement: the latest post of
+// each outcome of the runs in set, whose runs start in [lo, hi].
+func postedOutcomesSQL(t tables, project string, set clickhouse.GroupSet, lo, hi time.Time) (string, []any) {
+	q := "SELECT trace_id, span_id, name, source, score, has_score, label, passed, explanation, created_at FROM (" +
+		"SELECT * FROM " + t.Table(schema.TableOutcomes) + " WHERE project = ? AND trace_id IN ? AND run_start >= ? AND run_start <= ?" +
+		" " + latestOf("trace_id, name, source, span_id") + ")" +
+		" ORDER BY trace_id, created_at, name, source, span_id"
+	return q, []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
+}
+
 // spanOutcomes adds the evaluation results the runs' spans carry to out.
 func (r *core) spanOutcomes(ctx context.Context, project string, set clickhouse.GroupSet, lo, hi time.Time, out map[string][]Outcome) error {
-	where := "project = ? AND trace_id IN ? AND start >= ? AND start <= ?"
-	args := []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
-	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs FROM " + r.store.Table(schema.TableSpans) +
-		" PREWHERE " + where + " WHERE has(event_names, ?) OR has(attr_keys, ?)" +
-		" OR arrayExists(k -> k LIKE 'evaluations.%' OR k LIKE 'annotations.%' OR k LIKE 'trace.evaluations.%' OR k LIKE 'trace.annotations.%', attr_keys)" +
-		" ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, append(args, EvaluationEvent, EvaluationName)...)
+	q, args := spanOutcomesSQL(r.store, project, set, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read span outcomes: %w", err)
 	}
@@ -180,6 +182,20 @@ func (r *core) spanOutcomes(ctx context.Context, project string, set clickhouse.
 		}
 	}
 	return rows.Err()
+}
+
+// spanOutcomesSQL builds spanOutcomes' statement: the spans of the runs in
+// set, whose spans start in [lo, hi], that carry an evaluation result
+// (an event, gen_ai.evaluation.* or OpenInference's evaluations and
+// annotations), once each.
+func spanOutcomesSQL(t tables, project string, set clickhouse.GroupSet, lo, hi time.Time) (string, []any) {
+	where := "project = ? AND trace_id IN ? AND start >= ? AND start <= ?"
+	args := []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
+	q := "SELECT trace_id, span_id, attr_keys, attr_values, event_names, event_attrs FROM " + t.Table(schema.TableSpans) +
+		" PREWHERE " + where + " WHERE has(event_names, ?) OR has(attr_keys, ?)" +
+		" OR arrayExists(k -> k LIKE 'evaluations.%' OR k LIKE 'annotations.%' OR k LIKE 'trace.evaluations.%' OR k LIKE 'trace.annotations.%', attr_keys)" +
+		" ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id"
+	return q, append(args, EvaluationEvent, EvaluationName)
 }
 
 // outcomeOf reads an evaluation result through get (attribute or event

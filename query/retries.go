@@ -116,10 +116,8 @@ func (r *core) addRetries(ctx context.Context, project string, runs []RunSummary
 // (classifyRunTools over its tool spans in start order). Runs without tool
 // calls are absent.
 func (r *core) runRetries(ctx context.Context, project, cond string, args []any) (map[string]retryCount, error) {
-	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status, start_ns, duration_ns, attempt\nFROM " +
-		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND span_type = 'tool' AND " + cond +
-		"\nORDER BY trace_id, start_ns, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{project}, args...)...)
+	q, qargs := runRetriesSQL(r.store, project, cond, args)
+	rows, err := r.store.Conn().Query(ctx, q, qargs...)
 	if err != nil {
 		return nil, fmt.Errorf("classify runs' tool calls: %w", err)
 	}
@@ -143,6 +141,15 @@ func (r *core) runRetries(ctx context.Context, project, cond string, args []any)
 		i = j
 	}
 	return out, nil
+}
+
+// runRetriesSQL builds runRetries' statement: the tool spans of project's
+// runs that cond (with args) selects, run by run in start order.
+func runRetriesSQL(t tables, project, cond string, args []any) (string, []any) {
+	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status, start_ns, duration_ns, attempt\nFROM " +
+		final(t.Table(schema.TableSpans)) + "\nWHERE project = ? AND span_type = 'tool' AND " + cond +
+		"\nORDER BY trace_id, start_ns, span_id"
+	return q, append([]any{project}, args...)
 }
 
 // matchingRunsSQL builds the statement of the selected runs' trace ids,

@@ -81,27 +81,8 @@ func (r *core) reviewRuns(ctx context.Context, project string, runs []RunSummary
 // a partial result or a framework's limit error; with only the attributes
 // and events the review reads.
 func (r *core) reviewSpans(ctx context.Context, project string, ids []string, lo, hi time.Time) (map[string][]schema.Span, error) {
-	set := traceSet(ids)
-	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
-	limitErrors := make([]string, 0, len(safety.IncompleteErrors))
-	for e := range safety.IncompleteErrors {
-		limitErrors = append(limitErrors, e)
-	}
-	slices.Sort(limitErrors)
-	approvalEvent := "has(event_names, '" + safety.ApprovalEvent + "')"
-	guardrail := "operation = '" + safety.GuardrailOperation + "' OR has(attr_keys, '" + safety.GuardrailTriggeredAttribute +
-		"') OR has(attr_keys, '" + safety.OIGuardrailTriggeredAttribute + "') OR attr_values[indexOf(attr_keys, '" +
-		safety.OISpanKindAttribute + "')] IN ('GUARDRAIL', 'guardrail')"
-	q := "SELECT trace_id, span_id, parent_span_id, span_type, name, operation, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
-		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
-		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
-		"if(" + approvalEvent + ", event_names, emptyArrayString()), if(" + approvalEvent + ", event_time_ns, emptyArrayUInt64()), if(" + approvalEvent + ", event_attrs, emptyArrayString())\nFROM " +
-		final(r.store.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
-		" AND (span_type IN ('tool', 'inference') OR parent_span_id = '' OR has(attr_keys, '" + safety.ApprovalDecisionAttribute + "')" +
-		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "')" +
-		" OR " + guardrail + ")" +
-		"\nORDER BY trace_id, start_ns, span_id"
-	rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+	q, args := reviewSpansSQL(r.store, project, ids, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read spans to review: %w", err)
 	}
@@ -120,6 +101,33 @@ func (r *core) reviewSpans(ctx context.Context, project string, ids []string, lo
 	return out, nil
 }
 
+// reviewSpansSQL builds reviewSpans' statement: the spans of the runs ids
+// whose spans start in [lo, hi] that a review reads, with only the
+// attributes and events it reads.
+func reviewSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	set := traceSet(ids)
+	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
+	limitErrors := make([]string, 0, len(safety.IncompleteErrors))
+	for e := range safety.IncompleteErrors {
+		limitErrors = append(limitErrors, e)
+	}
+	slices.Sort(limitErrors)
+	approvalEvent := "has(event_names, '" + safety.ApprovalEvent + "')"
+	guardrail := "operation = '" + safety.GuardrailOperation + "' OR has(attr_keys, '" + safety.GuardrailTriggeredAttribute +
+		"') OR has(attr_keys, '" + safety.OIGuardrailTriggeredAttribute + "') OR attr_values[indexOf(attr_keys, '" +
+		safety.OISpanKindAttribute + "')] IN ('GUARDRAIL', 'guardrail')"
+	q := "SELECT trace_id, span_id, parent_span_id, span_type, name, operation, tool_name, tool_call_id, step_id, args_hash, status, error_type, " +
+		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
+		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
+		"if(" + approvalEvent + ", event_names, emptyArrayString()), if(" + approvalEvent + ", event_time_ns, emptyArrayUInt64()), if(" + approvalEvent + ", event_attrs, emptyArrayString())\nFROM " +
+		final(t.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+		" AND (span_type IN ('tool', 'inference') OR parent_span_id = '' OR has(attr_keys, '" + safety.ApprovalDecisionAttribute + "')" +
+		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "')" +
+		" OR " + guardrail + ")" +
+		"\nORDER BY trace_id, start_ns, span_id"
+	return q, []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC()}
+}
+
 // reviewedContent is what runs' spans recorded of tool calls: each tool
 // span's arguments ("" when withheld) and each inference span's offered
 // tools.
@@ -135,13 +143,8 @@ type reviewedContent struct {
 // hash, each distinct text is read and parsed once, and spans offered the
 // same text share one parsed value.
 func (r *core) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
-	set := traceSet(ids)
-	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
-	table := final(r.store.Table(schema.TableContent))
-	q := "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM " + table +
-		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) ORDER BY span_id, source_key"
-	rows, err := r.store.Conn().Query(ctx, q, schema.ContentToolArguments, schema.ContentToolDefinitions, project, set, from, to,
-		schema.ContentToolArguments, schema.ContentToolDefinitions)
+	q, args := reviewContentSQL(r.store, project, ids, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read tool content to review: %w", err)
 	}
@@ -178,9 +181,8 @@ func (r *core) reviewContent(ctx context.Context, project string, ids []string, 
 	if len(defsOf) == 0 {
 		return c, nil
 	}
-	dq := "SELECT cityHash64(value) AS h, any(value) FROM " + table +
-		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h"
-	drows, err := r.store.Conn().Query(ctx, dq, project, set, from, to, schema.ContentToolDefinitions)
+	dq, dargs := reviewDefinitionsSQL(r.store, project, ids, lo, hi)
+	drows, err := r.store.Conn().Query(ctx, dq, dargs...)
 	if err != nil {
 		return nil, fmt.Errorf("read tool definitions to review: %w", err)
 	}
@@ -220,6 +222,25 @@ func (r *core) reviewContent(ctx context.Context, project string, ids []string, 
 		}
 	}
 	return c, nil
+}
+
+// reviewContentSQL builds reviewContent's first statement: the tool
+// arguments the runs ids recorded, and the hashes of their tool
+// definitions, per span.
+func reviewContentSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	q := "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM " + final(t.Table(schema.TableContent)) +
+		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) ORDER BY span_id, source_key"
+	return q, []any{schema.ContentToolArguments, schema.ContentToolDefinitions, project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC(),
+		schema.ContentToolArguments, schema.ContentToolDefinitions}
+}
+
+// reviewDefinitionsSQL builds reviewContent's second statement: each
+// distinct tool definition text the runs ids recorded whole, once, by its
+// hash.
+func reviewDefinitionsSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	q := "SELECT cityHash64(value) AS h, any(value) FROM " + final(t.Table(schema.TableContent)) +
+		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h"
+	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC(), schema.ContentToolDefinitions}
 }
 
 // spanAttr looks up a span's attributes by key ("" when absent), as the
@@ -353,19 +374,11 @@ func spanApprovals(s *schema.Span, attr func(string) string) []safety.Approval {
 // need of them (their waits), without the rest of the review's reads.
 func (r *core) runApprovals(ctx context.Context, project string, runs []RunSummary) (map[string][]safety.Approval, error) {
 	out := map[string][]safety.Approval{}
-	approvalAttrs := []string{safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute}
-	keep := "has(['" + strings.Join(approvalAttrs, "', '") + "'], k)"
-	event := "has(event_names, '" + safety.ApprovalEvent + "')"
 	for start := 0; start < len(runs); start += outcomeChunk {
 		chunk := runs[start:min(start+outcomeChunk, len(runs))]
 		ids, lo, hi := runsExtent(len(chunk), func(i int) *RunSummary { return &chunk[i] })
-		set := traceSet(ids)
-		q := "SELECT trace_id, span_id, start_ns, duration_ns, arrayFilter(k -> " + keep + ", attr_keys), " +
-			"arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), if(" + event + ", event_names, emptyArrayString()), " +
-			"if(" + event + ", event_time_ns, emptyArrayUInt64()), if(" + event + ", event_attrs, emptyArrayString())\nFROM " +
-			final(r.store.Table(schema.TableSpans)) + "\nPREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
-			"\nWHERE has(attr_keys, '" + safety.ApprovalDecisionAttribute + "') OR " + event
-		rows, err := r.store.Conn().Query(ctx, q, project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+		q, args := runApprovalsSQL(r.store, project, ids, lo, hi)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read approvals: %w", err)
 		}
@@ -381,6 +394,21 @@ func (r *core) runApprovals(ctx context.Context, project string, runs []RunSumma
 		}
 	}
 	return out, nil
+}
+
+// runApprovalsSQL builds runApprovals' statement for the runs ids, whose
+// spans start in [lo, hi]: the spans carrying a decision or an approval
+// event, with only the approval attributes.
+func runApprovalsSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	approvalAttrs := []string{safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute}
+	keep := "has(['" + strings.Join(approvalAttrs, "', '") + "'], k)"
+	event := "has(event_names, '" + safety.ApprovalEvent + "')"
+	q := "SELECT trace_id, span_id, start_ns, duration_ns, arrayFilter(k -> " + keep + ", attr_keys), " +
+		"arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), if(" + event + ", event_names, emptyArrayString()), " +
+		"if(" + event + ", event_time_ns, emptyArrayUInt64()), if(" + event + ", event_attrs, emptyArrayString())\nFROM " +
+		final(t.Table(schema.TableSpans)) + "\nPREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+		"\nWHERE has(attr_keys, '" + safety.ApprovalDecisionAttribute + "') OR " + event
+	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC()}
 }
 
 // approvalEvent reads a tally.approval event: its decision, who made it,

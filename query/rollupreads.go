@@ -41,8 +41,8 @@ type HourFingerprint struct {
 // span_facts, the table AttributedSpans reads. Duplicates are not collapsed:
 // they are part of what the fingerprint records.
 func (r RollupSource) SpanFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
-	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM "+
-		r.store.Table(schema.TableSpanFacts)+" WHERE start >= ? AND start < ? GROUP BY h", from, to)
+	q, args := spanFingerprintsSQL(r.store, from, to)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint spans: %w", err)
 	}
@@ -61,11 +61,17 @@ func (r RollupSource) SpanFingerprints(ctx context.Context, from, to time.Time) 
 	return out, nil
 }
 
+// spanFingerprintsSQL builds SpanFingerprints' statement.
+func spanFingerprintsSQL(t tables, from, to time.Time) (string, []any) {
+	return "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM " +
+		t.Table(schema.TableSpanFacts) + " WHERE start >= ? AND start < ? GROUP BY h", []any{from, to}
+}
+
 // RollupFingerprints reads, for each hour in [from, to) the rollup has
 // computed, the span fingerprint its latest computation recorded.
 func (r RollupSource) RollupFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
-	rows, err := r.store.Conn().Query(ctx, "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM "+
-		r.store.Table(schema.TableCostRollupHours)+" WHERE hour >= ? AND hour < ? GROUP BY h", from, to)
+	q, args := rollupFingerprintsSQL(r.store, from, to)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read rollup state: %w", err)
 	}
@@ -84,16 +90,18 @@ func (r RollupSource) RollupFingerprints(ctx context.Context, from, to time.Time
 	return out, nil
 }
 
+// rollupFingerprintsSQL builds RollupFingerprints' statement.
+func rollupFingerprintsSQL(t tables, from, to time.Time) (string, []any) {
+	return "SELECT toUInt32(hour) AS h, argMax(raw_rows, version), argMax(raw_version_sum, version) FROM " +
+		t.Table(schema.TableCostRollupHours) + " WHERE hour >= ? AND hour < ? GROUP BY h", []any{from, to}
+}
+
 // RollupKeys lists the rollup rows of the latest computation of the hours in
 // [from, to) that are not tombstones, with only their key columns (project,
 // grain, hour and the dimensions) and Spans set.
 func (r RollupSource) RollupKeys(ctx context.Context, from, to time.Time) ([]schema.CostRollupRow, error) {
-	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
-		"service", "tool", "conversation_id", "user_id", "spans"}
-	table := r.store.Table(schema.TableCostRollup)
-	last := to.Add(-time.Hour)
-	rows, err := r.store.Conn().Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+table+
-		" WHERE hour >= ? AND hour <= ? AND "+latestGeneration(table)+" AND spans > 0", from, last, from, last)
+	q, args := rollupKeysSQL(r.store, from, to)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read cost rollup keys: %w", err)
 	}
@@ -117,19 +125,35 @@ func (r RollupSource) RollupKeys(ctx context.Context, from, to time.Time) ([]sch
 	return out, nil
 }
 
+// rollupKeysSQL builds RollupKeys' statement.
+func rollupKeysSQL(t tables, from, to time.Time) (string, []any) {
+	cols := []string{"project", "grain", "toInt64(toUInt32(hour))", "agent", "model", "provider", "task",
+		"service", "tool", "conversation_id", "user_id", "spans"}
+	table := t.Table(schema.TableCostRollup)
+	last := to.Add(-time.Hour)
+	return "SELECT " + strings.Join(cols, ", ") + " FROM " + table +
+		" WHERE hour >= ? AND hour <= ? AND " + latestGeneration(table) + " AND spans > 0", []any{from, last, from, last}
+}
+
 // SpanRows reads whole span rows, deduplicated (FINAL), starting in
 // [from, to); project "" reads every project.
 func (r RollupSource) SpanRows(ctx context.Context, project string, from, to time.Time) ([]schema.Span, error) {
-	q := "SELECT " + schema.SpanColumnNames() + " FROM " + final(r.store.Table(schema.TableSpans)) +
+	q, args := spanRowsSQL(r.store, project, from, to)
+	var spans []schema.Span
+	if err := r.store.Conn().Select(ctx, &spans, q, args...); err != nil {
+		return nil, fmt.Errorf("read spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+	}
+	return spans, nil
+}
+
+// spanRowsSQL builds SpanRows' statement.
+func spanRowsSQL(t tables, project string, from, to time.Time) (string, []any) {
+	q := "SELECT " + schema.SpanColumnNames() + " FROM " + final(t.Table(schema.TableSpans)) +
 		" WHERE start >= ? AND start <= ? AND start_ns >= ? AND start_ns < ?"
 	args := []any{from.Truncate(time.Second), to.Truncate(time.Second), uint64(from.UnixNano()), uint64(to.UnixNano())}
 	if project != "" {
 		q += " AND project = ?"
 		args = append(args, project)
 	}
-	var spans []schema.Span
-	if err := r.store.Conn().Select(ctx, &spans, q, args...); err != nil {
-		return nil, fmt.Errorf("read spans %s–%s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
-	}
-	return spans, nil
+	return q, args
 }

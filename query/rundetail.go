@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/schema"
@@ -64,15 +65,22 @@ func (r TreeReader) RunWithin(ctx context.Context, project, traceID string, maxS
 // of a run that has more, by the whole run's, computed by ClickHouse, and
 // marks d truncated.
 func (r *core) summarizeWhole(ctx context.Context, project, traceID string, d *RunDetail, spans []schema.Span) error {
-	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(r.store.Table(schema.TableSpans)) +
-		"\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
+	q, args := summarizeWholeSQL(r.store, project, traceID, spans[0].Start)
 	var rr runRow
-	if err := r.store.Conn().QueryRow(ctx, q, project, strings.ToLower(traceID), spans[0].Start).Scan(rr.dest()...); err != nil {
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(rr.dest()...); err != nil {
 		return fmt.Errorf("summarize run %s: %w", traceID, err)
 	}
 	d.Summary = rr.summary()
 	d.Truncated = &Truncation{TotalSpans: d.Summary.Spans, ReturnedSpans: len(spans)}
 	return nil
+}
+
+// summarizeWholeSQL builds summarizeWhole's statement: the run's summary
+// (runColumns) over its spans starting from start, its first span's.
+func summarizeWholeSQL(t tables, project, traceID string, start time.Time) (string, []any) {
+	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(t.Table(schema.TableSpans)) +
+		"\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
+	return q, []any{project, strings.ToLower(traceID), start}
 }
 
 // Run loads one run's summary and span tree.

@@ -50,26 +50,32 @@ type runExtent struct {
 // locate finds a run's extent from the two narrow key columns.
 func (r *core) locate(ctx context.Context, project, traceID string) (runExtent, error) {
 	var ext runExtent
-	if err := r.store.Conn().QueryRow(ctx, "SELECT min(start), max(start), count() FROM "+r.store.Table(schema.TableSpans)+
-		" PREWHERE project = ? AND trace_id = ?", project, strings.ToLower(traceID)).Scan(&ext.lo, &ext.hi, &ext.rows); err != nil {
+	q, args := locateSQL(r.store, project, traceID)
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&ext.lo, &ext.hi, &ext.rows); err != nil {
 		return ext, fmt.Errorf("locate run %s: %w", traceID, err)
 	}
 	return ext, nil
+}
+
+// locateSQL builds locate's statement.
+func locateSQL(t tables, project, traceID string) (string, []any) {
+	return "SELECT min(start), max(start), count() FROM " + t.Table(schema.TableSpans) +
+		" PREWHERE project = ? AND trace_id = ?", []any{project, strings.ToLower(traceID)}
 }
 
 // readExtent reads a located run's spans selecting list, at most limit
 // (the earliest; 0: all), and whether the run has more.
 func (r *core) readExtent(ctx context.Context, project, traceID, list string, ext runExtent, limit int) ([]schema.Span, bool, error) {
 	traceID = strings.ToLower(traceID)
-	q := "SELECT " + list + " FROM " + final(r.store.Table(schema.TableSpans)) +
-		" PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
 	// count() counts duplicate deliveries not yet merged: above the limit,
 	// read one span more than it to know whether the run really has more.
 	more := limit > 0 && ext.rows > uint64(limit)
+	read := 0
 	if more {
-		q += " LIMIT " + strconv.Itoa(limit+1)
+		read = limit + 1
 	}
-	rows, err := r.store.Conn().Query(ctx, q, project, traceID, ext.lo, ext.hi)
+	q, args := readExtentSQL(r.store, project, traceID, list, ext, read)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
@@ -89,4 +95,16 @@ func (r *core) readExtent(ctx context.Context, project, traceID, list string, ex
 		spans = spans[:limit]
 	}
 	return spans, more, nil
+}
+
+// readExtentSQL builds readExtent's statement: the located run's spans
+// (traceID lowercase) selecting list, in start order, at most limit of
+// them (0: all).
+func readExtentSQL(t tables, project, traceID, list string, ext runExtent, limit int) (string, []any) {
+	q := "SELECT " + list + " FROM " + final(t.Table(schema.TableSpans)) +
+		" PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	return q, []any{project, traceID, ext.lo, ext.hi}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/tallyhq/tally/schema"
 )
 
 var updateSQL = flag.Bool("update-sql", false, "rewrite testdata/sql/*.sql from the statement builders")
@@ -22,11 +24,20 @@ func (goldenTables) Table(name string) string { return "`tally`.`" + name + "`" 
 // TestBuiltSQL pins the statements the builders write for each case: a
 // change to a read's SQL shows in review as a change to its golden file
 // (go test ./query -run TestBuiltSQL -update-sql rewrites them). Each file
-// holds the statement, then its parameters, one per line.
+// holds the statement, then its parameters, one per line. Every read of
+// the package builds its statement in such a builder (xxxSQL, next to the
+// function that runs it), and each builder has a case here; a builder
+// with optional parts has one case with them and one without.
 func TestBuiltSQL(t *testing.T) {
 	since := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	until := since.Add(24 * time.Hour)
 	yes, no := true, false
+	gt := goldenTables{}
+	win := Window{Project: "p", Since: since, Until: until}
+	ids := []string{"T1", "t2"} // traceSet lowercases them
+	set := clickhouse.GroupSet{Value: []any{"t1", "t2"}}
+	pairs := clickhouse.GroupSet{Value: []any{clickhouse.GroupSet{Value: []any{"t1", "s1"}}, clickhouse.GroupSet{Value: []any{"t2", "s2"}}}}
+	ext := runExtent{lo: since, hi: since.Add(time.Hour), rows: 120}
 	runList := func(f RunFilter, sort RunSort, dir SortDir, after *cursor) func() (string, []any, error) {
 		return func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, f)
@@ -70,6 +81,69 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := toolAggregatesSQL(goldenTables{}, ToolFilter{Window: Window{Project: "p", Since: since, Until: until}, Tool: "search"})
 			return q, args, nil
 		}},
+		// tools.go
+		{"tools_calls", built(toolCallsSQL(gt, win))},
+		{"tools_examples", built(toolExamplesSQL(gt, ToolFilter{Window: win}))},
+		{"tools_examples_one_tool", built(toolExamplesSQL(gt, ToolFilter{Window: win, Tool: "search"}))},
+		{"tools_classify_window", built(classifyWindowSQL(gt, win))},
+		{"models_latency", built(modelLatencySQL(gt, win))},
+		{"models_slowest_runs", built(slowestModelRunsSQL(gt, win))},
+		{"runs_over_budget", built(runsOverBudgetSQL(gt, win, 2.5, 10))},
+		{"tools_repeat_loops", built(repeatLoopsSQL(gt, win, 3, 20))},
+		{"usage_by_minute", built(usageByMinuteSQL(gt, win))},
+		{"projects", built(projectsSQL(gt, since))},
+		// retries.go
+		{"runs_retries", built(runRetriesSQL(gt, "p", "trace_id IN ? AND start >= ? AND start <= ?", []any{set, since, until}))},
+		// review.go
+		{"review_spans", built(reviewSpansSQL(gt, "p", ids, since, until))},
+		{"review_content", built(reviewContentSQL(gt, "p", ids, since, until))},
+		{"review_definitions", built(reviewDefinitionsSQL(gt, "p", ids, since, until))},
+		{"review_approvals", built(runApprovalsSQL(gt, "p", ids, since, until))},
+		// content.go and fixture.go
+		{"content_of_span", built(spanContentSQL(gt, "p", "T1", "S1"))},
+		{"content_missing_spans", built(missingSpansSQL(gt, "p", "T1", []string{"s1", "s2"}))},
+		{"content_run_exists", built(runExistsSQL(gt, "p", "T1"))},
+		{"content_chats_content", built(spanChatsContentSQL(gt, "p", pairs))},
+		{"content_chats_spans", built(spanChatsSpansSQL(gt, "p", pairs))},
+		{"content_of_run", built(contentsSQL(gt, "p", "T1"))},
+		// lookup.go
+		{"trace_ids_with_prefix", built(traceIDsWithPrefixSQL(gt, "p", "ab12", 10))},
+		// spans.go, treepart.go, rundetail.go
+		{"spans_locate", built(locateSQL(gt, "p", "T1"))},
+		{"spans_extent", built(readExtentSQL(gt, "p", "t1", schema.SpanSelectList(), ext, 0))},
+		{"spans_extent_limit", built(readExtentSQL(gt, "p", "t1", schema.SpanOutlineList(reviewOutline()), ext, 101))},
+		{"spans_wide", built(fillWideSQL(gt, "p", "T1", clickhouse.GroupSet{Value: []any{"s1", "s2"}}, ext))},
+		{"run_summary_whole", built(summarizeWholeSQL(gt, "p", "T1", since))},
+		// cache.go
+		{"cache_prefixes", built(cachePrefixesSQL(gt, win, ""))},
+		{"cache_prefixes_one_model", built(cachePrefixesSQL(gt, win, "gpt-4o"))},
+		{"cache_call_rows", built(cacheCallRowsSQL(gt, win, CacheFilter{}, []uint64{11, 12}, []uint64{1024, 2048}))},
+		{"cache_call_rows_filtered", built(cacheCallRowsSQL(gt, win, CacheFilter{Model: "gpt-4o", Agent: "planner"}, []uint64{11}, []uint64{1024}))},
+		{"cache_tasks", built(fillTasksSQL(gt, "p", set, since, until))},
+		// rollupreads.go
+		{"rollup_span_fingerprints", built(spanFingerprintsSQL(gt, since, until))},
+		{"rollup_fingerprints", built(rollupFingerprintsSQL(gt, since, until))},
+		{"rollup_keys", built(rollupKeysSQL(gt, since, until))},
+		{"rollup_span_rows", built(spanRowsSQL(gt, "", since, until))},
+		{"rollup_span_rows_project", built(spanRowsSQL(gt, "p", since, until))},
+		// costs.go
+		{"costs_rolled_hours", built(rolledHoursSQL(gt, since, until))},
+		{"costs_read_rollup", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour), since.Add(3 * time.Hour)},
+			view{schema.GrainModel, []string{"provider", "model"}}))},
+		// attributed.go
+		{"spans_attributed", built(loadSpansShardSQL(gt, "", since, until, DefaultTraceWindow, Shard{}))},
+		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
+		{"spans_attributed_runs", built(loadRunSpansSQL(gt, "p", []string{"t1", "t2"}, since, until, DefaultTraceWindow))},
+		// conversations.go
+		{"conversations_default", built(conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, nil))},
+		{"conversations_window_after", built(conversationsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until, Limit: 20},
+			&cursor{Ns: 42, Key: "c1"}))},
+		{"conversations_transcript_calls", built(transcriptCallsSQL(gt, "p", set, since, until))},
+		// outcomes.go and versions.go
+		{"outcomes_posted", built(postedOutcomesSQL(gt, "p", set, since, until))},
+		{"outcomes_of_spans", built(spanOutcomesSQL(gt, "p", set, since, until))},
+		{"versions_config_spans", built(runConfigSpansSQL(gt, "p", set, since, until))},
+		{"versions_config_content", built(runConfigContentSQL(gt, "p", set, since, until))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,6 +176,11 @@ func TestBuiltSQL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// built is a case of a builder that cannot fail.
+func built(q string, args []any) func() (string, []any, error) {
+	return func() (string, []any, error) { return q, args, nil }
 }
 
 // TestSelectRunsRefusesUnknownStatus: the builder refuses what no parser

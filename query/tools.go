@@ -53,10 +53,7 @@ func (w Window) where() (string, []any) {
 // and start time. Retries whose earlier attempt started before the window are
 // still seen through the attempt attribute, but not through the other rules.
 func (r ToolReader) ToolCalls(ctx context.Context, w Window) ([]attribution.ToolCall, error) {
-	where, args := w.where()
-	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
-		" status = 'error', start_ns, duration_ns, attempt FROM " + final(r.store.Table(schema.TableSpanFacts)) +
-		" WHERE " + where + " AND span_type = 'tool' ORDER BY trace_id, start_ns, span_id"
+	q, args := toolCallsSQL(r.store, w)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
@@ -83,6 +80,16 @@ func (r ToolReader) ToolCalls(ctx context.Context, w Window) ([]attribution.Tool
 		calls = append(calls, c)
 	}
 	return calls, nil
+}
+
+// toolCallsSQL builds ToolCalls' statement: the window's tool spans
+// (FINAL), by run and start time.
+func toolCallsSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	q := "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash," +
+		" status = 'error', start_ns, duration_ns, attempt FROM " + final(t.Table(schema.TableSpanFacts)) +
+		" WHERE " + where + " AND span_type = 'tool' ORDER BY trace_id, start_ns, span_id"
+	return q, args
 }
 
 // UnknownName stands for a tool or model name a span did not carry.
@@ -338,21 +345,8 @@ type toolExampleRuns struct {
 // run's maximum per tool, which a duplicate row cannot change, so it needs
 // no deduplication.
 func (r *core) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
-	where, args := f.toolWhere()
-	top := func(what string) string {
-		return "arraySlice(arrayReverseSort(" + what + "), 1, " + fmt.Sprint(exampleRuns) + ")"
-	}
-	q := `SELECT tool,
-	arrayMap(t -> tupleElement(t, 2), ` + top("groupArray((max_dur, trace_id))") + `),
-	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `)
-FROM (
-	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
-		maxIf(start_ns, status = 'error') AS last_err
-	FROM ` + r.store.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'tool'
-	GROUP BY tool, trace_id)
-GROUP BY tool`
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	q, args := toolExamplesSQL(r.store, f)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tool example runs: %w", err)
 	}
@@ -371,6 +365,26 @@ GROUP BY tool`
 	return out, nil
 }
 
+// toolExamplesSQL builds toolExamples' statement: per tool, the runs of
+// the slowest calls and of the latest failed ones.
+func toolExamplesSQL(t tables, f ToolFilter) (string, []any) {
+	where, args := f.toolWhere()
+	top := func(what string) string {
+		return "arraySlice(arrayReverseSort(" + what + "), 1, " + fmt.Sprint(exampleRuns) + ")"
+	}
+	q := `SELECT tool,
+	arrayMap(t -> tupleElement(t, 2), ` + top("groupArray((max_dur, trace_id))") + `),
+	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `)
+FROM (
+	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
+		maxIf(start_ns, status = 'error') AS last_err
+	FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'tool'
+	GROUP BY tool, trace_id)
+GROUP BY tool`
+	return q, append([]any{UnknownName}, args...)
+}
+
 // windowCall is one call of a run classifyWindow classified.
 type windowCall struct {
 	trace, tool string
@@ -384,24 +398,8 @@ type windowCall struct {
 // so a run's calls arrive together as compact rows: ids and arguments come as
 // cityHash64 keys (see attribution.KeyedCall). visit sees every call.
 func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
-	where, args := w.where()
-	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
-FROM (
-	SELECT trace_id, groupArray(span_id) AS a_span, groupArray(tool) AS a_tool, groupArray(parent) AS a_parent,
-		groupArray(call) AS a_call, groupArray(step) AS a_step, groupArray(args) AS a_args, groupArray(err) AS a_err,
-		groupArray(start_ns) AS a_start, groupArray(duration_ns) AS a_dur, groupArray(attempt) AS a_attempt
-	FROM (
-		SELECT trace_id, span_id, if(tool_name = '', ?, tool_name) AS tool, cityHash64(parent_span_id) AS parent,
-			if(tool_call_id = '', toUInt64(0), cityHash64(tool_call_id)) AS call,
-			if(step_id = '', toUInt64(0), cityHash64(step_id)) AS step,
-			if(args_hash = '', toUInt64(0), cityHash64(args_hash)) AS args,
-			status = 'error' AS err, start_ns, duration_ns, attempt
-		FROM ` + r.store.Table(schema.TableSpanFacts) + `
-		WHERE ` + where + ` AND span_type = 'tool'
-		` + onePerSpan + `)
-	GROUP BY trace_id)
-ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt`
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	q, args := classifyWindowSQL(r.store, w)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("classify tool calls: %w", err)
 	}
@@ -465,6 +463,30 @@ ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_d
 	return nil
 }
 
+// classifyWindowSQL builds classifyWindow's statement: the window's
+// deduplicated tool spans grouped per run and unfolded again, as compact
+// rows.
+func classifyWindowSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
+FROM (
+	SELECT trace_id, groupArray(span_id) AS a_span, groupArray(tool) AS a_tool, groupArray(parent) AS a_parent,
+		groupArray(call) AS a_call, groupArray(step) AS a_step, groupArray(args) AS a_args, groupArray(err) AS a_err,
+		groupArray(start_ns) AS a_start, groupArray(duration_ns) AS a_dur, groupArray(attempt) AS a_attempt
+	FROM (
+		SELECT trace_id, span_id, if(tool_name = '', ?, tool_name) AS tool, cityHash64(parent_span_id) AS parent,
+			if(tool_call_id = '', toUInt64(0), cityHash64(tool_call_id)) AS call,
+			if(step_id = '', toUInt64(0), cityHash64(step_id)) AS step,
+			if(args_hash = '', toUInt64(0), cityHash64(args_hash)) AS args,
+			status = 'error' AS err, start_ns, duration_ns, attempt
+		FROM ` + t.Table(schema.TableSpanFacts) + `
+		WHERE ` + where + ` AND span_type = 'tool'
+		` + onePerSpan + `)
+	GROUP BY trace_id)
+ARRAY JOIN a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt`
+	return q, append([]any{UnknownName}, args...)
+}
+
 // finite maps NaN and infinities (an empty group's quantile) to 0, which JSON
 // can encode.
 func finite(v float64) float64 {
@@ -517,15 +539,8 @@ func (r ToolReader) Models(ctx context.Context, w Window) ([]ModelStats, error) 
 
 // modelLatency computes Models' counts and percentiles.
 func (r *core) modelLatency(ctx context.Context, w Window) ([]ModelStats, error) {
-	where, args := w.where()
-	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
-	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
-FROM (
-	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + r.store.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'inference'
-	` + onePerSpan + `)
-GROUP BY m ORDER BY m`
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	q, args := modelLatencySQL(r.store, w)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("model latency: %w", err)
 	}
@@ -552,19 +567,26 @@ GROUP BY m ORDER BY m`
 	return out, nil
 }
 
+// modelLatencySQL builds modelLatency's statement: per model, counts and
+// percentiles over the window's deduplicated inference spans.
+func modelLatencySQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
+	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
+FROM (
+	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'inference'
+	` + onePerSpan + `)
+GROUP BY m ORDER BY m`
+	return q, append([]any{UnknownName}, args...)
+}
+
 // slowestModelRuns picks per model the runs of the slowest calls: each run's
 // slowest call per model (a maximum, which duplicates cannot change), the
 // top ones.
 func (r *core) slowestModelRuns(ctx context.Context, w Window) (map[string][]string, error) {
-	where, args := w.where()
-	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
-		fmt.Sprint(exampleRuns) + `))
-FROM (
-	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + r.store.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'inference'
-	GROUP BY m, trace_id)
-GROUP BY m`
-	rows, err := r.store.Conn().Query(ctx, q, append([]any{UnknownName}, args...)...)
+	q, args := slowestModelRunsSQL(r.store, w)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("slowest model calls: %w", err)
 	}
@@ -583,6 +605,19 @@ GROUP BY m`
 	return out, nil
 }
 
+// slowestModelRunsSQL builds slowestModelRuns' statement.
+func slowestModelRunsSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
+		fmt.Sprint(exampleRuns) + `))
+FROM (
+	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'inference'
+	GROUP BY m, trace_id)
+GROUP BY m`
+	return q, append([]any{UnknownName}, args...)
+}
+
 // RunCost is one run's cost within a window.
 type RunCost struct {
 	TraceID string    `json:"trace_id"`
@@ -595,10 +630,8 @@ type RunCost struct {
 // most limit. A run straddling the window's start counts only its spans
 // inside the window.
 func (r ToolReader) RunsOverBudget(ctx context.Context, w Window, budgetUSD float64, limit int) ([]RunCost, error) {
-	where, args := w.where()
-	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + final(r.store.Table(schema.TableSpanFacts)) +
-		" WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
-	rows, err := r.store.Conn().Query(ctx, q, append(args, budgetUSD)...)
+	q, args := runsOverBudgetSQL(r.store, w, budgetUSD, limit)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("runs over budget: %w", err)
 	}
@@ -618,6 +651,14 @@ func (r ToolReader) RunsOverBudget(ctx context.Context, w Window, budgetUSD floa
 	return out, nil
 }
 
+// runsOverBudgetSQL builds RunsOverBudget's statement.
+func runsOverBudgetSQL(t tables, w Window, budgetUSD float64, limit int) (string, []any) {
+	where, args := w.where()
+	q := "SELECT trace_id, s, c_total FROM (SELECT trace_id, min(start_ns) AS s," + runCountedSQL + "\nFROM " + final(t.Table(schema.TableSpanFacts)) +
+		" WHERE " + where + " GROUP BY trace_id HAVING c_total > ?) ORDER BY c_total DESC, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
+	return q, append(args, budgetUSD)
+}
+
 // RepeatLoop is a run that called one tool with the same arguments, and
 // succeeded, Calls times.
 type RepeatLoop struct {
@@ -631,14 +672,8 @@ type RepeatLoop struct {
 // successful calls in the window, most calls first, at most limit. Failed
 // calls are left out: retrying a failing call is not a no-progress loop.
 func (r ToolReader) RepeatLoops(ctx context.Context, w Window, minCalls, limit int) ([]RepeatLoop, error) {
-	where, args := w.where()
-	// Deduplicated by counting distinct span ids: the rows of one span differ
-	// only in version and cost, so a duplicate never changes the filters.
-	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, args_hash, uniqExact(span_id) AS n FROM " +
-		r.store.Table(schema.TableSpanFacts) + " WHERE " + where +
-		" AND span_type = 'tool' AND args_hash != '' AND status != 'error'" +
-		" GROUP BY tool, trace_id, args_hash HAVING n >= ? ORDER BY n DESC, tool, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
-	rows, err := r.store.Conn().Query(ctx, q, append(append([]any{UnknownName}, args...), uint64(max(minCalls, 1)))...)
+	q, args := repeatLoopsSQL(r.store, w, minCalls, limit)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("repeat loops: %w", err)
 	}
@@ -658,6 +693,18 @@ func (r ToolReader) RepeatLoops(ctx context.Context, w Window, minCalls, limit i
 	return out, nil
 }
 
+// repeatLoopsSQL builds RepeatLoops' statement.
+func repeatLoopsSQL(t tables, w Window, minCalls, limit int) (string, []any) {
+	where, args := w.where()
+	// Deduplicated by counting distinct span ids: the rows of one span differ
+	// only in version and cost, so a duplicate never changes the filters.
+	q := "SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, args_hash, uniqExact(span_id) AS n FROM " +
+		t.Table(schema.TableSpanFacts) + " WHERE " + where +
+		" AND span_type = 'tool' AND args_hash != '' AND status != 'error'" +
+		" GROUP BY tool, trace_id, args_hash HAVING n >= ? ORDER BY n DESC, tool, trace_id LIMIT " + fmt.Sprint(max(limit, 1))
+	return q, append(append([]any{UnknownName}, args...), uint64(max(minCalls, 1)))
+}
+
 // UsageMinute is the cache-read tokens and cost of one (agent, model) in one
 // minute.
 type UsageMinute struct {
@@ -671,12 +718,7 @@ type UsageMinute struct {
 // UsageByMinute sums cache-read tokens (inference spans with their own usage,
 // as in run totals) and cost (every span) per agent, model and minute.
 func (r ToolReader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute, error) {
-	where, args := w.where()
-	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
-		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sumIf(cost_total, usage_mode != 'aggregated')" +
-		" FROM " + final(r.store.Table(schema.TableSpanFacts)) + " WHERE " + where +
-		" AND (usage_mode NOT IN ('', 'aggregated') OR (cost_total != 0 AND usage_mode = ''))" +
-		" GROUP BY agent_name, model, minute ORDER BY minute, agent_name, model"
+	q, args := usageByMinuteSQL(r.store, w)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage by minute: %w", err)
@@ -693,10 +735,21 @@ func (r ToolReader) UsageByMinute(ctx context.Context, w Window) ([]UsageMinute,
 	return out, nil
 }
 
+// usageByMinuteSQL builds UsageByMinute's statement.
+func usageByMinuteSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	q := "SELECT agent_name, model, toStartOfMinute(start) AS minute," +
+		" sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')), sumIf(cost_total, usage_mode != 'aggregated')" +
+		" FROM " + final(t.Table(schema.TableSpanFacts)) + " WHERE " + where +
+		" AND (usage_mode NOT IN ('', 'aggregated') OR (cost_total != 0 AND usage_mode = ''))" +
+		" GROUP BY agent_name, model, minute ORDER BY minute, agent_name, model"
+	return q, args
+}
+
 // Projects lists the projects with spans started at or after since.
 func (r ToolReader) Projects(ctx context.Context, since time.Time) ([]string, error) {
-	q := "SELECT DISTINCT project FROM " + r.store.Table(schema.TableSpanFacts) + " WHERE start >= ? ORDER BY project"
-	rows, err := r.store.Conn().Query(ctx, q, since.UTC().Truncate(time.Second))
+	q, args := projectsSQL(r.store, since)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
@@ -705,4 +758,10 @@ func (r ToolReader) Projects(ctx context.Context, since time.Time) ([]string, er
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
 	return nonNil(out), nil
+}
+
+// projectsSQL builds Projects' statement.
+func projectsSQL(t tables, since time.Time) (string, []any) {
+	return "SELECT DISTINCT project FROM " + t.Table(schema.TableSpanFacts) + " WHERE start >= ? ORDER BY project",
+		[]any{since.UTC().Truncate(time.Second)}
 }

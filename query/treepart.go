@@ -286,8 +286,6 @@ func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExt
 		byID[n.SpanID] = n
 		ids = append(ids, n.SpanID)
 	}
-	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(r.store.Table(schema.TableSpans)) +
-		" PREWHERE project = ? AND trace_id = ? AND span_id IN ? WHERE start >= ? AND start <= ?"
 	for len(ids) > 0 {
 		chunk := ids[:min(wideChunk, len(ids))]
 		ids = ids[len(chunk):]
@@ -295,7 +293,8 @@ func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExt
 		for i, id := range chunk {
 			set.Value[i] = id
 		}
-		rows, err := r.store.Conn().Query(ctx, q, project, strings.ToLower(traceID), set, ext.lo, ext.hi)
+		q, args := fillWideSQL(r.store, project, traceID, set, ext)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("load spans of run %s: %w", traceID, err)
 		}
@@ -311,4 +310,12 @@ func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExt
 		}
 	}
 	return nil
+}
+
+// fillWideSQL builds fillWide's statement: the whole rows of the located
+// run's spans in set.
+func fillWideSQL(t tables, project, traceID string, set clickhouse.GroupSet, ext runExtent) (string, []any) {
+	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(t.Table(schema.TableSpans)) +
+		" PREWHERE project = ? AND trace_id = ? AND span_id IN ? WHERE start >= ? AND start <= ?"
+	return q, []any{project, strings.ToLower(traceID), set, ext.lo, ext.hi}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/support/canonical"
 )
@@ -144,11 +146,6 @@ func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string
 		}
 		return builders[id]
 	}
-	wanted := make([]any, len(configAttrs))
-	for i, k := range configAttrs {
-		wanted[i] = k
-	}
-	from, to := lo.UTC().Truncate(time.Second), hi.UTC()
 	for len(traceIDs) > 0 {
 		chunk := traceIDs[:min(outcomeChunk, len(traceIDs))]
 		traceIDs = traceIDs[len(chunk):]
@@ -156,13 +153,7 @@ func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string
 		for _, id := range chunk {
 			get(strings.ToLower(id))
 		}
-		keep := "(has([" + strings.TrimSuffix(strings.Repeat("?, ", len(wanted)), ", ") + "], k) OR k LIKE 'llm.tools.%')"
-		q := "SELECT trace_id, span_type, agent_name, request_model, response_model, " +
-			"resource_values[indexOf(resource_keys, 'service.version')], " +
-			"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys) FROM " +
-			r.store.Table(schema.TableSpans) + " PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
-			" ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id"
-		args := append(append(append([]any{}, wanted...), wanted...), project, set, from, to)
+		q, args := runConfigSpansSQL(r.store, project, set, lo, hi)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read run configurations: %w", err)
@@ -185,9 +176,8 @@ func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string
 		if err != nil {
 			return nil, fmt.Errorf("read run configurations: %w", err)
 		}
-		cq := "SELECT trace_id, kind, value FROM " + final(r.store.Table(schema.TableContent)) +
-			" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?)"
-		crows, err := r.store.Conn().Query(ctx, cq, project, set, from, to, schema.ContentToolDefinitions, schema.ContentSystemInstructions)
+		cq, cargs := runConfigContentSQL(r.store, project, set, lo, hi)
+		crows, err := r.store.Conn().Query(ctx, cq, cargs...)
 		if err != nil {
 			return nil, fmt.Errorf("read run configurations: %w", err)
 		}
@@ -215,4 +205,29 @@ func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string
 		out[id] = b.config()
 	}
 	return out, nil
+}
+
+// runConfigSpansSQL builds runConfigs' read of the spans of the runs in
+// set, whose spans start in [lo, hi]: the columns and, of the attributes,
+// only configAttrs and OpenInference's offered tools, once per span.
+func runConfigSpansSQL(t tables, project string, set clickhouse.GroupSet, lo, hi time.Time) (string, []any) {
+	wanted := make([]any, len(configAttrs))
+	for i, k := range configAttrs {
+		wanted[i] = k
+	}
+	keep := "(has([" + strings.TrimSuffix(strings.Repeat("?, ", len(wanted)), ", ") + "], k) OR k LIKE 'llm.tools.%')"
+	q := "SELECT trace_id, span_type, agent_name, request_model, response_model, " +
+		"resource_values[indexOf(resource_keys, 'service.version')], " +
+		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys) FROM " +
+		t.Table(schema.TableSpans) + " PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+		" ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id"
+	return q, append(append(append([]any{}, wanted...), wanted...), project, set, lo.UTC().Truncate(time.Second), hi.UTC())
+}
+
+// runConfigContentSQL builds runConfigs' read of the tool definitions and
+// system instructions the runs in set recorded.
+func runConfigContentSQL(t tables, project string, set clickhouse.GroupSet, lo, hi time.Time) (string, []any) {
+	q := "SELECT trace_id, kind, value FROM " + final(t.Table(schema.TableContent)) +
+		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?)"
+	return q, []any{project, set, lo.UTC().Truncate(time.Second), hi.UTC(), schema.ContentToolDefinitions, schema.ContentSystemInstructions}
 }

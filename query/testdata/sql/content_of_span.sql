@@ -1,0 +1,5 @@
+SELECT project, trace_id, span_id, start, kind, source_key, value, truncated, version FROM `tally`.`content` FINAL WHERE project = ? AND trace_id = ? AND span_id = ? ORDER BY kind, source_key
+-- parameters:
+-- string p
+-- string t1
+-- string s1

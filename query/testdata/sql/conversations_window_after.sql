@@ -1,0 +1,60 @@
+SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
+	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
+	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
+FROM (
+	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
+		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,
+	groupArrayIf((span_id, parent_span_id, start_ns, end_ns,
+		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')) AS _inf,
+	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
+	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_parents, _ids)), -length(_ids))) AS _wrapper,
+	arrayMap(x -> cityHash64(tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8)), _inf) AS _kh,
+	arrayMap((twice, once) -> twice - once >= 2,
+		arraySlice(arrayEnumerateUniq(arrayConcat(_kh, _kh)), -length(_kh)), arrayEnumerateUniq(_kh)) AS _dup,
+	arrayFilter((x, d) -> d, _inf, _dup) AS _same,
+	arraySort(x -> (tupleElement(x, 5), tupleElement(x, 6), tupleElement(x, 7), tupleElement(x, 8),
+		-toInt64(tupleElement(x, 3)), tupleElement(x, 4), tupleElement(x, 1)), _same) AS _srt,
+	arrayMap((x, p) -> ((tupleElement(x, 1) = tupleElement(p, 1) OR tupleElement(x, 5) != tupleElement(p, 5) OR
+			tupleElement(x, 6) != tupleElement(p, 6) OR tupleElement(x, 7) != tupleElement(p, 7) OR tupleElement(x, 8) != tupleElement(p, 8)) AS g,
+		tupleElement(x, 1), toInt64(tupleElement(x, 4)), toInt64(tupleElement(p, 4)),
+		g OR tupleElement(x, 3) != tupleElement(p, 3),
+		if(g, toInt64(-4611686018427387904), toInt64(tupleElement(x, 4)) - toInt64(tupleElement(p, 4)))),
+		_srt, arrayPopBack(arrayPushFront(_srt, _srt[1]))) AS _z,
+	arrayMap(t -> tupleElement(t, 2), arrayFilter((t, c) -> NOT tupleElement(t, 5) OR (NOT tupleElement(t, 1) AND tupleElement(t, 4) - c <= tupleElement(t, 3)),
+		_z, arrayCumSumNonNegative(arrayPopBack(arrayPushFront(arrayMap(t -> tupleElement(t, 6), _z), toInt64(-4611686018427387904)))))) AS _contained,
+	arrayMap(v -> v >= 2, arraySlice(arrayEnumerateUniq(arrayConcat(_contained, _ids)), -length(_ids))) AS _inner,
+	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
+	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
+	argMaxIf((input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		input_tokens + output_tokens, usage_mode = 'aggregated') AS _agg,
+	toUInt8(n_usage = 0 AND countIf(usage_mode = 'aggregated') > 0) AS from_agg,
+	toUInt64(sumIf(input_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 5), _sup)) + if(from_agg = 1, tupleElement(_agg, 1), 0)) AS in_t,
+	toUInt64(sumIf(cache_read_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 6), _sup)) + if(from_agg = 1, tupleElement(_agg, 2), 0)) AS cr_t,
+	toUInt64(sumIf(cache_write_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 7), _sup)) + if(from_agg = 1, tupleElement(_agg, 3), 0)) AS cw_t,
+	toUInt64(sumIf(output_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 8), _sup)) + if(from_agg = 1, tupleElement(_agg, 4), 0)) AS out_t,
+	toUInt64(sumIf(reasoning_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 9), _sup)) + if(from_agg = 1, tupleElement(_agg, 5), 0)) AS rs_t,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 10), _sup)) + if(from_agg = 1, tupleElement(_agg, 6), 0)) AS c_total,
+	toFloat64(sumIf(cost_input, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 11), _sup)) + if(from_agg = 1, tupleElement(_agg, 7), 0)) AS c_in,
+	toFloat64(sumIf(cost_cache_read, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 12), _sup)) + if(from_agg = 1, tupleElement(_agg, 8), 0)) AS c_cr,
+	toFloat64(sumIf(cost_cache_write, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 13), _sup)) + if(from_agg = 1, tupleElement(_agg, 9), 0)) AS c_cw,
+	toFloat64(sumIf(cost_output, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 14), _sup)) + if(from_agg = 1, tupleElement(_agg, 10), 0)) AS c_out
+	FROM `tally`.`spans` FINAL
+	WHERE project = ? AND start >= ? AND start <= ?
+	GROUP BY trace_id
+	HAVING conv != ''
+)
+GROUP BY conv
+HAVING last_ns < ? OR (last_ns = ? AND conv < ?)
+ORDER BY last_ns DESC, conv DESC
+LIMIT 21
+-- parameters:
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- uint64 42
+-- uint64 42
+-- string c1

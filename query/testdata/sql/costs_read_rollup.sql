@@ -1,0 +1,16 @@
+SELECT toUInt32(hour) AS h, provider, model, sum(spans), sum(llm_calls), sum(tool_calls), sum(tool_retries), sum(tool_errors),
+	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), sum(reasoning_tokens),
+	sum(cost_total), sum(cost_input), sum(cost_cache_read), sum(cost_cache_write), sum(cost_output),
+	sum(unpriced_spans), sum(unpriced_input_tokens), sum(unpriced_output_tokens), sum(client_cost_spans),
+	sum(retry_tax_usd), sum(retry_tax_calls)
+FROM `tally`.`cost_rollup_hourly`
+WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (1796083200,1796086800,1796094000)
+  AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`cost_rollup_hourly` WHERE hour >= ? AND hour <= ? GROUP BY hour)
+GROUP BY h, provider, model
+-- parameters:
+-- string p
+-- uint8 2
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 03:00:00 +0000 UTC
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 03:00:00 +0000 UTC

@@ -1,0 +1,7 @@
+SELECT project, trace_id, span_id, parent_span_id, start, start_ns, end_ns, duration_ns, name, kind, status, status_message, service, scope_name, scope_version, span_type, operation, provider, request_model, response_model, model, agent_name, agent_id, conversation_id, user_id, task_name, tool_name, tool_call_id, tool_type, attempt, step_id, args_hash, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), finish_reasons)), error_type, ttfc_ms, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, usage_mode, usage_unreconciled, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_total, cost_source, price_entry, price_version, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), attr_keys)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), attr_values)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), resource_keys)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), resource_values)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), event_names)), arrayStringConcat(arrayMap(x -> toString(x), event_time_ns), ','), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), event_attrs)), links_json, ingested_at, version FROM `tally`.`spans` FINAL PREWHERE project = ? AND trace_id = ? AND span_id IN ? WHERE start >= ? AND start <= ?
+-- parameters:
+-- string p
+-- string t1
+-- clickhouse.GroupSet {[s1 s2]}
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC

@@ -1,0 +1,30 @@
+SELECT trace_id, span_type, agent_name, request_model, response_model, resource_values[indexOf(resource_keys, 'service.version')], arrayFilter(k -> (has([?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?], k) OR k LIKE 'llm.tools.%'), attr_keys), arrayFilter((v, k) -> (has([?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?], k) OR k LIKE 'llm.tools.%'), attr_values, attr_keys) FROM `tally`.`spans` PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id
+-- parameters:
+-- string gen_ai.agent.version
+-- string gen_ai.prompt.name
+-- string langfuse.observation.prompt.name
+-- string langfuse.observation.prompt.version
+-- string langfuse.prompt.name
+-- string langfuse.prompt.version
+-- string traceloop.prompt.key
+-- string traceloop.prompt.version
+-- string llm.prompt_template.version
+-- string llm.prompt_template.template
+-- string prompt.id
+-- string langfuse.experiment.item.id
+-- string gen_ai.agent.version
+-- string gen_ai.prompt.name
+-- string langfuse.observation.prompt.name
+-- string langfuse.observation.prompt.version
+-- string langfuse.prompt.name
+-- string langfuse.prompt.version
+-- string traceloop.prompt.key
+-- string traceloop.prompt.version
+-- string llm.prompt_template.version
+-- string llm.prompt_template.template
+-- string prompt.id
+-- string langfuse.experiment.item.id
+-- string p
+-- clickhouse.GroupSet {[t1 t2]}
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
