@@ -32,6 +32,14 @@ const (
 // client are dropped, so a span cannot claim a reading it did not get.
 var derivedKeys = [...]string{AttrUsageReading, AttrUsageProblem, AttrCostNote}
 
+// PriceNoter is a Pricer that says, for a span it priced, what a user
+// should know about how (*pricing.Catalog: a dated snapshot priced as its
+// alias); the note is stored as AttrCostNote.
+type PriceNoter interface {
+	Pricer
+	PriceNote(s *schema.Span) string
+}
+
 // PriceExplainer is a Pricer that can also spell out the arithmetic of the
 // cost it put on a span; package pricing's catalog implements it.
 type PriceExplainer interface {
@@ -315,6 +323,11 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 	}
 	if n.opts.Pricer != nil {
 		n.opts.Pricer.Apply(out)
+		if pn, ok := n.opts.Pricer.(PriceNoter); ok {
+			if note := pn.PriceNote(out); note != "" {
+				n.notes = append(n.notes, kv{k: AttrCostNote, v: note})
+			}
+		}
 	}
 	if out.CostSource == schema.CostNone {
 		out.CostSource = schema.CostUnpriced

@@ -107,13 +107,36 @@ func (e Entry) clone() Entry {
 // Catalog is a set of price entries with the name index lookups use. It is
 // immutable once built and safe for concurrent use.
 type Catalog struct {
-	asOf    string
-	groups  []*group         // catalog order
-	byName  map[string][]int // normalized model name or alias → indices into groups, catalog order
-	matches *matchCache      // (provider, model) → matched group, memoized: ingest's hot path
+	asOf   string
+	groups []*group         // catalog order
+	byName map[string][]int // normalized model name or alias → indices into groups, catalog order
+	// bySnapshot indexes the snapshot entries by Snapshot of their dated
+	// name: an entry named after a dated snapshot (gpt-4o-2024-05-13) whose
+	// undated name another entry of the same provider has (gpt-4o) — the
+	// snapshot is priced unlike its alias, which Normalize, dropping the
+	// date, cannot tell. (A dated name that is merely how a platform names
+	// the model, Bedrock's anthropic.claude-…-20250929-v1:0, is no
+	// snapshot entry.) named holds Snapshot of every dated name the catalog
+	// has, for ThroughAlias.
+	bySnapshot map[string][]int
+	named      map[string]bool
+	snapshots  map[int]bool // the groups bySnapshot holds
+	matches    *matchCache  // (provider, model) → matched group, memoized: ingest's hot path
 }
 
 // group is all versions of one entry ID, ascending by EffectiveFrom.
+// dated reports whether every name of the group is a dated snapshot's.
+func (g *group) dated() bool {
+	for _, v := range g.versions {
+		for _, name := range append([]string{v.Model}, v.Aliases...) {
+			if _, d := Snapshot(name); !d {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 type group struct {
 	id       string
 	provider string // normalized
@@ -122,7 +145,18 @@ type group struct {
 
 // key is the (provider, normalized model) pair overrides match on.
 func (g *group) key() string {
-	return g.provider + "\x00" + Normalize(g.versions[len(g.versions)-1].Model)
+	return modelKey(g.provider, g.versions[len(g.versions)-1].Model)
+}
+
+// modelKey is what makes two entries the same model of one provider (a
+// price file's entry overriding a built-in one, LiteLLM's duplicates): the
+// normalized name, or for a dated snapshot its Snapshot form, so that an
+// override of gpt-4o leaves the gpt-4o-2024-05-13 entry alone.
+func modelKey(provider, model string) string {
+	if snap, dated := Snapshot(model); dated {
+		return provider + "\x00" + snap
+	}
+	return provider + "\x00" + Normalize(model)
 }
 
 // at returns the version in force at t: the latest one whose EffectiveFrom is
@@ -279,18 +313,37 @@ func groupEntries(entries []Entry) []*group {
 }
 
 func indexGroups(asOf string, groups []*group) *Catalog {
-	c := &Catalog{asOf: asOf, groups: groups, byName: make(map[string][]int), matches: &matchCache{}}
+	c := &Catalog{asOf: asOf, groups: groups, byName: make(map[string][]int), bySnapshot: make(map[string][]int),
+		named: make(map[string]bool), snapshots: make(map[int]bool), matches: &matchCache{}}
+	add := func(index map[string][]int, n string, i int) {
+		if idx := index[n]; len(idx) > 0 && idx[len(idx)-1] == i {
+			return
+		}
+		index[n] = append(index[n], i)
+	}
 	for i, g := range groups {
 		for _, v := range g.versions {
 			for _, name := range append([]string{v.Model}, v.Aliases...) {
-				n := Normalize(name)
-				if n == "" {
+				if n := Normalize(name); n != "" {
+					add(c.byName, n, i)
+				}
+			}
+		}
+	}
+	for i, g := range groups {
+		for _, v := range g.versions {
+			for _, name := range append([]string{v.Model}, v.Aliases...) {
+				snap, dated := Snapshot(name)
+				if !dated {
 					continue
 				}
-				if idx := c.byName[n]; len(idx) > 0 && idx[len(idx)-1] == i {
-					continue
+				c.named[snap] = true
+				if slices.ContainsFunc(c.byName[Normalize(name)], func(j int) bool {
+					return j != i && groups[j].provider == g.provider && !groups[j].dated()
+				}) {
+					add(c.bySnapshot, snap, i)
+					c.snapshots[i] = true
 				}
-				c.byName[n] = append(c.byName[n], i)
 			}
 		}
 	}

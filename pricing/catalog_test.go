@@ -138,8 +138,25 @@ func TestOverrideFileWinsOverBuiltin(t *testing.T) {
 			name: "override by provider and model",
 			span: schema.Span{Provider: "openai", Model: "gpt-4o", Start: date("2025-11-15"),
 				InputTokens: 1000, CacheReadTokens: 500, OutputTokens: 1000, UsageMode: schema.UsageInclusive},
-			wantEntry: "openai/gpt-4o-2024-08-06", wantVersion: "unversioned",
+			wantEntry: "openai/gpt-4o", wantVersion: "unversioned",
 			want: costs{0.001, 0.001, 0, 0.008, 0.01},
+		},
+		{
+			// a dated snapshot billed as its alias follows the alias's override: the same 0.01
+			name: "a snapshot at its alias's price follows the alias",
+			span: schema.Span{Provider: "openai", Model: "gpt-4o-2024-11-20", Start: date("2025-11-15"),
+				InputTokens: 1000, CacheReadTokens: 500, OutputTokens: 1000, UsageMode: schema.UsageInclusive},
+			wantEntry: "openai/gpt-4o", wantVersion: "unversioned",
+			want: costs{0.001, 0.001, 0, 0.008, 0.01},
+		},
+		{
+			// the snapshot priced apart takes its own override, not gpt-4o's:
+			// 1000 × $4/M + 1000 × $12/M = 0.004 + 0.012 = 0.016 (no cache price: reads at input)
+			name: "a snapshot priced apart keeps its own entry",
+			span: schema.Span{Provider: "openai", Model: "gpt-4o-2024-05-13", Start: date("2025-11-15"),
+				InputTokens: 1000, OutputTokens: 1000, UsageMode: schema.UsageInclusive},
+			wantEntry: "openai/gpt-4o-2024-05-13", wantVersion: "unversioned",
+			want: costs{0.004, 0, 0, 0.012, 0.016},
 		},
 		{
 			// a new model: 1000 × $1/M + 1000 × $2/M = 0.001 + 0.002 = 0.003
@@ -179,7 +196,8 @@ func TestOverrideFileWinsOverBuiltin(t *testing.T) {
 	if _, p, _ := base.Lookup("anthropic", "claude-sonnet-4-5", date("2025-11-15")); p.Input != 3 {
 		t.Errorf("base catalog changed: input %v, want 3", p.Input)
 	}
-	// One builtin sonnet-4-5 entry replaced by two versions (+1), gpt-4o replaced by one (0), acme added (+1).
+	// One builtin sonnet-4-5 entry replaced by two versions (+1), gpt-4o and gpt-4o-2024-05-13 replaced by
+	// one each (0), acme added (+1).
 	if len(c.Entries()) != len(base.Entries())+2 {
 		t.Errorf("overridden catalog has %d entries, want %d", len(c.Entries()), len(base.Entries())+2)
 	}

@@ -59,6 +59,11 @@ func LoadLiteLLM(r io.Reader) ([]Entry, error) {
 		if !ok {
 			continue
 		}
+		// Dated duplicates (claude-sonnet-4-5-20250929) are skipped: LiteLLM
+		// lists most snapshots again at their alias's prices, often with
+		// fields missing (tiers); the snapshots priced apart are in the
+		// built-in catalog, which a LiteLLM override of the alias leaves
+		// alone (modelKey).
 		key := normalizeProvider(e.Provider) + "\x00" + Normalize(name)
 		if seen[key] {
 			continue

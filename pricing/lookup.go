@@ -16,8 +16,11 @@ import (
 // time and its base prices (use Entry.PriceFor for a call's long-context
 // tier); ok is false when no entry matches.
 //
-// Both names are normalized first (see Normalize). Matching then tries, in
-// order: an entry whose name or alias equals the model exactly; then the
+// A dated name (gpt-4o-2024-05-13) first looks for an entry of that
+// snapshot (see Snapshot): a snapshot priced unlike its alias has one.
+// Otherwise both names are normalized (see Normalize, which drops the date:
+// the snapshot is priced as its alias, which ThroughAlias reports). Matching
+// then tries, in order: an entry whose name or alias equals the model exactly; then the
 // longest entry name that is a prefix of the model at a "-" boundary
 // (gpt-4o-mini-2024-07-18 → gpt-4o-mini, never gpt-4o), unless what follows
 // continues a version number (claude-opus-4-1 is not claude-opus-4). Among
@@ -76,13 +79,18 @@ func (c *Catalog) match(provider, model string) *group {
 }
 
 func (c *Catalog) matchUncached(provider, model string) *group {
+	if snap, dated := Snapshot(model); dated {
+		if idx := c.bySnapshot[snap]; len(idx) > 0 {
+			return c.pick(idx, normalizeProvider(provider))
+		}
+	}
 	n := Normalize(model)
 	if n == "" {
 		return nil
 	}
 	p := normalizeProvider(provider)
 	if idx := c.byName[n]; len(idx) > 0 {
-		return c.pick(idx, p)
+		return c.pick(c.undatedFirst(idx), p)
 	}
 	for i := len(n) - 1; i > 0; i-- {
 		if n[i] != '-' || continuesVersion(n[i+1:]) {
@@ -93,6 +101,22 @@ func (c *Catalog) matchUncached(provider, model string) *group {
 		}
 	}
 	return nil
+}
+
+// undatedFirst is idx without the snapshot entries when it has another:
+// a name whose date was dropped (or that had none) is the alias's, not a
+// snapshot's (which Snapshot matched first, if it had an entry).
+func (c *Catalog) undatedFirst(idx []int) []int {
+	var out []int
+	for _, i := range idx {
+		if !c.snapshots[i] {
+			out = append(out, i)
+		}
+	}
+	if len(out) == 0 {
+		return idx
+	}
+	return out
 }
 
 // pick returns the first group of idx served by provider, else the first.
@@ -199,6 +223,9 @@ func (c *Catalog) ExplainPrice(s *schema.Span) []string {
 	allInput := max(s.InputTokens, cached)
 	p := e.PriceFor(allInput)
 	lines := []string{fmt.Sprintf("catalog entry %s version %s (model %s), prices per million tokens", e.ID, e.Version, e.Model)}
+	if note := c.PriceNote(s); note != "" {
+		lines = append(lines, note)
+	}
 	if p != e.Price {
 		lines = append(lines, fmt.Sprintf("long-context tier: %d input tokens is above the tier threshold, every token at the tier's prices", allInput))
 	}
@@ -216,4 +243,35 @@ func (c *Catalog) ExplainPrice(s *schema.Span) []string {
 // formatUSD prints an amount without float noise (to 1e-12 USD).
 func formatUSD(v float64) string {
 	return strconv.FormatFloat(math.Round(v*1e12)/1e12, 'f', -1, 64)
+}
+
+// ThroughAlias reports whether model is a dated snapshot the catalog has no
+// entry of, priced (when it is) as the undated model it pins: right when
+// the provider prices the snapshot as its alias, which is why the catalog
+// lists the snapshots that differ; worth saying either way.
+func (c *Catalog) ThroughAlias(model string) bool {
+	snap, dated := Snapshot(model)
+	return dated && !c.named[snap]
+}
+
+// PriceNote says how a span priced from the catalog was matched when a
+// user should know: a dated snapshot the catalog has no entry of, priced as
+// the model it pins ("" otherwise). It implements ingest.PriceNoter; the
+// note is stored on the span (tally.cost.note) and shown by explain.
+func (c *Catalog) PriceNote(s *schema.Span) string {
+	if s == nil || s.CostSource != schema.CostCatalog {
+		return ""
+	}
+	for _, model := range []string{s.Model, s.ResponseModel, s.RequestModel} {
+		g := c.match(s.Provider, model)
+		if g == nil {
+			continue
+		}
+		if !c.ThroughAlias(model) {
+			return ""
+		}
+		return fmt.Sprintf("%s is a dated snapshot without a catalog entry: priced as %s (%s), its alias; "+
+			"a snapshot the provider prices otherwise needs an entry of its own (--prices)", model, g.versions[0].Model, g.id)
+	}
+	return ""
 }

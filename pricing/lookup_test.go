@@ -1,9 +1,12 @@
 package pricing
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tallyhq/tally/schema"
 )
 
 func builtin(t *testing.T) *Catalog {
@@ -51,6 +54,15 @@ func TestLookupMatching(t *testing.T) {
 		{"groq", "llama-3.3-70b-versatile", "groq/llama-3.3-70b-versatile"},
 		{"deepseek", "deepseek-reasoner", "deepseek/deepseek-reasoner"},
 		{"openrouter", "anthropic/claude-3.7-sonnet", "anthropic/claude-3-7-sonnet"},
+		// snapshots priced unlike their alias have entries of their own,
+		// whatever the spelling and provider
+		{"openai", "gpt-4o-2024-05-13", "openai/gpt-4o-2024-05-13"},
+		{"", "gpt-4o-2024-05-13", "openai/gpt-4o-2024-05-13"},
+		{"azure.ai.openai", "openai/gpt-4o-2024-05-13", "openai/gpt-4o-2024-05-13"},
+		{"openai", "gpt-4o-20240513", "openai/gpt-4o-2024-05-13"},
+		{"openai", "gpt-4o", "openai/gpt-4o"},
+		{"openai", "gpt-3.5-turbo-1106", "openai/gpt-3.5-turbo-1106"},
+		{"gcp.gemini", "gemini-2.5-flash-preview-04-17", "gcp.gemini/gemini-2.5-flash-preview-04-17"},
 		// the longest prefix wins: gpt-4o-mini, not gpt-4o
 		{"openai", "gpt-4o-mini-2024-07-18", "openai/gpt-4o-mini"},
 		{"openai", "o3-mini-2025-01-31", "openai/o3-mini"},
@@ -168,4 +180,43 @@ func TestLookupIsSafeForConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestPriceNote: a dated snapshot the catalog neither lists nor aliases is
+// priced as its alias and says so; a known snapshot (an entry, an alias, a
+// platform's dated model id) says nothing.
+func TestPriceNote(t *testing.T) {
+	c := builtin(t)
+	for _, tt := range []struct {
+		provider, model string
+		noted           bool
+	}{
+		{"openai", "gpt-4o-2099-01-01", true},              // unknown snapshot of gpt-4o
+		{"openai", "gpt-4o-2024-08-06", false},             // an alias of gpt-4o
+		{"openai", "gpt-4o-2024-05-13", false},             // its own entry
+		{"openai", "gpt-4o", false},                        // no date
+		{"anthropic", "claude-sonnet-4-5-20250929", false}, // Bedrock's and Vertex's ids name it
+		{"anthropic", "claude-sonnet-4-5-20991231", true},
+	} {
+		s := schema.Span{Provider: tt.provider, Model: tt.model, Start: date("2025-11-15"),
+			InputTokens: 1000, OutputTokens: 100, UsageMode: schema.UsageInclusive}
+		c.Apply(&s)
+		if s.CostSource != schema.CostCatalog {
+			t.Errorf("%s: cost source %q, want catalog", tt.model, s.CostSource)
+			continue
+		}
+		note := c.PriceNote(&s)
+		if (note != "") != tt.noted {
+			t.Errorf("%s: note %q, want a note %v", tt.model, note, tt.noted)
+		}
+		if tt.noted && !strings.Contains(note, tt.model) {
+			t.Errorf("%s: the note %q does not name the model", tt.model, note)
+		}
+	}
+	// The snapshot's own price: 1000 × $5/M + 100 × $15/M = 0.005 + 0.0015 = 0.0065 (gpt-4o would be
+	// 0.0025 + 0.001 = 0.0035).
+	s := schema.Span{Provider: "openai", Model: "gpt-4o-2024-05-13", Start: date("2025-11-15"),
+		InputTokens: 1000, OutputTokens: 100, UsageMode: schema.UsageInclusive}
+	c.Apply(&s)
+	checkCosts(t, "gpt-4o-2024-05-13", s, costs{0.005, 0, 0, 0.0015, 0.0065})
 }

@@ -103,6 +103,43 @@ func stripVersionSuffix(s string) string {
 	return s
 }
 
+// Snapshot returns the form of a dated model name that snapshot entries
+// are matched by — Normalize's, but with the release date kept, written
+// as eight digits (gpt-4o-2024-05-13 → gpt-4o-20240513,
+// us.anthropic.claude-3-5-sonnet-20240620-v1:0 → claude-3-5-sonnet-20240620)
+// — and whether the name carries a date at all.
+func Snapshot(model string) (string, bool) {
+	s := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[:i] + "-" + s[i+1:] // Vertex: claude-sonnet-4-5@20250929
+	}
+	s = stripBedrockPrefixes(s)
+	for {
+		t := s
+		for _, suffix := range []string{"-latest", ":latest"} {
+			if rest, ok := strings.CutSuffix(t, suffix); ok && rest != "" {
+				t = rest
+			}
+		}
+		if loc := bedrockPinSuffix.FindStringIndex(t); loc != nil && loc[0] > 0 {
+			t = t[:loc[0]]
+		}
+		if t == s {
+			break
+		}
+		s = t
+	}
+	loc := dateSuffix.FindStringIndex(s)
+	if loc == nil || loc[0] == 0 {
+		return "", false
+	}
+	date := strings.ReplaceAll(s[loc[0]+1:], "-", "")
+	return dotsBetweenDigitsToDashes(s[:loc[0]]) + "-" + date, true
+}
+
 func dotsBetweenDigitsToDashes(s string) string {
 	if !strings.Contains(s, ".") {
 		return s

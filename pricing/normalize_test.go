@@ -65,3 +65,26 @@ func TestNormalizeProvider(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshot(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		dated    bool
+	}{
+		{"gpt-4o-2024-05-13", "gpt-4o-20240513", true},
+		{"openai/GPT-4o-20240513", "gpt-4o-20240513", true},
+		{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929", true},
+		{"us.anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet-20240620", true},
+		{"claude-sonnet-4-5@20250929", "claude-sonnet-4-5-20250929", true},
+		{"claude-3.5-sonnet-20240620", "claude-3-5-sonnet-20240620", true},
+		{"gpt-4o", "", false},
+		{"gpt-4o-latest", "", false},
+		{"gemini-2.5-flash-preview-04-17", "", false},
+		{"gpt-3.5-turbo-1106", "", false},
+	} {
+		got, dated := Snapshot(tt.in)
+		if got != tt.want || dated != tt.dated {
+			t.Errorf("Snapshot(%q) = %q, %v; want %q, %v", tt.in, got, dated, tt.want, tt.dated)
+		}
+	}
+}
