@@ -173,11 +173,11 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 		if d.signals != nil {
 			for _, g := range d.signals.Groups {
 				if name, ok := m.caps.capped("tool", g.Tool, m.overflow); ok {
-					m.signals.WithLabelValues(p, g.Kind, name).Add(float64(g.Signals))
+					m.signals.WithLabelValues(p, string(g.Kind), name).Add(float64(g.Signals))
 				}
 			}
 			for _, mi := range d.signals.PerMinute {
-				m.addMinute(m.signalsTotal, []string{"kind", "tool"}, p, mi.Minute, float64(mi.Signals), mi.Kind, mi.Tool)
+				m.addMinute(m.signalsTotal, []string{"kind", "tool"}, p, mi.Minute, float64(mi.Signals), string(mi.Kind), mi.Tool)
 			}
 		}
 		for _, u := range d.usage {

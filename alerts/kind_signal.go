@@ -29,7 +29,7 @@ func signalKinds() []kindSpec {
 }
 
 // signalDescriptions are the kinds' default descriptions.
-var signalDescriptions = map[string]string{
+var signalDescriptions = map[safety.SignalKind]string{
 	safety.KindDuplicateSideEffect: "A non-idempotent or irreversible tool succeeded twice for the same step: the side effect happened twice.",
 	safety.KindUnsafeRetry:         "A non-idempotent or irreversible step was retried after an ambiguous outcome (timeout, 5xx): it may have taken effect twice.",
 	safety.KindUnknownTool:         "Agents call tools they were not offered or that are not in the registry: hallucinated tools.",
@@ -41,8 +41,8 @@ var signalDescriptions = map[string]string{
 }
 
 // signalKind is the alert kind of one signal kind.
-func signalKind(kind string) kindSpec {
-	spec := kindSpec{kind: Kind(kind), description: signalDescriptions[kind], window: time.Hour}
+func signalKind(kind safety.SignalKind) kindSpec {
+	spec := kindSpec{kind: Kind(string(kind)), description: signalDescriptions[kind], window: time.Hour}
 	perTask := kind == safety.KindBudgetExceeded
 	switch {
 	case safety.AtOnce(kind):

@@ -103,7 +103,7 @@ func newGauges(reg prometheus.Registerer, maxValues int) (*gauges, error) {
 		cacheRead:      counter("tally_cache_read_tokens_total", "Input tokens read from the prompt cache.", "project", "agent", "model"),
 		cost:           counter("tally_cost_usd_total", "Cost of spans in USD.", "project", "agent", "model"),
 		overflow:       counter("tally_metric_label_overflow_total", "Distinct label values counted under __other__ because of the cardinality cap.", "label"),
-		signals:        gauge("tally_signals", "Safety signals ("+strings.Join(safety.Kinds(), ", ")+") in the runs that started in the metrics window, by kind and tool.", "project", "kind", "tool"),
+		signals:        gauge("tally_signals", "Safety signals ("+strings.Join(safety.KindNames(), ", ")+") in the runs that started in the metrics window, by kind and tool.", "project", "kind", "tool"),
 		signalsTotal:   counter("tally_signals_total", "Safety signals raised, by kind and tool (counted by their run's start minute, as the review of the metrics window finds them).", "project", "kind", "tool"),
 		caps:           newLabelCaps(maxValues),
 		totals:         map[minuteKey]float64{},

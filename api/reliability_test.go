@@ -181,7 +181,7 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 	opts := reliabilityConfig(t)
 	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, opts...) })
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	perKind := map[string]int{}
+	perKind := map[safety.SignalKind]int{}
 	for i, c := range reliabilityCases() {
 		t.Run(c.name, func(t *testing.T) {
 			id, ids := tallytest.SendSpans(t, tally.URL, "desk", base.Add(time.Duration(i)*10*time.Second), c.spans)
@@ -196,7 +196,7 @@ func TestReliabilitySignalsEndToEnd(t *testing.T) {
 			}
 			var got []string
 			for _, s := range d.Summary.Signals {
-				got = append(got, s.Kind+"@"+keyOf[s.SpanID])
+				got = append(got, string(s.Kind)+"@"+keyOf[s.SpanID])
 				if s.Reason == "" {
 					t.Errorf("%s has no reason", s.Kind)
 				}

@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -35,14 +33,15 @@ func (h *Handler) getSignals(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	f := query.SignalFilter{Project: Project(c), Since: since, Until: until, Kind: c.Query("kind"), Tool: c.Query("tool"),
+	kind, err := safety.ParseSignalKind(c.Query("kind"))
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	f := query.SignalFilter{Project: Project(c), Since: since, Until: until, Kind: kind, Tool: c.Query("tool"),
 		Agent: c.Query("agent"), Task: c.Query("task"), By: c.DefaultQuery("by", "tool")}
 	if f.By != "tool" && f.By != "task" && f.By != "agent" {
 		fail(c, http.StatusBadRequest, "by %q: want tool, task or agent", f.By)
-		return
-	}
-	if f.Kind != "" && !slices.Contains(safety.Kinds(), f.Kind) {
-		fail(c, http.StatusBadRequest, "kind %q: want one of %s", f.Kind, strings.Join(safety.Kinds(), ", "))
 		return
 	}
 	rep, err := reader.Signals(c.Request.Context(), f)

@@ -67,7 +67,7 @@ func TestRunSafetySignals(t *testing.T) {
 		t.Fatalf("signals report %+v", rep)
 	}
 	for _, g := range rep.Groups {
-		want := map[string]string{safety.KindDuplicateSideEffect: "charge_card", safety.KindUnsafeRetry: "refund"}[g.Kind]
+		want := map[safety.SignalKind]string{safety.KindDuplicateSideEffect: "charge_card", safety.KindUnsafeRetry: "refund"}[g.Kind]
 		if g.Tool != want || g.Signals != 2 || g.Runs != 2 || len(g.ExampleRuns) != 2 || g.ExampleRuns[0] != id2 || g.ExampleRuns[1] != id {
 			t.Errorf("group %+v", g)
 		}

@@ -498,7 +498,8 @@ func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, s
 type SignalFilter struct {
 	Project      string
 	Since, Until time.Time
-	Kind, Tool   string
+	Kind         safety.SignalKind
+	Tool         string
 	Agent, Task  string
 	By           string
 }
@@ -507,14 +508,14 @@ type SignalFilter struct {
 // how many, in how many runs, and the newest runs it was raised in (up to
 // 5).
 type SignalGroup struct {
-	Kind        string   `json:"kind"`
-	Tool        string   `json:"tool,omitempty"`
-	Task        string   `json:"task,omitempty"`
-	Agent       string   `json:"agent,omitempty"`
-	Signals     int      `json:"signals"`
-	Runs        int      `json:"runs"`
-	ExampleRuns []string `json:"example_runs"`
-	Reason      string   `json:"reason"` // the newest signal's
+	Kind        safety.SignalKind `json:"kind"`
+	Tool        string            `json:"tool,omitempty"`
+	Task        string            `json:"task,omitempty"`
+	Agent       string            `json:"agent,omitempty"`
+	Signals     int               `json:"signals"`
+	Runs        int               `json:"runs"`
+	ExampleRuns []string          `json:"example_runs"`
+	Reason      string            `json:"reason"` // the newest signal's
 }
 
 // ToolReview is one tool's steps in the reviewed runs: its effect class
@@ -532,23 +533,23 @@ type ToolReview struct {
 // the signals by kind; the reviewed tools, most steps first; and the runs
 // read by task (the denominators of rates).
 type SignalsReport struct {
-	Since           time.Time      `json:"since,omitzero"`
-	Until           time.Time      `json:"until,omitzero"`
-	By              string         `json:"by"`
-	RunsRead        int            `json:"runs_read"`
-	Truncated       bool           `json:"truncated,omitempty"`
-	Signals         int            `json:"signals"`
-	RunsWithSignals int            `json:"runs_with_signals"`
-	Kinds           map[string]int `json:"kinds"`
-	Groups          []SignalGroup  `json:"groups"`
-	Tools           []ToolReview   `json:"tools"`
-	RunsByTask      map[string]int `json:"runs_by_task"`
+	Since           time.Time                 `json:"since,omitzero"`
+	Until           time.Time                 `json:"until,omitzero"`
+	By              string                    `json:"by"`
+	RunsRead        int                       `json:"runs_read"`
+	Truncated       bool                      `json:"truncated,omitempty"`
+	Signals         int                       `json:"signals"`
+	RunsWithSignals int                       `json:"runs_with_signals"`
+	Kinds           map[safety.SignalKind]int `json:"kinds"`
+	Groups          []SignalGroup             `json:"groups"`
+	Tools           []ToolReview              `json:"tools"`
+	RunsByTask      map[string]int            `json:"runs_by_task"`
 	// FlaggedByTask counts, per kind and task, the runs raising the kind:
 	// with RunsByTask, the rate of runs per task (budget_exceeded alerts).
-	FlaggedByTask map[string]map[string]int `json:"flagged_by_task"`
+	FlaggedByTask map[safety.SignalKind]map[string]int `json:"flagged_by_task"`
 	// FlaggedRunsByTask are, per kind and task, the newest of those runs
 	// (up to 5).
-	FlaggedRunsByTask map[string]map[string][]string `json:"flagged_runs_by_task"`
+	FlaggedRunsByTask map[safety.SignalKind]map[string][]string `json:"flagged_runs_by_task"`
 	// PerMinute counts the signals by kind, tool and their run's start
 	// minute, for the metrics' counters (not in the JSON answer).
 	PerMinute []SignalMinute `json:"-"`
@@ -557,9 +558,10 @@ type SignalsReport struct {
 // SignalMinute is the signals of one kind on one tool in the runs that
 // started in one minute.
 type SignalMinute struct {
-	Kind, Tool string
-	Minute     time.Time
-	Signals    int
+	Kind    safety.SignalKind
+	Tool    string
+	Minute  time.Time
+	Signals int
 }
 
 // Signals reviews the runs f selects, as a run's detail does, and counts
@@ -570,9 +572,9 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	if f.By != "tool" && f.By != "task" && f.By != "agent" {
 		return nil, fmt.Errorf("by %q: want tool, task or agent", f.By)
 	}
-	rep := &SignalsReport{Since: f.Since, Until: f.Until, By: f.By, Kinds: map[string]int{}, Groups: []SignalGroup{},
-		Tools: []ToolReview{}, RunsByTask: map[string]int{}, FlaggedByTask: map[string]map[string]int{},
-		FlaggedRunsByTask: map[string]map[string][]string{}}
+	rep := &SignalsReport{Since: f.Since, Until: f.Until, By: f.By, Kinds: map[safety.SignalKind]int{}, Groups: []SignalGroup{},
+		Tools: []ToolReview{}, RunsByTask: map[string]int{}, FlaggedByTask: map[safety.SignalKind]map[string]int{},
+		FlaggedRunsByTask: map[safety.SignalKind]map[string][]string{}}
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
@@ -585,14 +587,18 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	if len(runs) == 0 {
 		return rep, nil
 	}
-	type key struct{ kind, by string }
+	type key struct {
+		kind safety.SignalKind
+		by   string
+	}
 	groups := map[key]*SignalGroup{}
 	runsOf := map[key]map[string]bool{}
 	tools := map[string]*ToolReview{}
 	effects := map[string]map[safety.Effect]int{}
 	type minuteKey struct {
-		kind, tool string
-		minute     time.Time
+		kind   safety.SignalKind
+		tool   string
+		minute time.Time
 	}
 	perMinute := map[minuteKey]int{}
 	// Runs are newest first: example runs come out newest first too.
@@ -612,7 +618,7 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 			effects[st.Tool][st.Effect]++
 		}
 		flagged := false
-		kindsRaised := map[string]bool{}
+		kindsRaised := map[safety.SignalKind]bool{}
 		for _, sig := range rv.signals {
 			if (f.Kind != "" && sig.Kind != f.Kind) || (f.Tool != "" && sig.Tool != f.Tool) {
 				continue

@@ -236,7 +236,7 @@ func offeredSignals(run Run, steps []Step, reg *Registry, val *Validator) []Sign
 		if s.Args == "" {
 			continue
 		}
-		signal := func(kind, reason string) {
+		signal := func(kind SignalKind, reason string) {
 			out = append(out, Signal{Kind: kind, SpanID: s.SpanID, SpanIDs: []string{call.SpanID, s.SpanID}, Tool: s.Tool, Reason: reason})
 		}
 		began := time.Now()

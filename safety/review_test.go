@@ -14,7 +14,7 @@ const ms = uint64(time.Millisecond)
 func kinds(sigs []Signal) []string {
 	var out []string
 	for _, s := range sigs {
-		out = append(out, s.Kind+"@"+s.SpanID)
+		out = append(out, string(s.Kind)+"@"+s.SpanID)
 	}
 	return out
 }

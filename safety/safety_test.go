@@ -125,7 +125,7 @@ func TestSignals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
 			for _, s := range Review(Run{Steps: c.steps}, Config{}) {
-				got = append(got, s.Kind+"@"+s.SpanID)
+				got = append(got, string(s.Kind)+"@"+s.SpanID)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("signals %v, want %v", got, c.want)
@@ -166,7 +166,7 @@ func TestRetryStormAndRunawayLoop(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
 			for _, s := range Review(Run{Steps: c.steps}, Config{Limits: l}) {
-				got = append(got, s.Kind+"@"+s.SpanID)
+				got = append(got, string(s.Kind)+"@"+s.SpanID)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("signals %v, want %v", got, c.want)

@@ -2,61 +2,83 @@ package safety
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
+
+// SignalKind names what a safety signal found; its values are stable (the
+// API, the alert rules and the UI carry them).
+type SignalKind string
 
 // The signal kinds this package raises (stable names).
 const (
 	// KindDuplicateSideEffect: a non_idempotent or irreversible tool
 	// succeeded twice in a run for the same step — the same step id, or the
 	// same canonical arguments: the double charge.
-	KindDuplicateSideEffect = "duplicate_side_effect"
+	KindDuplicateSideEffect SignalKind = "duplicate_side_effect"
 	// KindUnsafeRetry: a non_idempotent or irreversible step was retried
 	// after an ambiguous outcome, when the first call may have taken effect.
-	KindUnsafeRetry = "unsafe_retry"
+	KindUnsafeRetry SignalKind = "unsafe_retry"
 	// KindRetryStorm: a retry started sooner after the attempt it retried
 	// ended than the minimum backoff: no backoff, or none to speak of.
-	KindRetryStorm = "retry_storm"
+	KindRetryStorm SignalKind = "retry_storm"
 	// KindRunawayLoop: the same tool called with the same arguments, ending
 	// in error, more times in one run than the limit; or a run making more
 	// tool calls than the step limit.
-	KindRunawayLoop = "runaway_loop"
+	KindRunawayLoop SignalKind = "runaway_loop"
 	// KindUnknownTool: a tool call whose name was not among the tools
 	// offered to the model that requested it, or not in the configured
 	// registry: a hallucinated tool.
-	KindUnknownTool = "unknown_tool"
+	KindUnknownTool SignalKind = "unknown_tool"
 	// KindInvalidArguments: a tool call whose arguments do not validate
 	// against the JSON schema the model was offered for the tool (unknown
 	// fields included).
-	KindInvalidArguments = "invalid_arguments"
+	KindInvalidArguments SignalKind = "invalid_arguments"
 	// KindUncheckedArguments: a tool call whose arguments could not be
 	// checked against the offered schema within the validation limits
 	// (a schema too large or too complex, or the run's validation time
 	// ran out): not a fault of the call, but a schema worth a look.
-	KindUncheckedArguments = "unchecked_arguments"
+	KindUncheckedArguments SignalKind = "unchecked_arguments"
 	// KindUngatedAction: an irreversible tool ran with no approval before it.
-	KindUngatedAction = "ungated_action"
+	KindUngatedAction SignalKind = "ungated_action"
 	// KindBudgetExceeded: a run over a configured cap on iterations,
 	// tokens, active time or spend, or one that ended with a typed partial
 	// result.
-	KindBudgetExceeded = "budget_exceeded"
+	KindBudgetExceeded SignalKind = "budget_exceeded"
 )
 
 // Kinds are the signal kinds Review raises, in the order the docs list them
 // and the UI shows them (ui/static/lib/vocab.js lists them again, each
-// with its description, and a test in ui holds the two equal). A kind is
-// a plain string, the Signal's Kind, as the API and the alert rules carry
-// it; this is its one list.
-func Kinds() []string {
-	return []string{KindDuplicateSideEffect, KindUnsafeRetry, KindUnknownTool, KindInvalidArguments, KindUngatedAction,
+// with its description, and a test in ui holds the two equal); this is
+// its one list.
+func Kinds() []SignalKind {
+	return []SignalKind{KindDuplicateSideEffect, KindUnsafeRetry, KindUnknownTool, KindInvalidArguments, KindUngatedAction,
 		KindRetryStorm, KindRunawayLoop, KindBudgetExceeded, KindUncheckedArguments}
+}
+
+// KindNames are Kinds as strings, for messages and help texts.
+func KindNames() []string {
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// ParseSignalKind reads a signal kind filter: "" (any) or one of Kinds.
+func ParseSignalKind(s string) (SignalKind, error) {
+	if s == "" || slices.Contains(Kinds(), SignalKind(s)) {
+		return SignalKind(s), nil
+	}
+	return "", fmt.Errorf("kind %q: want one of %s", s, strings.Join(KindNames(), ", "))
 }
 
 // AtOnce reports whether a signal of the kind is serious enough that one
 // is an incident (the default alert rules fire on any): a side effect
 // performed twice, one risked twice, an irreversible action nobody
 // approved. The others are judged by their rate.
-func AtOnce(kind string) bool {
+func AtOnce(kind SignalKind) bool {
 	return kind == KindDuplicateSideEffect || kind == KindUnsafeRetry || kind == KindUngatedAction
 }
 
@@ -119,11 +141,11 @@ type Step struct {
 // later of the spans involved), the spans involved, the tool and a
 // one-line reason.
 type Signal struct {
-	Kind    string   `json:"kind"`
-	SpanID  string   `json:"span_id"`
-	SpanIDs []string `json:"span_ids"`
-	Tool    string   `json:"tool"`
-	Reason  string   `json:"reason"`
+	Kind    SignalKind `json:"kind"`
+	SpanID  string     `json:"span_id"`
+	SpanIDs []string   `json:"span_ids"`
+	Tool    string     `json:"tool"`
+	Reason  string     `json:"reason"`
 }
 
 // stepSignals reviews one run's tool steps, sorted by start, for the

@@ -45,7 +45,7 @@ func reviewChain(t *testing.T, n int, val *Validator, args ...string) []Signal {
 func signalList(signals []Signal) string {
 	var out []string
 	for _, s := range signals {
-		out = append(out, s.Kind+"@"+s.SpanID)
+		out = append(out, string(s.Kind)+"@"+s.SpanID)
 	}
 	return strings.Join(out, " ")
 }

@@ -185,7 +185,7 @@ func goVocabularies() []struct {
 	}{
 		{"STATUSES", strs(safety.Statuses()), []string{"STATUS_PILL"}},
 		{"EFFECTS", strs(safety.Effects()), []string{"EFFECT_PILL"}},
-		{"SIGNAL_KINDS", safety.Kinds(), []string{"SIGNAL_HELP", "SIGNAL_MARK"}},
+		{"SIGNAL_KINDS", safety.KindNames(), []string{"SIGNAL_HELP", "SIGNAL_MARK"}},
 	}
 }
 

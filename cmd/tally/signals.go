@@ -25,7 +25,7 @@ func newSignalsCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	rangeFlags(cmd, &since, &until, "24h")
-	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: "+strings.Join(safety.Kinds(), ", "))
+	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: "+strings.Join(safety.KindNames(), ", "))
 	cmd.Flags().StringVar(&tool, "tool", "", "only this tool")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
