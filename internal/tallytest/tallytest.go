@@ -122,7 +122,13 @@ func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
 	store := c.Store
 	o := c.Server
 	o.Normalize.Pricer = catalog
+	if o.Registry == nil {
+		o.Registry = server.NewRegistry()
+	}
 	w := writer.New(store, c.Writer, o.Logger)
+	if err := w.Register(o.Registry); err != nil {
+		return nil, err
+	}
 	o.Jobs = append(o.Jobs, w.Run)
 	o.Ingest = w
 	o.Checks = map[string]server.ReadinessCheck{"clickhouse": store.Ping, "schema": store.Migrated}
@@ -145,6 +151,9 @@ func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
 		}
 		sink, err := durable.Open(d.Dir, w, dc, o.Logger)
 		if err != nil {
+			return nil, err
+		}
+		if err := sink.Register(o.Registry); err != nil {
 			return nil, err
 		}
 		o.Ingest, o.DeadLetters, o.Receiver.SinkCopies = sink, sink, true
