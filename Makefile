@@ -31,11 +31,19 @@ build:
 EMBEDDED_TEST_PKGS = ./schema/... ./query/... ./rollup/... ./retention/... ./alerts/... \
 	./server/... ./api/... ./ui/... ./support/lease/... ./support/auth/... \
 	./internal/realclients/... ./cmd/tally/...
+# The clients' tests follow: clients/python with Debian's python3-pytest
+# (scripts/test-deps.sh installs it; a python3 earlier on PATH without pytest,
+# pyenv's or a venv's, gives way to /usr/bin/python3), clients/js with Node's
+# built-in test runner. Both read the vectors Go writes in
+# replay/testdata/vectors (replay/vectors_test.go).
+PYTHON ?= $(shell python3 -c 'import pytest' >/dev/null 2>&1 && echo python3 || echo /usr/bin/python3)
 test: deps
 	scripts/test-deps.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 2 -timeout 40m ./...
 	TALLY_TEST_STORE=embedded $(GO) test -count=1 -p 2 -timeout 40m -skip '^TestFault' $(EMBEDDED_TEST_PKGS)
+	$(PYTHON) -m pytest -q -p no:cacheprovider clients/python
+	node --test clients/js/test/
 	$(MAKE) fuzz
 
 # The benchmark suite (tools/bench/cmd/tallybench): starts a private ClickHouse on

@@ -1,0 +1,2 @@
+// Runs the examples with the tests (node --test clients/js/test/).
+import '../examples/agent.test.js';
