@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,34 @@ const (
 	// takes them out once.
 	InputCountsCacheReadTwice
 )
+
+// VersionScheme is the shape of an instrumentation's scope versions.
+type VersionScheme uint8
+
+// The version schemes.
+const (
+	// VersionsAny: any version (or none), subject to MinVersion and
+	// BelowVersion.
+	VersionsAny VersionScheme = iota
+	// VersionsRelease: only plain release versions, dotted numbers and
+	// nothing else ("0.47.5", OpenLLMetry's scheme: every release of its
+	// packages so far). An empty version or a PEP 440 pre- or dev-release
+	// under the same scope name is not that project's.
+	VersionsRelease
+	// VersionsPreRelease: only PEP 440 pre- and dev-releases ("2.0b0.dev",
+	// "0.2b0", "1.1rc1"), the OpenTelemetry Python contrib scheme.
+	VersionsPreRelease
+)
+
+func (s VersionScheme) String() string {
+	switch s {
+	case VersionsRelease:
+		return "release versions"
+	case VersionsPreRelease:
+		return "pre-release versions"
+	}
+	return "any version"
+}
 
 func (r InputRule) String() string {
 	switch r {
@@ -58,6 +87,10 @@ type Reading struct {
 	// (dotted numbers compared numerically; "" is unbounded). A span whose
 	// scope version is empty or unparsable matches only an unbounded reading.
 	MinVersion, BelowVersion string
+	// Versions limits the reading to one version scheme, for a scope name
+	// two projects share (OpenLLMetry and the OpenTelemetry contrib GenAI
+	// instrumentations both name their tracer after their Python module).
+	Versions VersionScheme
 	// SpanNames, when set, limits the reading to spans of these names (one
 	// instrumentation, two API paths that report differently).
 	SpanNames []string
@@ -81,20 +114,38 @@ type Reading struct {
 // the source file and commit it was written from) document and verify them.
 func Readings() []Reading {
 	return []Reading{
-		// OpenLLMetry (traceloop/openllmetry, Python).
+		// OpenLLMetry (traceloop/openllmetry, Python). Its tracers are named
+		// after the module (get_tracer(__name__, __version__)), and so were
+		// the OpenTelemetry python-contrib GenAI instrumentations': the two
+		// projects share the scope names opentelemetry.instrumentation.
+		// anthropic, .langchain, .vertexai and .openai_agents. OpenLLMetry
+		// always sends its version, and every one of its releases is plain
+		// dotted numbers ("0.47.5"); contrib sends PEP 440 pre-releases
+		// ("2.0b0.dev") or no version at all. So the OpenLLMetry readings of
+		// a shared scope take release versions only (Versions), and the
+		// OpenTelemetry readings below take the rest.
 		{Name: "openllmetry-anthropic", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic 0.33.4+",
-			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.33.4", Input: InputIncludesCache,
-			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/opentelemetry/instrumentation/anthropic/__init__.py _set_token_usage (PR #2175, 144c82a1)"},
+			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.33.4", Versions: VersionsRelease, Input: InputIncludesCache,
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/opentelemetry/instrumentation/anthropic/__init__.py _set_token_usage (PR #2175, 144c82a1); get_tracer(__name__, __version__) and release-only version.py @93429cfb"},
 		{Name: "openllmetry-anthropic-legacy", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-anthropic before 0.33.4",
-			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.1", BelowVersion: "0.33.4", Input: InputExcludesCache,
+			Scopes: []string{"opentelemetry.instrumentation.anthropic"}, MinVersion: "0.1", BelowVersion: "0.33.4", Versions: VersionsRelease, Input: InputExcludesCache,
 			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic before 144c82a1"},
+		// OpenTelemetry python-contrib's own anthropic and langchain
+		// instrumentations (never released to PyPI, removed from contrib by
+		// #4903, 16f32f89, for opentelemetry-python-genai) under the module
+		// scope name OpenLLMetry also uses, told apart by their PEP 440
+		// pre-release version.
+		{Name: "otel-genai-contrib", Instrumentation: "OpenTelemetry python-contrib opentelemetry-instrumentation-anthropic / -langchain (2.0b0.dev) under OpenLLMetry's scope names: input includes cache",
+			Scopes: []string{"opentelemetry.instrumentation.anthropic", "opentelemetry.instrumentation.langchain"}, Versions: VersionsPreRelease, Input: InputIncludesCache,
+			Source: "open-telemetry/opentelemetry-python-contrib instrumentation-genai/opentelemetry-instrumentation-anthropic: __init__.py get_tracer(__name__, …) @3cd9a74f, version.py 2.0b0.dev, messages_extractors.py extract_usage_tokens input = input + cache_creation + cache_read @ff7f60ef (spans of 81db857c–16f32f89 carry util-genai's scope, see otel-genai); -langchain __init__.py get_tracer(__name__, \"2.0b0.dev\") @60a670f0, callback_handler.py input_tokens = LangChain usage_metadata.input_tokens (cache included)"},
 		{Name: "openllmetry-bedrock", Instrumentation: "OpenLLMetry opentelemetry-instrumentation-bedrock: Anthropic's uncached input_tokens, cache from response headers",
 			Scopes: []string{"opentelemetry.instrumentation.bedrock"}, Input: InputExcludesCache,
 			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-bedrock @93429cfb"},
-		{Name: "openllmetry", Instrumentation: "OpenLLMetry openai, langchain, crewai, … (the SDK's inclusive numbers)",
-			Scopes: []string{"opentelemetry.instrumentation.openai*", "opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.crewai*"},
-			Input:  InputIncludesCache,
-			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-openai, -langchain, -crewai @93429cfb"},
+		{Name: "openllmetry", Instrumentation: "OpenLLMetry openai, openai-agents, langchain, crewai, vertexai (the SDK's inclusive numbers)",
+			Scopes: []string{"opentelemetry.instrumentation.openai", "opentelemetry.instrumentation.openai.*", "opentelemetry.instrumentation.openai_agents",
+				"opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.crewai*", "opentelemetry.instrumentation.vertexai"},
+			Versions: VersionsRelease, Input: InputIncludesCache,
+			Source: "traceloop/openllmetry packages/opentelemetry-instrumentation-openai (scopes …openai.v0, …openai.v1), -openai-agents, -langchain, -crewai, -vertexai span_utils.py (input = prompt_token_count) @93429cfb"},
 		// OpenLLMetry-JS.
 		{Name: "openllmetry-js-anthropic-legacy", Instrumentation: "OpenLLMetry-JS @traceloop/instrumentation-anthropic up to 0.27.0: input_tokens as Anthropic reports it",
 			Scopes: []string{"@traceloop/instrumentation-anthropic"}, BelowVersion: "0.27.1", MinVersion: "0.1", Input: InputExcludesCache,
@@ -105,9 +156,10 @@ func Readings() []Reading {
 		// OpenTelemetry GenAI (python-genai, python-contrib, js-contrib).
 		{Name: "otel-genai", Instrumentation: "OpenTelemetry GenAI instrumentations and opentelemetry-util-genai: input includes cache, output includes reasoning",
 			Scopes: []string{"opentelemetry.instrumentation.genai.*", "opentelemetry.util.genai*", "opentelemetry.instrumentation.openai_v2",
-				"opentelemetry.instrumentation.google_genai", "opentelemetry.instrumentation.vertexai", "@opentelemetry/instrumentation-openai"},
+				"opentelemetry.instrumentation.google_genai", "opentelemetry.instrumentation.vertexai", "opentelemetry.instrumentation.openai_agents",
+				"@opentelemetry/instrumentation-openai"},
 			Input:  InputIncludesCache,
-			Source: "open-telemetry/opentelemetry-python-genai instrumentation/opentelemetry-instrumentation-genai-anthropic/.../messages_extractors.py @1f26b4ed; opentelemetry-python-contrib instrumentation-genai @466ae4c0"},
+			Source: "open-telemetry/opentelemetry-python-genai instrumentation/opentelemetry-instrumentation-genai-anthropic/.../messages_extractors.py @1f26b4ed; opentelemetry-python-contrib instrumentation-genai @466ae4c0 (vertexai and openai-agents-v2 get_tracer(__name__, \"\"): no version)"},
 		// OpenInference (Arize-ai/openinference).
 		{Name: "openinference-claude-agent-sdk", Instrumentation: "OpenInference claude-agent-sdk: prompt is Anthropic's uncached input_tokens",
 			Scopes: []string{"openinference.instrumentation.claude_agent_sdk"}, Input: InputExcludesCache,
@@ -177,6 +229,16 @@ func (r *Reading) matches(id spanIdentity) bool {
 	if !matchScope(r.Scopes, id.scope) || !matchVersion(id.version, r.MinVersion, r.BelowVersion) {
 		return false
 	}
+	switch r.Versions {
+	case VersionsRelease:
+		if !isReleaseVersion(id.version) {
+			return false
+		}
+	case VersionsPreRelease:
+		if !isPreReleaseVersion(id.version) {
+			return false
+		}
+	}
 	if len(r.SpanNames) > 0 && !slices.Contains(r.SpanNames, id.name) {
 		return false
 	}
@@ -205,26 +267,56 @@ func matchScope(patterns []string, scope string) bool {
 	return false
 }
 
-// matchVersion reports whether version lies in [min, below).
+// matchVersion reports whether version lies in [min, below). A pre-release
+// sorts before its release, as PEP 440 and semver order them: 0.33.4b1 is
+// below 0.33.4.
 func matchVersion(version, min, below string) bool {
 	if min == "" && below == "" {
 		return true
 	}
-	v, ok := parseVersion(version)
-	if !ok {
+	if _, ok := parseVersion(version); !ok {
 		return false
 	}
-	if min != "" {
-		if m, _ := parseVersion(min); compareVersion(v, m) < 0 {
-			return false
-		}
+	if min != "" && compareVersions(version, min) < 0 {
+		return false
 	}
-	if below != "" {
-		if b, _ := parseVersion(below); compareVersion(v, b) >= 0 {
-			return false
-		}
+	if below != "" && compareVersions(version, below) >= 0 {
+		return false
 	}
 	return true
+}
+
+// compareVersions orders two parsable versions by their dotted numbers, a
+// pre-release before the release of the same numbers.
+func compareVersions(a, b string) int {
+	x, _ := parseVersion(a)
+	y, _ := parseVersion(b)
+	if c := compareVersion(x, y); c != 0 {
+		return c
+	}
+	switch pa, pb := isPreReleaseVersion(a), isPreReleaseVersion(b); {
+	case pa && !pb:
+		return -1
+	case pb && !pa:
+		return 1
+	}
+	return 0
+}
+
+// releaseVersion is a plain release: dotted numbers, nothing else.
+var releaseVersion = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*$`)
+
+// preReleaseVersion is a PEP 440 (or semver) pre- or dev-release: dotted
+// numbers, then an alpha, beta or release-candidate tag and/or a dev tag
+// ("2.0b0.dev", "0.2b0", "1.1rc1", "0.61b0.dev0", "1.0.0-beta.2").
+var preReleaseVersion = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*(([-_.]?(a|b|c|rc|alpha|beta|pre|preview)([-_.]?[0-9]+)?)([-_.]?dev([-_.]?[0-9]+)?)?|[-_.]?dev([-_.]?[0-9]+)?)$`)
+
+func isReleaseVersion(s string) bool {
+	return releaseVersion.MatchString(strings.ToLower(strings.TrimSpace(s)))
+}
+
+func isPreReleaseVersion(s string) bool {
+	return preReleaseVersion.MatchString(strings.ToLower(strings.TrimSpace(s)))
 }
 
 // parseVersion reads the leading dotted numbers of a version ("0.40.2",
