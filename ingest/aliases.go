@@ -70,6 +70,11 @@ const (
 	fStepID       // gen_ai.step.id
 	fStepIDDot    // step.id
 	fStepIDUnder  // step_id
+	// fIdempotencyKey is the key a tool call sent to make itself safe to
+	// repeat (tally.tool.idempotency_key, the clients' span helper): calls
+	// with one key are one logical step, so it stands for the step id when
+	// the span has none.
+	fIdempotencyKey // tally.tool.idempotency_key
 
 	// response
 	fFinishReasons  // gen_ai.response.finish_reasons
@@ -121,6 +126,11 @@ const (
 	fAggReasoning
 	fAggDetailsReasoning
 	fDetailsReasoning // gen_ai.usage.details.reasoning_tokens (pydantic-ai)
+	// usage: reported total (evidence for whether output includes reasoning)
+	fTotalTok      // gen_ai.usage.total_tokens (LiteLLM, OpenLIT, …)
+	fLLMUsageTotal // llm.usage.total_tokens (OpenLLMetry)
+	fLLMTotal      // llm.token_count.total (OpenInference)
+	fAITotal       // ai.usage.totalTokens (Vercel AI SDK)
 	// usage: dialect extras
 	fAINoCache      // ai.usage.inputTokenDetails.noCacheTokens (Vercel AI SDK 6+: the uncached input)
 	fAIProviderMeta // ai.response.providerMetadata (Vercel AI SDK: JSON, Anthropic cache writes in v5)
@@ -268,6 +278,8 @@ func fieldOf(key string) field {
 		return fStepIDDot
 	case "step_id":
 		return fStepIDUnder
+	case "tally.tool.idempotency_key":
+		return fIdempotencyKey
 
 	case "gen_ai.response.finish_reasons":
 		return fFinishReasons
@@ -357,6 +369,14 @@ func fieldOf(key string) field {
 
 	case "gen_ai.usage.details.reasoning_tokens":
 		return fDetailsReasoning
+	case "gen_ai.usage.total_tokens":
+		return fTotalTok
+	case "llm.usage.total_tokens":
+		return fLLMUsageTotal
+	case "llm.token_count.total":
+		return fLLMTotal
+	case "ai.usage.totalTokens":
+		return fAITotal
 	case "ai.usage.inputTokenDetails.noCacheTokens":
 		return fAINoCache
 	case "ai.response.providerMetadata":
@@ -458,6 +478,13 @@ func cacheWriteChain() [10]field {
 
 func reasoningChain() [8]field {
 	return [...]field{fReasoning, fReasoningUnder, fLLMReasoning, fAIReasoningDetails, fAIReasoning, fDetailsReasoning, fAggReasoning, fAggDetailsReasoning}
+}
+
+// totalChain are the keys of a reported total (input + output as the
+// instrumentation counts them): not a bucket, but evidence for whether the
+// reported output includes reasoning (reasoningFromTotals).
+func totalChain() [4]field {
+	return [...]field{fTotalTok, fLLMUsageTotal, fLLMTotal, fAITotal}
 }
 
 func costChain() [5]field {

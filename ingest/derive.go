@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -150,6 +151,17 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 	c.cacheRead = read(cr[:], nil)
 	c.cacheWrite = read(cw[:], nil)
 	c.reasoning = read(rs[:], nil)
+	// Totals are evidence, not buckets: they never make a span report usage.
+	var totals []reportedTotal
+	var totalsBuf [2]reportedTotal
+	tc := totalChain()
+	if fd, ok := n.firstNumber(tc[:]...); ok {
+		if v, ok := tokenValue(fd.h.v); ok {
+			totals = append(totalsBuf[:0], reportedTotal{n: v, key: fd.h.key})
+		} else if ex != nil {
+			ex.step("%s = %q is not a token count: not used", fd.h.key, valueText(fd.h.v, &n.scratch))
+		}
+	}
 	if fd, ok := n.firstNumber(fAINoCache); ok {
 		if v, ok := tokenValue(fd.h.v); ok {
 			c.noCache, c.hasNoCache, c.any = v, true, true
@@ -172,6 +184,12 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			if ex != nil {
 				ex.step("uncached input %d read from %s (the provider's own usage object)", raw.uncached, raw.source)
 			}
+		}
+		if raw.hasTotal {
+			if totals == nil {
+				totals = totalsBuf[:0]
+			}
+			totals = append(totals, reportedTotal{n: raw.total, key: raw.totalKey, in: raw.source})
 		}
 		fill("cache read", &c.cacheRead, raw.cacheRead)
 		fill("cache write", &c.cacheWrite, raw.cacheWrite)
@@ -224,6 +242,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			}
 			ex.step("reading %s (scope %q %s, provider %q): %s", a.name, out.ScopeName, out.ScopeVersion, out.Provider, a.why)
 		}
+		reportedInput := c.input
 		if a.cacheReadTwice && c.hasInput && c.cacheRead > 0 {
 			if ex != nil {
 				ex.step("input %d counts cache reads twice: − %d = %d", c.input, c.cacheRead, c.input-min(c.input, c.cacheRead))
@@ -232,6 +251,20 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		}
 		reportedOutput := c.output
 		a.outputExclReasoning = a.outputExclReasoning || outputWithoutReasoning
+		if !a.outputExclReasoning && c.reasoning > 0 && len(totals) > 0 && dialect != "langfuse" {
+			// A reported total says whether the output counts reasoning
+			// (Google's thoughts are apart from candidates, and providers
+			// that pass them through report them apart from output).
+			var buf [6]uint64
+			inputs := totalInputs(buf[:], reportedInput, c, a.exclusive)
+			v, why := reasoningFromTotals(c, inputs, totals, ex != nil)
+			if v == totalReasoningOut {
+				a.outputExclReasoning = true
+			}
+			if ex != nil && why != "" {
+				ex.step("output: %s", why)
+			}
+		}
 		if a.outputExclReasoning {
 			c.output += c.reasoning
 		}
@@ -269,6 +302,35 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		}
 	}
 	n.cost(out, hasUsage, ex)
+}
+
+// totalInputs are the input counts a reported total may have been summed
+// from: the input as the span reported it first, then the input after the
+// reading's corrections, the uncached input, and the input with and without
+// the cache (the reading's own choice first), appended to buf[:0].
+func totalInputs(buf []uint64, reported uint64, c tokenCounts, exclusive bool) []uint64 {
+	xs := append(buf[:0], reported)
+	add := func(x uint64, ok bool) {
+		if ok && !slices.Contains(xs, x) {
+			xs = append(xs, x)
+		}
+	}
+	cache, carry := bits.Add64(c.cacheRead, c.cacheWrite, 0)
+	withCache, carry2 := bits.Add64(c.input, cache, 0)
+	add(c.input, true)
+	if c.hasNoCache {
+		add(c.noCache, true)
+		s, carry3 := bits.Add64(c.noCache, cache, 0)
+		add(s, carry == 0 && carry3 == 0)
+	}
+	if exclusive {
+		add(withCache, carry == 0 && carry2 == 0)
+		add(c.input-min(c.input, cache), carry == 0)
+	} else {
+		add(c.input-min(c.input, cache), carry == 0)
+		add(withCache, carry == 0 && carry2 == 0)
+	}
+	return xs
 }
 
 // cost applies a client-sent cost, else the pricer, else marks the span
@@ -471,7 +533,8 @@ func (n *normalizer) jsonNumbers(f field) (map[string]float64, bool) {
 // usageFields are every field derive reads, for Explanation.Reported.
 func usageFields() []field {
 	in, outc, cr, cw, rs, cc := inputChain(), outputChain(), cacheReadChain(), cacheWriteChain(), reasoningChain(), costChain()
-	fs := slices.Concat(in[:], outc[:], cr[:], cw[:], rs[:], cc[:])
+	tc := totalChain()
+	fs := slices.Concat(in[:], outc[:], cr[:], cw[:], rs[:], tc[:], cc[:])
 	return append(fs, fAINoCache, fAIProviderMeta, fUsageRaw, fLiteLLMUsage, fLogfireResp, fLFUsage, fLFCost)
 }
 

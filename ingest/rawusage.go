@@ -25,12 +25,21 @@ type rawBuckets struct {
 	// candidates is Gemini's candidatesTokenCount: output without thoughts.
 	candidates    uint64
 	hasCandidates bool
-	source        string // the attribute key it came from
+	// total is the object's own total (Gemini's totalTokenCount, which
+	// counts thoughts apart from candidates; OpenAI's total_tokens;
+	// Bedrock's totalTokens), evidence for whether output includes
+	// reasoning.
+	total    uint64
+	hasTotal bool
+	totalKey string // the member it came from
+	source   string // the attribute key it came from
 }
 
 // rawUsage looks for a provider usage object on the span and reads its
-// cache and reasoning counts; ok is false when there is none.
+// cache and reasoning counts; ok is false when there is none. An object
+// that holds only a total is returned when no other object holds more.
 func (n *normalizer) rawUsage() (rawBuckets, bool) {
+	var totalOnly rawBuckets
 	for _, f := range [...]field{fAIProviderMeta, fUsageRaw, fLiteLLMUsage, fLogfireResp} {
 		fd, ok := n.first(f)
 		if !ok || fd.h.act != "" || fd.h.v.Type() != wire.ValueStr {
@@ -58,8 +67,11 @@ func (n *normalizer) rawUsage() (rawBuckets, bool) {
 			b.source = fd.h.key
 			return b, true
 		}
+		if b.hasTotal && !totalOnly.hasTotal {
+			totalOnly = rawBuckets{total: b.total, hasTotal: true, totalKey: b.totalKey, source: fd.h.key}
+		}
 	}
-	return rawBuckets{}, false
+	return totalOnly, totalOnly.hasTotal
 }
 
 // providerMetadataUsage flattens the Vercel AI SDK's providerMetadata into
@@ -135,6 +147,14 @@ func usageObjectBuckets(u map[string]any) (rawBuckets, bool) {
 	}
 	take(&b.cacheRead, u["cacheReadInputTokens"])
 	take(&b.cacheWrite, u["cacheWriteInputTokens"])
+	for _, k := range [...]string{"totalTokenCount", "total_tokens", "totalTokens", "total_token_count"} {
+		if f, ok := u[k].(float64); ok {
+			if c, ok := floatCount(f); ok {
+				b.total, b.hasTotal, b.totalKey = c, true, k
+				break
+			}
+		}
+	}
 	for _, k := range [...]string{"prompt_tokens_details", "input_tokens_details"} {
 		if d, ok := u[k].(map[string]any); ok {
 			take(&b.cacheRead, d["cached_tokens"])

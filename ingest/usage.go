@@ -225,7 +225,9 @@ type reconciled struct {
 //
 // The numbers are marked unreconciled (never clamped) when no reading makes
 // them consistent or they could not be read:
-//   - reasoning > output (reasoning is part of output);
+//   - reasoning > output (reasoning is part of output; derive has already
+//     added it to output when the reading or a reported total says the
+//     output left it out, see reasoningFromTotals);
 //   - cache tokens reported without any input count, so the uncached input is
 //     unknown (input is stored as the cache tokens alone);
 //   - a reported total that is neither the uncached part nor the sum;
@@ -345,4 +347,91 @@ func numberValue(v wire.Value) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// reportedTotal is one total a span reports: input + output as the
+// instrumentation (or the provider's usage object) counts them.
+type reportedTotal struct {
+	n   uint64
+	key string // the attribute key, or the usage object's member
+	in  string // the attribute holding the usage object, "" for a key of its own
+}
+
+func (t reportedTotal) String() string {
+	if t.in == "" {
+		return t.key
+	}
+	return t.key + " in " + t.in
+}
+
+// totalVerdict is what the reported totals say about reasoning.
+type totalVerdict uint8
+
+const (
+	totalSilent       totalVerdict = iota // no total decides
+	totalReasoningOut                     // total = input + output + reasoning: output leaves reasoning out
+	totalReasoningIn                      // total = input + output: reasoning is part of output
+)
+
+// add3 sums token counts; ok is false on overflow.
+func add3(a, b, c uint64) (uint64, bool) {
+	s, c1 := bits.Add64(a, b, 0)
+	s, c2 := bits.Add64(s, c, 0)
+	return s, c1 == 0 && c2 == 0
+}
+
+// reasoningFromTotals reads the reported totals as evidence for whether
+// the reported output includes the reasoning tokens (c.reasoning > 0).
+// inputs are the input counts a total may have been summed from, the
+// instrumentation's own reported input first (the one its total is
+// normally the sum of), then the other readings of it (with and without
+// cache). For each total, in order:
+//   - with the reported input: total = input + output + reasoning says
+//     output leaves reasoning out; total = input + output says it is part
+//     of output;
+//   - else with the other inputs: the relation that holds for some of them,
+//     when only one does (both holding, for different inputs, is ambiguous);
+//   - else the total matches neither and the next one is tried.
+//
+// The first total that decides wins; why says which (when explain is set).
+func reasoningFromTotals(c tokenCounts, inputs []uint64, totals []reportedTotal, explain bool) (v totalVerdict, why string) {
+	var skipped []string
+	for _, t := range totals {
+		out, in := false, false
+		var at uint64
+		for i, x := range inputs {
+			if s, ok := add3(x, c.output, c.reasoning); ok && s == t.n && !out {
+				out, at = true, x
+			}
+			if s, ok := add3(x, c.output, 0); ok && s == t.n && !in {
+				in, at = true, x
+			}
+			if i == 0 && out != in {
+				break
+			}
+		}
+		switch {
+		case out && !in:
+			if explain {
+				why = fmt.Sprintf("%s %d = input %d + output %d + reasoning %d: the output was reported without reasoning", t, t.n, at, c.output, c.reasoning)
+				why = strings.Join(append(skipped, why), "; ")
+			}
+			return totalReasoningOut, why
+		case in && !out:
+			if explain {
+				why = fmt.Sprintf("%s %d = input %d + output %d: reasoning %d is part of the output", t, t.n, at, c.output, c.reasoning)
+				why = strings.Join(append(skipped, why), "; ")
+			}
+			return totalReasoningIn, why
+		case !explain:
+		case in && out:
+			skipped = append(skipped, fmt.Sprintf("%s %d is input + output for one reading of input and input + output + reasoning for another", t, t.n))
+		default:
+			skipped = append(skipped, fmt.Sprintf("%s %d is neither input + output nor input + output + reasoning (output %d, reasoning %d) for any reading of the input", t, t.n, c.output, c.reasoning))
+		}
+	}
+	if explain && len(skipped) > 0 {
+		why = strings.Join(skipped, "; ") + ": no total decides, the reading stands"
+	}
+	return totalSilent, why
 }

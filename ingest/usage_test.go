@@ -235,3 +235,170 @@ func TestLangfuseCostPartsSumInKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalsDecideReasoning checks that every total a span reports (each
+// dialect's key and the provider's usage object) says whether the output
+// counts the reasoning tokens (issue #38, defect 3).
+func TestTotalsDecideReasoning(t *testing.T) {
+	cases := []struct {
+		name         string
+		scope        string
+		attrs        []any
+		wantOutput   uint64
+		unreconciled bool
+		wantStep     string // a step of the explanation
+	}{
+		{"gen_ai.usage.total_tokens: reasoning apart", "opentelemetry.instrumentation.openai.v1", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.provider.name", "openai", "gen_ai.request.model", "gemini-2.5-flash",
+			"gen_ai.usage.input_tokens", 1000, "gen_ai.usage.output_tokens", 100, "gen_ai.usage.reasoning_tokens", 400,
+			"gen_ai.usage.total_tokens", 1500}, 500, false,
+			"gen_ai.usage.total_tokens 1500 = input 1000 + output 100 + reasoning 400"},
+		{"llm.usage.total_tokens: reasoning apart", "opentelemetry.instrumentation.openai.v1", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.request.model", "gemini-2.5-flash",
+			"gen_ai.usage.input_tokens", 1000, "gen_ai.usage.output_tokens", 100, "gen_ai.usage.reasoning_tokens", 40,
+			"llm.usage.total_tokens", 1140}, 140, false, "llm.usage.total_tokens 1140"},
+		{"llm.token_count.total: reasoning apart", "openinference.instrumentation.openai", []any{
+			"openinference.span.kind", "LLM", "llm.model_name", "gemini-2.5-pro",
+			"llm.token_count.prompt", 300, "llm.token_count.completion", 20, "llm.token_count.completion_details.reasoning", 80,
+			"llm.token_count.total", 400}, 100, false, "llm.token_count.total 400"},
+		{"llm.token_count.total: reasoning inside", "openinference.instrumentation.openai", []any{
+			"openinference.span.kind", "LLM", "llm.model_name", "o4-mini",
+			"llm.token_count.prompt", 300, "llm.token_count.completion", 100, "llm.token_count.completion_details.reasoning", 80,
+			"llm.token_count.total", 400}, 100, false, "llm.token_count.total 400 = input 300 + output 100: reasoning 80 is part of the output"},
+		{"ai.usage.totalTokens: reasoning apart", "ai", []any{
+			"ai.operationId", "ai.streamText.doStream", "ai.model.provider", "gemini.chat", "ai.model.id", "gemini-2.5-flash",
+			"ai.usage.inputTokens", 900, "ai.usage.outputTokens", 50, "ai.usage.reasoningTokens", 250, "ai.usage.totalTokens", 1200},
+			300, false, "ai.usage.totalTokens 1200"},
+		{"total sent as a string", "ai", []any{
+			"ai.operationId", "ai.streamText.doStream", "ai.model.provider", "gemini.chat", "ai.model.id", "gemini-2.5-flash",
+			"ai.usage.inputTokens", 900, "ai.usage.outputTokens", 50, "ai.usage.reasoningTokens", 250, "ai.usage.totalTokens", "1200"},
+			300, false, "ai.usage.totalTokens 1200"},
+		// The total counts the input with its cache (OpenAI-style) while the
+		// reading says the input was reported without it: the other reading
+		// of the input decides.
+		{"total with the cache, input without", "", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.provider.name", "anthropic", "gen_ai.request.model", "claude-sonnet-4-5",
+			"gen_ai.usage.input_tokens", 100, "gen_ai.usage.cache_read.input_tokens", 900, "gen_ai.usage.output_tokens", 50,
+			"gen_ai.usage.reasoning_tokens", 200, "gen_ai.usage.total_tokens", 1250}, 250, false,
+			"gen_ai.usage.total_tokens 1250 = input 1000 + output 50 + reasoning 200"},
+		// Only the provider's object reports a total: Gemini's
+		// totalTokenCount, with no candidatesTokenCount to compare.
+		{"provider object total (gen_ai.usage.raw)", "logfire.openai", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.provider.name", "openai", "gen_ai.request.model", "gemini-2.5-flash",
+			"gen_ai.usage.input_tokens", 700, "gen_ai.usage.output_tokens", 30,
+			"gen_ai.usage.raw", `{"prompt_tokens":700,"completion_tokens":30,"total_tokens":1000,"completion_tokens_details":{"reasoning_tokens":270}}`},
+			300, false, "total_tokens in gen_ai.usage.raw 1000 = input 700 + output 30 + reasoning 270"},
+		{"provider object total, no usage object of its own", "logfire.openai", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.provider.name", "openai", "gen_ai.request.model", "gemini-2.5-flash",
+			"gen_ai.usage.input_tokens", 700, "gen_ai.usage.output_tokens", 30, "gen_ai.usage.reasoning_tokens", 270,
+			"gen_ai.usage.raw", `{"prompt_tokens":700,"completion_tokens":30,"total_tokens":1000}`},
+			300, false, "total_tokens in gen_ai.usage.raw 1000"},
+		// Two totals: the span's matches neither sum, the provider's decides.
+		{"first total matches neither, the next decides", "ai", []any{
+			"ai.operationId", "ai.streamText.doStream", "ai.model.provider", "google.generative-ai", "ai.model.id", "gemini-2.5-flash",
+			"ai.usage.inputTokens", 900, "ai.usage.outputTokens", 50, "ai.usage.reasoningTokens", 250, "ai.usage.totalTokens", 7,
+			"ai.response.providerMetadata", `{"google":{"usageMetadata":{"promptTokenCount":900,"totalTokenCount":1200}}}`},
+			300, false, "totalTokenCount in ai.response.providerMetadata 1200"},
+		// A total that matches neither sum leaves today's reading, and says so.
+		{"total matches neither", "opentelemetry.instrumentation.openai.v1", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.request.model", "gemini-2.5-flash",
+			"gen_ai.usage.input_tokens", 1000, "gen_ai.usage.output_tokens", 100, "gen_ai.usage.reasoning_tokens", 400,
+			"gen_ai.usage.total_tokens", 9999}, 100, true, "no total decides, the reading stands"},
+		// Both sums match with the reported input's and the other reading
+		// of it: the reported input (what the reading says) decides.
+		{"reported input decides", "", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.provider.name", "anthropic", "gen_ai.request.model", "claude-sonnet-4-5",
+			"gen_ai.usage.input_tokens", 500, "gen_ai.usage.cache_read.input_tokens", 200, "gen_ai.usage.output_tokens", 300,
+			"gen_ai.usage.reasoning_tokens", 200, "gen_ai.usage.total_tokens", 1000}, 500, false,
+			"gen_ai.usage.total_tokens 1000 = input 500 + output 300 + reasoning 200"},
+		// The reported input matches neither sum, and the other readings of
+		// it match both (uncached 400 + 100 + 1200 = 1600 + 100): ambiguous,
+		// today's reading stands.
+		{"ambiguous total", "ai", []any{
+			"ai.operationId", "ai.streamText.doStream", "ai.model.provider", "gemini.chat", "ai.model.id", "gemini-2.5-flash",
+			"ai.usage.inputTokens", 1000, "ai.usage.inputTokenDetails.noCacheTokens", 400, "ai.usage.inputTokenDetails.cacheReadTokens", 600,
+			"ai.usage.outputTokens", 100, "ai.usage.reasoningTokens", 1200, "ai.usage.totalTokens", 1700}, 100, true,
+			"is input + output for one reading of input and input + output + reasoning for another"},
+		// The reading already says the output leaves reasoning out (Gemini's
+		// candidatesTokenCount): the total agrees and nothing is added twice.
+		{"no double count", "ai", []any{
+			"ai.operationId", "ai.streamText.doStream", "ai.model.provider", "google.generative-ai", "ai.model.id", "gemini-2.5-flash",
+			"ai.usage.inputTokens", 900, "ai.usage.outputTokens", 50, "ai.usage.reasoningTokens", 250, "ai.usage.totalTokens", 1200,
+			"ai.response.providerMetadata", `{"google":{"usageMetadata":{"promptTokenCount":900,"candidatesTokenCount":50,"thoughtsTokenCount":250,"totalTokenCount":1200}}}`},
+			300, false, "output: 50 reported without reasoning, + reasoning 250 = 300"},
+		// OpenInference google-genai 0.1.12–0.1.15 counts cached tokens twice
+		// in the prompt; its total is that prompt + completion.
+		{"total over the doubled prompt", "openinference.instrumentation.google_genai", []any{
+			"openinference.span.kind", "LLM", "llm.provider", "google", "llm.model_name", "gemini-2.5-flash",
+			"llm.token_count.prompt", 1600, "llm.token_count.prompt_details.cache_read", 600,
+			"llm.token_count.completion", 300, "llm.token_count.completion_details.reasoning", 200, "llm.token_count.total", 1900},
+			300, false, "llm.token_count.total 1900 = input 1600 + output 300: reasoning 200 is part of the output"},
+		{"no reasoning: the total is not read", "opentelemetry.instrumentation.openai.v1", []any{
+			"gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-4o",
+			"gen_ai.usage.input_tokens", 1000, "gen_ai.usage.output_tokens", 100, "gen_ai.usage.total_tokens", 5}, 100, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			scope := tc.scope
+			if scope == "" {
+				scope = "my.app"
+			}
+			r := newRequest(t, scope)
+			r.span("call", tc.attrs...)
+			if tc.scope == "openinference.instrumentation.google_genai" {
+				r.td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().SetVersion("0.1.13")
+			}
+			batch, rej := Normalize(r.td, Options{Project: "demo", Now: fixedNow})
+			if rej.Spans != 0 || len(batch.Spans) != 1 {
+				t.Fatalf("rejected %d: %s", rej.Spans, rej.Message)
+			}
+			s := batch.Spans[0]
+			ex := Explain(s, Options{})
+			if s.OutputTokens != tc.wantOutput || (s.UsageUnreconciled == 1) != tc.unreconciled {
+				t.Errorf("output %d unreconciled %v, want %d %v; steps %q", s.OutputTokens, s.UsageUnreconciled == 1, tc.wantOutput, tc.unreconciled, ex.Steps)
+			}
+			if tc.wantStep != "" && !strings.Contains(strings.Join(ex.Steps, "\n"), tc.wantStep) {
+				t.Errorf("no step says %q: %q", tc.wantStep, ex.Steps)
+			}
+			if tc.wantStep == "" && strings.Contains(strings.Join(ex.Steps, "\n"), "total") {
+				t.Errorf("a total was read: %q", ex.Steps)
+			}
+			if ex.Usage.Output != s.OutputTokens {
+				t.Errorf("explain derives output %d, stored %d", ex.Usage.Output, s.OutputTokens)
+			}
+		})
+	}
+}
+
+func TestReasoningFromTotals(t *testing.T) {
+	c := tokenCounts{input: 100, output: 10, reasoning: 40}
+	for _, tc := range []struct {
+		name   string
+		inputs []uint64
+		totals []reportedTotal
+		want   totalVerdict
+	}{
+		{"apart", []uint64{100}, []reportedTotal{{150, "t", ""}}, totalReasoningOut},
+		{"inside", []uint64{100}, []reportedTotal{{110, "t", ""}}, totalReasoningIn},
+		{"neither", []uint64{100}, []reportedTotal{{111, "t", ""}}, totalSilent},
+		{"none", []uint64{100}, nil, totalSilent},
+		// The reported input decides before the other readings of it.
+		{"reported input first", []uint64{100, 140}, []reportedTotal{{150, "t", ""}}, totalReasoningOut},
+		{"other reading decides", []uint64{7, 100}, []reportedTotal{{110, "t", ""}}, totalReasoningIn},
+		{"ambiguous across readings", []uint64{7, 100, 140}, []reportedTotal{{150, "t", ""}}, totalSilent},
+		{"ambiguous, next total decides", []uint64{7, 100, 140}, []reportedTotal{{150, "a", ""}, {57, "b", ""}}, totalReasoningOut},
+		{"overflow is no match", []uint64{math.MaxUint64}, []reportedTotal{{9, "t", ""}}, totalSilent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, explain := range []bool{false, true} {
+				got, why := reasoningFromTotals(c, tc.inputs, tc.totals, explain)
+				if got != tc.want {
+					t.Errorf("explain=%v: got %d (%s), want %d", explain, got, why, tc.want)
+				}
+				if !explain && why != "" {
+					t.Errorf("why written without explain: %q", why)
+				}
+			}
+		})
+	}
+}
