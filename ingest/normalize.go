@@ -375,7 +375,7 @@ func (n *normalizer) fill(out *schema.Span, sp *wire.Span, rc *resourceCtx, scop
 	out.ToolName = n.str(fToolName, fToolNameAlt, fAIToolName, tlToolName)
 	out.ToolCallID = n.id(fToolCallID, fToolCallIDAlt, fToolIDAlt, fAIToolCallID)
 	out.ToolType = n.str(fToolType)
-	out.StepID = n.id(fStepID, fStepIDDot, fStepIDUnder)
+	out.StepID = n.id(fStepID, fStepIDDot, fStepIDUnder, fIdempotencyKey)
 	out.ErrorType = n.str(fErrorType)
 	out.SpanType, out.Operation = n.spanType(sp.Name, oiKind, tlKind, out.ToolName != "", out.Model != "")
 	n.attempt(out)

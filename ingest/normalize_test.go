@@ -1144,3 +1144,27 @@ func TestIsPlaceholderID(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyKeyIsTheStep: a tool call's idempotency key (the clients'
+// set_idempotency_key / markIdempotencyKey) names its logical step when the
+// span has no step id, so two successes under one key are the same step
+// done twice (duplicate_side_effect); an explicit step id wins.
+func TestIdempotencyKeyIsTheStep(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		attrs []any
+		want  string
+	}{
+		{"key alone", []any{"tally.tool.idempotency_key", "refund-4411"}, "refund-4411"},
+		{"step id wins", []any{"tally.tool.idempotency_key", "refund-4411", "gen_ai.step.id", "step-3"}, "step-3"},
+		{"neither", nil, ""},
+	} {
+		req := newRequest(t, "my.instrumentation", "service.name", "svc")
+		req.span("execute_tool issue_refund", append([]any{"gen_ai.operation.name", "execute_tool",
+			"gen_ai.tool.name", "issue_refund"}, tt.attrs...)...)
+		batch, _ := Normalize(req.td, Options{Project: "p1", Now: fixedNow})
+		if len(batch.Spans) != 1 || batch.Spans[0].StepID != tt.want {
+			t.Errorf("%s: step id %q, want %q", tt.name, batch.Spans[0].StepID, tt.want)
+		}
+	}
+}
