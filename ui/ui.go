@@ -104,7 +104,8 @@ func Handler(opts ...Option) http.Handler {
 		panic(fmt.Sprintf("ui: embedded static files: %v", err))
 	}
 	h := &handler{cfg: cfg, pages: map[string]*template.Template{}, version: assetVersion(sub)}
-	funcs := template.FuncMap{"selected": selected, "runSorts": query.RunSortOptions, "sortSelected": sortSelected}
+	funcs := template.FuncMap{"selected": selected, "runSorts": query.RunSortOptions, "sortSelected": sortSelected,
+		"sortParam": sortParam}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
 			ParseFS(templateFS, append(partialTemplates, "templates/"+name+".html")...))
@@ -195,6 +196,16 @@ func selected(a, b string) template.HTMLAttr {
 		return "selected"
 	}
 	return ""
+}
+
+// sortParam is an order as the page's sort parameter names it: the
+// default order is no parameter at all, so a filtered page's URL holds only
+// what the user chose.
+func sortParam(s query.RunSort) string {
+	if s == query.SortStart {
+		return ""
+	}
+	return string(s)
 }
 
 // sortSelected renders the selected attribute on the run list's order
