@@ -28,8 +28,6 @@ type Outcomes interface {
 	Tasks(ctx context.Context, f query.TaskFilter) (*query.TasksReport, error)
 	Versions(ctx context.Context, f query.VersionFilter) ([]query.TaskVersions, error)
 	Compare(ctx context.Context, s query.CompareSpec) (*query.Comparison, error)
-	// MissingSpans checks that outcomes' spans are the run's.
-	MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error)
 }
 
 // OutcomeStore stores posted outcomes; *schema.Store implements it.
@@ -145,7 +143,12 @@ func (h *Handler) postOutcomes(c *gin.Context) {
 		}
 	}
 	if len(spanIDs) > 0 {
-		missing, err := reader.MissingSpans(c.Request.Context(), project, id, spanIDs)
+		// The outcomes' spans must be the run's (Options.Content tells).
+		if h.opts.Content == nil {
+			fail(c, http.StatusNotImplemented, "outcomes on spans need the span reader")
+			return
+		}
+		missing, err := h.opts.Content.MissingSpans(c.Request.Context(), project, id, spanIDs)
 		if err != nil {
 			fail(c, http.StatusInternalServerError, "look up spans: %v", err)
 			return

@@ -152,12 +152,12 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 	c.cacheWrite = read(cw[:], nil)
 	c.reasoning = read(rs[:], nil)
 	// Totals are evidence, not buckets: they never make a span report usage.
-	var totals []reportedTotal
 	var totalsBuf [2]reportedTotal
+	totals := totalsBuf[:0]
 	tc := totalChain()
 	if fd, ok := n.firstNumber(tc[:]...); ok {
 		if v, ok := tokenValue(fd.h.v); ok {
-			totals = append(totalsBuf[:0], reportedTotal{n: v, key: fd.h.key})
+			totals = append(totals, reportedTotal{n: v, key: fd.h.key})
 		} else if ex != nil {
 			ex.step("%s = %q is not a token count: not used", fd.h.key, valueText(fd.h.v, &n.scratch))
 		}
@@ -186,9 +186,6 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			}
 		}
 		if raw.hasTotal {
-			if totals == nil {
-				totals = totalsBuf[:0]
-			}
 			totals = append(totals, reportedTotal{n: raw.total, key: raw.totalKey, in: raw.source})
 		}
 		fill("cache read", &c.cacheRead, raw.cacheRead)
@@ -232,7 +229,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		if dialect == "langfuse" {
 			a.exclusive, a.why = langfuseExclusive, "langfuse usage_details"
 		}
-		n.notes = append(n.notes, kv{k: AttrUsageReading, v: a.name})
+		n.note(AttrUsageReading, a.name)
 		if ex != nil {
 			ex.Reading = a.name
 			for _, r := range n.table {
@@ -256,7 +253,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 			// (Google's thoughts are apart from candidates, and providers
 			// that pass them through report them apart from output).
 			var buf [6]uint64
-			inputs := totalInputs(buf[:], reportedInput, c, a.exclusive)
+			inputs := totalInputs(buf[:], reportedInput, c)
 			v, why := reasoningFromTotals(c, inputs, totals, ex != nil)
 			if v == totalReasoningOut {
 				a.outputExclReasoning = true
@@ -297,7 +294,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		if out.InputTokens == 0 && out.OutputTokens == 0 && out.CacheReadTokens == 0 && out.CacheWriteTokens == 0 &&
 			out.SpanType == schema.TypeInference {
 			out.UsageUnreconciled = 1
-			n.notes = append(n.notes, kv{k: AttrUsageProblem, v: "every usage bucket is 0 (a streamed call that did not report usage?)"})
+			n.note(AttrUsageProblem, "every usage bucket is 0 (a streamed call that did not report usage?)")
 			ex.step("every usage bucket is 0: the span is marked unreconciled and left unpriced rather than priced at $0")
 		}
 	}
@@ -305,30 +302,30 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 }
 
 // totalInputs are the input counts a reported total may have been summed
-// from: the input as the span reported it first, then the input after the
-// reading's corrections, the uncached input, and the input with and without
-// the cache (the reading's own choice first), appended to buf[:0].
-func totalInputs(buf []uint64, reported uint64, c tokenCounts, exclusive bool) []uint64 {
+// from, appended to buf[:0]: the input as the span reported it first (the
+// one reasoningFromTotals trusts before the others), then the input after
+// the reading's corrections, the uncached input, and the input with and
+// without the cache. The order of the rest does not matter: a total
+// decides only when one reading of the input explains it.
+func totalInputs(buf []uint64, reported uint64, c tokenCounts) []uint64 {
 	xs := append(buf[:0], reported)
 	add := func(x uint64, ok bool) {
 		if ok && !slices.Contains(xs, x) {
 			xs = append(xs, x)
 		}
 	}
-	cache, carry := bits.Add64(c.cacheRead, c.cacheWrite, 0)
-	withCache, carry2 := bits.Add64(c.input, cache, 0)
 	add(c.input, true)
+	cache, carry := bits.Add64(c.cacheRead, c.cacheWrite, 0)
+	if carry != 0 {
+		return xs
+	}
+	add(c.input-min(c.input, cache), true)
+	withCache, carry := bits.Add64(c.input, cache, 0)
+	add(withCache, carry == 0)
 	if c.hasNoCache {
 		add(c.noCache, true)
-		s, carry3 := bits.Add64(c.noCache, cache, 0)
-		add(s, carry == 0 && carry3 == 0)
-	}
-	if exclusive {
-		add(withCache, carry == 0 && carry2 == 0)
-		add(c.input-min(c.input, cache), carry == 0)
-	} else {
-		add(c.input-min(c.input, cache), carry == 0)
-		add(withCache, carry == 0 && carry2 == 0)
+		s, carry := bits.Add64(c.noCache, cache, 0)
+		add(s, carry == 0)
 	}
 	return xs
 }
@@ -356,7 +353,7 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 	if ok && client == 0 && !usageNonZero && out.SpanType == schema.TypeInference {
 		out.UsageUnreconciled = 1
 		out.CostSource = schema.CostUnpriced
-		n.notes = append(n.notes, kv{k: AttrUsageProblem, v: key + " was 0 on a call that reports no usage: the call is unpriced, not free"})
+		n.note(AttrUsageProblem, key+" was 0 on a call that reports no usage: the call is unpriced, not free")
 		if ex != nil {
 			ex.step("cost: the client sent %s = 0 with no usage on an inference span: nothing was measured, so the span is unreconciled and unpriced rather than $0", key)
 		}
@@ -371,7 +368,7 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 		return
 	}
 	if ok {
-		n.notes = append(n.notes, kv{k: AttrCostNote, v: key + " was 0 on a span with usage: priced from the catalog"})
+		n.note(AttrCostNote, key+" was 0 on a span with usage: priced from the catalog")
 		if ex != nil {
 			ex.step("cost: the client sent %s = 0 with non-zero usage, which means it had no price: priced from the catalog", key)
 		}
@@ -387,7 +384,7 @@ func (n *normalizer) cost(out *schema.Span, hasUsage bool, ex *Explanation) {
 		n.opts.Pricer.Apply(out)
 		if pn, ok := n.opts.Pricer.(PriceNoter); ok {
 			if note := pn.PriceNote(out); note != "" {
-				n.notes = append(n.notes, kv{k: AttrCostNote, v: note})
+				n.note(AttrCostNote, note)
 			}
 		}
 	}
@@ -657,6 +654,19 @@ func Explain(s schema.Span, opts Options) Explanation {
 		ex.StoredCostUSD = &c
 	}
 	return ex
+}
+
+// note adds a tally.* attribute derive writes on the span; a second note
+// under the same key joins the first ("; "), so a span never carries one
+// key twice.
+func (n *normalizer) note(k, v string) {
+	for i := range n.notes {
+		if n.notes[i].k == k {
+			n.notes[i].v += "; " + v
+			return
+		}
+	}
+	n.notes = append(n.notes, kv{k: k, v: v})
 }
 
 // replaceNotes returns keys/values without the derived attributes and with

@@ -55,27 +55,43 @@ func (c *Catalog) MinCachePrefix(provider, model string, at time.Time) (int, boo
 // normalizing one costs two regular expressions per span. It stops growing
 // at maxCachedMatches entries so hostile input cannot grow it without bound.
 type matchCache struct {
-	m sync.Map // provider + "\x00" + model → *group (nil: no match)
+	m sync.Map // provider + "\x00" + model → matched
 	n atomic.Int64
+}
+
+// matched is a memoized match: the group (nil: none) and whether the
+// model is a dated snapshot priced through its alias (ThroughAlias), so
+// that PriceNote costs ingest no second lookup.
+type matched struct {
+	g     *group
+	alias bool
 }
 
 const maxCachedMatches = 4096
 
-func (c *Catalog) match(provider, model string) *group {
+func (c *Catalog) match(provider, model string) *group { return c.lookup(provider, model).g }
+
+// lookup is match with ThroughAlias, memoized together.
+func (c *Catalog) lookup(provider, model string) matched {
 	if c.matches == nil {
-		return c.matchUncached(provider, model)
+		return c.lookupUncached(provider, model)
 	}
 	key := provider + "\x00" + model
-	if g, ok := c.matches.m.Load(key); ok {
-		return g.(*group)
+	if m, ok := c.matches.m.Load(key); ok {
+		return m.(matched)
 	}
-	g := c.matchUncached(provider, model)
+	m := c.lookupUncached(provider, model)
 	if c.matches.n.Load() < maxCachedMatches {
-		if _, loaded := c.matches.m.LoadOrStore(key, g); !loaded {
+		if _, loaded := c.matches.m.LoadOrStore(key, m); !loaded {
 			c.matches.n.Add(1)
 		}
 	}
-	return g
+	return m
+}
+
+func (c *Catalog) lookupUncached(provider, model string) matched {
+	g := c.matchUncached(provider, model)
+	return matched{g: g, alias: g != nil && c.ThroughAlias(model)}
 }
 
 func (c *Catalog) matchUncached(provider, model string) *group {
@@ -263,15 +279,15 @@ func (c *Catalog) PriceNote(s *schema.Span) string {
 		return ""
 	}
 	for _, model := range []string{s.Model, s.ResponseModel, s.RequestModel} {
-		g := c.match(s.Provider, model)
-		if g == nil {
+		m := c.lookup(s.Provider, model)
+		if m.g == nil {
 			continue
 		}
-		if !c.ThroughAlias(model) {
+		if !m.alias {
 			return ""
 		}
 		return fmt.Sprintf("%s is a dated snapshot without a catalog entry: priced as %s (%s), its alias; "+
-			"a snapshot the provider prices otherwise needs an entry of its own (--prices)", model, g.versions[0].Model, g.id)
+			"a snapshot the provider prices otherwise needs an entry of its own (--prices)", model, m.g.versions[0].Model, m.g.id)
 	}
 	return ""
 }

@@ -43,22 +43,38 @@ var (
 // like. Snapshot suffixes such as -0613, -001 or -2411 are kept: lookup
 // handles them by prefix matching.
 func Normalize(model string) string {
+	return dotsBetweenDigitsToDashes(stripPins(bareName(model, false), true))
+}
+
+// bareName is model lowercased and trimmed, without what comes before its
+// last "/" or its Bedrock region and vendor prefixes; a Vertex version
+// after "@" is dropped, or with keepVertex kept as a "-" suffix (the date
+// Snapshot reads).
+func bareName(model string, keepVertex bool) string {
 	s := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		s = s[i+1:]
 	}
 	if i := strings.IndexByte(s, '@'); i >= 0 {
-		s = s[:i]
+		if keepVertex {
+			s = s[:i] + "-" + s[i+1:]
+		} else {
+			s = s[:i]
+		}
 	}
-	s = stripBedrockPrefixes(s)
+	return stripBedrockPrefixes(s)
+}
+
+// stripPins removes version pins from the end of s, repeatedly; release
+// dates among them only when dates is set.
+func stripPins(s string, dates bool) string {
 	for {
-		t := stripVersionSuffix(s)
+		t := stripVersionSuffix(s, dates)
 		if t == s {
-			break
+			return s
 		}
 		s = t
 	}
-	return dotsBetweenDigitsToDashes(s)
 }
 
 // stripBedrockPrefixes removes a Bedrock region prefix followed by a vendor
@@ -87,8 +103,9 @@ func hasVendorPrefix(s string) bool {
 	return false
 }
 
-// stripVersionSuffix removes one version pin from the end of s, if any.
-func stripVersionSuffix(s string) string {
+// stripVersionSuffix removes one version pin from the end of s, if any
+// (a release date only when dates is set).
+func stripVersionSuffix(s string, dates bool) string {
 	for _, suffix := range []string{"-latest", ":latest"} {
 		if rest, ok := strings.CutSuffix(s, suffix); ok && rest != "" {
 			return rest
@@ -97,7 +114,7 @@ func stripVersionSuffix(s string) string {
 	if loc := bedrockPinSuffix.FindStringIndex(s); loc != nil && loc[0] > 0 {
 		return s[:loc[0]]
 	}
-	if loc := dateSuffix.FindStringIndex(s); loc != nil && loc[0] > 0 {
+	if loc := dateSuffix.FindStringIndex(s); dates && loc != nil && loc[0] > 0 {
 		return s[:loc[0]]
 	}
 	return s
@@ -109,29 +126,7 @@ func stripVersionSuffix(s string) string {
 // us.anthropic.claude-3-5-sonnet-20240620-v1:0 → claude-3-5-sonnet-20240620)
 // — and whether the name carries a date at all.
 func Snapshot(model string) (string, bool) {
-	s := strings.ToLower(strings.TrimSpace(model))
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
-		s = s[i+1:]
-	}
-	if i := strings.IndexByte(s, '@'); i >= 0 {
-		s = s[:i] + "-" + s[i+1:] // Vertex: claude-sonnet-4-5@20250929
-	}
-	s = stripBedrockPrefixes(s)
-	for {
-		t := s
-		for _, suffix := range []string{"-latest", ":latest"} {
-			if rest, ok := strings.CutSuffix(t, suffix); ok && rest != "" {
-				t = rest
-			}
-		}
-		if loc := bedrockPinSuffix.FindStringIndex(t); loc != nil && loc[0] > 0 {
-			t = t[:loc[0]]
-		}
-		if t == s {
-			break
-		}
-		s = t
-	}
+	s := stripPins(bareName(model, true), false)
 	loc := dateSuffix.FindStringIndex(s)
 	if loc == nil || loc[0] == 0 {
 		return "", false

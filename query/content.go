@@ -35,17 +35,6 @@ func spanContentSQL(t tables, project, traceID, spanID string) (string, []any) {
 // in the trace, in their order and once each (one primary-key range read):
 // a span with no content is told from no span.
 func (r ContentReader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
-	return r.missingSpans(ctx, project, traceID, spanIDs)
-}
-
-// MissingSpans is ContentReader.MissingSpans, for the outcomes posted on a
-// run's spans.
-func (r OutcomeReader) MissingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
-	return r.missingSpans(ctx, project, traceID, spanIDs)
-}
-
-// missingSpans is MissingSpans.
-func (r *core) missingSpans(ctx context.Context, project, traceID string, spanIDs []string) ([]string, error) {
 	ids := make([]string, 0, len(spanIDs))
 	for _, id := range spanIDs {
 		if id = strings.ToLower(id); !slices.Contains(ids, id) {

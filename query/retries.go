@@ -161,6 +161,5 @@ func matchingRunsSQL(t tables, sel runSelection) (string, []any) {
 // runsByIDSQL builds the statement of the summaries (runColumns) of the
 // project's runs whose ids are in set.
 func runsByIDSQL(t tables, project string, set clickhouse.GroupSet) (string, []any) {
-	return "SELECT " + runColumns + " FROM (" + runAggregation(t,
-		runSelection{where: []string{"project = ?", "trace_id IN ?"}, args: []any{project, set}}, "") + ")", []any{project, set}
+	return runSummarySQL(t, runSelection{where: []string{"project = ?", "trace_id IN ?"}, args: []any{project, set}})
 }

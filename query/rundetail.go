@@ -78,9 +78,8 @@ func (r *core) summarizeWhole(ctx context.Context, project, traceID string, d *R
 // summarizeWholeSQL builds summarizeWhole's statement: the run's summary
 // (runColumns) over its spans starting from start, its first span's.
 func summarizeWholeSQL(t tables, project, traceID string, start time.Time) (string, []any) {
-	q := "SELECT " + runColumns + " FROM (SELECT " + runAggregates + "\nFROM " + final(t.Table(schema.TableSpans)) +
-		"\nWHERE project = ? AND trace_id = ? AND start >= ?\nGROUP BY trace_id)"
-	return q, []any{project, strings.ToLower(traceID), start}
+	return runSummarySQL(t, runSelection{where: []string{"project = ?", "trace_id = ?", "start >= ?"},
+		args: []any{project, strings.ToLower(traceID), start}})
 }
 
 // Run loads one run's summary and span tree.

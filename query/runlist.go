@@ -336,14 +336,15 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
 		hargs = append(hargs, UnknownName, f.Tool)
 	}
-	switch f.Status {
-	case "":
+	status, err := ParseRunStatus(string(f.Status))
+	if err != nil {
+		return runSelection{}, err
+	}
+	switch status {
 	case RunError:
 		having = append(having, "run_err = 1")
 	case RunOK:
 		having = append(having, "run_err = 0")
-	default:
-		return runSelection{}, fmt.Errorf("status %q: want %s or %s", f.Status, RunOK, RunError)
 	}
 	for _, c := range []struct {
 		v       *bool
@@ -381,6 +382,12 @@ func runAggregation(t tables, sel runSelection, extra string, cond ...string) st
 		q += "\nHAVING " + strings.Join(having, " AND ")
 	}
 	return q
+}
+
+// runSummarySQL builds the statement of the selected runs' summaries
+// (runColumns), in no order.
+func runSummarySQL(t tables, sel runSelection) (string, []any) {
+	return "SELECT " + runColumns + " FROM (" + runAggregation(t, sel, "") + ")", sel.args
 }
 
 // runListSQL builds the statement of a page of the selected runs under

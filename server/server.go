@@ -119,9 +119,8 @@ type Options struct {
 	AllowedHosts []string
 	// Jobs run in the background for as long as the server serves (the
 	// writer, the durable log's drain, rollups, key refresh, alert
-	// evaluation, metrics export, late migrations); Serve stops them after
-	// the last request, in reverse order of nothing: each watches its
-	// context.
+	// evaluation, metrics export, late migrations); Serve cancels their
+	// context after the last request and waits for every one to return.
 	Jobs []func(ctx context.Context)
 	// Checks are reported by /readyz (ClickHouse, schema, durable log…);
 	// those named in IngestChecks, and the write guard's, by /readyz/ingest
