@@ -156,32 +156,41 @@ func (r *core) spanOutcomes(ctx context.Context, project string, set clickhouse.
 		if err := rows.Scan(&traceID, &spanID, &keys, &values, &events, &eventAttrs); err != nil {
 			return fmt.Errorf("read span outcomes: %w", err)
 		}
-		attrs := make(map[string]string, len(keys))
-		for i := range min(len(keys), len(values)) {
-			attrs[keys[i]] = values[i]
-		}
-		if attrs[EvaluationName] != "" {
-			out[traceID] = append(out[traceID], outcomeOf(traceID, spanID, "attribute", func(k string) string { return attrs[k] }))
-		}
-		out[traceID] = append(out[traceID], openInferenceOutcomes(traceID, spanID, attrs)...)
-		for i, name := range events {
-			if name != EvaluationEvent || i >= len(eventAttrs) {
-				continue
-			}
-			ea := decodeObject(eventAttrs[i])
-			out[traceID] = append(out[traceID], outcomeOf(traceID, spanID, "event", func(k string) string {
-				switch v := ea[k].(type) {
-				case nil:
-					return ""
-				case string:
-					return v
-				default:
-					return fmt.Sprint(v)
-				}
-			}))
-		}
+		out[traceID] = append(out[traceID], spanOutcomeList(traceID, spanID, keys, values, events, eventAttrs)...)
 	}
 	return rows.Err()
+}
+
+// spanOutcomeList is the evaluation results one span carries: the
+// gen_ai.evaluation.* attributes, OpenInference's evaluations and
+// annotations, and gen_ai.evaluation.result events.
+func spanOutcomeList(traceID, spanID string, keys, values, events, eventAttrs []string) []Outcome {
+	var out []Outcome
+	attrs := make(map[string]string, len(keys))
+	for i := range min(len(keys), len(values)) {
+		attrs[keys[i]] = values[i]
+	}
+	if attrs[EvaluationName] != "" {
+		out = append(out, outcomeOf(traceID, spanID, "attribute", func(k string) string { return attrs[k] }))
+	}
+	out = append(out, openInferenceOutcomes(traceID, spanID, attrs)...)
+	for i, name := range events {
+		if name != EvaluationEvent || i >= len(eventAttrs) {
+			continue
+		}
+		ea := decodeObject(eventAttrs[i])
+		out = append(out, outcomeOf(traceID, spanID, "event", func(k string) string {
+			switch v := ea[k].(type) {
+			case nil:
+				return ""
+			case string:
+				return v
+			default:
+				return fmt.Sprint(v)
+			}
+		}))
+	}
+	return out
 }
 
 // spanOutcomesSQL builds spanOutcomes' statement: the spans of the runs in

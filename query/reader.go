@@ -9,7 +9,8 @@
 // (replay fixtures), ToolReader (tool and model statistics and the alert
 // inputs over them), ReviewReader (safety signals and caps), OutcomeReader
 // (outcomes, tasks, versions and comparisons), SpendReader (cost reports),
-// RollupSource (what the hourly rollup reads) — and CostReader, the cost
+// RollupSource (what the hourly rollup reads), SettleSource (what the
+// run table's settler reads) — and CostReader, the cost
 // reports grouped by a price catalog, and cache health. Reader gathers
 // them for the assembler; a consumer states the few methods it uses in an
 // interface of its own (package api's Options, alerts.Source…).
@@ -80,6 +81,7 @@ type Reader struct {
 	OutcomeReader
 	SpendReader
 	RollupSource
+	SettleSource
 }
 
 // ReaderOption configures a Reader.
@@ -118,5 +120,5 @@ func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
 	}
 	return &Reader{core: c, RunReader: RunReader{c}, TreeReader: TreeReader{c}, ContentReader: ContentReader{c},
 		FixtureReader: FixtureReader{c}, ToolReader: ToolReader{c}, ReviewReader: ReviewReader{c},
-		OutcomeReader: OutcomeReader{c}, SpendReader: SpendReader{c}, RollupSource: RollupSource{c}}
+		OutcomeReader: OutcomeReader{c}, SpendReader: SpendReader{c}, RollupSource: RollupSource{c}, SettleSource: SettleSource{c}}
 }

@@ -11,23 +11,27 @@ import (
 	"github.com/tallyhq/tally/schema"
 )
 
-// runsByRetries is Runs sorted by retries. Retries are classified by Go's
-// rules (classifyRunTools, as on a run's detail), so ClickHouse lists the
-// matching runs' ids and their tool spans, Go orders them, and the page's
-// summaries are read by id.
-func (r *core) runsByRetries(ctx context.Context, f RunFilter, sel runSelection, order runListOrder, after *cursor) (RunPage, error) {
+// runsByRetries lists the runs sel selects sorted by retries, at most
+// f.Limit+1 after the cursor, with their keys. Retries are classified by
+// Go's rules (classifyRunTools, as on a run's detail), so ClickHouse lists
+// the matching runs' ids and their tool spans, Go orders them, and the
+// page's summaries are read by id.
+func (r *core) runsByRetries(ctx context.Context, f RunFilter, sel runSelection, order runListOrder, after *cursor) ([]keyedRun, error) {
 	matching, args := matchingRunsSQL(r.store, sel)
 	rows, err := r.store.Conn().Query(ctx, matching, args...)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	ids, err := scanAll(rows, func(s *string) []any { return []any{s} })
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	counts, err := r.runRetries(ctx, f.Project, "trace_id IN ("+matching+")", args)
 	if err != nil {
-		return RunPage{}, err
+		return nil, err
 	}
 	sort.Slice(ids, func(a, b int) bool {
 		ra, rb := counts[ids[a]].retries, counts[ids[b]].retries
@@ -40,15 +44,9 @@ func (r *core) runsByRetries(ctx context.Context, f RunFilter, sel runSelection,
 		i := sort.Search(len(ids), func(i int) bool { return order.after(uint64(counts[ids[i]].retries), ids[i], *after) })
 		ids = ids[i:]
 	}
-	var page RunPage
-	if len(ids) > f.Limit {
-		last := ids[f.Limit-1]
-		page.NextCursor = order.encode(cursor{uint64(counts[last].retries), last})
-		ids = ids[:f.Limit]
-	}
-	page.Runs = make([]RunSummary, 0, len(ids))
+	ids = ids[:min(len(ids), f.Limit+1)]
 	if len(ids) == 0 {
-		return page, nil
+		return nil, nil
 	}
 	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
 	for i, id := range ids {
@@ -57,16 +55,17 @@ func (r *core) runsByRetries(ctx context.Context, f RunFilter, sel runSelection,
 	q, args := runsByIDSQL(r.store, f.Project, set)
 	rows, err = r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	found, err := scanAll(rows, (*runRow).dest)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	byID := make(map[string]RunSummary, len(found))
 	for i := range found {
 		byID[found[i].TraceID] = found[i].summary()
 	}
+	out := make([]keyedRun, 0, len(ids))
 	for _, id := range ids {
 		s, ok := byID[id]
 		if !ok {
@@ -74,9 +73,9 @@ func (r *core) runsByRetries(ctx context.Context, f RunFilter, sel runSelection,
 		}
 		c := counts[id]
 		s.ToolRetries, s.ToolRepeats = &c.retries, &c.repeats
-		page.Runs = append(page.Runs, s)
+		out = append(out, keyedRun{s, uint64(c.retries)})
 	}
-	return page, nil
+	return out, nil
 }
 
 // retryCount is a run's classified tool calls.

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -58,6 +59,11 @@ type RunSummary struct {
 	// their verdicts (triggered null when the span did not say), on a
 	// run's detail.
 	Guardrails []safety.Guardrail `json:"guardrails,omitempty"`
+	// Settled is true when the run came from the run table: it had been
+	// quiet (package settle) and its figures were computed once; false
+	// when it was aggregated from its spans at this read (a run in flight,
+	// or one whose late spans are not settled yet).
+	Settled bool `json:"settled"`
 }
 
 // RunFilter selects runs. Zero fields do not filter.
@@ -230,8 +236,14 @@ func (r RunReader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 // runList is Runs with f.Limit as given: the reports that read every run
 // of a range (tasks, versions) take up to MaxTaskRuns in one query, where
 // pages would repeat the whole range's aggregation each. withRetries reads
-// each run's ToolRetries and ToolRepeats (another read of its tool spans),
-// which only the list and the comparisons show.
+// each live run's ToolRetries and ToolRepeats (another read of its tool
+// spans; a settled run's are in its row), which only the list and the
+// comparisons show.
+//
+// A page merges two reads in one order: the settled runs, from the run
+// table, and the runs live — those with a span written after the settled
+// mark (package settle), aggregated from their spans as they are now. A run
+// is in exactly one of them.
 func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunPage, error) {
 	sel, err := selectRuns(r.store, f)
 	if err != nil {
@@ -249,13 +261,92 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 		}
 		after = &c
 	}
-	if order.sort == SortRetries {
-		return r.runsByRetries(ctx, f, sel, order, after)
+	mark, err := r.SettledMark(ctx)
+	if err != nil {
+		return RunPage{}, err
 	}
-	q, args := runListSQL(r.store, sel, order, after, f.Limit+1)
+	liveSQL, liveArgs := liveRunsSQL(r.store, f.Project, f.Since, mark)
+	var found []keyedRun
+	if mark > 0 {
+		q, args := settledListSQL(r.store, f.Project, sel, order, after, f.Limit+1, liveSQL, liveArgs)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
+		if err != nil {
+			return RunPage{}, fmt.Errorf("list settled runs: %w", err)
+		}
+		settled, err := scanAll(rows, func(k *settledKeyed) []any {
+			return append(k.run.dest(), &k.retries, &k.repeats, &k.key)
+		})
+		if err != nil {
+			return RunPage{}, fmt.Errorf("list settled runs: %w", err)
+		}
+		for i := range settled {
+			sum := settled[i].run.summary()
+			retries, repeats := int(settled[i].retries), int(settled[i].repeats)
+			sum.ToolRetries, sum.ToolRepeats, sum.Settled = &retries, &repeats, true
+			found = append(found, keyedRun{sum, settled[i].key})
+		}
+		sel = sel.narrowed("trace_id IN ("+liveSQL+")", liveArgs)
+	}
+	var live []keyedRun
+	if order.sort == SortRetries {
+		live, err = r.runsByRetries(ctx, f, sel, order, after)
+	} else {
+		live, err = r.liveList(ctx, sel, order, after, f.Limit+1)
+	}
+	if err != nil {
+		return RunPage{}, err
+	}
+	if withRetries && order.sort != SortRetries {
+		runs := make([]RunSummary, len(live))
+		for i := range live {
+			runs[i] = live[i].run
+		}
+		if err := r.addRetries(ctx, f.Project, runs); err != nil {
+			return RunPage{}, err
+		}
+		for i := range live {
+			live[i].run = runs[i]
+		}
+	}
+	found = append(found, live...)
+	slices.SortFunc(found, func(a, b keyedRun) int {
+		c := cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.run.TraceID, b.run.TraceID))
+		if order.desc {
+			return -c
+		}
+		return c
+	})
+	page := RunPage{Runs: make([]RunSummary, 0, min(len(found), f.Limit))}
+	for i := range found[:min(len(found), f.Limit)] {
+		page.Runs = append(page.Runs, found[i].run)
+	}
+	if len(found) > f.Limit {
+		last := found[f.Limit-1]
+		page.NextCursor = order.encode(cursor{last.key, last.run.TraceID})
+	}
+	return page, nil
+}
+
+// keyedRun is a run with its sort key under the list's order.
+type keyedRun struct {
+	run RunSummary
+	key uint64
+}
+
+// settledKeyed is a settled run as settledListSQL reads it.
+type settledKeyed struct {
+	run              runRow
+	retries, repeats uint64
+	key              uint64
+}
+
+// liveList reads the live runs sel selects, at most limit of them after
+// the cursor in order, with their keys.
+func (r *core) liveList(ctx context.Context, sel runSelection, order runListOrder, after *cursor, limit int) ([]keyedRun, error) {
+	q, args := runListSQL(r.store, sel, order, after, limit)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	type keyed struct {
 		run runRow
@@ -263,23 +354,76 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 	}
 	found, err := scanAll(rows, func(k *keyed) []any { return append(k.run.dest(), &k.key) })
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	page := RunPage{Runs: make([]RunSummary, 0, len(found))}
+	out := make([]keyedRun, len(found))
 	for i := range found {
-		page.Runs = append(page.Runs, found[i].run.summary())
+		out[i] = keyedRun{found[i].run.summary(), found[i].key}
 	}
-	if len(page.Runs) > f.Limit {
-		page.Runs = page.Runs[:f.Limit]
-		page.NextCursor = order.encode(cursor{found[f.Limit-1].key, found[f.Limit-1].run.TraceID})
+	return out, nil
+}
+
+// liveRunsSQL builds the subquery of the trace ids of project's runs that
+// are live: with a span written after the settled mark (every run when
+// nothing is settled yet), among spans starting from DefaultTraceWindow
+// before since (zero: all).
+func liveRunsSQL(t tables, project string, since time.Time, mark uint64) (string, []any) {
+	q := "SELECT trace_id FROM " + t.Table(schema.TableSpanFacts) + " WHERE project = ? AND version > ?"
+	args := []any{project, mark}
+	if !since.IsZero() {
+		q += " AND start >= ?"
+		args = append(args, since.UTC().Truncate(time.Second).Add(-DefaultTraceWindow))
 	}
-	if !withRetries {
-		return page, nil
+	return q + " GROUP BY trace_id", args
+}
+
+// settledColumns read the run table's rows under runAggregates' names
+// (runColumns), with the retries, the repeats and what the selection of
+// settled rows reads besides.
+const settledColumns = `trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
+	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
+	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
+	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
+	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
+	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
+	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted`
+
+// settledRunsSQL builds the subquery of project's settled rows starting in
+// sel's window (latest versions: FINAL on the key range), under
+// settledColumns' names. Filters on other columns are applied outside it,
+// after FINAL, so that an older version of a row never stands in for the
+// current one.
+func settledRunsSQL(t tables, project string, sel runSelection) (string, []any) {
+	q := "SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
+	args := []any{project}
+	if !sel.since.IsZero() {
+		q += " AND start >= ?"
+		args = append(args, sel.since.UTC().Truncate(time.Second))
 	}
-	if err := r.addRetries(ctx, f.Project, page.Runs); err != nil {
-		return RunPage{}, err
+	if !sel.until.IsZero() {
+		q += " AND start <= ?"
+		args = append(args, sel.until.UTC())
 	}
-	return page, nil
+	return q, args
+}
+
+// settledListSQL builds the statement of a page of the settled runs sel
+// selects that are not live (liveSQL, with liveArgs), under order, after
+// the cursor, at most limit: runColumns, the retries, the repeats and the
+// sort key.
+func settledListSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, liveSQL string, liveArgs []any) (string, []any) {
+	sub, args := settledRunsSQL(t, project, sel)
+	cond := append([]string{"deleted = 0"}, sel.rows...)
+	args = append(args, sel.rowArgs...)
+	cond = append(cond, "trace_id NOT IN ("+liveSQL+")")
+	args = append(args, liveArgs...)
+	if after != nil {
+		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
+		args = append(args, after.Ns, after.Ns, after.Key)
+	}
+	return "SELECT " + runColumns + ", n_retries, n_repeats, " + order.key() + " AS sort_key FROM (" + sub + ")" +
+		"\nWHERE " + strings.Join(cond, " AND ") +
+		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), args
 }
 
 // tables names a table of the database a statement reads (*schema.Store
@@ -290,11 +434,18 @@ type tables interface {
 }
 
 // runSelection is the WHERE and HAVING of the runs f selects, over
-// runAggregates' columns, with their parameters.
+// runAggregates' columns, with their parameters; and the same selection
+// over the run table's rows (settledRunsSQL's aliases, which are
+// runAggregates' names).
 type runSelection struct {
 	where  []string
 	having []string
 	args   []any // where's, then having's
+	// rows and rowArgs select settled rows (over settledColumns' aliases);
+	// since and until bound their start (zero: open).
+	rows         []string
+	rowArgs      []any
+	since, until time.Time
 }
 
 // selectRuns builds the selection of f's runs: the window on the run's
@@ -305,36 +456,44 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 	// spans (see runsStartingIn).
 	where := []string{"project = ?"}
 	args := []any{f.Project}
-	var having []string
-	var hargs []any
+	var having, rows []string
+	var hargs, rargs []any
+	both := func(cond string, a ...any) {
+		having, rows = append(having, cond), append(rows, cond)
+		hargs, rargs = append(hargs, a...), append(rargs, a...)
+	}
 	if !f.Since.IsZero() {
 		sub, subArgs := runsStartingIn(t, f.Project, f.Since, f.Until)
 		where = append(where, "trace_id IN ("+sub+")")
 		args = append(args, subArgs...)
-		having = append(having, "s_ns >= ?")
-		hargs = append(hargs, uint64(f.Since.UnixNano()))
+		both("s_ns >= ?", uint64(f.Since.UnixNano()))
 	}
 	if !f.Until.IsZero() {
-		having = append(having, "s_ns <= ?")
-		hargs = append(hargs, uint64(f.Until.UnixNano()))
+		both("s_ns <= ?", uint64(f.Until.UnixNano()))
 	}
 	for _, c := range []struct{ v, cond string }{
 		{f.Agent, "has(agents, ?)"},
 		{f.Model, "has(models, ?)"},
 		{f.Service, "svc = ?"},
-		{f.Task, "if(task != '', task, if(root_name != '', root_name, first_name)) = ?"},
 		{f.Conversation, "conv = ?"},
 	} {
 		if c.v != "" {
-			having = append(having, c.cond)
-			hargs = append(hargs, c.v)
+			both(c.cond, c.v)
 		}
+	}
+	if f.Task != "" {
+		having = append(having, "if(task != '', task, if(root_name != '', root_name, first_name)) = ?")
+		hargs = append(hargs, f.Task)
+		rows = append(rows, "task = ?") // a row's task is already the resolved one
+		rargs = append(rargs, f.Task)
 	}
 	if f.Tool != "" {
 		// The tool statistics name a tool span without a tool name
 		// UnknownName; the filter does too, so an alert's link finds its runs.
 		having = append(having, "countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0")
 		hargs = append(hargs, UnknownName, f.Tool)
+		rows = append(rows, "has(tools, ?)")
+		rargs = append(rargs, f.Tool)
 	}
 	status, err := ParseRunStatus(string(f.Status))
 	if err != nil {
@@ -342,9 +501,9 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 	}
 	switch status {
 	case RunError:
-		having = append(having, "run_err = 1")
+		both("run_err = 1")
 	case RunOK:
-		having = append(having, "run_err = 0")
+		both("run_err = 0")
 	}
 	for _, c := range []struct {
 		v       *bool
@@ -356,20 +515,41 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		switch {
 		case c.v == nil:
 		case *c.v:
-			having = append(having, c.yes)
+			both(c.yes)
 		default:
-			having = append(having, c.no)
+			both(c.no)
 		}
 	}
 	if f.MinCost > 0 {
-		having = append(having, "c_total >= ?")
-		hargs = append(hargs, f.MinCost)
+		both("c_total >= ?", f.MinCost)
 	}
 	if f.Search != "" {
 		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")
 		hargs = append(hargs, strings.ToLower(f.Search), f.Search, f.Search)
+		rows = append(rows, "(startsWith(trace_id, ?) OR conv = ? OR arrayExists(n -> positionCaseInsensitive(n, ?) > 0, names))")
+		rargs = append(rargs, strings.ToLower(f.Search), f.Search, f.Search)
 	}
-	return runSelection{where: where, having: having, args: append(args, hargs...)}, nil
+	return runSelection{where: where, having: having, args: append(args, hargs...), rows: rows, rowArgs: rargs,
+		since: f.Since, until: f.Until}, nil
+}
+
+// narrowed is the selection with one more WHERE condition (cond, with
+// condArgs).
+func (sel runSelection) narrowed(cond string, condArgs []any) runSelection {
+	nw := sel.whereArgs()
+	out := sel
+	out.where = append(slices.Clip(sel.where), cond)
+	out.args = append(append(append([]any{}, sel.args[:nw]...), condArgs...), sel.args[nw:]...)
+	return out
+}
+
+// whereArgs is how many of args are the WHERE's.
+func (sel runSelection) whereArgs() int {
+	n := 0
+	for _, w := range sel.where {
+		n += strings.Count(w, "?")
+	}
+	return n
 }
 
 // runAggregation is the statement that aggregates the selected runs'
@@ -437,6 +617,8 @@ func (o runListOrder) key() string {
 		return "toUInt64(in_t + out_t)"
 	case SortErrors:
 		return "toUInt64(n_err)"
+	case SortRetries:
+		return "toUInt64(n_retries)" // settled rows only: live runs are ordered by runsByRetries
 	}
 	return "toUInt64(s_ns)"
 }

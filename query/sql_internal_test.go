@@ -64,6 +64,26 @@ func TestBuiltSQL(t *testing.T) {
 		{"runs_duration_desc", runList(RunFilter{Project: "p"}, SortDuration, Desc, nil)},
 		{"runs_tokens", runList(RunFilter{Project: "p"}, SortTokens, "", nil)},
 		{"runs_errors", runList(RunFilter{Project: "p"}, SortErrors, "", nil)},
+		{"runs_settled_window_filters", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Agent: "planner", Model: "gpt-4o",
+				Service: "svc", Task: "refund", Conversation: "c1", Tool: "search", Status: RunError, HasErrors: &yes,
+				HasRecoveredErrors: &no, MinCost: 0.5, Search: "ABC"})
+			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
+			q, args := settledListSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, live, largs)
+			return q, args, err
+		}},
+		{"runs_settled_retries_after", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p"})
+			live, largs := liveRunsSQL(goldenTables{}, "p", time.Time{}, 1234)
+			q, args := settledListSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 51, live, largs)
+			return q, args, err
+		}},
+		{"runs_live_narrowed", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
+			q, args := runListSQL(goldenTables{}, sel.narrowed("trace_id IN ("+live+")", largs), runListOrder{sort: SortStart, desc: true}, nil, 51)
+			return q, args, err
+		}},
 		{"runs_matching_for_retries", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Tool: "search"})
 			q, args := matchingRunsSQL(goldenTables{}, sel)
@@ -122,6 +142,12 @@ func TestBuiltSQL(t *testing.T) {
 		{"cache_tasks", built(fillTasksSQL(gt, "p", set, since, until))},
 		// rollupreads.go
 		{"rollup_span_fingerprints", built(spanFingerprintsSQL(gt, since, until))},
+		// settle.go
+		{"settle_stale_runs", built(staleRunsSQL(gt, since, until, 0, 77))},
+		{"settle_stale_runs_after_mark", built(staleRunsSQL(gt, since, until, 1234, 77))},
+		{"settle_mark", built(settledMarkSQL(gt))},
+		{"settle_span_days", built(spanDaysSQL(gt, since, until))},
+		{"settle_spans", built(settleSpansSQL(gt, "p", ids, since, until))},
 		{"rollup_fingerprints", built(rollupFingerprintsSQL(gt, since, until))},
 		{"rollup_keys", built(rollupKeysSQL(gt, since, until))},
 		{"rollup_span_rows", built(spanRowsSQL(gt, "", since, until))},

@@ -2,6 +2,8 @@ package safety
 
 import (
 	"cmp"
+	"fmt"
+	"hash/fnv"
 	"slices"
 )
 
@@ -87,4 +89,28 @@ func Review(run Run, cfg Config) []Signal {
 		return cmp.Or(cmp.Compare(order[a.SpanID], order[b.SpanID]), cmp.Compare(a.SpanID, b.SpanID))
 	})
 	return out
+}
+
+// Digest identifies what the review decides under c: two configurations
+// with the same digest raise the same signals on the same run. The run
+// table (package settle) records it beside each run's review, so that a
+// change of configuration (effect classes, registry, limits, caps,
+// validation limits) re-reviews the runs the table holds. The default
+// limits and an unset Validator digest as what they stand for.
+func (c Config) Digest() uint64 {
+	h := fnv.New64a()
+	var effects, registry []rule
+	if c.Effects != nil {
+		effects = c.Effects.rules
+	}
+	if c.Registry != nil {
+		registry = c.Registry.rules
+	}
+	validation := ValidationLimits{}
+	if c.Validator != nil {
+		validation = c.Validator.limits
+	}
+	fmt.Fprintf(h, "effects %v\nregistry %v\nlimits %+v\ncaps %+v\nvalidation %+v\n",
+		effects, registry, c.Limits.withDefaults(), c.Caps.List(), validation.withDefaults())
+	return h.Sum64()
 }

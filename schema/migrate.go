@@ -42,6 +42,9 @@ var migrations = []migration{
 	{version: 6, name: "outcomes table", tables: func(s *Store) []tableDef {
 		return []tableDef{outcomesTable(s)}
 	}},
+	{version: 7, name: "run table", tables: func(s *Store) []tableDef {
+		return []tableDef{runsTable(s), runMarksTable(s)}
+	}},
 }
 
 // statements are the migration's statements for this store, in order.

@@ -63,7 +63,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 FROM `tally`.`spans` FINAL
 WHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? AND start <= ? GROUP BY trace_id HAVING min(start_ns) >= ? AND min(start_ns) <= ?)
 GROUP BY trace_id
-HAVING s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND if(task != '', task, if(root_name != '', root_name, first_name)) = ? AND conv = ? AND countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0 AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
+HAVING s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND conv = ? AND if(task != '', task, if(root_name != '', root_name, first_name)) = ? AND countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0 AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51)
 ORDER BY sort_key DESC, trace_id DESC
@@ -79,8 +79,8 @@ ORDER BY sort_key DESC, trace_id DESC
 -- string planner
 -- string gpt-4o
 -- string svc
--- string refund
 -- string c1
+-- string refund
 -- string unknown
 -- string search
 -- float64 0.5

@@ -1,0 +1,324 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/schema"
+)
+
+// The reads package settle needs to keep the run table (schema.TableRuns)
+// current: which runs' rows are stale, and the rows their spans make now —
+// computed by the same code that answers a run's detail (runDetail, the
+// safety review, the configuration and the approvals), so that a settled
+// run and its detail never disagree.
+
+// SettleSource is what the settler reads.
+type SettleSource struct{ *core }
+
+// RunReach is how long before a span the run it belongs to may have
+// started, for the reads that look a run's row up from one of its spans. A
+// run longer than this is still settled right, but it is re-settled at
+// every full check of the settler (docs/operations.md, the run table).
+const RunReach = 24 * time.Hour
+
+// StaleRun is a run whose row in the run table is missing or older than
+// one of its spans, or was reviewed under another safety configuration.
+type StaleRun struct {
+	Project, TraceID string
+	// The versions and latest end of the run's spans that were read
+	// (those starting in the range checked, newer than the mark given).
+	MinVersion, MaxVersion, MaxEndNs uint64
+	// Rows counts the span rows read (unmerged duplicates included): a
+	// bound on what loading the run holds.
+	Rows uint64
+	// RowStart is the start (second) of the run's current row; zero when it
+	// has none.
+	RowStart time.Time
+}
+
+// StaleRuns lists the runs that have a span starting in [from, to) with a
+// version above after (0: any) and whose row is stale.
+func (r SettleSource) StaleRuns(ctx context.Context, from, to time.Time, after uint64) ([]StaleRun, error) {
+	q, args := staleRunsSQL(r.store, from, to, after, r.reviewConfig().Digest())
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find stale runs: %w", err)
+	}
+	type row struct {
+		run   StaleRun
+		start uint32
+	}
+	found, err := scanAll(rows, func(x *row) []any {
+		return []any{&x.run.Project, &x.run.TraceID, &x.run.MinVersion, &x.run.MaxVersion, &x.run.MaxEndNs, &x.run.Rows, &x.start}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find stale runs: %w", err)
+	}
+	out := make([]StaleRun, len(found))
+	for i, x := range found {
+		out[i] = x.run
+		if x.start != 0 {
+			out[i].RowStart = time.Unix(int64(x.start), 0).UTC()
+		}
+	}
+	return out, nil
+}
+
+// staleRunsSQL builds StaleRuns' statement: the runs' spans in the range
+// (span_facts, sorted by hour) against their rows (runs, within RunReach
+// before the range), stale when a span is newer than the row or the row was
+// reviewed under another configuration (digest).
+func staleRunsSQL(t tables, from, to time.Time, after, digest uint64) (string, []any) {
+	spans := "SELECT project, trace_id, min(version) AS min_v, max(version) AS max_v, max(end_ns) AS max_end, count() AS n FROM " +
+		t.Table(schema.TableSpanFacts) + " WHERE start >= ? AND start < ?"
+	args := []any{from.UTC().Truncate(time.Second), to.UTC()}
+	if after > 0 {
+		spans += " AND version > ?"
+		args = append(args, after)
+	}
+	spans += " GROUP BY project, trace_id"
+	rowsQ := "SELECT project, trace_id, toUInt32(start) AS row_start, max_version AS row_v, review AS row_review FROM (SELECT project, trace_id, start, max_version, review, deleted FROM " +
+		final(t.Table(schema.TableRuns)) + " WHERE start >= ? AND start < ?) WHERE deleted = 0"
+	args = append(args, from.UTC().Truncate(time.Second).Add(-RunReach), to.UTC())
+	q := "SELECT project, trace_id, min_v, max_v, max_end, n, row_start FROM (" + spans + ") ANY LEFT JOIN (" + rowsQ +
+		") USING (project, trace_id) WHERE max_v > row_v OR row_review != ? ORDER BY project, trace_id"
+	return q, append(args, digest)
+}
+
+// SpanDays lists the UTC days in [from, to) on which spans start, with
+// each day's span rows (unmerged duplicates included), so that a pass over
+// a long range visits only days with spans.
+func (r SettleSource) SpanDays(ctx context.Context, from, to time.Time) (map[time.Time]uint64, error) {
+	q, args := spanDaysSQL(r.store, from, to)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find days with spans: %w", err)
+	}
+	type row struct{ day, n uint64 }
+	days, err := scanAll(rows, func(x *row) []any { return []any{&x.day, &x.n} })
+	if err != nil {
+		return nil, fmt.Errorf("find days with spans: %w", err)
+	}
+	out := make(map[time.Time]uint64, len(days))
+	for _, d := range days {
+		out[time.Unix(int64(d.day), 0).UTC()] = d.n
+	}
+	return out, nil
+}
+
+// spanDaysSQL builds SpanDays' statement.
+func spanDaysSQL(t tables, from, to time.Time) (string, []any) {
+	return "SELECT toUInt64(intDiv(toUInt32(start), 86400) * 86400) AS d, count() FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE start >= ? AND start < ? GROUP BY d", []any{from.UTC().Truncate(time.Second), to.UTC()}
+}
+
+// SettledMark reads through which span version the run table is complete
+// (schema.RunMarkSettled): 0 when nothing was settled yet.
+func (r *core) SettledMark(ctx context.Context) (uint64, error) {
+	q, args := settledMarkSQL(r.store)
+	var v uint64
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the settled mark: %w", err)
+	}
+	return v, nil
+}
+
+// settledMarkSQL builds SettledMark's statement.
+func settledMarkSQL(t tables) (string, []any) {
+	return "SELECT toUInt64(argMax(value, version)) FROM " + t.Table(schema.TableRunMarks) + " WHERE name = ?", []any{schema.RunMarkSettled}
+}
+
+// SettledRun is a run's new row, and the settle's verdict on it.
+type SettledRun struct {
+	Row schema.RunRow
+	// Quiet is false when a span of the run ended or was written after
+	// the quiet time given: the row is not to be written yet.
+	Quiet bool
+}
+
+// Settle computes the rows of project's runs ids, whose spans start in
+// [lo, hi], from their spans: the summary and tool classes of runDetail,
+// the safety review of reviewDetail, the configuration of runConfigs, the
+// approvals' waits and the spans' own evaluation results. quietNs is the
+// time (Unix ns) before which a run's last span must have ended and been
+// written for its row to be final (SettledRun.Quiet). Runs without spans
+// (deleted since) are left out.
+func (r SettleSource) Settle(ctx context.Context, project string, ids []string, lo, hi time.Time, quietNs uint64) ([]SettledRun, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q, args := settleSpansSQL(r.store, project, ids, lo, hi)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load runs to settle: %w", err)
+	}
+	spans, err := schema.ScanSpansCap(rows, 0)
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("load runs to settle: %w", err)
+	}
+	byRun := map[string][]schema.Span{}
+	for _, s := range spans {
+		byRun[s.TraceID] = append(byRun[s.TraceID], s)
+	}
+	found := make([]string, 0, len(byRun))
+	for id := range byRun {
+		found = append(found, id)
+	}
+	slices.Sort(found)
+	if len(found) == 0 {
+		return nil, nil
+	}
+	content, err := r.reviewContent(ctx, project, found, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	configs, err := r.runConfigs(ctx, project, found, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.reviewConfig()
+	digest := cfg.Digest()
+	out := make([]SettledRun, 0, len(found))
+	for _, id := range found {
+		run := byRun[id]
+		d := runDetail(run)
+		review := buildReview(project, &d.Summary, run, content, r.effects)
+		signals := safety.Review(review, cfg)
+		row := runRowOf(project, d.Summary, run, review, signals, configs[id])
+		row.Review = digest
+		quiet := true
+		for i := range run {
+			row.MaxVersion = max(row.MaxVersion, run[i].Version)
+			if run[i].EndNs >= quietNs || run[i].Version >= quietNs {
+				quiet = false
+			}
+		}
+		out = append(out, SettledRun{Row: row, Quiet: quiet})
+	}
+	return out, nil
+}
+
+// settleSpansSQL builds Settle's read: the whole spans of the runs ids
+// (deduplicated, with their versions), in run and start order.
+func settleSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(t.Table(schema.TableSpans)) +
+		" PREWHERE project = ? AND trace_id IN ? WHERE start >= ? AND start <= ? ORDER BY trace_id, start_ns, span_id"
+	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC()}
+}
+
+// runRowOf is a run's row from its detail's summary, its spans and its
+// review.
+func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety.Run, signals []safety.Signal, config RunConfig) schema.RunRow {
+	row := schema.RunRow{
+		Project: project, TraceID: sum.TraceID, Start: sum.Start.Truncate(time.Second),
+		StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano()),
+		Name: sum.Name, Task: sum.Task, Service: sum.Service, Conversation: sum.ConversationID, User: sum.UserID,
+		Agents: sum.Agents, Models: sum.Models,
+		Spans: uint64(sum.Spans), LLMCalls: uint64(sum.LLMCalls), ToolCalls: uint64(sum.ToolCalls), Errors: uint64(sum.Errors),
+		InputTokens: sum.Usage.Input, CacheReadTokens: sum.Usage.CacheRead, CacheWriteToks: sum.Usage.CacheWrite,
+		OutputTokens: sum.Usage.Output, ReasoningTokens: sum.Usage.Reasoning,
+		CostTotal: sum.Cost.Total, CostInput: sum.Cost.Input, CostCacheRead: sum.Cost.CacheRead,
+		CostCacheWrite: sum.Cost.CacheWrite, CostOutput: sum.Cost.Output,
+		Unpriced: uint64(sum.UnpricedSpans), Unreconciled: uint64(sum.UnreconciledSpans),
+		Fingerprint: config.Fingerprint,
+	}
+	if sum.Status == RunError {
+		row.Failed = 1
+	}
+	if sum.UsageFromAggregate {
+		row.FromAggregate = 1
+	}
+	if sum.ToolRetries != nil {
+		row.ToolRetries = uint64(*sum.ToolRetries)
+	}
+	if sum.ToolRepeats != nil {
+		row.ToolRepeats = uint64(*sum.ToolRepeats)
+	}
+	if b, err := json.Marshal(config); err == nil {
+		row.Config = string(b)
+	}
+	providers, tools, names := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var approvals []safety.Approval
+	var outcomes []Outcome
+	for i := range spans {
+		s := &spans[i]
+		if s.Provider != "" && s.SpanType == schema.TypeInference {
+			providers[s.Provider] = true
+		}
+		if s.SpanType == schema.TypeTool {
+			tools[cmp.Or(s.ToolName, UnknownName)] = true
+		}
+		if len(names) < schema.MaxRunNames {
+			names[s.Name] = true
+		}
+		attr := spanAttr(s)
+		approvals = append(approvals, spanApprovals(s, attr)...)
+		if carriesOutcome(s) {
+			outcomes = append(outcomes, spanOutcomeList(s.TraceID, s.SpanID, s.AttrKeys, s.AttrValues, s.EventNames, s.EventAttrs)...)
+		}
+	}
+	// The root is the earliest root span (summarize's rule).
+	if root := earliestRoot(spans); root != nil {
+		row.RootName = root.Name
+	}
+	row.Providers, row.Tools, row.Names = sortedKeys(providers), sortedKeys(tools), sortedKeys(names)
+	row.ActiveNs = row.EndNs - row.StartNs
+	if len(approvals) > 0 {
+		active, wait := safety.ActiveAndWait(approvals, row.StartNs, row.EndNs)
+		row.ActiveNs, row.WaitNs = uint64(active), wait
+	}
+	for _, st := range review.Steps {
+		row.StepTools = append(row.StepTools, st.Tool)
+		row.StepStatuses = append(row.StepStatuses, string(st.Status))
+		row.StepEffects = append(row.StepEffects, string(st.Effect))
+	}
+	for _, sig := range signals {
+		row.SignalKinds = append(row.SignalKinds, string(sig.Kind))
+		row.SignalTools = append(row.SignalTools, sig.Tool)
+	}
+	if len(signals) > 0 {
+		if b, err := json.Marshal(signals); err == nil {
+			row.Signals = string(b)
+		}
+	}
+	if len(outcomes) > 0 {
+		if b, err := json.Marshal(outcomes); err == nil {
+			row.Outcomes = string(b)
+		}
+	}
+	return row
+}
+
+// earliestRoot is the run's earliest span without a parent, nil without.
+func earliestRoot(spans []schema.Span) *schema.Span {
+	var root *schema.Span
+	for i := range spans {
+		if s := &spans[i]; s.ParentSpanID == "" && (root == nil || s.StartNs < root.StartNs) {
+			root = s
+		}
+	}
+	return root
+}
+
+// carriesOutcome reports whether a span may carry an evaluation result
+// (spanOutcomeList's sources), sparing the others the attribute map.
+func carriesOutcome(s *schema.Span) bool {
+	if slices.Contains(s.EventNames, EvaluationEvent) {
+		return true
+	}
+	for _, k := range s.AttrKeys {
+		if k == EvaluationName || strings.HasPrefix(k, "evaluations.") || strings.HasPrefix(k, "annotations.") ||
+			strings.HasPrefix(k, "trace.evaluations.") || strings.HasPrefix(k, "trace.annotations.") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,375 @@
+package settle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/ingest"
+	"github.com/tallyhq/tally/internal/conformance"
+	"github.com/tallyhq/tally/internal/goldentest"
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/settle"
+)
+
+// TestMain stops the ClickHouse server the package's integration tests share.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// corpus stores the usage conformance corpus (one project a scenario, the
+// first scenarios of them) and
+// the golden corpus (project "golden"), as version 1 — long quiet — and
+// returns the projects and a window holding all their runs.
+func corpus(t *testing.T, store *schema.Store, scenarios int) (projects []string, since, until time.Time) {
+	t.Helper()
+	all, err := conformance.Load("../ingest/testdata/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := goldentest.Builtin(t)
+	var spans []schema.Span
+	for i, sc := range all[:min(scenarios, len(all))] {
+		td, err := sc.Traces()
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		project := fmt.Sprintf("c%02d", i)
+		batch, rej := ingest.Normalize(td, ingest.Options{Project: project, Pricer: catalog})
+		if rej.Spans != 0 {
+			t.Fatalf("%s: %d spans rejected: %s", sc.Name, rej.Spans, rej.Message)
+		}
+		spans = append(spans, batch.Spans...)
+		projects = append(projects, project)
+	}
+	golden := goldentest.LoadCorpus(t, "../query/testdata/golden.json", "golden", catalog)
+	spans = append(spans, golden...)
+	projects = append(projects, "golden")
+	goldentest.Insert(t, store, spans, 1)
+	since, until = spans[0].Start, spans[0].Start
+	for _, s := range spans {
+		since, until = minTime(since, s.Start), maxTime(until, s.Start)
+	}
+	return projects, since.Add(-time.Hour), until.Add(time.Hour)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// list reads every run of project in the window, all pages.
+func list(t *testing.T, r *query.Reader, project string, since, until time.Time) []query.RunSummary {
+	t.Helper()
+	var out []query.RunSummary
+	f := query.RunFilter{Project: project, Since: since, Until: until}
+	for {
+		page, err := r.Runs(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Runs...)
+		if page.NextCursor == "" {
+			return out
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+// sameRun compares two summaries of one run, every figure (costs up to
+// float rounding: SQL and Go sum in different orders); settled is not
+// compared.
+func sameRun(a, b query.RunSummary) error {
+	if !goldentest.Near(a.Cost.Total, b.Cost.Total) || !goldentest.Near(a.Cost.Input, b.Cost.Input) ||
+		!goldentest.Near(a.Cost.CacheRead, b.Cost.CacheRead) || !goldentest.Near(a.Cost.CacheWrite, b.Cost.CacheWrite) ||
+		!goldentest.Near(a.Cost.Output, b.Cost.Output) {
+		return fmt.Errorf("cost %+v, want %+v", a.Cost, b.Cost)
+	}
+	a.Cost = b.Cost
+	a.Settled, b.Settled = false, false
+	a.Signals, b.Signals, a.Guardrails, b.Guardrails = nil, nil, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Errorf("\n got %+v\nwant %+v", a, b)
+	}
+	return nil
+}
+
+// far is a time after every span of the corpora: all their runs are
+// quiet.
+var far = time.Now().Add(time.Hour)
+
+// TestSettledRunsEqualLive settles the conformance and golden corpora and
+// checks that every run reads the same from the run table as from its
+// spans — the run list's figures before settling (SQL), and the run's
+// detail (Go) — so that settling changes where a figure comes from, never
+// the figure.
+func TestSettledRunsEqualLive(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	projects, since, until := corpus(t, store, 1000)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	before := map[string][]query.RunSummary{}
+	for _, p := range projects {
+		before[p] = list(t, r, p, since, until)
+		if len(before[p]) == 0 {
+			t.Fatalf("project %s: no runs", p)
+		}
+		for _, run := range before[p] {
+			if run.Settled {
+				t.Fatalf("project %s: run %s settled before any settling", p, run.TraceID)
+			}
+		}
+	}
+	s := settle.New(r.SettleSource, store, settle.Config{})
+	st, err := s.Check(ctx, since, until, far, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, p := range projects {
+		runs += len(before[p])
+	}
+	if st.Settled != runs || st.Waiting != 0 {
+		t.Fatalf("check settled %d runs (%d waiting), want %d", st.Settled, st.Waiting, runs)
+	}
+	if _, err := s.Cycle(ctx, far); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range projects {
+		after := list(t, r, p, since, until)
+		if len(after) != len(before[p]) {
+			t.Fatalf("project %s: %d runs settled, %d live", p, len(after), len(before[p]))
+		}
+		for i := range after {
+			if !after[i].Settled {
+				t.Errorf("project %s: run %s not read from the run table", p, after[i].TraceID)
+			}
+			if err := sameRun(after[i], before[p][i]); err != nil {
+				t.Errorf("project %s, run %s: settled vs live list: %v", p, after[i].TraceID, err)
+			}
+			detail, err := r.Run(ctx, p, after[i].TraceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sameRun(after[i], detail.Summary); err != nil {
+				t.Errorf("project %s, run %s: settled vs detail: %v", p, after[i].TraceID, err)
+			}
+		}
+	}
+	// Settled once: a second check finds nothing stale.
+	st, err = s.Check(ctx, since, until, far, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stale != 0 {
+		t.Errorf("second check: %d stale runs, want 0", st.Stale)
+	}
+}
+
+// span is a minimal stored span of project's run trace.
+func span(project, trace, id, parent, name string, start time.Time, d time.Duration) schema.Span {
+	return schema.Span{Project: project, TraceID: trace, SpanID: id, ParentSpanID: parent, Name: name,
+		Start: start.Truncate(time.Second), StartNs: uint64(start.UnixNano()), EndNs: uint64(start.Add(d).UnixNano()),
+		DurationNs: uint64(d), Status: schema.StatusOK, SpanType: schema.TypeOther, Service: "svc"}
+}
+
+const trace1 = "0123456789abcdef0123456789abcdef"
+
+// TestLateSpanResettles settles a run, then stores a late span that ends
+// and starts earlier than the run: the run is stale, settled again with
+// the new span (its start moved, so its old row is withdrawn), and listed
+// once.
+func TestLateSpanResettles(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	base := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	root := span("p", trace1, "00000000000000a1", "", "agent run", base, 10*time.Second)
+	tool := span("p", trace1, "00000000000000a2", "00000000000000a1", "execute_tool search", base.Add(time.Second), time.Second)
+	tool.SpanType, tool.ToolName = schema.TypeTool, "search"
+	goldentest.Insert(t, store, []schema.Span{root, tool}, uint64(base.Add(11*time.Second).UnixNano()))
+	s := settle.New(r.SettleSource, store, settle.Config{})
+	if _, err := s.Cycle(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	window := query.RunFilter{Project: "p", Since: base.Add(-time.Hour), Until: base.Add(time.Hour)}
+	page, err := r.Runs(ctx, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 || !page.Runs[0].Settled || page.Runs[0].Spans != 2 || page.Runs[0].ToolCalls != 1 {
+		t.Fatalf("after settling: %+v, want one settled run of 2 spans, 1 tool call", page.Runs)
+	}
+	// A late tool call that started 5 s before the root (a clock skew):
+	// the run's start moves to it.
+	late := span("p", trace1, "00000000000000a3", "00000000000000a1", "execute_tool fetch", base.Add(-5*time.Second), time.Second)
+	late.SpanType, late.ToolName = schema.TypeTool, "fetch"
+	goldentest.Insert(t, store, []schema.Span{late}, uint64(time.Now().Add(-time.Minute).UnixNano()))
+	// Before the next cycle the run is read live: the mark is below the
+	// late span's version.
+	page, err = r.Runs(ctx, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 || page.Runs[0].Settled || page.Runs[0].Spans != 3 {
+		t.Fatalf("after the late span: %+v, want the run live with 3 spans", page.Runs)
+	}
+	// Quiet only 30 s after it was written: not yet at now.
+	st, err := s.Cycle(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Waiting != 0 || st.Settled != 1 {
+		t.Fatalf("cycle: %+v, want the run settled again", st)
+	}
+	page, err = r.Runs(ctx, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 || page.Runs[0].Spans != 3 || page.Runs[0].ToolCalls != 2 || !page.Runs[0].Start.Equal(base.Add(-5*time.Second)) {
+		t.Fatalf("after settling again: %+v, want one run of 3 spans, 2 tool calls, starting 5 s earlier", page.Runs)
+	}
+	var rows uint64
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM (SELECT * FROM "+store.Table(schema.TableRuns)+" FINAL) WHERE deleted = 0").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Errorf("%d current rows in the run table, want 1 (the moved run's old row withdrawn)", rows)
+	}
+}
+
+// TestRunInFlightWaits checks that a run whose last span ended within the
+// quiet time is not settled, is listed live, holds the mark below its
+// spans, and is settled once quiet.
+func TestRunInFlightWaits(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	now := time.Now()
+	root := span("p", trace1, "00000000000000a1", "", "agent run", now.Add(-20*time.Second), 15*time.Second)
+	version := uint64(now.Add(-4 * time.Second).UnixNano())
+	goldentest.Insert(t, store, []schema.Span{root}, version)
+	s := settle.New(r.SettleSource, store, settle.Config{Quiet: 30 * time.Second, Margin: time.Second})
+	st, err := s.Cycle(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settled != 0 || st.Waiting != 1 || st.Mark != version-1 {
+		t.Fatalf("cycle at now: %+v, want the run waiting and the mark at %d", st, version-1)
+	}
+	page, err := r.Runs(ctx, query.RunFilter{Project: "p", Since: now.Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 || page.Runs[0].Settled {
+		t.Fatalf("run list: %+v, want the run in flight, live", page.Runs)
+	}
+	later := now.Add(40 * time.Second)
+	if st, err = s.Cycle(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if st.Settled != 1 || st.Mark != uint64(later.Add(-time.Second).UnixNano()) {
+		t.Fatalf("cycle once quiet: %+v, want the run settled and the mark at now - margin", st)
+	}
+}
+
+// failingSink writes rows, then reports failure: what a crash after the
+// INSERT, or an answer lost in an outage, looks like to the settler.
+type failingSink struct {
+	*schema.Store
+	mu    sync.Mutex
+	fails int
+}
+
+var errLost = errors.New("connection lost")
+
+func (f *failingSink) InsertRuns(ctx context.Context, rows []schema.RunRow) error {
+	if err := f.Store.InsertRuns(ctx, rows[:len(rows)/2]); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fails > 0 {
+		f.fails--
+		return errLost
+	}
+	return f.Store.InsertRuns(ctx, rows[len(rows)/2:])
+}
+
+// TestInterruptedSettlementLosesAndDoublesNothing settles the golden
+// corpus through a store that loses its answer (half the rows written)
+// and with two settlers at once: afterwards every run has exactly one
+// current row, with the live figures.
+func TestInterruptedSettlementLosesAndDoublesNothing(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	projects, since, until := corpus(t, store, 5)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	want := map[string]map[string]query.RunSummary{}
+	total := 0
+	for _, p := range projects {
+		want[p] = map[string]query.RunSummary{}
+		for _, run := range list(t, r, p, since, until) {
+			want[p][run.TraceID] = run
+			total++
+		}
+	}
+	broken := settle.New(r.SettleSource, &failingSink{Store: store, fails: 1}, settle.Config{MaxLoadRuns: 5})
+	if _, err := broken.Check(ctx, since, until, far, nil); !errors.Is(err, errLost) {
+		t.Fatalf("check through a lossy store: %v, want the lost answer", err)
+	}
+	// Two settlers (two replicas during a lease handover) finish the job.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := settle.New(r.SettleSource, store, settle.Config{MaxLoadRuns: 3})
+			_, errs[i] = s.Check(ctx, since, until, far, nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := settle.New(r.SettleSource, store, settle.Config{}).Cycle(ctx, far); err != nil {
+		t.Fatal(err)
+	}
+	var rows uint64
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM (SELECT * FROM "+store.Table(schema.TableRuns)+" FINAL) WHERE deleted = 0").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != uint64(total) {
+		t.Errorf("%d current run rows, want %d (one a run)", rows, total)
+	}
+	for _, p := range projects {
+		got := list(t, r, p, since, until)
+		if len(got) != len(want[p]) {
+			t.Errorf("project %s: %d runs listed, want %d", p, len(got), len(want[p]))
+		}
+		for _, run := range got {
+			if !run.Settled {
+				t.Errorf("project %s: run %s not settled", p, run.TraceID)
+			}
+			if err := sameRun(run, want[p][run.TraceID]); err != nil {
+				t.Errorf("project %s, run %s: %v", p, run.TraceID, err)
+			}
+		}
+	}
+}
