@@ -87,8 +87,8 @@ func staleRunsSQL(t tables, from, to time.Time, after, digest uint64) (string, [
 	rowsQ := "SELECT project, trace_id, toUInt32(start) AS row_start, max_version AS row_v, review AS row_review FROM (SELECT project, trace_id, start, max_version, review, deleted FROM " +
 		final(t.Table(schema.TableRuns)) + " WHERE start >= ? AND start < ?) WHERE deleted = 0"
 	args = append(args, from.UTC().Truncate(time.Second).Add(-RunReach), to.UTC())
-	q := "SELECT project, trace_id, min_v, max_v, max_end, n, row_start FROM (" + spans + ") ANY LEFT JOIN (" + rowsQ +
-		") USING (project, trace_id) WHERE max_v > row_v OR row_review != ? ORDER BY project, trace_id"
+	q := "SELECT project, trace_id, min_v, max_v, max_end, n, row_start FROM (" + spans + ") AS s ANY LEFT JOIN (" + rowsQ +
+		") AS r USING (project, trace_id) WHERE max_v > row_v OR row_review != ? ORDER BY project, trace_id"
 	return q, append(args, digest)
 }
 
