@@ -15,7 +15,7 @@ import (
 )
 
 // CapsFilter selects the runs GET /caps sets caps from: those that
-// started in the range (the newest MaxTaskRuns), of a task or agent.
+// started in the range, of a task or agent.
 type CapsFilter struct {
 	Project      string
 	Since, Until time.Time
@@ -98,21 +98,13 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)
 	}
 	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, MaxTaskRuns, false)
+		f.Outcome, 0, facts{approvals: true})
 	if err != nil {
 		return nil, err
 	}
 	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, RunsRead: len(runs), Truncated: truncated, Tasks: []TaskCaps{}}
 	if len(runs) == 0 {
 		return rep, nil
-	}
-	summaries := make([]RunSummary, len(runs))
-	for i := range runs {
-		summaries[i] = runs[i].RunSummary
-	}
-	approvals, err := r.runApprovals(ctx, f.Project, summaries)
-	if err != nil {
-		return nil, err
 	}
 	byTask := map[string][]gradedRun{}
 	var order []string
@@ -123,7 +115,7 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 		byTask[g.Task] = append(byTask[g.Task], g)
 	}
 	for _, task := range order {
-		tc := taskCaps(task, byTask[task], approvals, f.Multiplier)
+		tc := taskCaps(task, byTask[task], f.Multiplier)
 		for _, c := range r.caps.List() {
 			if (c.Project == "" || c.Project == f.Project) && (c.Task == "" || c.Task == task) && c.Agent == "" {
 				tc.Configured = append(tc.Configured, capSpec(c))
@@ -138,21 +130,18 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 }
 
 // runMeasures are one run's values of capMeasures (wall: active ms) and
-// its approval wait, ms.
-func runMeasures(run *RunSummary, approvals []safety.Approval) (values [5]float64, waitMs float64) {
+// its approval wait, ms, from its facts (settled, or read from its spans).
+func runMeasures(run *RunSummary, f *runFacts) (values [5]float64, waitMs float64) {
 	active := time.Duration(run.DurationMs * float64(time.Millisecond))
-	if len(approvals) > 0 {
-		start, end := uint64(run.Start.UnixNano()), uint64(run.End.UnixNano())
-		var wait uint64
-		active, wait = safety.ActiveAndWait(approvals, start, end)
-		waitMs = float64(wait) / 1e6
+	if f != nil {
+		active, waitMs = time.Duration(f.activeNs), float64(f.waitNs)/1e6
 	}
 	return [5]float64{float64(run.LLMCalls), float64(run.ToolCalls), float64(run.Usage.Input + run.Usage.Output),
 		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs
 }
 
 // taskCaps computes one task's caps from its runs (newest first).
-func taskCaps(task string, runs []gradedRun, approvals map[string][]safety.Approval, multiplier float64) TaskCaps {
+func taskCaps(task string, runs []gradedRun, multiplier float64) TaskCaps {
 	tc := TaskCaps{Task: task, Runs: len(runs), VerdictsFrom: "status", ExceededRuns: []string{}, Configured: []string{}}
 	for _, g := range runs {
 		if g.verdict != nil {
@@ -166,7 +155,7 @@ func taskCaps(task string, runs []gradedRun, approvals map[string][]safety.Appro
 	for i := range runs {
 		g := &runs[i]
 		var wait float64
-		measures[i], wait = runMeasures(&g.RunSummary, approvals[g.TraceID])
+		measures[i], wait = runMeasures(&g.RunSummary, g.facts)
 		if wait > 0 {
 			tc.RunsWaiting++
 			waits = append(waits, wait)

@@ -50,18 +50,13 @@ type versionedRun struct {
 // versionedRuns reads the graded runs f selects with their configurations;
 // withRetries as runList.
 func (r *core) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, bool, error) {
-	runs, truncated, err := r.gradedRuns(ctx, f, outcome, MaxTaskRuns, withRetries)
+	runs, truncated, err := r.gradedRuns(ctx, f, outcome, 0, facts{config: true, retries: withRetries})
 	if err != nil || len(runs) == 0 {
 		return nil, truncated, err
 	}
-	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i].RunSummary })
-	configs, err := r.runConfigs(ctx, f.Project, ids, lo, hi)
-	if err != nil {
-		return nil, false, err
-	}
 	out := make([]versionedRun, len(runs))
 	for i, run := range runs {
-		out[i] = versionedRun{gradedRun: run, config: configs[run.TraceID]}
+		out[i] = versionedRun{gradedRun: run, config: run.facts.config}
 	}
 	return out, truncated, nil
 }
@@ -429,7 +424,7 @@ func compareRuns(task string, a, b CompareSide, ra, rb []gradedRun) *Comparison 
 func (r OutcomeReader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
 	mid, since := until.Add(-window), until.Add(-2*window)
 	// The run list's until is inclusive; the period is not.
-	runs, _, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, MaxTaskRuns, true)
+	runs, _, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, 0, facts{retries: true})
 	if err != nil {
 		return nil, err
 	}

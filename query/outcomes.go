@@ -106,6 +106,12 @@ func (r *core) postedOutcomes(ctx context.Context, project string, set clickhous
 	// not left to FINAL (which the embedded store runs partition by
 	// partition).
 	q, args := postedOutcomesSQL(r.store, project, set, lo, hi)
+	return r.scanPosted(ctx, q, args, out)
+}
+
+// scanPosted runs a read of posted outcomes (postedOutcomesSQL's columns)
+// and adds them to out.
+func (r *core) scanPosted(ctx context.Context, q string, args []any, out map[string][]Outcome) error {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read outcomes: %w", err)

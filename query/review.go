@@ -492,7 +492,7 @@ func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, s
 }
 
 // SignalFilter selects the runs whose signals GET /signals counts: those
-// that started in the range (the newest MaxTaskRuns), of a task or agent;
+// that started in the range, of a task or agent;
 // Kind and Tool keep those signals only. By groups them by kind and tool
 // (default), task or agent.
 type SignalFilter struct {
@@ -578,14 +578,28 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
-	page, err := r.runList(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task, Limit: MaxTaskRuns}, false)
+	runs, err := r.windowRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task})
 	if err != nil {
 		return nil, err
 	}
-	runs := page.Runs
-	rep.RunsRead, rep.Truncated = len(runs), page.NextCursor != ""
+	rep.RunsRead = len(runs)
 	if len(runs) == 0 {
 		return rep, nil
+	}
+	// Settled runs bring their review; the live ones (few: in flight) are
+	// reviewed from their spans first.
+	var live []RunSummary
+	for i := range runs {
+		if runs[i].facts == nil {
+			live = append(live, runs[i].RunSummary)
+		}
+	}
+	reviewed := make(map[string]*runFacts, len(live))
+	err = r.reviewRuns(ctx, f.Project, live, func(run *RunSummary, rv *runReview) {
+		reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
+	})
+	if err != nil {
+		return nil, err
 	}
 	type key struct {
 		kind safety.SignalKind
@@ -602,9 +616,16 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	}
 	perMinute := map[minuteKey]int{}
 	// Runs are newest first: example runs come out newest first too.
-	err = r.reviewRuns(ctx, f.Project, runs, func(run *RunSummary, rv *runReview) {
+	for i := range runs {
+		run, rv := &runs[i].RunSummary, runs[i].facts
+		if rv == nil {
+			rv = reviewed[run.TraceID]
+		}
+		if rv == nil {
+			rv = &runFacts{}
+		}
 		rep.RunsByTask[run.Task]++
-		for _, st := range rv.run.Steps {
+		for _, st := range rv.steps {
 			if f.Tool != "" && st.Tool != f.Tool {
 				continue
 			}
@@ -668,9 +689,6 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		if flagged {
 			rep.RunsWithSignals++
 		}
-	})
-	if err != nil {
-		return nil, err
 	}
 	for _, g := range groups {
 		rep.Groups = append(rep.Groups, *g)

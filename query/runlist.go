@@ -233,9 +233,7 @@ func (r RunReader) Runs(ctx context.Context, f RunFilter) (RunPage, error) {
 	return r.runList(ctx, f, true)
 }
 
-// runList is Runs with f.Limit as given: the reports that read every run
-// of a range (tasks, versions) take up to MaxTaskRuns in one query, where
-// pages would repeat the whole range's aggregation each. withRetries reads
+// runList is Runs with f.Limit as given. withRetries reads
 // each live run's ToolRetries and ToolRepeats (another read of its tool
 // spans; a settled run's are in its row), which only the list and the
 // comparisons show.
@@ -390,11 +388,15 @@ const settledColumns = `trace_id, name AS root_name, name AS first_name, task, s
 
 // settledRunsSQL builds the subquery of project's settled rows starting in
 // sel's window (latest versions: FINAL on the key range), under
-// settledColumns' names. Filters on other columns are applied outside it,
+// settledColumns' names, with the run table's columns extra. Filters on other columns are applied outside it,
 // after FINAL, so that an older version of a row never stands in for the
 // current one.
-func settledRunsSQL(t tables, project string, sel runSelection) (string, []any) {
-	q := "SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
+func settledRunsSQL(t tables, project string, sel runSelection, extra string) (string, []any) {
+	cols := settledColumns
+	if extra != "" {
+		cols += ", " + extra
+	}
+	q := "SELECT " + cols + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
 	args := []any{project}
 	if !sel.since.IsZero() {
 		q += " AND start >= ?"
@@ -412,7 +414,7 @@ func settledRunsSQL(t tables, project string, sel runSelection) (string, []any) 
 // the cursor, at most limit: runColumns, the retries, the repeats and the
 // sort key.
 func settledListSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, liveSQL string, liveArgs []any) (string, []any) {
-	sub, args := settledRunsSQL(t, project, sel)
+	sub, args := settledRunsSQL(t, project, sel, "")
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args = append(args, sel.rowArgs...)
 	cond = append(cond, "trace_id NOT IN ("+liveSQL+")")

@@ -78,6 +78,13 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := settledListSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 51, live, largs)
 			return q, args, err
 		}},
+		{"runs_settled_facts", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Task: "refund"})
+			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
+			q, args := settledFactsSQL(goldenTables{}, "p", sel, live, largs)
+			return q, args, err
+		}},
+		{"outcomes_posted_in_window", built(postedInWindowSQL(gt, "p", since, until))},
 		{"runs_live_narrowed", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
 			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)

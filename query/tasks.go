@@ -29,8 +29,9 @@ type TaskFilter struct {
 	// BudgetMultiple: a passing run using more tokens than this many times
 	// the median of the passing runs is counted as over budget (default 3).
 	BudgetMultiple float64
-	// MaxRuns is the most runs read (default and most 10,000, the newest
-	// first); a range with more is reported on its newest, Truncated set.
+	// MaxRuns, when above 0, is the most runs read (the newest first); a
+	// range with more is reported on its newest, Truncated set. By default
+	// every run of the range is read.
 	MaxRuns int
 }
 
@@ -39,7 +40,6 @@ const (
 	DefaultMaxK           = 5
 	MaxMaxK               = 20
 	DefaultBudgetMultiple = 3
-	MaxTaskRuns           = 10000
 )
 
 // TaskReport is how consistent one task (or agent) is over its runs.
@@ -94,12 +94,6 @@ type TasksReport struct {
 	Tasks     []TaskReport `json:"tasks"`
 }
 
-// gradedRun is one run with its verdict.
-type gradedRun struct {
-	RunSummary
-	verdict *bool // nil: no outcome verdict
-}
-
 // Tasks reports how consistent each task (or agent) is over the runs
 // that started in the filter's range, most runs first.
 func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, error) {
@@ -116,23 +110,13 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	if f.BudgetMultiple == 0 {
 		f.BudgetMultiple = DefaultBudgetMultiple
 	}
-	if f.MaxRuns <= 0 || f.MaxRuns > MaxTaskRuns {
-		f.MaxRuns = MaxTaskRuns
-	}
 	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
 	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, f.MaxRuns, false)
+		f.Outcome, f.MaxRuns, facts{config: f.By == "case"})
 	if err != nil {
 		return nil, err
 	}
 	rep.RunsRead, rep.Truncated = len(runs), truncated
-	var cases map[string]RunConfig
-	if f.By == "case" && len(runs) > 0 {
-		ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i].RunSummary })
-		if cases, err = r.RunConfigs(ctx, f.Project, ids, lo, hi); err != nil {
-			return nil, err
-		}
-	}
 	groups := map[string][]gradedRun{}
 	for _, g := range runs {
 		keys := []string{g.Task}
@@ -141,7 +125,7 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 			keys = g.Agents
 		case "case":
 			keys = nil
-			if c := cases[g.TraceID].Case; c != "" {
+			if c := g.facts.config.Case; c != "" {
 				keys = []string{c}
 			}
 		}
@@ -162,27 +146,42 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	return rep, nil
 }
 
-// gradedRuns reads the runs f selects (newest first, at most max) with
-// their verdicts by the named outcome (RunVerdict), and whether the range
-// held more; withRetries as runList.
-func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, withRetries bool) ([]gradedRun, bool, error) {
-	f.Limit, f.Cursor, f.Sort, f.Dir = max, "", "", ""
-	page, err := r.runList(ctx, f, withRetries)
+// gradedRun is one run with its verdict and its facts.
+type gradedRun struct {
+	RunSummary
+	verdict *bool // nil: no outcome verdict
+	facts   *runFacts
+}
+
+// facts says which facts a report needs of live runs (settled runs have
+// them all): configurations, tool retries, approvals.
+type facts struct{ config, retries, approvals bool }
+
+// gradedRuns reads the runs f selects (newest first; at most max when max
+// is above 0) with their verdicts by the named outcome (RunVerdict) and the
+// facts want names, and whether the range held more.
+func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, want facts) ([]gradedRun, bool, error) {
+	runs, err := r.windowRuns(ctx, f)
 	if err != nil {
 		return nil, false, err
 	}
-	runs, truncated := page.Runs, page.NextCursor != ""
+	truncated := max > 0 && len(runs) > max
+	if truncated {
+		runs = runs[:max]
+	}
 	if len(runs) == 0 {
 		return nil, truncated, nil
 	}
-	ids, lo, hi := runsExtent(len(runs), func(i int) *RunSummary { return &runs[i] })
-	outcomes, err := r.outcomes(ctx, f.Project, ids, lo, hi)
+	outcomes, err := r.windowOutcomes(ctx, f.Project, runs)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := r.liveFacts(ctx, f.Project, runs, want.config, want.retries, want.approvals); err != nil {
 		return nil, false, err
 	}
 	out := make([]gradedRun, len(runs))
 	for i, run := range runs {
-		out[i] = gradedRun{RunSummary: run, verdict: RunVerdict(outcomes[run.TraceID], outcome)}
+		out[i] = gradedRun{RunSummary: run.RunSummary, verdict: RunVerdict(outcomes[run.TraceID], outcome), facts: run.facts}
 	}
 	return out, truncated, nil
 }

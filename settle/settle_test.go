@@ -2,9 +2,12 @@ package settle_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,10 +15,12 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/goldentest"
+	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/settle"
+	"github.com/tallyhq/tally/tools/demo"
 )
 
 // TestMain stops the ClickHouse server the package's integration tests share.
@@ -372,4 +377,152 @@ func TestInterruptedSettlementLosesAndDoublesNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDemoReportsEqualWhenSettled sends the demo's traffic (incidents,
+// evaluation runs with posted outcomes, a second version of a task)
+// through a running tally and checks that every report over runs answers
+// the same from the run table as from the spans: runs, tasks (by task and
+// by case), versions, the latest version changes, caps and the safety
+// review.
+func TestDemoReportsEqualWhenSettled(t *testing.T) {
+	in := tallytest.Start(t)
+	ctx := context.Background()
+	start := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	sum, err := demo.Send(ctx, demo.Config{Endpoint: in.URL, Runs: 40, Seed: 1, Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := query.NewReader(in.Store)
+	since, until := start.Add(-time.Hour), time.Now().Add(time.Hour)
+	reports := func() map[string]any {
+		out := map[string]any{}
+		add := func(name string, v any, err error) {
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[name] = v
+		}
+		var all []query.RunSummary
+		f := query.RunFilter{Project: "default", Since: since, Until: until, Limit: 9}
+		for {
+			page, err := r.Runs(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, page.Runs...)
+			if f.Cursor = page.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+		out["runs"] = all
+		tasks, err := r.Tasks(ctx, query.TaskFilter{Project: "default", Since: since, Until: until, Outcome: demo.OutcomeName})
+		add("tasks", tasks, err)
+		cases, err := r.Tasks(ctx, query.TaskFilter{Project: "default", Since: since, Until: until, Outcome: demo.OutcomeName, By: "case"})
+		add("cases", cases, err)
+		versions, err := r.Versions(ctx, query.VersionFilter{Project: "default", Since: since, Until: until, Outcome: demo.OutcomeName})
+		add("versions", versions, err)
+		changes, err := r.LatestVersionChanges(ctx, "default", since, until, demo.OutcomeName)
+		add("version changes", changes, err)
+		caps, err := r.Caps(ctx, query.CapsFilter{Project: "default", Since: since, Until: until})
+		add("caps", caps, err)
+		signals, err := r.Signals(ctx, query.SignalFilter{Project: "default", Since: since, Until: until})
+		add("signals", signals, err)
+		return out
+	}
+	before := reports()
+	if n := len(before["runs"].([]query.RunSummary)); n != sum.Runs {
+		t.Fatalf("%d runs listed, want the %d sent", n, sum.Runs)
+	}
+	if s := before["signals"].(*query.SignalsReport); s.Signals == 0 {
+		t.Fatalf("the demo's incidents raised no signal: %+v", s)
+	}
+	s := settle.New(r.SettleSource, in.Store, settle.Config{})
+	later := time.Now().Add(time.Hour) // every run quiet
+	if _, err := s.Check(ctx, since, until, later, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cycle(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	after := reports()
+	for _, run := range after["runs"].([]query.RunSummary) {
+		if !run.Settled {
+			t.Fatalf("run %s not settled", run.TraceID)
+		}
+	}
+	for name := range before {
+		if err := sameJSON(before[name], after[name]); err != nil {
+			t.Errorf("%s: from the run table vs from the spans: %v", name, err)
+		}
+	}
+}
+
+// sameJSON compares two values as JSON, numbers up to float rounding (a
+// run's cost is summed in SQL live and in Go when settled), the settled
+// flags aside.
+func sameJSON(a, b any) error {
+	var x, y any
+	for _, p := range []struct {
+		v   any
+		dst *any
+	}{{a, &x}, {b, &y}} {
+		raw, err := json.Marshal(p.v)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, p.dst); err != nil {
+			return err
+		}
+	}
+	return sameValue("", x, y)
+}
+
+func sameValue(path string, a, b any) error {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: %v vs %v", path, a, b)
+		}
+		delete(av, "settled")
+		delete(bv, "settled")
+		if len(av) != len(bv) {
+			return fmt.Errorf("%s: keys %v vs %v", path, keys(av), keys(bv))
+		}
+		for k := range av {
+			if err := sameValue(path+"."+k, av[k], bv[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return fmt.Errorf("%s: %d items vs %v", path, len(av), b)
+		}
+		for i := range av {
+			if err := sameValue(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i]); err != nil {
+				return err
+			}
+		}
+	case float64:
+		bv, ok := b.(float64)
+		if !ok || math.Abs(av-bv) > 1e-9*math.Max(1, math.Abs(av)) {
+			return fmt.Errorf("%s: %v vs %v", path, a, b)
+		}
+	default:
+		if !reflect.DeepEqual(a, b) {
+			return fmt.Errorf("%s: %v vs %v", path, a, b)
+		}
+	}
+	return nil
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
