@@ -578,7 +578,7 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
-	runs, err := r.windowRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task})
+	runs, err := r.windowRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task}, facts{review: true})
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func TestBuiltSQL(t *testing.T) {
 		{"runs_settled_facts", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Task: "refund"})
 			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
-			q, args := settledFactsSQL(goldenTables{}, "p", sel, live, largs)
+			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{config: true, outcomes: true}, live, largs)
 			return q, args, err
 		}},
 		{"outcomes_posted_in_window", built(postedInWindowSQL(gt, "p", since, until))},

@@ -153,15 +153,19 @@ type gradedRun struct {
 	facts   *runFacts
 }
 
-// facts says which facts a report needs of live runs (settled runs have
-// them all): configurations, tool retries, approvals.
-type facts struct{ config, retries, approvals bool }
+// facts says which facts a report needs: configurations, tool retries,
+// approvals (active time and waits), the safety review (steps and
+// signals), the spans' outcomes. Settled runs bring them from the run
+// table (where retries are always read); live runs' are read from their
+// spans.
+type facts struct{ config, retries, approvals, review, outcomes bool }
 
 // gradedRuns reads the runs f selects (newest first; at most max when max
 // is above 0) with their verdicts by the named outcome (RunVerdict) and the
 // facts want names, and whether the range held more.
 func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, want facts) ([]gradedRun, bool, error) {
-	runs, err := r.windowRuns(ctx, f)
+	want.outcomes = true
+	runs, err := r.windowRuns(ctx, f, want)
 	if err != nil {
 		return nil, false, err
 	}

@@ -37,8 +37,9 @@ type windowRun struct {
 }
 
 // windowRuns reads every run f selects (its window and filters; its
-// limit, cursor and order are ignored), newest first.
-func (r *core) windowRuns(ctx context.Context, f RunFilter) ([]windowRun, error) {
+// limit, cursor and order are ignored), newest first; of the settled runs'
+// facts, those want names (the others are left zero).
+func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]windowRun, error) {
 	sel, err := selectRuns(r.store, f)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func (r *core) windowRuns(ctx context.Context, f RunFilter) ([]windowRun, error)
 	var out []windowRun
 	if mark > 0 {
 		liveSQL, liveArgs := liveRunsSQL(r.store, f.Project, f.Since, mark)
-		q, args := settledFactsSQL(r.store, f.Project, sel, liveSQL, liveArgs)
+		q, args := settledFactsSQL(r.store, f.Project, sel, want, liveSQL, liveArgs)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read settled runs: %w", err)
@@ -120,9 +121,21 @@ func decodeFact(s string, v any) error {
 }
 
 // settledFactsSQL builds windowRuns' read of the settled runs sel selects
-// that are not live: runColumns, the retries and repeats, and the facts.
-func settledFactsSQL(t tables, project string, sel runSelection, liveSQL string, liveArgs []any) (string, []any) {
-	sub, args := settledRunsSQL(t, project, sel, "config, step_tools, step_statuses, step_effects, signals, active_ns, wait_ns, outcomes")
+// that are not live: runColumns, the retries and repeats, and the facts
+// want names (empty values for the others).
+func settledFactsSQL(t tables, project string, sel runSelection, want facts, liveSQL string, liveArgs []any) (string, []any) {
+	pick := func(on bool, col, none string) string {
+		if on {
+			return col
+		}
+		return none + " AS " + col
+	}
+	sub, args := settledRunsSQL(t, project, sel, strings.Join([]string{
+		pick(want.config, "config", "''"),
+		pick(want.review, "step_tools", "emptyArrayString()"), pick(want.review, "step_statuses", "emptyArrayString()"),
+		pick(want.review, "step_effects", "emptyArrayString()"), pick(want.review, "signals", "''"),
+		pick(want.approvals, "active_ns", "toUInt64(0)"), pick(want.approvals, "wait_ns", "toUInt64(0)"),
+		pick(want.outcomes, "outcomes", "''")}, ", "))
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args = append(args, sel.rowArgs...)
 	cond = append(cond, "trace_id NOT IN ("+liveSQL+")")

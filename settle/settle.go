@@ -86,7 +86,7 @@ func (c Config) withDefaults() Config {
 	c.RecheckEvery = cmp.Or(c.RecheckEvery, 10*time.Minute)
 	c.FullEvery = cmp.Or(c.FullEvery, time.Hour)
 	c.FullLookback = cmp.Or(c.FullLookback, 35*24*time.Hour)
-	c.Margin = cmp.Or(c.Margin, 2*time.Minute)
+	c.Margin = cmp.Or(c.Margin, time.Minute)
 	c.MaxLoadSpans = cmp.Or(c.MaxLoadSpans, 50_000)
 	c.MaxLoadRuns = cmp.Or(c.MaxLoadRuns, 250)
 	if c.Logger == nil {

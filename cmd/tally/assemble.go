@@ -31,6 +31,7 @@ import (
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/settle"
 	"github.com/tallyhq/tally/support/auth"
 	"github.com/tallyhq/tally/support/diskguard"
 	"github.com/tallyhq/tally/support/lease"
@@ -94,26 +95,11 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 
 	// Readers and metrics, shared by what follows.
 	registry := server.NewRegistry()
-	effects, err := safety.ParsePolicy(cfg.API.ToolEffects)
+	review, err := reviewOptions(cfg.API)
 	if err != nil {
-		return fail(fmt.Errorf("--tool-effects: %w", err))
+		return fail(err)
 	}
-	if cfg.API.Signals.MinBackoff <= 0 || cfg.API.Signals.MaxRepeats < 1 || cfg.API.Signals.MaxSteps < 1 || cfg.API.Signals.Lockstep <= 0 {
-		return fail(fmt.Errorf("--signal-min-backoff and --signal-lockstep must be > 0, --signal-max-repeats and --signal-max-steps ≥ 1"))
-	}
-	toolRegistry, err := safety.ParseRegistry(cfg.API.ToolRegistry)
-	if err != nil {
-		return fail(fmt.Errorf("--tool-registry: %w", err))
-	}
-	runCaps, err := safety.ParseCaps(cfg.API.RunCaps)
-	if err != nil {
-		return fail(fmt.Errorf("--run-cap: %w", err))
-	}
-	if v := cfg.API.Validation; v.MaxSteps < 1 || v.MaxRunTime <= 0 || v.MaxSchemaBytes < 1 {
-		return fail(fmt.Errorf("--validation-max-steps and --validation-max-schema-bytes must be ≥ 1, --validation-max-run-time > 0"))
-	}
-	reader := query.NewReader(store, query.WithToolEffects(effects), query.WithSignalLimits(cfg.API.Signals),
-		query.WithToolRegistry(toolRegistry), query.WithRunCaps(runCaps), query.WithValidator(safety.NewValidator(cfg.API.Validation)))
+	reader := query.NewReader(store, review...)
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)
@@ -199,6 +185,12 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		Explain: explainer, Storage: storage, KeptFrom: policy.KeptFrom,
 		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
 	}
+	// The run table: runs settled once quiet, under a lease like retention.
+	settleRun, err := buildSettler(cfg.Settle, store, reader, holder, policy.SpansKeptFrom, registry, log)
+	if err != nil {
+		return fail(err)
+	}
+	jobs = append(jobs, settleRun)
 	if catalog != nil {
 		apiOpts.Costs = query.NewCostReader(reader, catalog)
 		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
@@ -451,6 +443,32 @@ func spanAgeFromRetention(st storageConfig) (time.Duration, error) {
 	return longest, nil
 }
 
+// settleLease is the lease the settler runs under with --settle-runner
+// auto: one replica settles runs at a time.
+const settleLease = "settle"
+
+// buildSettler builds the job that settles runs into the run table, run as
+// --settle-runner says.
+func buildSettler(sc settleConfig, store *schema.Store, reader *query.Reader, holder string, keptFrom func(time.Time) time.Time,
+	reg prometheus.Registerer, log *slog.Logger) (func(context.Context), error) {
+	if sc.Quiet <= 0 || sc.Interval <= 0 || sc.Margin <= 0 {
+		return nil, fmt.Errorf("--settle-quiet, --settle-interval and --settle-margin must be > 0")
+	}
+	s := settle.New(reader.SettleSource, store, settle.Config{Quiet: sc.Quiet, Interval: sc.Interval, Margin: sc.Margin,
+		KeptFrom: keptFrom, Logger: log.With("component", "settle")})
+	if err := s.Register(reg); err != nil {
+		return nil, err
+	}
+	run, err := underLease("--settle-runner", sc.Runner, settleLease, holder, store, log, s.Run)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Runner == "off" {
+		log.Warn("settling off on this replica (--settle-runner=off): runs are read from their spans unless another replica settles them")
+	}
+	return run, nil
+}
+
 // retentionLease is the lease retention runs under with --retention-runner
 // auto: one replica drops partitions at a time.
 const retentionLease = "retention"
@@ -586,4 +604,29 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, used)
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, limit)
+}
+
+// reviewOptions are the readers' safety review settings (--tool-effects,
+// --signal-*, --tool-registry, --run-cap, --validation-*), checked.
+func reviewOptions(a apiConfig) ([]query.ReaderOption, error) {
+	effects, err := safety.ParsePolicy(a.ToolEffects)
+	if err != nil {
+		return nil, fmt.Errorf("--tool-effects: %w", err)
+	}
+	if a.Signals.MinBackoff <= 0 || a.Signals.MaxRepeats < 1 || a.Signals.MaxSteps < 1 || a.Signals.Lockstep <= 0 {
+		return nil, fmt.Errorf("--signal-min-backoff and --signal-lockstep must be > 0, --signal-max-repeats and --signal-max-steps ≥ 1")
+	}
+	toolRegistry, err := safety.ParseRegistry(a.ToolRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("--tool-registry: %w", err)
+	}
+	runCaps, err := safety.ParseCaps(a.RunCaps)
+	if err != nil {
+		return nil, fmt.Errorf("--run-cap: %w", err)
+	}
+	if v := a.Validation; v.MaxSteps < 1 || v.MaxRunTime <= 0 || v.MaxSchemaBytes < 1 {
+		return nil, fmt.Errorf("--validation-max-steps and --validation-max-schema-bytes must be ≥ 1, --validation-max-run-time > 0")
+	}
+	return []query.ReaderOption{query.WithToolEffects(effects), query.WithSignalLimits(a.Signals),
+		query.WithToolRegistry(toolRegistry), query.WithRunCaps(runCaps), query.WithValidator(safety.NewValidator(a.Validation))}, nil
 }

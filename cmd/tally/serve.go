@@ -15,8 +15,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tallyhq/tally/pricing"
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/schema/chdb"
+	"github.com/tallyhq/tally/settle"
 	"github.com/tallyhq/tally/support/config"
 	"github.com/tallyhq/tally/support/params"
 )
@@ -374,27 +376,61 @@ func newMigrateCmd() *cobra.Command {
 	var st storeFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Create or upgrade tally's ClickHouse schema (idempotent)",
+		Short: "Create or upgrade tally's ClickHouse schema (idempotent), and settle the runs stored before",
+		Long: `Create or upgrade tally's ClickHouse schema. Every step is idempotent.
+
+Then, unless --settle=false, settle every stored run not yet in the run table
+(the backfill after an upgrade that added it): a day at a time, a few hundred
+runs per load, printing each day done. It is resumable: a second run (or tally
+serve, whose settler does the same in the background) continues where one
+stopped. Give it the safety review's settings tally serve runs with
+(--tool-effects, --tool-registry, --run-cap…, or the same tally.yaml), or
+serve reviews the runs again under its own.`,
 	}
 	apply := configFlag(cmd)
 	st.register(cmd.Flags(), nil)
+	var review apiConfig
+	bindReview(cmd.Flags(), &review)
+	settleRuns := cmd.Flags().Bool("settle", true, "settle the stored runs the run table does not hold yet")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
 			return err
 		}
-		store, err := openWithRetry(cmd.Context(), &st, newLogger("info"))
+		opts, err := reviewOptions(review)
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		store, err := openWithRetry(ctx, &st, newLogger("info"))
 		if err != nil {
 			return err
 		}
 		defer store.Close()
-		if err := store.Migrate(cmd.Context()); err != nil {
+		if err := store.Migrate(ctx); err != nil {
 			return err
 		}
-		v, err := store.SchemaVersion(cmd.Context())
+		v, err := store.SchemaVersion(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d (clickhouse %s, database %s)\n", v, store.Capabilities().Version, st.database)
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "schema at version %d (clickhouse %s, database %s)\n", v, store.Capabilities().Version, st.database)
+		if !*settleRuns {
+			return nil
+		}
+		reader := query.NewReader(store, opts...)
+		s := settle.New(reader.SettleSource, store, settle.Config{Logger: newLogger("warn")})
+		now := time.Now()
+		total, err := s.Check(ctx, time.Unix(0, 0), now, now, func(day time.Time, st settle.Stats) {
+			fmt.Fprintf(out, "settled through %s: %d runs (%d waiting)\n", day.Format(time.DateOnly), st.Settled, st.Waiting)
+		})
+		if err != nil {
+			return fmt.Errorf("settle runs (run migrate again to continue): %w", err)
+		}
+		if _, err := s.Cycle(ctx, now); err != nil {
+			return fmt.Errorf("settle runs (run migrate again to continue): %w", err)
+		}
+		fmt.Fprintf(out, "runs settled: %d (%d in flight, settled by tally serve once quiet)\n", total.Settled, total.Waiting)
 		return nil
 	}
 	return cmd

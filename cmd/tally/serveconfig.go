@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/retention"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/server"
+	"github.com/tallyhq/tally/settle"
 	"github.com/tallyhq/tally/support/auth"
 )
 
@@ -40,6 +41,15 @@ type serveConfig struct {
 	Auth    authConfig
 	Debug   debugConfig
 	Storage storageConfig
+	Settle  settleConfig
+}
+
+// settleConfig is the settling of runs into the run table (package settle).
+type settleConfig struct {
+	Runner   string // auto, on, off
+	Quiet    time.Duration
+	Interval time.Duration
+	Margin   time.Duration
 }
 
 // storageConfig is retention and the free-space floor.
@@ -185,6 +195,12 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&st.DiskFloor, "disk-floor", "1GiB", "least free space on the data directory's disk (and ClickHouse's, where the server reports it): below it tally refuses writes with 503 until space returns; a size (1GiB, 500MB) or a percentage (5%); 0 for none")
 	fs.DurationVar(&st.DiskCheckEvery, "disk-check-interval", 10*time.Second, "how often free space is measured")
 
+	se := &c.Settle
+	fs.StringVar(&se.Runner, "settle-runner", "auto", "which replica settles runs into the run table: auto (one at a time, under a lease in ClickHouse), on (this one), off (none: runs are read from their spans until one does)")
+	fs.DurationVar(&se.Quiet, "settle-quiet", settle.DefaultQuiet, "how long after a run's last span ended and was written the run is settled (its row computed once); until then it is read live from its spans")
+	fs.DurationVar(&se.Interval, "settle-interval", 5*time.Second, "how often quiet runs are settled")
+	fs.DurationVar(&se.Margin, "settle-margin", time.Minute, "how long a written span may take to become visible to reads: the runs with spans written within it are read live")
+
 	in := &c.Ingest
 	fs.StringVar(&in.Prices, "prices", "", "YAML price file adding to or overriding the built-in catalog")
 	fs.StringVar(&in.LiteLLMPrices, "litellm-prices", "", "LiteLLM model_prices_and_context_window.json to load as overrides")
@@ -227,17 +243,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.AckTimeout, "ack-timeout", w.AckTimeout, "longest a request waits for its rows to be stored before 503")
 
 	fs.IntVar(&c.API.RunReads.MaxRunSpans, "max-run-spans", c.API.RunReads.MaxRunSpans, "most span nodes one run answer holds (a larger run is answered in part, the rest fetched per span; fixtures of larger runs are refused with 413)")
-	fs.StringSliceVar(&c.API.ToolEffects, "tool-effects", nil, "tool effect classes for the safety review, [project:]pattern=read|idempotent|non_idempotent|irreversible (repeatable; globs; the first match wins, a project's first)")
-	fs.DurationVar(&c.API.Signals.MinBackoff, "signal-min-backoff", safety.DefaultLimits().MinBackoff, "a retry starting sooner than this after the attempt it retried ended is a retry_storm signal")
-	fs.IntVar(&c.API.Signals.MaxRepeats, "signal-max-repeats", safety.DefaultLimits().MaxRepeats, "more calls than this of one tool with the same arguments failing in one run is a runaway_loop signal")
-	fs.IntVar(&c.API.Signals.MaxSteps, "signal-max-steps", safety.DefaultLimits().MaxSteps, "more tool calls than this in one run is a runaway_loop signal")
-	fs.DurationVar(&c.API.Signals.Lockstep, "signal-lockstep", safety.DefaultLimits().Lockstep, "retries of one tool by different branches starting within this of each other are a retry_storm signal (no jitter)")
-	fs.StringSliceVar(&c.API.ToolRegistry, "tool-registry", nil, "tools agents may call, [project:]pattern (repeatable; globs): a call of another is an unknown_tool signal; a project with no patterns has no registry")
-	fs.StringSliceVar(&c.API.RunCaps, "run-cap", nil, `a run budget checked by budget_exceeded signals: "[project=P] [task=T|agent=A] iterations=N tokens=N cost=USD wall=DURATION" (repeatable; at least one limit; wall is active time, approval waits excluded)`)
-	dv := safety.DefaultValidationLimits()
-	fs.IntVar(&c.API.Validation.MaxSteps, "validation-max-steps", dv.MaxSteps, "most validation steps (subschema × value visits) one tool call's arguments may take against its schema; past it the call is an unchecked_arguments signal (too complex)")
-	fs.DurationVar(&c.API.Validation.MaxRunTime, "validation-max-run-time", dv.MaxRunTime, "most time one run's review spends validating tool arguments; later calls are unchecked_arguments signals")
-	fs.IntVar(&c.API.Validation.MaxSchemaBytes, "validation-max-schema-bytes", dv.MaxSchemaBytes, "largest tool schema compiled for validation; calls against a larger one are unchecked_arguments signals")
+	bindReview(fs, &c.API)
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{d: &c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
@@ -270,4 +276,20 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&au.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Host and X-Forwarded-Proto are believed; default none")
 
 	fs.StringVar(&c.Debug.Listen, "debug-listen", "", "serve Go profiling (net/http/pprof under /debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty")
+}
+
+// bindReview registers the safety review's settings (serve, and migrate,
+// which settles runs with the same review).
+func bindReview(fs *pflag.FlagSet, a *apiConfig) {
+	fs.StringSliceVar(&a.ToolEffects, "tool-effects", nil, "tool effect classes for the safety review, [project:]pattern=read|idempotent|non_idempotent|irreversible (repeatable; globs; the first match wins, a project's first)")
+	fs.DurationVar(&a.Signals.MinBackoff, "signal-min-backoff", safety.DefaultLimits().MinBackoff, "a retry starting sooner than this after the attempt it retried ended is a retry_storm signal")
+	fs.IntVar(&a.Signals.MaxRepeats, "signal-max-repeats", safety.DefaultLimits().MaxRepeats, "more calls than this of one tool with the same arguments failing in one run is a runaway_loop signal")
+	fs.IntVar(&a.Signals.MaxSteps, "signal-max-steps", safety.DefaultLimits().MaxSteps, "more tool calls than this in one run is a runaway_loop signal")
+	fs.DurationVar(&a.Signals.Lockstep, "signal-lockstep", safety.DefaultLimits().Lockstep, "retries of one tool by different branches starting within this of each other are a retry_storm signal (no jitter)")
+	fs.StringSliceVar(&a.ToolRegistry, "tool-registry", nil, "tools agents may call, [project:]pattern (repeatable; globs): a call of another is an unknown_tool signal; a project with no patterns has no registry")
+	fs.StringSliceVar(&a.RunCaps, "run-cap", nil, `a run budget checked by budget_exceeded signals: "[project=P] [task=T|agent=A] iterations=N tokens=N cost=USD wall=DURATION" (repeatable; at least one limit; wall is active time, approval waits excluded)`)
+	dv := safety.DefaultValidationLimits()
+	fs.IntVar(&a.Validation.MaxSteps, "validation-max-steps", dv.MaxSteps, "most validation steps (subschema × value visits) one tool call's arguments may take against its schema; past it the call is an unchecked_arguments signal (too complex)")
+	fs.DurationVar(&a.Validation.MaxRunTime, "validation-max-run-time", dv.MaxRunTime, "most time one run's review spends validating tool arguments; later calls are unchecked_arguments signals")
+	fs.IntVar(&a.Validation.MaxSchemaBytes, "validation-max-schema-bytes", dv.MaxSchemaBytes, "largest tool schema compiled for validation; calls against a larger one are unchecked_arguments signals")
 }

@@ -6,7 +6,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
 	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
 	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted, config, step_tools, step_statuses, step_effects, signals, active_ns, wait_ns, outcomes FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted, config, emptyArrayString() AS step_tools, emptyArrayString() AS step_statuses, emptyArrayString() AS step_effects, '' AS signals, toUInt64(0) AS active_ns, toUInt64(0) AS wait_ns, outcomes FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
 WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ? AND trace_id NOT IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id)
 -- parameters:
 -- string p
