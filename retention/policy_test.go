@@ -46,6 +46,7 @@ func TestPlan(t *testing.T) {
 		dayPart(schema.TableContent, "20261123"), dayPart(schema.TableContent, "20261124"),
 		dayPart(schema.TableCostRollup, "202510"), dayPart(schema.TableCostRollup, "202511"),
 		dayPart(schema.TableOutcomes, "202609"), dayPart(schema.TableOutcomes, "202610"), dayPart(schema.TableOutcomes, "202611"),
+		dayPart(schema.TableRuns, "20261031"), dayPart(schema.TableRuns, "20261101"),
 	}
 	base := Policy{Spans: 30 * day, Content: 7 * day, Rollups: 400 * day}
 	for _, c := range []struct {
@@ -54,7 +55,8 @@ func TestPlan(t *testing.T) {
 		want []string
 	}{
 		// 400 days back is 2025-10-27 12:00: October 2025 is not wholly older.
-		{"defaults", base, []string{"spans:drop:20261031", "outcomes:drop:202609", "outcomes:drop:202610", "content:drop:20261123"}},
+		{"defaults", base, []string{"spans:drop:20261031", "outcomes:drop:202609", "outcomes:drop:202610",
+			"runs:drop:20261031", "content:drop:20261123"}},
 		{"a project kept longer", func() Policy {
 			p := base
 			p.Projects = map[string]Override{"audit": {Spans: 90 * day}}
@@ -63,7 +65,7 @@ func TestPlan(t *testing.T) {
 			// 90 days back is 2026-09-02 12:00: no partition is wholly older
 			// (September 2026 ends after it); the others' rows go at 30 days.
 			"spans:delete:30d:all but[audit]", "span_facts:delete:30d:all but[audit]",
-			"outcomes:delete:30d:all but[audit]",
+			"outcomes:delete:30d:all but[audit]", "runs:delete:30d:all but[audit]",
 			// content: audit's content is kept 7 days like all (the default content retention).
 			"content:drop:20261123",
 		}},
@@ -74,6 +76,7 @@ func TestPlan(t *testing.T) {
 		}(), []string{
 			"spans:drop:20261031", "spans:delete:3d:[noisy]", "span_facts:delete:3d:[noisy]",
 			"outcomes:drop:202609", "outcomes:drop:202610", "outcomes:delete:3d:[noisy]",
+			"runs:drop:20261031", "runs:delete:3d:[noisy]",
 			"content:drop:20261123", "content:delete:1d:[noisy]",
 		}},
 		{"forever", Policy{}, nil},

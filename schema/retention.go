@@ -38,7 +38,7 @@ func RetainedTables() []RetainedTable {
 		{Name: TableSpans, Class: ClassSpans, TimeColumn: "start", PerProject: true},
 		{Name: TableSpanFacts, Class: ClassSpans, TimeColumn: "start", PerProject: true},
 		{Name: TableOutcomes, Class: ClassSpans, TimeColumn: "run_start", Monthly: true, PerProject: true},
-		{Name: TableRuns, Class: ClassSpans, TimeColumn: "start", Monthly: true, PerProject: true},
+		{Name: TableRuns, Class: ClassSpans, TimeColumn: "start", PerProject: true},
 		{Name: TableContent, Class: ClassContent, TimeColumn: "start", PerProject: true},
 		{Name: TableCostRollup, Class: ClassRollups, TimeColumn: "hour", Monthly: true},
 		{Name: TableCostRollupHours, Class: ClassRollups, TimeColumn: "hour", Monthly: true},

@@ -182,13 +182,13 @@ func RunColumnNames() string { return columnNames(runColumns) }
 
 // runsTable is the run table: ReplacingMergeTree on Version, sorted by
 // (project, start, trace_id) so that a window of a project's runs is a key
-// range, partitioned by the month of the run's start (runs are few next to
-// spans: a month of a busy project is one partition of modest size), and
-// sharded by trace id like the spans, so that a run's row is on the shard
-// that holds its spans.
+// range, partitioned by the day of the run's start like the spans (so that
+// retention drops a day's runs with the day's spans), and sharded by trace
+// id like the spans, so that a run's row is on the shard that holds its
+// spans.
 func runsTable(s *Store) tableDef {
 	return tableDef{Name: TableRuns, Columns: columnDDL(runColumns, s.caps),
-		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMM(start)",
+		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMMDD(start)",
 		OrderBy: "(project, start, trace_id)", ShardBy: "cityHash64(trace_id)"}
 }
 
@@ -204,7 +204,7 @@ func (s *Store) InsertRuns(ctx context.Context, rows []RunRow) error {
 		return nil
 	}
 	return insertColumns(ctx, s.conn, s.Table(TableRuns), runColumns, rows, nil, 0,
-		newMonthPartitioner(s.Capabilities(), func(r *RunRow) time.Time { return r.Start }))
+		newPartitioner(s.Capabilities(), func(r *RunRow) time.Time { return r.Start }))
 }
 
 // InsertRunMark writes one value of a settler mark.

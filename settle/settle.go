@@ -118,8 +118,8 @@ type Settler struct {
 	mu          sync.Mutex // one pass at a time
 	lastVersion uint64
 
-	settled, tombstones, passes, failures prometheus.Counter
-	lag                                   prometheus.Gauge
+	settled, tombstones, passes, failures, busy prometheus.Counter
+	lag                                         prometheus.Gauge
 }
 
 // New returns a Settler reading src and writing sink.
@@ -133,6 +133,8 @@ func New(src Source, sink Sink, cfg Config) *Settler {
 			Help: "Settle passes (cycles and checks) completed."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_settle_failures_total",
 			Help: "Settle passes that failed (retried at the next one)."}),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_settle_busy_seconds_total",
+			Help: "Wall time spent in settle passes: an upper bound of the settler's CPU (one goroutine) and of the store's time serving it."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tally_settle_lag_seconds",
 			Help: "How far the settled mark is behind now: spans written since are read live from the spans table."}),
 	}
@@ -140,7 +142,7 @@ func New(src Source, sink Sink, cfg Config) *Settler {
 
 // Register exports the settler's metrics.
 func (s *Settler) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{s.settled, s.tombstones, s.passes, s.failures, s.lag} {
+	for _, c := range []prometheus.Collector{s.settled, s.tombstones, s.passes, s.failures, s.busy, s.lag} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("settle metrics: %w", err)
 		}
@@ -207,6 +209,7 @@ const future = 24 * time.Hour
 func (s *Settler) Cycle(ctx context.Context, now time.Time) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.timed(time.Now())
 	mark, err := s.src.SettledMark(ctx)
 	if err != nil {
 		return Stats{}, err
@@ -245,6 +248,7 @@ func (s *Settler) Cycle(ctx context.Context, now time.Time) (Stats, error) {
 func (s *Settler) Check(ctx context.Context, from, to, now time.Time, progress func(day time.Time, st Stats)) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.timed(time.Now())
 	if s.cfg.KeptFrom != nil {
 		if kept := s.cfg.KeptFrom(now); !kept.IsZero() && from.Before(kept) {
 			from = kept
@@ -347,6 +351,9 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 	st.Waiting = len(waiting)
 	return st, waiting, nil
 }
+
+// timed adds the time since began to the busy counter.
+func (s *Settler) timed(began time.Time) { s.busy.Add(time.Since(began).Seconds()) }
 
 // nextVersion is a version above every one this Settler wrote: the clock in
 // nanoseconds, moved past the last.

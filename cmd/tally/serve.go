@@ -392,6 +392,8 @@ serve reviews the runs again under its own.`,
 	var review apiConfig
 	bindReview(cmd.Flags(), &review)
 	settleRuns := cmd.Flags().Bool("settle", true, "settle the stored runs the run table does not hold yet")
+	quiet := cmd.Flags().Duration("settle-quiet", settle.DefaultQuiet, "a run whose last span ended or was written more recently is left to tally serve's settler")
+	margin := cmd.Flags().Duration("settle-margin", time.Minute, "as tally serve's: spans written within it stay read live")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := apply(); err != nil {
 			return err
@@ -419,7 +421,10 @@ serve reviews the runs again under its own.`,
 			return nil
 		}
 		reader := query.NewReader(store, opts...)
-		s := settle.New(reader.SettleSource, store, settle.Config{Logger: newLogger("warn")})
+		if *quiet <= 0 || *margin <= 0 {
+			return fmt.Errorf("--settle-quiet and --settle-margin must be > 0")
+		}
+		s := settle.New(reader.SettleSource, store, settle.Config{Quiet: *quiet, Margin: *margin, Logger: newLogger("warn")})
 		now := time.Now()
 		total, err := s.Check(ctx, time.Unix(0, 0), now, now, func(day time.Time, st settle.Stats) {
 			fmt.Fprintf(out, "settled through %s: %d runs (%d waiting)\n", day.Format(time.DateOnly), st.Settled, st.Waiting)

@@ -285,7 +285,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 			engines[name] = engine
 		}
 		rows.Close()
-		for _, table := range []string{schema.TableSpans, schema.TableContent, schema.TableCostRollup, schema.TableMigrations, schema.TableLeases, schema.TableSpanFacts} {
+		for _, table := range []string{schema.TableSpans, schema.TableContent, schema.TableCostRollup, schema.TableMigrations, schema.TableLeases, schema.TableSpanFacts, schema.TableRuns, schema.TableRunMarks} {
 			if engines[table] != "Distributed" || engines[table+"_local"] != "ReplicatedReplacingMergeTree" {
 				t.Errorf("node %s: %s is %q and %s_local is %q; want Distributed over ReplicatedReplacingMergeTree",
 					n.Addr, table, engines[table], table, engines[table+"_local"])

@@ -114,6 +114,8 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	}
 	cpu := cfg.cpuNow(t.PID).since(cpuBefore)
 	events := serverEvents(ctx, store).since(eventsBefore)
+	// What the settler did meanwhile (a build without it has no figures).
+	settled, settledErr := t.metrics(ctx, "tally_settle_runs_total", "tally_settle_busy_seconds_total")
 	if err := t.Stop(); err != nil {
 		return err
 	}
@@ -172,6 +174,15 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	// on both paths: a run's rates depend on it.
 	cpu.addHost(detail, "")
 	direct.cpu.addHost(detail, "direct_")
+	if settledErr == nil {
+		detail["settle_runs"] = settled["tally_settle_runs_total"]
+		detail["settle_busy_s"] = settled["tally_settle_busy_seconds_total"]
+		if cpu.known && cpu.tally > 0 {
+			// The settler is one goroutine: its CPU is at most its passes'
+			// wall time.
+			detail["settle_cpu_share_at_most"] = math.Round(settled["tally_settle_busy_seconds_total"]/cpu.tally.Seconds()*1000) / 1000
+		}
+	}
 	if tg.kind == storeServer {
 		// On the embedded store the engine's CPU is tally's, and the
 		// server's process has nothing to do with the pass.
