@@ -155,7 +155,7 @@ func taskCaps(task string, runs []gradedRun, multiplier float64) TaskCaps {
 	for i := range runs {
 		g := &runs[i]
 		var wait float64
-		measures[i], wait = runMeasures(&g.RunSummary, g.facts)
+		measures[i], wait = runMeasures(g.RunSummary, g.facts)
 		if wait > 0 {
 			tc.RunsWaiting++
 			waits = append(waits, wait)

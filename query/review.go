@@ -578,28 +578,21 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	for _, k := range safety.Kinds() {
 		rep.Kinds[k] = 0
 	}
-	runs, err := r.windowRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task}, facts{review: true})
-	if err != nil {
-		return nil, err
-	}
-	rep.RunsRead = len(runs)
-	if len(runs) == 0 {
-		return rep, nil
-	}
-	// Settled runs bring their review; the live ones (few: in flight) are
-	// reviewed from their spans first.
-	var live []RunSummary
-	for i := range runs {
-		if runs[i].facts == nil {
-			live = append(live, runs[i].RunSummary)
+	// Live runs (few: in flight) are reviewed from their spans before the
+	// runs stream by; settled runs bring the review settling stored.
+	prepare := func(live []windowRun) error {
+		summaries := make([]RunSummary, len(live))
+		for i := range live {
+			summaries[i] = live[i].RunSummary
 		}
-	}
-	reviewed := make(map[string]*runFacts, len(live))
-	err = r.reviewRuns(ctx, f.Project, live, func(run *RunSummary, rv *runReview) {
-		reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
-	})
-	if err != nil {
-		return nil, err
+		reviewed := make(map[string]*runFacts, len(live))
+		err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
+			reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
+		})
+		for i := range live {
+			live[i].facts = reviewed[live[i].TraceID]
+		}
+		return err
 	}
 	type key struct {
 		kind safety.SignalKind
@@ -616,14 +609,12 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	}
 	perMinute := map[minuteKey]int{}
 	// Runs are newest first: example runs come out newest first too.
-	for i := range runs {
-		run, rv := &runs[i].RunSummary, runs[i].facts
-		if rv == nil {
-			rv = reviewed[run.TraceID]
-		}
+	err := r.eachWindowRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Agent: f.Agent, Task: f.Task}, facts{review: true}, prepare, func(wr *windowRun) error {
+		run, rv := &wr.RunSummary, wr.facts
 		if rv == nil {
 			rv = &runFacts{}
 		}
+		rep.RunsRead++
 		rep.RunsByTask[run.Task]++
 		for _, st := range rv.steps {
 			if f.Tool != "" && st.Tool != f.Tool {
@@ -689,6 +680,10 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		if flagged {
 			rep.RunsWithSignals++
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, g := range groups {
 		rep.Groups = append(rep.Groups, *g)

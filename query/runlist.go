@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,31 +260,19 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 		}
 		after = &c
 	}
-	mark, err := r.SettledMark(ctx)
+	lv, err := r.liveRuns(ctx, f.Project, f.Since)
 	if err != nil {
 		return RunPage{}, err
 	}
-	liveSQL, liveArgs := liveRunsSQL(r.store, f.Project, f.Since, mark)
 	var found []keyedRun
-	if mark > 0 {
-		q, args := settledListSQL(r.store, f.Project, sel, order, after, f.Limit+1, liveSQL, liveArgs)
-		rows, err := r.store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return RunPage{}, fmt.Errorf("list settled runs: %w", err)
+	if !lv.all {
+		if found, err = r.settledPage(ctx, f.Project, sel, order, after, f.Limit+1, lv); err != nil {
+			return RunPage{}, err
 		}
-		settled, err := scanAll(rows, func(k *settledKeyed) []any {
-			return append(k.run.dest(), &k.retries, &k.repeats, &k.key)
-		})
-		if err != nil {
-			return RunPage{}, fmt.Errorf("list settled runs: %w", err)
+		if lv.none() {
+			return pageOf(found, f.Limit, order), nil
 		}
-		for i := range settled {
-			sum := settled[i].run.summary()
-			retries, repeats := int(settled[i].retries), int(settled[i].repeats)
-			sum.ToolRetries, sum.ToolRepeats, sum.Settled = &retries, &repeats, true
-			found = append(found, keyedRun{sum, settled[i].key})
-		}
-		sel = sel.narrowed("trace_id IN ("+liveSQL+")", liveArgs)
+		sel = lv.narrow(sel)
 	}
 	var live []keyedRun
 	if order.sort == SortRetries {
@@ -306,7 +295,12 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 			live[i].run = runs[i]
 		}
 	}
-	found = append(found, live...)
+	return pageOf(append(found, live...), f.Limit, order), nil
+}
+
+// pageOf is the page of at most limit runs of found, merged in order, and
+// the cursor after it when found has more.
+func pageOf(found []keyedRun, limit int, order runListOrder) RunPage {
 	slices.SortFunc(found, func(a, b keyedRun) int {
 		c := cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.run.TraceID, b.run.TraceID))
 		if order.desc {
@@ -314,28 +308,74 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 		}
 		return c
 	})
-	page := RunPage{Runs: make([]RunSummary, 0, min(len(found), f.Limit))}
-	for i := range found[:min(len(found), f.Limit)] {
+	page := RunPage{Runs: make([]RunSummary, 0, min(len(found), limit))}
+	for i := range found[:min(len(found), limit)] {
 		page.Runs = append(page.Runs, found[i].run)
 	}
-	if len(found) > f.Limit {
-		last := found[f.Limit-1]
+	if len(found) > limit {
+		last := found[limit-1]
 		page.NextCursor = order.encode(cursor{last.key, last.run.TraceID})
 	}
-	return page, nil
+	return page
+}
+
+// settledPage reads a page of settled runs (at most limit, after the
+// cursor, in order) in two steps: the narrow read that picks the page, then
+// the page's rows by key.
+func (r *core) settledPage(ctx context.Context, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet) ([]keyedRun, error) {
+	q, args := settledPageSQL(r.store, project, sel, order, after, limit, lv)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list settled runs: %w", err)
+	}
+	type picked struct {
+		id    string
+		start uint32
+		key   uint64
+	}
+	page, err := scanAll(rows, func(p *picked) []any { return []any{&p.id, &p.start, &p.key} })
+	if err != nil || len(page) == 0 {
+		return nil, err
+	}
+	ids, starts := make([]string, len(page)), make([]uint32, len(page))
+	for i, p := range page {
+		ids[i], starts[i] = p.id, p.start
+	}
+	q, args = settledRowsSQL(r.store, project, starts, ids)
+	rows, err = r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list settled runs: %w", err)
+	}
+	type settled struct {
+		run              runRow
+		retries, repeats uint64
+	}
+	found, err := scanAll(rows, func(k *settled) []any { return append(k.run.dest(), &k.retries, &k.repeats) })
+	if err != nil {
+		return nil, fmt.Errorf("list settled runs: %w", err)
+	}
+	byID := make(map[string]*settled, len(found))
+	for i := range found {
+		byID[found[i].run.TraceID] = &found[i]
+	}
+	out := make([]keyedRun, 0, len(page))
+	for _, p := range page {
+		x := byID[p.id]
+		if x == nil {
+			continue // settled again under another start between the two reads
+		}
+		sum := x.run.summary()
+		retries, repeats := int(x.retries), int(x.repeats)
+		sum.ToolRetries, sum.ToolRepeats, sum.Settled = &retries, &repeats, true
+		out = append(out, keyedRun{sum, p.key})
+	}
+	return out, nil
 }
 
 // keyedRun is a run with its sort key under the list's order.
 type keyedRun struct {
 	run RunSummary
 	key uint64
-}
-
-// settledKeyed is a settled run as settledListSQL reads it.
-type settledKeyed struct {
-	run              runRow
-	retries, repeats uint64
-	key              uint64
 }
 
 // liveList reads the live runs sel selects, at most limit of them after
@@ -361,30 +401,104 @@ func (r *core) liveList(ctx context.Context, sel runSelection, order runListOrde
 	return out, nil
 }
 
-// liveRunsSQL builds the subquery of the trace ids of project's runs that
-// are live: with a span written after the settled mark (every run when
-// nothing is settled yet), among spans starting from DefaultTraceWindow
-// before since (zero: all).
-func liveRunsSQL(t tables, project string, since time.Time, mark uint64) (string, []any) {
-	q := "SELECT trace_id FROM " + t.Table(schema.TableSpanFacts) + " WHERE project = ? AND version > ?"
-	args := []any{project, mark}
-	if !since.IsZero() {
-		q += " AND start >= ?"
-		args = append(args, since.UTC().Truncate(time.Second).Add(-DefaultTraceWindow))
+// liveSet is the runs a read takes live from their spans: every run when
+// nothing is settled yet (all), else those with a span written after the
+// settled mark — by id when they are few (as they are while the settler
+// keeps up), else by a subquery.
+type liveSet struct {
+	all     bool
+	ids     []string
+	sub     string
+	subArgs []any
+}
+
+// maxLiveIDs is how many live runs a read names by id; more are named by a
+// subquery (an IN list of their ids would pass ClickHouse's 256 KiB
+// max_query_size).
+const maxLiveIDs = 2000
+
+// liveRuns finds the live runs of project among the spans starting from
+// DefaultTraceWindow before since (zero: all).
+func (r *core) liveRuns(ctx context.Context, project string, since time.Time) (liveSet, error) {
+	mark, err := r.SettledMark(ctx)
+	if err != nil || mark == 0 {
+		return liveSet{all: true}, err
 	}
-	return q + " GROUP BY trace_id", args
+	sub, args := liveRunsSQL(r.store, project, since, time.Now(), mark)
+	rows, err := r.store.Conn().Query(ctx, sub+" LIMIT "+strconv.Itoa(maxLiveIDs+1), args...)
+	if err != nil {
+		return liveSet{}, fmt.Errorf("find live runs: %w", err)
+	}
+	ids, err := scanAll(rows, func(s *string) []any { return []any{s} })
+	if err != nil {
+		return liveSet{}, fmt.Errorf("find live runs: %w", err)
+	}
+	if len(ids) > maxLiveIDs {
+		return liveSet{sub: sub, subArgs: args}, nil
+	}
+	return liveSet{ids: ids}, nil
+}
+
+// none reports whether no run is live.
+func (lv liveSet) none() bool { return !lv.all && lv.sub == "" && len(lv.ids) == 0 }
+
+// cond is the condition on trace_id that keeps the live runs (in) or the
+// others, with its args; "" when it keeps every run.
+func (lv liveSet) cond(in bool) (string, []any) {
+	op := "IN"
+	if !in {
+		op = "NOT IN"
+	}
+	switch {
+	case lv.sub != "":
+		return "trace_id " + op + " (" + lv.sub + ")", lv.subArgs
+	case len(lv.ids) > 0:
+		return "trace_id " + op + " ?", []any{traceSet(lv.ids)}
+	case in:
+		return "0", nil
+	}
+	return "", nil
+}
+
+// narrow is sel narrowed to the live runs.
+func (lv liveSet) narrow(sel runSelection) runSelection {
+	cond, args := lv.cond(true)
+	if lv.sub != "" {
+		return sel.narrowed(cond, args)
+	}
+	return sel.only(cond, args)
+}
+
+// LiveLookback is how far back by start the reads look for spans written
+// after the settled mark, and the settler's cycles for stale runs (package
+// settle): a span that starts earlier still and arrives late is read from
+// its run's previous row until the settler's next full check.
+const LiveLookback = 48 * time.Hour
+
+// liveRunsSQL builds the subquery of the trace ids of project's runs that
+// are live: with a span written after the settled mark, among spans
+// starting from DefaultTraceWindow before since and within LiveLookback of
+// now, a span written since the mark being a recent one.
+func liveRunsSQL(t tables, project string, since, now time.Time, mark uint64) (string, []any) {
+	from := now.UTC().Truncate(time.Second).Add(-LiveLookback)
+	if w := since.UTC().Truncate(time.Second).Add(-DefaultTraceWindow); !since.IsZero() && w.After(from) {
+		from = w
+	}
+	return "SELECT trace_id FROM " + t.Table(schema.TableSpanFacts) + " WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id",
+		[]any{project, mark, from}
 }
 
 // settledColumns read the run table's rows under runAggregates' names
-// (runColumns), with the retries, the repeats and what the selection of
-// settled rows reads besides.
+// (runColumns), with the retries, the repeats and the tombstone flag (the
+// tools and span names only when a filter reads them: runSelection's
+// rowCols).
 const settledColumns = `trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
 	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
 	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
 	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
 	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted`
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted`
 
 // settledRunsSQL builds the subquery of project's settled rows starting in
 // sel's window (latest versions: FINAL on the key range), under
@@ -393,6 +507,9 @@ const settledColumns = `trace_id, name AS root_name, name AS first_name, task, s
 // current one.
 func settledRunsSQL(t tables, project string, sel runSelection, extra string) (string, []any) {
 	cols := settledColumns
+	if len(sel.rowCols) > 0 {
+		cols += ", " + strings.Join(sel.rowCols, ", ")
+	}
 	if extra != "" {
 		cols += ", " + extra
 	}
@@ -409,23 +526,74 @@ func settledRunsSQL(t tables, project string, sel runSelection, extra string) (s
 	return q, args
 }
 
-// settledListSQL builds the statement of a page of the settled runs sel
-// selects that are not live (liveSQL, with liveArgs), under order, after
-// the cursor, at most limit: runColumns, the retries, the repeats and the
-// sort key.
-func settledListSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, liveSQL string, liveArgs []any) (string, []any) {
-	sub, args := settledRunsSQL(t, project, sel, "")
+// settledAliases are the run table's columns under runAggregates' names,
+// for the narrow read that picks a page (settledPageSQL): it selects only
+// those its conditions and sort key name.
+var settledAliases = []struct {
+	alias, column string
+	used          *regexp.Regexp // the alias named as a word
+}{
+	{"root_name", "name", regexp.MustCompile(`\broot_name\b`)}, {"first_name", "name", regexp.MustCompile(`\bfirst_name\b`)}, {"task", "task", regexp.MustCompile(`\btask\b`)}, {"svc", "service", regexp.MustCompile(`\bsvc\b`)}, {"agents", "agents", regexp.MustCompile(`\bagents\b`)},
+	{"models", "models", regexp.MustCompile(`\bmodels\b`)}, {"conv", "conversation_id", regexp.MustCompile(`\bconv\b`)}, {"usr", "user_id", regexp.MustCompile(`\busr\b`)}, {"s_ns", "start_ns", regexp.MustCompile(`\bs_ns\b`)}, {"e_ns", "end_ns", regexp.MustCompile(`\be_ns\b`)},
+	{"n_spans", "spans", regexp.MustCompile(`\bn_spans\b`)}, {"n_llm", "llm_calls", regexp.MustCompile(`\bn_llm\b`)}, {"n_tool", "tool_calls", regexp.MustCompile(`\bn_tool\b`)}, {"n_err", "errors", regexp.MustCompile(`\bn_err\b`)}, {"run_err", "failed", regexp.MustCompile(`\brun_err\b`)},
+	{"in_t", "input_tokens", regexp.MustCompile(`\bin_t\b`)}, {"out_t", "output_tokens", regexp.MustCompile(`\bout_t\b`)}, {"c_total", "cost_total", regexp.MustCompile(`\bc_total\b`)}, {"n_retries", "tool_retries", regexp.MustCompile(`\bn_retries\b`)},
+	{"tools", "tools", regexp.MustCompile(`\btools\b`)}, {"names", "names", regexp.MustCompile(`\bnames\b`)},
+}
+
+// settledPageSQL builds the first of a settled page's two reads: the
+// trace ids, starts (second) and sort keys of the settled runs sel
+// selects that are not live (lv), under order, after the cursor, at most
+// limit. It reads only the columns its conditions and key name (FINAL
+// merges every column it reads, for every run of the window); the page's
+// rows are read by key after (settledRowsSQL).
+func settledPageSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet) (string, []any) {
 	cond := append([]string{"deleted = 0"}, sel.rows...)
-	args = append(args, sel.rowArgs...)
-	cond = append(cond, "trace_id NOT IN ("+liveSQL+")")
-	args = append(args, liveArgs...)
+	args := slices.Clip(sel.rowArgs)
+	if c, cargs := lv.cond(false); c != "" {
+		cond = append(cond, c)
+		args = append(args, cargs...)
+	}
 	if after != nil {
 		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
-	return "SELECT " + runColumns + ", n_retries, n_repeats, " + order.key() + " AS sort_key FROM (" + sub + ")" +
+	used := strings.Join(cond, " ") + " " + order.key()
+	cols := []string{"trace_id", "start", "deleted"}
+	for _, a := range settledAliases {
+		if a.used.MatchString(used) {
+			cols = append(cols, a.column+" AS "+a.alias)
+		}
+	}
+	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
+	subArgs := []any{project}
+	if !sel.since.IsZero() {
+		sub += " AND start >= ?"
+		subArgs = append(subArgs, sel.since.UTC().Truncate(time.Second))
+	}
+	if !sel.until.IsZero() {
+		sub += " AND start <= ?"
+		subArgs = append(subArgs, sel.until.UTC())
+	}
+	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
-		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), args
+		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)
+}
+
+// settledRowsSQL builds the second read of a settled page: the rows
+// (runColumns, the retries and repeats) of project's runs ids, which
+// start at the given seconds: a key lookup.
+func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
+	secs := make([]string, 0, len(starts))
+	seen := map[uint32]bool{}
+	for _, s := range starts {
+		if !seen[s] {
+			seen[s] = true
+			secs = append(secs, "toDateTime("+strconv.FormatUint(uint64(s), 10)+")")
+		}
+	}
+	slices.Sort(secs)
+	return "SELECT " + runColumns + ", n_retries, n_repeats FROM (SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) +
+		" WHERE project = ? AND start IN (" + strings.Join(secs, ", ") + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
 }
 
 // tables names a table of the database a statement reads (*schema.Store
@@ -448,6 +616,10 @@ type runSelection struct {
 	rows         []string
 	rowArgs      []any
 	since, until time.Time
+	project      string
+	// rowCols are the run table's columns rows reads besides
+	// settledColumns (tools, names).
+	rowCols []string
 }
 
 // selectRuns builds the selection of f's runs: the window on the run's
@@ -458,7 +630,7 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 	// spans (see runsStartingIn).
 	where := []string{"project = ?"}
 	args := []any{f.Project}
-	var having, rows []string
+	var having, rows, rowCols []string
 	var hargs, rargs []any
 	both := func(cond string, a ...any) {
 		having, rows = append(having, cond), append(rows, cond)
@@ -496,6 +668,7 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		hargs = append(hargs, UnknownName, f.Tool)
 		rows = append(rows, "has(tools, ?)")
 		rargs = append(rargs, f.Tool)
+		rowCols = append(rowCols, "tools")
 	}
 	status, err := ParseRunStatus(string(f.Status))
 	if err != nil {
@@ -530,9 +703,10 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		hargs = append(hargs, strings.ToLower(f.Search), f.Search, f.Search)
 		rows = append(rows, "(startsWith(trace_id, ?) OR conv = ? OR arrayExists(n -> positionCaseInsensitive(n, ?) > 0, names))")
 		rargs = append(rargs, strings.ToLower(f.Search), f.Search, f.Search)
+		rowCols = append(rowCols, "names")
 	}
 	return runSelection{where: where, having: having, args: append(args, hargs...), rows: rows, rowArgs: rargs,
-		since: f.Since, until: f.Until}, nil
+		since: f.Since, until: f.Until, project: f.Project, rowCols: rowCols}, nil
 }
 
 // narrowed is the selection with one more WHERE condition (cond, with
@@ -542,6 +716,16 @@ func (sel runSelection) narrowed(cond string, condArgs []any) runSelection {
 	out := sel
 	out.where = append(slices.Clip(sel.where), cond)
 	out.args = append(append(append([]any{}, sel.args[:nw]...), condArgs...), sel.args[nw:]...)
+	return out
+}
+
+// only is the selection of the runs cond (with condArgs) names, by trace
+// id: the WHERE is the project and cond alone (no window subquery: the ids
+// find the spans by the key), the HAVING as before.
+func (sel runSelection) only(cond string, condArgs []any) runSelection {
+	out := sel
+	out.where = []string{"project = ?", cond}
+	out.args = append(append([]any{sel.project}, condArgs...), sel.args[sel.whereArgs():]...)
 	return out
 }
 

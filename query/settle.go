@@ -144,9 +144,10 @@ type SettledRun struct {
 }
 
 // Settle computes the rows of project's runs ids, whose spans start in
-// [lo, hi], from their spans: the summary and tool classes of runDetail,
-// the safety review of reviewDetail, the configuration of runConfigs, the
-// approvals' waits and the spans' own evaluation results. quietNs is the
+// [lo, hi], from their spans — read as the outline a big run's detail is
+// built and reviewed from —: the summary and tool classes of runDetail, the
+// safety review of reviewDetail, the configuration of runConfigs, the
+// approvals' waits and the spans' own evaluation results (spanOutcomes). quietNs is the
 // time (Unix ns) before which a run's last span must have ended and been
 // written for its row to be final (SettledRun.Quiet). Runs without spans
 // (deleted since) are left out.
@@ -154,6 +155,19 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// Where the runs' spans are, from the key columns alone (as a run's
+	// detail locates its run): the wide reads then visit only those days'
+	// partitions, not every day of [lo, hi].
+	lq, largs := settleExtentSQL(r.store, project, ids, lo, hi)
+	var first, last time.Time
+	var n uint64
+	if err := r.store.Conn().QueryRow(ctx, lq, largs...).Scan(&first, &last, &n); err != nil {
+		return nil, fmt.Errorf("locate runs to settle: %w", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	lo, hi = first, last
 	q, args := settleSpansSQL(r.store, project, ids, lo, hi)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -180,6 +194,10 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if err != nil {
 		return nil, err
 	}
+	outcomes := map[string][]Outcome{}
+	if err := r.spanOutcomes(ctx, project, traceSet(found), lo, hi, outcomes); err != nil {
+		return nil, err
+	}
 	configs, err := r.runConfigs(ctx, project, found, lo, hi)
 	if err != nil {
 		return nil, err
@@ -192,7 +210,7 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 		d := runDetail(run)
 		review := buildReview(project, &d.Summary, run, content, r.effects)
 		signals := safety.Review(review, cfg)
-		row := runRowOf(project, d.Summary, run, review, signals, configs[id])
+		row := runRowOf(project, d.Summary, run, review, signals, configs[id], outcomes[id])
 		row.Review = digest
 		quiet := true
 		for i := range run {
@@ -206,17 +224,27 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	return out, nil
 }
 
-// settleSpansSQL builds Settle's read: the whole spans of the runs ids
-// (deduplicated, with their versions), in run and start order.
+// settleExtentSQL builds Settle's first read: the first and last start
+// (second) of the runs ids' spans within [lo, hi], and their rows.
+func settleExtentSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
+	return "SELECT min(start), max(start), count() FROM " + t.Table(schema.TableSpans) +
+			" PREWHERE project = ? AND trace_id IN ? WHERE start >= ? AND start <= ?",
+		[]any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC()}
+}
+
+// settleSpansSQL builds Settle's read: the runs ids' spans (deduplicated,
+// with their versions) as the outline a big run's tree is built and
+// reviewed from (reviewOutline: the wide columns only where the review
+// reads them), in run and start order.
 func settleSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
-	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(t.Table(schema.TableSpans)) +
+	q := "SELECT " + schema.SpanOutlineList(reviewOutline()) + " FROM " + final(t.Table(schema.TableSpans)) +
 		" PREWHERE project = ? AND trace_id IN ? WHERE start >= ? AND start <= ? ORDER BY trace_id, start_ns, span_id"
 	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC()}
 }
 
 // runRowOf is a run's row from its detail's summary, its spans and its
 // review.
-func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety.Run, signals []safety.Signal, config RunConfig) schema.RunRow {
+func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety.Run, signals []safety.Signal, config RunConfig, outcomes []Outcome) schema.RunRow {
 	row := schema.RunRow{
 		Project: project, TraceID: sum.TraceID, Start: sum.Start.Truncate(time.Second),
 		StartNs: uint64(sum.Start.UnixNano()), EndNs: uint64(sum.End.UnixNano()),
@@ -247,7 +275,6 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 	}
 	providers, tools, names := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var approvals []safety.Approval
-	var outcomes []Outcome
 	for i := range spans {
 		s := &spans[i]
 		if s.Provider != "" && s.SpanType == schema.TypeInference {
@@ -259,10 +286,8 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		if len(names) < schema.MaxRunNames {
 			names[s.Name] = true
 		}
-		attr := spanAttr(s)
-		approvals = append(approvals, spanApprovals(s, attr)...)
-		if carriesOutcome(s) {
-			outcomes = append(outcomes, spanOutcomeList(s.TraceID, s.SpanID, s.AttrKeys, s.AttrValues, s.EventNames, s.EventAttrs)...)
+		if len(s.AttrKeys) > 0 || len(s.EventNames) > 0 {
+			approvals = append(approvals, spanApprovals(s, spanAttr(s))...)
 		}
 	}
 	// The root is the earliest root span (summarize's rule).
@@ -294,7 +319,28 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 			row.Outcomes = string(b)
 		}
 	}
+	for _, o := range outcomes {
+		if o.Passed != nil {
+			row.Verdicts = append(row.Verdicts, verdictOf(o.Name, *o.Passed))
+		}
+	}
 	return row
+}
+
+// verdictOf is one element of schema.RunRow.Verdicts.
+func verdictOf(name string, passed bool) string {
+	if passed {
+		return "pass:" + name
+	}
+	return "fail:" + name
+}
+
+// verdictOutcome reads an element of schema.RunRow.Verdicts back as the
+// outcome RunVerdict grades by (its name and verdict).
+func verdictOutcome(v string) Outcome {
+	verdict, name, _ := strings.Cut(v, ":")
+	passed := verdict == "pass"
+	return Outcome{Name: name, Passed: &passed}
 }
 
 // earliestRoot is the run's earliest span without a parent, nil without.
@@ -306,19 +352,4 @@ func earliestRoot(spans []schema.Span) *schema.Span {
 		}
 	}
 	return root
-}
-
-// carriesOutcome reports whether a span may carry an evaluation result
-// (spanOutcomeList's sources), sparing the others the attribute map.
-func carriesOutcome(s *schema.Span) bool {
-	if slices.Contains(s.EventNames, EvaluationEvent) {
-		return true
-	}
-	for _, k := range s.AttrKeys {
-		if k == EvaluationName || strings.HasPrefix(k, "evaluations.") || strings.HasPrefix(k, "annotations.") ||
-			strings.HasPrefix(k, "trace.evaluations.") || strings.HasPrefix(k, "trace.annotations.") {
-			return true
-		}
-	}
-	return false
 }

@@ -68,27 +68,33 @@ func TestBuiltSQL(t *testing.T) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Agent: "planner", Model: "gpt-4o",
 				Service: "svc", Task: "refund", Conversation: "c1", Tool: "search", Status: RunError, HasErrors: &yes,
 				HasRecoveredErrors: &no, MinCost: 0.5, Search: "ABC"})
-			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
-			q, args := settledListSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, live, largs)
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids})
 			return q, args, err
 		}},
+		{"runs_settled_rows", built(settledRowsSQL(gt, "p", []uint32{1796083200, 1796083200, 1796083260}, ids))},
 		{"runs_settled_retries_after", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p"})
-			live, largs := liveRunsSQL(goldenTables{}, "p", time.Time{}, 1234)
-			q, args := settledListSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 51, live, largs)
+			live, largs := liveRunsSQL(goldenTables{}, "p", time.Time{}, until, 1234)
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 51,
+				liveSet{sub: live, subArgs: largs})
 			return q, args, err
 		}},
 		{"runs_settled_facts", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Task: "refund"})
-			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
-			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{config: true, outcomes: true}, live, largs)
+			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{config: true, outcomes: true}, liveSet{})
 			return q, args, err
 		}},
+		{"runs_live", built(liveRunsSQL(gt, "p", since, until, 1234))},
 		{"outcomes_posted_in_window", built(postedInWindowSQL(gt, "p", since, until))},
-		{"runs_live_narrowed", func() (string, []any, error) {
+		{"runs_live_by_id", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
-			live, largs := liveRunsSQL(goldenTables{}, "p", since, 1234)
-			q, args := runListSQL(goldenTables{}, sel.narrowed("trace_id IN ("+live+")", largs), runListOrder{sort: SortStart, desc: true}, nil, 51)
+			q, args := runListSQL(goldenTables{}, liveSet{ids: ids}.narrow(sel), runListOrder{sort: SortStart, desc: true}, nil, 51)
+			return q, args, err
+		}},
+		{"runs_live_by_subquery", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			live, largs := liveRunsSQL(goldenTables{}, "p", since, until, 1234)
+			q, args := runListSQL(goldenTables{}, liveSet{sub: live, subArgs: largs}.narrow(sel), runListOrder{sort: SortStart, desc: true}, nil, 51)
 			return q, args, err
 		}},
 		{"runs_matching_for_retries", func() (string, []any, error) {
@@ -155,6 +161,7 @@ func TestBuiltSQL(t *testing.T) {
 		{"settle_mark", built(settledMarkSQL(gt))},
 		{"settle_span_days", built(spanDaysSQL(gt, since, until))},
 		{"settle_spans", built(settleSpansSQL(gt, "p", ids, since, until))},
+		{"settle_extent", built(settleExtentSQL(gt, "p", ids, since, until))},
 		{"rollup_fingerprints", built(rollupFingerprintsSQL(gt, since, until))},
 		{"rollup_keys", built(rollupKeysSQL(gt, since, until))},
 		{"rollup_span_rows", built(spanRowsSQL(gt, "", since, until))},

@@ -146,9 +146,11 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	return rep, nil
 }
 
-// gradedRun is one run with its verdict and its facts.
+// gradedRun is one run with its verdict and its facts. It points at the
+// run's summary, which the reports group and regroup: a window holds many
+// runs, and copies of each would be most of a report's memory.
 type gradedRun struct {
-	RunSummary
+	*RunSummary
 	verdict *bool // nil: no outcome verdict
 	facts   *runFacts
 }
@@ -185,7 +187,7 @@ func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max 
 	}
 	out := make([]gradedRun, len(runs))
 	for i, run := range runs {
-		out[i] = gradedRun{RunSummary: run.RunSummary, verdict: RunVerdict(outcomes[run.TraceID], outcome), facts: run.facts}
+		out[i] = gradedRun{RunSummary: &run.RunSummary, verdict: RunVerdict(outcomes[run.TraceID], outcome), facts: run.facts}
 	}
 	return out, truncated, nil
 }

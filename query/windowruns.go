@@ -27,7 +27,7 @@ type runFacts struct {
 	signals  []safety.Signal
 	activeNs uint64
 	waitNs   uint64
-	outcomes []Outcome // the spans' own evaluation results
+	outcomes []Outcome // the spans' own verdicts (name and passed only)
 }
 
 // windowRun is one run of a report's window; facts is nil for a live run.
@@ -39,77 +39,159 @@ type windowRun struct {
 // windowRuns reads every run f selects (its window and filters; its
 // limit, cursor and order are ignored), newest first; of the settled runs'
 // facts, those want names (the others are left zero).
-func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]windowRun, error) {
+func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]*windowRun, error) {
+	// Runs are kept in blocks that never move (a growing slice of a whole
+	// window's runs would copy them all again at each doubling), and
+	// handed out by pointer.
+	const block = 4096
+	var out []*windowRun
+	var chunk []windowRun
+	err := r.eachWindowRun(ctx, f, want, nil, func(run *windowRun) error {
+		if len(chunk) == cap(chunk) {
+			chunk = make([]windowRun, 0, block)
+		}
+		chunk = append(chunk, *run)
+		out = append(out, &chunk[len(chunk)-1])
+		return nil
+	})
+	return out, err
+}
+
+// eachWindowRun calls each with every run f selects, newest first (by
+// start, then trace id), one at a time: a report that aggregates as it
+// goes holds no more than one run. The live runs (few: in flight) are
+// read first, and prepare, when set, may give them facts before any run
+// is handed on; the settled ones stream from the run table with the facts
+// want names. each must not keep the run it is given.
+func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepare func(live []windowRun) error, each func(*windowRun) error) error {
 	sel, err := selectRuns(r.store, f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	mark, err := r.SettledMark(ctx)
+	lv, err := r.liveRuns(ctx, f.Project, f.Since)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []windowRun
-	if mark > 0 {
-		liveSQL, liveArgs := liveRunsSQL(r.store, f.Project, f.Since, mark)
-		q, args := settledFactsSQL(r.store, f.Project, sel, want, liveSQL, liveArgs)
+	var live []windowRun
+	if !lv.none() {
+		lsel := sel
+		if !lv.all {
+			lsel = lv.narrow(sel)
+		}
+		q, args := runSummarySQL(r.store, lsel)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
-			return nil, fmt.Errorf("read settled runs: %w", err)
+			return fmt.Errorf("list runs: %w", err)
 		}
-		type row struct {
+		found, err := scanAll(rows, (*runRow).dest)
+		if err != nil {
+			return fmt.Errorf("list runs: %w", err)
+		}
+		live = make([]windowRun, len(found))
+		for i := range found {
+			live[i] = windowRun{RunSummary: found[i].summary()}
+		}
+		slices.SortFunc(live, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
+		if prepare != nil {
+			if err := prepare(live); err != nil {
+				return err
+			}
+		}
+	}
+	next := 0 // the next live run to hand on
+	if !lv.all {
+		q, args := settledFactsSQL(r.store, f.Project, sel, want, lv)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("read settled runs: %w", err)
+		}
+		defer rows.Close()
+		var x struct {
 			run                                  runRow
+			agents                               string
 			retries, repeats                     uint64
 			config, signals, outcomes            string
-			stepTools, stepStatuses, stepEffects []string
+			stepTools, stepStatuses, stepEffects string
 			activeNs, waitNs                     uint64
 		}
-		settled, err := scanAll(rows, func(x *row) []any {
-			return append(x.run.dest(), &x.retries, &x.repeats, &x.config, &x.stepTools, &x.stepStatuses, &x.stepEffects,
-				&x.signals, &x.activeNs, &x.waitNs, &x.outcomes)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read settled runs: %w", err)
-		}
-		out = make([]windowRun, 0, len(settled))
-		for i := range settled {
-			x := &settled[i]
-			sum := x.run.summary()
+		dest := x.run.dest()
+		dest = slices.Delete(dest, 5, 7) // agents and models: reportColumns has the agents encoded
+		dest = slices.Insert(dest, 5, any(&x.agents))
+		dest = append(dest, &x.retries, &x.repeats, &x.config, &x.stepTools, &x.stepStatuses, &x.stepEffects,
+			&x.signals, &x.activeNs, &x.waitNs, &x.outcomes)
+		// A window's runs share few configurations: each distinct text is
+		// decoded once.
+		configs := map[string]RunConfig{}
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				return fmt.Errorf("read settled runs: %w", err)
+			}
+			agents, err := schema.DecodeStrings(x.agents)
+			if err != nil {
+				return fmt.Errorf("read settled runs: agents: %w", err)
+			}
+			x.run.Agents, x.run.Models = agents, nil
+			run := windowRun{RunSummary: x.run.summary()}
 			retries, repeats := int(x.retries), int(x.repeats)
-			sum.ToolRetries, sum.ToolRepeats, sum.Settled = &retries, &repeats, true
+			run.ToolRetries, run.ToolRepeats, run.Settled = &retries, &repeats, true
 			facts := &runFacts{activeNs: x.activeNs, waitNs: x.waitNs}
-			if err := decodeFact(x.config, &facts.config); err != nil {
-				return nil, fmt.Errorf("run %s: configuration: %w", sum.TraceID, err)
+			if c, ok := configs[x.config]; ok {
+				facts.config = c
+			} else if err := decodeFact(x.config, &facts.config); err != nil {
+				return fmt.Errorf("run %s: configuration: %w", run.TraceID, err)
+			} else {
+				configs[x.config] = facts.config
 			}
 			if err := decodeFact(x.signals, &facts.signals); err != nil {
-				return nil, fmt.Errorf("run %s: signals: %w", sum.TraceID, err)
+				return fmt.Errorf("run %s: signals: %w", run.TraceID, err)
 			}
-			if err := decodeFact(x.outcomes, &facts.outcomes); err != nil {
-				return nil, fmt.Errorf("run %s: outcomes: %w", sum.TraceID, err)
+			if x.outcomes != "" {
+				verdicts, err := schema.DecodeStrings(x.outcomes)
+				if err != nil {
+					return fmt.Errorf("run %s: verdicts: %w", run.TraceID, err)
+				}
+				for _, v := range verdicts {
+					facts.outcomes = append(facts.outcomes, verdictOutcome(v))
+				}
 			}
-			for j := range min(len(x.stepTools), len(x.stepStatuses), len(x.stepEffects)) {
-				facts.steps = append(facts.steps, safety.Step{Tool: x.stepTools[j], Status: safety.Status(x.stepStatuses[j]),
-					Effect: safety.Effect(x.stepEffects[j])})
+			if x.stepTools != "" {
+				tools, err1 := schema.DecodeStrings(x.stepTools)
+				statuses, err2 := schema.DecodeStrings(x.stepStatuses)
+				effects, err3 := schema.DecodeStrings(x.stepEffects)
+				if err := cmp.Or(err1, err2, err3); err != nil {
+					return fmt.Errorf("run %s: steps: %w", run.TraceID, err)
+				}
+				for j := range min(len(tools), len(statuses), len(effects)) {
+					facts.steps = append(facts.steps, safety.Step{Tool: tools[j], Status: safety.Status(statuses[j]),
+						Effect: safety.Effect(effects[j])})
+				}
 			}
-			out = append(out, windowRun{RunSummary: sum, facts: facts})
+			run.facts = facts
+			for ; next < len(live) && newer(&live[next].RunSummary, &run.RunSummary) < 0; next++ {
+				if err := each(&live[next]); err != nil {
+					return err
+				}
+			}
+			if err := each(&run); err != nil {
+				return err
+			}
 		}
-		sel = sel.narrowed("trace_id IN ("+liveSQL+")", liveArgs)
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read settled runs: %w", err)
+		}
 	}
-	q, args := runSummarySQL(r.store, sel)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+	for ; next < len(live); next++ {
+		if err := each(&live[next]); err != nil {
+			return err
+		}
 	}
-	live, err := scanAll(rows, (*runRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	for i := range live {
-		out = append(out, windowRun{RunSummary: live[i].summary()})
-	}
-	slices.SortFunc(out, func(a, b windowRun) int {
-		return cmp.Or(b.Start.Compare(a.Start), strings.Compare(b.TraceID, a.TraceID))
-	})
-	return out, nil
+	return nil
+}
+
+// newer orders runs newest first: by start, then trace id, both
+// descending (the settled read's ORDER BY).
+func newer(a, b *RunSummary) int {
+	return cmp.Or(b.Start.Compare(a.Start), strings.Compare(b.TraceID, a.TraceID))
 }
 
 // decodeFact reads a JSON column of the run table ("" is none).
@@ -120,10 +202,21 @@ func decodeFact(s string, v any) error {
 	return json.Unmarshal([]byte(s), v)
 }
 
+// reportColumns are runColumns as the reports over a window's runs read
+// them: what they use (the task, agents, times, status, calls, errors,
+// input and output tokens, total cost), the rest as empty values, which
+// a window of many runs spares reading, scanning and holding; the agents
+// encoded as one string (schema.EncodedStrings), and no models.
+var reportColumns = `trace_id, root_name, '' AS first_name, task, '' AS svc, ` + schema.EncodedStrings("agents") + ` AS agents_enc,
+	'' AS conv, '' AS usr, s_ns, e_ns, toUInt64(0) AS n_spans, n_llm, n_tool, n_err, run_err, toUInt64(0) AS n_usage,
+	toUInt8(0) AS from_agg, in_t, toUInt64(0) AS cr_t, toUInt64(0) AS cw_t, out_t, toUInt64(0) AS rs_t, c_total,
+	toFloat64(0) AS c_in, toFloat64(0) AS c_cr, toFloat64(0) AS c_cw, toFloat64(0) AS c_out,
+	toUInt64(0) AS n_unpriced, toUInt64(0) AS n_unrec`
+
 // settledFactsSQL builds windowRuns' read of the settled runs sel selects
 // that are not live: runColumns, the retries and repeats, and the facts
 // want names (empty values for the others).
-func settledFactsSQL(t tables, project string, sel runSelection, want facts, liveSQL string, liveArgs []any) (string, []any) {
+func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv liveSet) (string, []any) {
 	pick := func(on bool, col, none string) string {
 		if on {
 			return col
@@ -135,20 +228,23 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, liv
 		pick(want.review, "step_tools", "emptyArrayString()"), pick(want.review, "step_statuses", "emptyArrayString()"),
 		pick(want.review, "step_effects", "emptyArrayString()"), pick(want.review, "signals", "''"),
 		pick(want.approvals, "active_ns", "toUInt64(0)"), pick(want.approvals, "wait_ns", "toUInt64(0)"),
-		pick(want.outcomes, "outcomes", "''")}, ", "))
+		pick(want.outcomes, "verdicts", "emptyArrayString()")}, ", "))
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args = append(args, sel.rowArgs...)
-	cond = append(cond, "trace_id NOT IN ("+liveSQL+")")
-	args = append(args, liveArgs...)
-	return "SELECT " + runColumns + ", n_retries, n_repeats, config, step_tools, step_statuses, step_effects, signals, active_ns, wait_ns, outcomes FROM (" +
-		sub + ")\nWHERE " + strings.Join(cond, " AND "), args
+	if c, cargs := lv.cond(false); c != "" {
+		cond = append(cond, c)
+		args = append(args, cargs...)
+	}
+	return "SELECT " + reportColumns + ", n_retries, n_repeats, config, " + schema.EncodedStrings("step_tools") + ", " +
+		schema.EncodedStrings("step_statuses") + ", " + schema.EncodedStrings("step_effects") + ", signals, active_ns, wait_ns, " + schema.EncodedStrings("verdicts") + " FROM (" +
+		sub + ")\nWHERE " + strings.Join(cond, " AND ") + "\nORDER BY s_ns DESC, trace_id DESC", args
 }
 
 // liveFacts fills in what the reports need of the live runs among runs
 // (those without facts) from their spans: configurations (withConfig),
 // tool retries (withRetries), approvals' active time and waits
 // (withApprovals).
-func (r *core) liveFacts(ctx context.Context, project string, runs []windowRun, withConfig, withRetries, withApprovals bool) error {
+func (r *core) liveFacts(ctx context.Context, project string, runs []*windowRun, withConfig, withRetries, withApprovals bool) error {
 	var live []RunSummary
 	var at []int
 	for i := range runs {
@@ -201,7 +297,7 @@ func (r *core) liveFacts(ctx context.Context, project string, runs []windowRun, 
 // window (one read of the outcomes table by the runs' starts), the settled
 // runs' span outcomes from their facts, and the live runs' from their
 // spans. Call it before liveFacts, which gives live runs facts too.
-func (r *core) windowOutcomes(ctx context.Context, project string, runs []windowRun) (map[string][]Outcome, error) {
+func (r *core) windowOutcomes(ctx context.Context, project string, runs []*windowRun) (map[string][]Outcome, error) {
 	out := map[string][]Outcome{}
 	if len(runs) == 0 {
 		return out, nil

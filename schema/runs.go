@@ -91,8 +91,11 @@ type RunRow struct {
 	ActiveNs     uint64   `ch:"active_ns"`
 	WaitNs       uint64   `ch:"wait_ns"`
 	// Outcomes are the evaluation results the run's spans carry, as JSON
-	// (outcomes posted to the API are read from TableOutcomes).
-	Outcomes string `ch:"outcomes"`
+	// (outcomes posted to the API are read from TableOutcomes); Verdicts
+	// the pass/fail verdicts among them, "pass:<name>" or "fail:<name>" in
+	// the same order, which is what grading a run reads.
+	Outcomes string   `ch:"outcomes"`
+	Verdicts []string `ch:"verdicts"`
 
 	// MaxVersion is the highest span version the row reflects: a span of
 	// the run with a higher one makes the row stale. Review identifies the
@@ -164,6 +167,7 @@ var runColumns = []column[RunRow]{
 	u64Col("active_ns", func(r *RunRow) uint64 { return r.ActiveNs }),
 	u64Col("wait_ns", func(r *RunRow) uint64 { return r.WaitNs }),
 	strCol("outcomes", func(r *RunRow) string { return r.Outcomes }),
+	strsCol("verdicts", func(r *RunRow) []string { return r.Verdicts }),
 	u64Col("max_version", func(r *RunRow) uint64 { return r.MaxVersion }),
 	u64Col("review", func(r *RunRow) uint64 { return r.Review }),
 	u8Col("deleted", func(r *RunRow) uint8 { return r.Deleted }),
@@ -185,11 +189,12 @@ func RunColumnNames() string { return columnNames(runColumns) }
 // range, partitioned by the day of the run's start like the spans (so that
 // retention drops a day's runs with the day's spans), and sharded by trace
 // id like the spans, so that a run's row is on the shard that holds its
-// spans.
+// spans. Index granularity 1,024 rows: a page of runs is read by key (the
+// run list's second read), a small granule a run at worst.
 func runsTable(s *Store) tableDef {
 	return tableDef{Name: TableRuns, Columns: columnDDL(runColumns, s.caps),
 		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMMDD(start)",
-		OrderBy: "(project, start, trace_id)", ShardBy: "cityHash64(trace_id)"}
+		OrderBy: "(project, start, trace_id)", ShardBy: "cityHash64(trace_id)", IndexGranularity: runGranularity}
 }
 
 // runMarksTable holds the settler's marks, keyed by name like the leases.

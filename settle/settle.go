@@ -54,7 +54,8 @@ type Config struct {
 	// Interval is the time between cycles (default 5 s).
 	Interval time.Duration
 	// Lookback is how far back by start a cycle, and the frequent check,
-	// look for spans (default 48 h).
+	// look for spans (default query.LiveLookback, how far the reads look
+	// for live runs).
 	Lookback time.Duration
 	// RecheckEvery is the time between checks over Lookback (default 10
 	// min); FullEvery between checks over FullLookback (default 1 h, 35
@@ -67,7 +68,7 @@ type Config struct {
 	// 2 min).
 	Margin time.Duration
 	// MaxLoadSpans bounds the spans one load holds (default
-	// rollup's 50,000); MaxLoadRuns the runs (default 250).
+	// rollup's 50,000); MaxLoadRuns the runs (default 1,000).
 	MaxLoadSpans int
 	MaxLoadRuns  int
 	// KeptFrom is the oldest span start retention still keeps (nil: all):
@@ -82,13 +83,13 @@ const DefaultQuiet = 30 * time.Second
 func (c Config) withDefaults() Config {
 	c.Quiet = cmp.Or(c.Quiet, DefaultQuiet)
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
-	c.Lookback = cmp.Or(c.Lookback, 48*time.Hour)
+	c.Lookback = cmp.Or(c.Lookback, query.LiveLookback)
 	c.RecheckEvery = cmp.Or(c.RecheckEvery, 10*time.Minute)
 	c.FullEvery = cmp.Or(c.FullEvery, time.Hour)
 	c.FullLookback = cmp.Or(c.FullLookback, 35*24*time.Hour)
 	c.Margin = cmp.Or(c.Margin, time.Minute)
 	c.MaxLoadSpans = cmp.Or(c.MaxLoadSpans, 50_000)
-	c.MaxLoadRuns = cmp.Or(c.MaxLoadRuns, 250)
+	c.MaxLoadRuns = cmp.Or(c.MaxLoadRuns, 1000)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -1,6 +1,7 @@
 package settle_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,6 +139,13 @@ func TestSettledRunsEqualLive(t *testing.T) {
 			}
 		}
 	}
+	// The golden project's run lists under every order and filter, paged
+	// three runs at a time: the same runs in the same order either way.
+	filters := listFilters(t, store, since, until)
+	listed := map[string][]string{}
+	for name, f := range filters {
+		listed[name] = pagedIDs(t, r, f)
+	}
 	s := settle.New(r.SettleSource, store, settle.Config{})
 	st, err := s.Check(ctx, since, until, far, nil)
 	if err != nil {
@@ -174,6 +182,11 @@ func TestSettledRunsEqualLive(t *testing.T) {
 			}
 		}
 	}
+	for name, f := range filters {
+		if got := pagedIDs(t, r, f); !slices.Equal(got, listed[name]) {
+			t.Errorf("run list %s: settled %v, live %v", name, got, listed[name])
+		}
+	}
 	// Settled once: a second check finds nothing stale.
 	st, err = s.Check(ctx, since, until, far, nil)
 	if err != nil {
@@ -181,6 +194,68 @@ func TestSettledRunsEqualLive(t *testing.T) {
 	}
 	if st.Stale != 0 {
 		t.Errorf("second check: %d stale runs, want 0", st.Stale)
+	}
+}
+
+// listFilters are run list filters over the golden project: every order
+// both ways, and each filter with a value its runs have.
+func listFilters(t *testing.T, store *schema.Store, since, until time.Time) map[string]query.RunFilter {
+	t.Helper()
+	var agent, model, tool, name, service string
+	rows, err := store.Conn().Query(context.Background(), "SELECT agent_name, model, tool_name, name, service FROM "+
+		store.Table(schema.TableSpans)+" WHERE project = 'golden' ORDER BY trace_id, span_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a, m, tl, n, svc string
+		if err := rows.Scan(&a, &m, &tl, &n, &svc); err != nil {
+			t.Fatal(err)
+		}
+		agent, model, tool, service = cmp.Or(agent, a), cmp.Or(model, m), cmp.Or(tool, tl), cmp.Or(service, svc)
+		if name == "" && len(n) > 4 {
+			name = n[1:4] // a substring of a span name
+		}
+	}
+	rows.Close()
+	base := query.RunFilter{Project: "golden", Since: since, Until: until, Limit: 3}
+	out := map[string]query.RunFilter{}
+	for _, sort := range query.RunSortOptions() {
+		for _, dir := range []query.SortDir{query.Asc, query.Desc} {
+			f := base
+			f.Sort, f.Dir = sort.Sort, dir
+			out[fmt.Sprintf("sort=%s&dir=%s", sort.Sort, dir)] = f
+		}
+	}
+	yes := true
+	for label, change := range map[string]func(*query.RunFilter){
+		"agent": func(f *query.RunFilter) { f.Agent = agent }, "model": func(f *query.RunFilter) { f.Model = model },
+		"tool": func(f *query.RunFilter) { f.Tool = tool }, "search": func(f *query.RunFilter) { f.Search = name },
+		"service": func(f *query.RunFilter) { f.Service = service }, "status": func(f *query.RunFilter) { f.Status = query.RunError },
+		"has_errors": func(f *query.RunFilter) { f.HasErrors = &yes }, "min_cost": func(f *query.RunFilter) { f.MinCost = 0.001 },
+	} {
+		f := base
+		change(&f)
+		out[label] = f
+	}
+	return out
+}
+
+// pagedIDs lists f's runs page by page and returns their trace ids.
+func pagedIDs(t *testing.T, r *query.Reader, f query.RunFilter) []string {
+	t.Helper()
+	var ids []string
+	for {
+		page, err := r.Runs(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range page.Runs {
+			ids = append(ids, run.TraceID)
+		}
+		if f.Cursor = page.NextCursor; f.Cursor == "" {
+			return ids
+		}
 	}
 }
 

@@ -78,6 +78,9 @@ type Config struct {
 	// IngestOnly measures figures 1, 2, 5 and the ingested storage only
 	// (no load, no reads): for comparing builds of the ingest path.
 	IngestOnly bool `json:"ingest_only"`
+	// ReadsOnly skips the ingest, large-content and ingested-storage
+	// figures: load, settle and reads (and the loaded set's storage).
+	ReadsOnly bool `json:"reads_only,omitempty"`
 	// Embedded also measures the store-dependent figures on the embedded
 	// store (chDB in tally's process), beside the server's.
 	Embedded bool `json:"embedded"`
@@ -143,18 +146,10 @@ func (c Config) startTally(ctx context.Context, tg *target, db, name string, deb
 // storage, load, rollup and reads (large content on the server only).
 func storeFigures(ctx context.Context, cfg Config, tg *target, res *Results) error {
 	cfg.logf("— %s store —", tg.kind)
-	if err := ingestFigures(ctx, cfg, tg, res); err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	if tg.kind == storeServer {
-		if err := largeContentFigures(ctx, cfg, tg, res); err != nil {
-			return fmt.Errorf("large content: %w", err)
+	if !cfg.ReadsOnly {
+		if err := ingestStoreFigures(ctx, cfg, tg, res); err != nil {
+			return err
 		}
-	}
-	cfg.logf("storage: OPTIMIZE … FINAL")
-	if err := storageFigures(ctx, cfg, tg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",
-		"storage per span on disk, ingested through /v1/traces (spans + content + span_facts)"); err != nil {
-		return fmt.Errorf("storage: %w", err)
 	}
 	if cfg.IngestOnly {
 		return nil
@@ -169,6 +164,25 @@ func storeFigures(ctx context.Context, cfg Config, tg *target, res *Results) err
 	}
 	if err := readFigures(ctx, cfg, tg, res, st); err != nil {
 		return fmt.Errorf("reads: %w", err)
+	}
+	return nil
+}
+
+// ingestStoreFigures measures ingest, large content (server only) and the
+// ingested data's storage on tg.
+func ingestStoreFigures(ctx context.Context, cfg Config, tg *target, res *Results) error {
+	if err := ingestFigures(ctx, cfg, tg, res); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	if tg.kind == storeServer {
+		if err := largeContentFigures(ctx, cfg, tg, res); err != nil {
+			return fmt.Errorf("large content: %w", err)
+		}
+	}
+	cfg.logf("storage: OPTIMIZE … FINAL")
+	if err := storageFigures(ctx, cfg, tg, res, cfg.DBPrefix+"ingest", "storage.bytes_per_span",
+		"storage per span on disk, ingested through /v1/traces (spans + content + span_facts)"); err != nil {
+		return fmt.Errorf("storage: %w", err)
 	}
 	return nil
 }

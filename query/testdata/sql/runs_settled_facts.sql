@@ -1,13 +1,16 @@
-SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
-	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
-	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec, n_retries, n_repeats, config, step_tools, step_statuses, step_effects, signals, active_ns, wait_ns, outcomes FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
+SELECT trace_id, root_name, '' AS first_name, task, '' AS svc, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), agents)) AS agents_enc,
+	'' AS conv, '' AS usr, s_ns, e_ns, toUInt64(0) AS n_spans, n_llm, n_tool, n_err, run_err, toUInt64(0) AS n_usage,
+	toUInt8(0) AS from_agg, in_t, toUInt64(0) AS cr_t, toUInt64(0) AS cw_t, out_t, toUInt64(0) AS rs_t, c_total,
+	toFloat64(0) AS c_in, toFloat64(0) AS c_cr, toFloat64(0) AS c_cw, toFloat64(0) AS c_out,
+	toUInt64(0) AS n_unpriced, toUInt64(0) AS n_unrec, n_retries, n_repeats, config, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_tools)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_statuses)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_effects)), signals, active_ns, wait_ns, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), verdicts)) FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
 	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
 	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
 	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
 	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted, config, emptyArrayString() AS step_tools, emptyArrayString() AS step_statuses, emptyArrayString() AS step_effects, '' AS signals, toUInt64(0) AS active_ns, toUInt64(0) AS wait_ns, outcomes FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
-WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ? AND trace_id NOT IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, config, emptyArrayString() AS step_tools, emptyArrayString() AS step_statuses, emptyArrayString() AS step_effects, '' AS signals, toUInt64(0) AS active_ns, toUInt64(0) AS wait_ns, verdicts FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
+WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ?
+ORDER BY s_ns DESC, trace_id DESC
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
@@ -15,6 +18,3 @@ WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ? AND trace_id NOT IN (
 -- uint64 1796083200000000000
 -- uint64 1796169600000000000
 -- string refund
--- string p
--- uint64 1234
--- time.Time 2026-11-30 23:00:00 +0000 UTC

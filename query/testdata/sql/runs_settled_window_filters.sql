@@ -1,13 +1,5 @@
-SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
-	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
-	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec, n_retries, n_repeats, toUInt64(s_ns) AS sort_key FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
-	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
-	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
-	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
-	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
-	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, tools, names, deleted FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
-WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND conv = ? AND task = ? AND has(tools, ?) AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR arrayExists(n -> positionCaseInsensitive(n, ?) > 0, names)) AND trace_id NOT IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id)
+SELECT trace_id, toUInt32(start), toUInt64(s_ns) AS sort_key FROM (SELECT trace_id, start, deleted, task AS task, service AS svc, agents AS agents, models AS models, conversation_id AS conv, start_ns AS s_ns, errors AS n_err, failed AS run_err, cost_total AS c_total, tools AS tools, names AS names FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
+WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND conv = ? AND task = ? AND has(tools, ?) AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR arrayExists(n -> positionCaseInsensitive(n, ?) > 0, names)) AND trace_id NOT IN ?
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51
 -- parameters:
@@ -26,6 +18,4 @@ LIMIT 51
 -- string abc
 -- string ABC
 -- string ABC
--- string p
--- uint64 1234
--- time.Time 2026-11-30 23:00:00 +0000 UTC
+-- clickhouse.GroupSet {[t1 t2]}

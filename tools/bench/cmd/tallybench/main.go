@@ -57,6 +57,7 @@ func run(ctx context.Context) error {
 	})
 	flag.BoolVar(&cfg.Embedded, "embedded", true, "also measure the store-dependent figures on the embedded store (needs libchdb.so: make deps)")
 	flag.BoolVar(&cfg.IngestOnly, "ingest-only", false, "measure the ingest figures only (compare builds with --tally)")
+	flag.BoolVar(&cfg.ReadsOnly, "reads-only", false, "measure the load, settle and read figures only")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of tally serve under ingest load here")
 	flag.Parse()
 	cfg.Log = os.Stdout
