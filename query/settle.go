@@ -251,7 +251,7 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		Name: sum.Name, Task: sum.Task, Service: sum.Service, Conversation: sum.ConversationID, User: sum.UserID,
 		Agents: sum.Agents, Models: sum.Models,
 		Spans: uint64(sum.Spans), LLMCalls: uint64(sum.LLMCalls), ToolCalls: uint64(sum.ToolCalls), Errors: uint64(sum.Errors),
-		InputTokens: sum.Usage.Input, CacheReadTokens: sum.Usage.CacheRead, CacheWriteToks: sum.Usage.CacheWrite,
+		InputTokens: sum.Usage.Input, CacheReadTokens: sum.Usage.CacheRead, CacheWriteTokens: sum.Usage.CacheWrite,
 		OutputTokens: sum.Usage.Output, ReasoningTokens: sum.Usage.Reasoning,
 		CostTotal: sum.Cost.Total, CostInput: sum.Cost.Input, CostCacheRead: sum.Cost.CacheRead,
 		CostCacheWrite: sum.Cost.CacheWrite, CostOutput: sum.Cost.Output,

@@ -52,26 +52,26 @@ type RunRow struct {
 	// the run list's search.
 	Names []string `ch:"names"`
 
-	Failed          uint8   `ch:"failed"` // 1: the run's outcome is an error
-	Spans           uint64  `ch:"spans"`
-	LLMCalls        uint64  `ch:"llm_calls"`
-	ToolCalls       uint64  `ch:"tool_calls"`
-	Errors          uint64  `ch:"errors"`
-	InputTokens     uint64  `ch:"input_tokens"`
-	CacheReadTokens uint64  `ch:"cache_read_tokens"`
-	CacheWriteToks  uint64  `ch:"cache_write_tokens"`
-	OutputTokens    uint64  `ch:"output_tokens"`
-	ReasoningTokens uint64  `ch:"reasoning_tokens"`
-	CostTotal       float64 `ch:"cost_total"`
-	CostInput       float64 `ch:"cost_input"`
-	CostCacheRead   float64 `ch:"cost_cache_read"`
-	CostCacheWrite  float64 `ch:"cost_cache_write"`
-	CostOutput      float64 `ch:"cost_output"`
-	FromAggregate   uint8   `ch:"from_aggregate"`
-	Unpriced        uint64  `ch:"unpriced_spans"`
-	Unreconciled    uint64  `ch:"unreconciled_spans"`
-	ToolRetries     uint64  `ch:"tool_retries"`
-	ToolRepeats     uint64  `ch:"tool_repeats"`
+	Failed           uint8   `ch:"failed"` // 1: the run's outcome is an error
+	Spans            uint64  `ch:"spans"`
+	LLMCalls         uint64  `ch:"llm_calls"`
+	ToolCalls        uint64  `ch:"tool_calls"`
+	Errors           uint64  `ch:"errors"`
+	InputTokens      uint64  `ch:"input_tokens"`
+	CacheReadTokens  uint64  `ch:"cache_read_tokens"`
+	CacheWriteTokens uint64  `ch:"cache_write_tokens"`
+	OutputTokens     uint64  `ch:"output_tokens"`
+	ReasoningTokens  uint64  `ch:"reasoning_tokens"`
+	CostTotal        float64 `ch:"cost_total"`
+	CostInput        float64 `ch:"cost_input"`
+	CostCacheRead    float64 `ch:"cost_cache_read"`
+	CostCacheWrite   float64 `ch:"cost_cache_write"`
+	CostOutput       float64 `ch:"cost_output"`
+	FromAggregate    uint8   `ch:"from_aggregate"`
+	Unpriced         uint64  `ch:"unpriced_spans"`
+	Unreconciled     uint64  `ch:"unreconciled_spans"`
+	ToolRetries      uint64  `ch:"tool_retries"`
+	ToolRepeats      uint64  `ch:"tool_repeats"`
 
 	// Fingerprint identifies the run's configuration (models, prompts,
 	// tools offered, instructions); Config is that configuration as JSON.
@@ -143,7 +143,7 @@ var runColumns = []column[RunRow]{
 	u64Col("errors", func(r *RunRow) uint64 { return r.Errors }),
 	u64Col("input_tokens", func(r *RunRow) uint64 { return r.InputTokens }),
 	u64Col("cache_read_tokens", func(r *RunRow) uint64 { return r.CacheReadTokens }),
-	u64Col("cache_write_tokens", func(r *RunRow) uint64 { return r.CacheWriteToks }),
+	u64Col("cache_write_tokens", func(r *RunRow) uint64 { return r.CacheWriteTokens }),
 	u64Col("output_tokens", func(r *RunRow) uint64 { return r.OutputTokens }),
 	u64Col("reasoning_tokens", func(r *RunRow) uint64 { return r.ReasoningTokens }),
 	f64Col("cost_total", func(r *RunRow) float64 { return r.CostTotal }),

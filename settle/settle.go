@@ -65,7 +65,7 @@ type Config struct {
 	FullLookback time.Duration
 	// Margin is how long a written span may take to become visible to
 	// reads; the settled mark stays at least this far behind now (default
-	// 2 min).
+	// 1 min).
 	Margin time.Duration
 	// MaxLoadSpans bounds the spans one load holds (default
 	// rollup's 50,000); MaxLoadRuns the runs (default 1,000).
