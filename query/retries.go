@@ -154,11 +154,11 @@ func runRetriesSQL(t tables, project, cond string, args []any) (string, []any) {
 // matchingRunsSQL builds the statement of the selected runs' trace ids,
 // in no order.
 func matchingRunsSQL(t tables, sel runSelection) (string, []any) {
-	return "SELECT trace_id FROM (" + runAggregation(t, sel, "") + ")", sel.args
+	return "SELECT trace_id FROM (" + runAggregation(t, sel, "") + ")", sel.args()
 }
 
 // runsByIDSQL builds the statement of the summaries (runColumns) of the
 // project's runs whose ids are in set.
 func runsByIDSQL(t tables, project string, set clickhouse.GroupSet) (string, []any) {
-	return runSummarySQL(t, runSelection{where: []string{"project = ?", "trace_id IN ?"}, args: []any{project, set}})
+	return runSummarySQL(t, runSelection{where: []string{"project = ?", "trace_id IN ?"}, whereArgs: []any{project, set}})
 }

@@ -79,7 +79,7 @@ func (r *core) summarizeWhole(ctx context.Context, project, traceID string, d *R
 // (runColumns) over its spans starting from start, its first span's.
 func summarizeWholeSQL(t tables, project, traceID string, start time.Time) (string, []any) {
 	return runSummarySQL(t, runSelection{where: []string{"project = ?", "trace_id = ?", "start >= ?"},
-		args: []any{project, strings.ToLower(traceID), start}})
+		whereArgs: []any{project, strings.ToLower(traceID), start}})
 }
 
 // Run loads one run's summary and span tree.

@@ -608,9 +608,10 @@ type tables interface {
 // over the run table's rows (settledRunsSQL's aliases, which are
 // runAggregates' names).
 type runSelection struct {
-	where  []string
-	having []string
-	args   []any // where's, then having's
+	where      []string
+	whereArgs  []any
+	having     []string
+	havingArgs []any
 	// rows and rowArgs select settled rows (over settledColumns' aliases);
 	// since and until bound their start (zero: open).
 	rows         []string
@@ -705,17 +706,21 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		rargs = append(rargs, strings.ToLower(f.Search), f.Search, f.Search)
 		rowCols = append(rowCols, "names")
 	}
-	return runSelection{where: where, having: having, args: append(args, hargs...), rows: rows, rowArgs: rargs,
+	return runSelection{where: where, whereArgs: args, having: having, havingArgs: hargs, rows: rows, rowArgs: rargs,
 		since: f.Since, until: f.Until, project: f.Project, rowCols: rowCols}, nil
+}
+
+// args are the selection's parameters: the WHERE's, then the HAVING's.
+func (sel runSelection) args() []any {
+	return append(slices.Clip(sel.whereArgs), sel.havingArgs...)
 }
 
 // narrowed is the selection with one more WHERE condition (cond, with
 // condArgs).
 func (sel runSelection) narrowed(cond string, condArgs []any) runSelection {
-	nw := sel.whereArgs()
 	out := sel
 	out.where = append(slices.Clip(sel.where), cond)
-	out.args = append(append(append([]any{}, sel.args[:nw]...), condArgs...), sel.args[nw:]...)
+	out.whereArgs = append(slices.Clip(sel.whereArgs), condArgs...)
 	return out
 }
 
@@ -725,17 +730,8 @@ func (sel runSelection) narrowed(cond string, condArgs []any) runSelection {
 func (sel runSelection) only(cond string, condArgs []any) runSelection {
 	out := sel
 	out.where = []string{"project = ?", cond}
-	out.args = append(append([]any{sel.project}, condArgs...), sel.args[sel.whereArgs():]...)
+	out.whereArgs = append([]any{sel.project}, condArgs...)
 	return out
-}
-
-// whereArgs is how many of args are the WHERE's.
-func (sel runSelection) whereArgs() int {
-	n := 0
-	for _, w := range sel.where {
-		n += strings.Count(w, "?")
-	}
-	return n
 }
 
 // runAggregation is the statement that aggregates the selected runs'
@@ -753,14 +749,14 @@ func runAggregation(t tables, sel runSelection, extra string, cond ...string) st
 // runSummarySQL builds the statement of the selected runs' summaries
 // (runColumns), in no order.
 func runSummarySQL(t tables, sel runSelection) (string, []any) {
-	return "SELECT " + runColumns + " FROM (" + runAggregation(t, sel, "") + ")", sel.args
+	return "SELECT " + runColumns + " FROM (" + runAggregation(t, sel, "") + ")", sel.args()
 }
 
 // runListSQL builds the statement of a page of the selected runs under
 // order, after the cursor, of at most limit runs: runColumns and the sort
 // key.
 func runListSQL(t tables, sel runSelection, order runListOrder, after *cursor, limit int) (string, []any) {
-	args := slices.Clip(sel.args)
+	args := sel.args()
 	var cond []string
 	if after != nil {
 		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")

@@ -274,7 +274,6 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		row.Config = string(b)
 	}
 	providers, tools, names := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	var approvals []safety.Approval
 	for i := range spans {
 		s := &spans[i]
 		if s.Provider != "" && s.SpanType == schema.TypeInference {
@@ -286,18 +285,17 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		if len(names) < schema.MaxRunNames {
 			names[s.Name] = true
 		}
-		if len(s.AttrKeys) > 0 || len(s.EventNames) > 0 {
-			approvals = append(approvals, spanApprovals(s, spanAttr(s))...)
-		}
 	}
 	// The root is the earliest root span (summarize's rule).
 	if root := earliestRoot(spans); root != nil {
 		row.RootName = root.Name
 	}
 	row.Providers, row.Tools, row.Names = sortedKeys(providers), sortedKeys(tools), sortedKeys(names)
+	// The approvals the review read (every span's, once): waits apart
+	// from active time, as caps measure them.
 	row.ActiveNs = row.EndNs - row.StartNs
-	if len(approvals) > 0 {
-		active, wait := safety.ActiveAndWait(approvals, row.StartNs, row.EndNs)
+	if len(review.Approvals) > 0 {
+		active, wait := safety.ActiveAndWait(review.Approvals, row.StartNs, row.EndNs)
 		row.ActiveNs, row.WaitNs = uint64(active), wait
 	}
 	for _, st := range review.Steps {

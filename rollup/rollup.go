@@ -57,8 +57,8 @@ type Rollup struct {
 	reader *query.Reader
 	cfg    Config
 
-	mu          sync.Mutex // serializes refreshes of this Rollup
-	lastVersion uint64
+	mu       sync.Mutex          // serializes refreshes of this Rollup
+	versions schema.VersionClock // the versions of the rows it writes
 }
 
 // Config tunes Rollup. Zero fields take the defaults.
@@ -254,16 +254,6 @@ func (r *Rollup) RefreshRange(ctx context.Context, since, until time.Time) (Refr
 	return stats, nil
 }
 
-// nextVersion returns a version newer than any this Rollup wrote before.
-func (r *Rollup) nextVersion() uint64 {
-	v := uint64(time.Now().UnixNano())
-	if v <= r.lastVersion {
-		v = r.lastVersion + 1
-	}
-	r.lastVersion = v
-	return v
-}
-
 // rollupKey is a rollup row's identity.
 type rollupKey struct {
 	project      string
@@ -370,7 +360,7 @@ func (r *Rollup) write(ctx context.Context, from, to time.Time, raw map[time.Tim
 			rowOf(rows, k) // a tombstone: zero measures replace the old row
 		}
 	}
-	version := r.nextVersion()
+	version := r.versions.Next()
 	out := make([]schema.CostRollupRow, 0, len(rows))
 	for _, x := range rows {
 		x.Version = version

@@ -116,8 +116,8 @@ type Settler struct {
 	sink Sink
 	cfg  Config
 
-	mu          sync.Mutex // one pass at a time
-	lastVersion uint64
+	mu       sync.Mutex          // one pass at a time
+	versions schema.VersionClock // the versions of the rows and marks it writes
 
 	settled, tombstones, passes, failures, busy prometheus.Counter
 	lag                                         prometheus.Gauge
@@ -232,7 +232,7 @@ func (s *Settler) Cycle(ctx context.Context, now time.Time) (Stats, error) {
 		next = min(next, w.MinVersion-1)
 	}
 	if next > mark {
-		if err := s.sink.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: next, Version: s.nextVersion()}); err != nil {
+		if err := s.sink.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: next, Version: s.versions.Next()}); err != nil {
 			return st, fmt.Errorf("advance the settled mark: %w", err)
 		}
 		mark = next
@@ -326,7 +326,7 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 			return st, waiting, err
 		}
 		st.Loads++
-		version := s.nextVersion()
+		version := s.versions.Next()
 		rows := make([]schema.RunRow, 0, len(runs))
 		moved := 0
 		for _, r := range runs {
@@ -355,14 +355,3 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 
 // timed adds the time since began to the busy counter.
 func (s *Settler) timed(began time.Time) { s.busy.Add(time.Since(began).Seconds()) }
-
-// nextVersion is a version above every one this Settler wrote: the clock in
-// nanoseconds, moved past the last.
-func (s *Settler) nextVersion() uint64 {
-	v := uint64(time.Now().UnixNano())
-	if v <= s.lastVersion {
-		v = s.lastVersion + 1
-	}
-	s.lastVersion = v
-	return v
-}

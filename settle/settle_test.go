@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -563,7 +564,7 @@ func sameValue(path string, a, b any) error {
 		delete(av, "settled")
 		delete(bv, "settled")
 		if len(av) != len(bv) {
-			return fmt.Errorf("%s: keys %v vs %v", path, keys(av), keys(bv))
+			return fmt.Errorf("%s: keys %v vs %v", path, slices.Sorted(maps.Keys(av)), slices.Sorted(maps.Keys(bv)))
 		}
 		for k := range av {
 			if err := sameValue(path+"."+k, av[k], bv[k]); err != nil {
@@ -591,13 +592,4 @@ func sameValue(path string, a, b any) error {
 		}
 	}
 	return nil
-}
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
