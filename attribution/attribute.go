@@ -32,7 +32,11 @@ type Span struct {
 	UsageMode    string
 	Cost         Cost
 	CostSource   string
-	Version      uint64
+	// Confidence is the span's cost confidence (schema.Confidence*).
+	Confidence string
+	// Record is true for a usage record (schema.Span.UsageRecord).
+	Record  bool
+	Version uint64
 }
 
 // Attributed is a span with the run-level facts cost attribution derives
@@ -58,6 +62,9 @@ type Attributed struct {
 	// run list).
 	UsageCounted bool
 	CostCounted  bool
+	// RecordedCall is true for a usage record whose call is another span
+	// of the run (RecordedCalls): its usage counts, but it is not a call.
+	RecordedCall bool
 	// ToolRetry and ToolError classify tool spans (see ClassifyRetries).
 	ToolRetry bool
 	ToolError bool
@@ -125,11 +132,12 @@ func AttributeRun(spans []*Span) []Attributed {
 		if user == "" {
 			user = s.User
 		}
-		us[i] = UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode,
+		us[i] = UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode, Record: s.Record,
 			StartNs: s.StartNs, EndNs: s.EndNs, Input: s.Usage.Input, CacheRead: s.Usage.CacheRead,
 			CacheWrite: s.Usage.CacheWrite, Output: s.Usage.Output}
 	}
 	counted, _ := CountedUsage(us)
+	recorded := RecordedCalls(us)
 	if task == "" {
 		task = rootName
 	}
@@ -181,6 +189,7 @@ func AttributeRun(spans []*Span) []Attributed {
 		}
 		a.UsageCounted = counted[i]
 		a.CostCounted = CostCounts(counted[i], a.UsageMode)
+		a.RecordedCall = recorded[i]
 	}
 	chargeRetryTax(run, byID)
 	return run

@@ -29,12 +29,22 @@ import (
 //     usage is one agent span (the Claude Agent SDK's) is priced.
 //  3. A cost on a span without usage (a client-sent cost on a paid tool
 //     call) always counts.
+//
+// And which inference spans are calls: all of them but those rule 1 leaves
+// out, and but the usage records that have a request span to be their call
+// (RecordedCalls; SQL: query.runAggregates' n_llm). A usage record
+// (schema.Span.UsageRecord: Logfire's "streaming response from …" log) holds
+// the usage of a streamed call whose request span, beside it, holds none:
+// its usage and cost count, and the two are one call. Of a run's r records
+// and q request spans (inference spans that are not records, without usage
+// of their own), min(r, q) records are not calls, the earliest first.
 
 // UsageSpan is what the counting rule reads of a span.
 type UsageSpan struct {
 	ID, ParentID string
 	SpanType     string
 	UsageMode    string // schema.Usage*
+	Record       bool   // schema.Span.UsageRecord
 	StartNs      uint64
 	EndNs        uint64
 	// Token buckets, as stored (Input includes both cache buckets).
@@ -152,4 +162,27 @@ func HasOwnUsage(mode string) bool {
 // carries a cost without usage (rule 3).
 func CostCounts(usageCounted bool, mode string) bool {
 	return usageCounted || mode == schema.UsageNone
+}
+
+// RecordedCalls returns, for each span of one run (deduplicated, in start
+// order), whether it is a usage record whose call another span is: of r
+// records and q request spans, the first min(r, q) records.
+func RecordedCalls(spans []UsageSpan) []bool {
+	requests := 0
+	for _, s := range spans {
+		if s.SpanType == schema.TypeInference && !s.Record && s.UsageMode == schema.UsageNone {
+			requests++
+		}
+	}
+	out := make([]bool, len(spans))
+	for i, s := range spans {
+		if requests == 0 {
+			break
+		}
+		if s.SpanType == schema.TypeInference && s.Record {
+			out[i] = true
+			requests--
+		}
+	}
+	return out
 }

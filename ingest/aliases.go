@@ -140,6 +140,9 @@ const (
 	fUsageRaw       // gen_ai.usage.raw (Logfire: the provider's usage object as JSON)
 	fLiteLLMUsage   // metadata.usage_object (LiteLLM: the usage object as a Python repr)
 	fLogfireResp    // response_data (Logfire: the response as JSON, usage under "usage")
+	fLogfireType    // logfire.span_type ("log": a Logfire log record, not an operation)
+	fIsStreaming    // gen_ai.is_streaming (OpenLLMetry 0.54+)
+	fLLMStreaming   // llm.is_streaming (OpenLLMetry before 0.54)
 
 	// client-sent cost
 	fCostAmount // gen_ai.usage.cost.amount
@@ -393,6 +396,12 @@ func fieldOf(key string) field {
 		return fLiteLLMUsage
 	case "response_data":
 		return fLogfireResp
+	case "logfire.span_type":
+		return fLogfireType
+	case "gen_ai.is_streaming":
+		return fIsStreaming
+	case "llm.is_streaming":
+		return fLLMStreaming
 	case "gen_ai.cost.total_cost":
 		return fCostTotal
 	case "langfuse.observation.cost_details":

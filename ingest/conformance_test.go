@@ -57,6 +57,9 @@ func TestConformanceSpans(t *testing.T) {
 				if want.CostSource != nil && s.CostSource != *want.CostSource {
 					t.Errorf("span %s: cost source %q, want %q (%s)", local, s.CostSource, *want.CostSource, explain(s, catalog))
 				}
+				if want.CostConfidence != nil && s.CostConfidence != *want.CostConfidence {
+					t.Errorf("span %s: cost confidence %q, want %q (%s)", local, s.CostConfidence, *want.CostConfidence, explain(s, catalog))
+				}
 				if want.CostUSD != nil && math.Abs(s.CostTotal-*want.CostUSD) > 1e-9 {
 					t.Errorf("span %s: cost %.9f USD, want %.9f (%s)", local, s.CostTotal, *want.CostUSD, explain(s, catalog))
 				}

@@ -27,11 +27,14 @@ const (
 	// AttrCostNote says when a client-sent cost was not taken (a cost of
 	// exactly 0 on a span with usage means the client had no price).
 	AttrCostNote = "tally.cost.note"
+	// AttrCostConfidenceRule names the ConfidenceRule that rated the span's
+	// cost other than exact (Span.CostConfidence holds the rating).
+	AttrCostConfidenceRule = "tally.cost.confidence_rule"
 )
 
 // derivedKeys are the attributes derive writes; the same keys sent by a
 // client are dropped, so a span cannot claim a reading it did not get.
-var derivedKeys = [...]string{AttrUsageReading, AttrUsageProblem, AttrCostNote}
+var derivedKeys = [...]string{AttrUsageReading, AttrUsageProblem, AttrCostNote, AttrCostConfidenceRule}
 
 // PriceNoter is a Pricer that says, for a span it priced, what a user
 // should know about how (*pricing.Catalog: a dated snapshot priced as its
@@ -83,6 +86,12 @@ type Explanation struct {
 	PriceVersion  string   `json:"price_version,omitempty"`
 	CostLines     []string `json:"cost_lines,omitempty"`
 	CostUSD       float64  `json:"cost_usd"`
+	// Confidence says how sure the cost is (schema.Confidence*), with the
+	// rule that rated it when not exact.
+	Confidence *Confidence `json:"confidence,omitempty"`
+	// UsageRecord is true when the span records the usage of a call another
+	// span made (it is not a call itself).
+	UsageRecord bool `json:"usage_record,omitempty"`
 	// Stored is what the span holds now, when it differs from what the
 	// current rules derive (a reprice would change it).
 	Stored *Buckets `json:"stored,omitempty"`
@@ -117,10 +126,12 @@ func (ex *Explanation) step(format string, args ...any) {
 // receives the explanation.
 func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 	n.notes = n.notes[:0]
+	n.corrected = ""
 	out.InputTokens, out.CacheReadTokens, out.CacheWriteTokens, out.OutputTokens, out.ReasoningTokens = 0, 0, 0, 0, 0
 	out.UsageMode, out.UsageUnreconciled = schema.UsageNone, 0
 	out.CostInput, out.CostCacheRead, out.CostCacheWrite, out.CostOutput, out.CostTotal = 0, 0, 0, 0, 0
 	out.CostSource, out.PriceEntry, out.PriceVersion = schema.CostNone, "", ""
+	out.UsageRecord, out.CostConfidence = 0, ""
 
 	var c tokenCounts
 	var inputField field
@@ -245,6 +256,7 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 				ex.step("input %d counts cache reads twice: − %d = %d", c.input, c.cacheRead, c.input-min(c.input, c.cacheRead))
 			}
 			c.input -= min(c.input, c.cacheRead)
+			n.corrected = a.name
 		}
 		reportedOutput := c.output
 		a.outputExclReasoning = a.outputExclReasoning || outputWithoutReasoning
@@ -299,6 +311,8 @@ func (n *normalizer) derive(out *schema.Span, ex *Explanation) {
 		}
 	}
 	n.cost(out, hasUsage, ex)
+	out.UsageRecord = n.usageRecord(out, ex)
+	n.rate(out, ex)
 }
 
 // totalInputs are the input counts a reported total may have been summed
@@ -539,7 +553,7 @@ func usageFields() []field {
 // for re-deriving and explaining it. Privacy rules were applied when the
 // span was stored, so none apply here.
 func storedNormalizer(s *schema.Span, opts *Options) (*normalizer, bool) {
-	n := &normalizer{opts: opts, lim: opts.Limits, table: opts.Usage.table(), now: time.Now().UTC()}
+	n := &normalizer{opts: opts, lim: opts.Limits, table: opts.Usage.table(), confidence: ConfidenceRules(), now: time.Now().UTC()}
 	attrs := make([]wire.KeyValue, 0, len(s.AttrKeys)+6)
 	put := func(k string, v wire.Value) { attrs = append(attrs, wire.KeyValue{Key: k, Value: v}) }
 	reported := false
@@ -616,6 +630,7 @@ func Rederive(s schema.Span, opts Options) (schema.Span, bool) {
 		s.CostInput != before.CostInput || s.CostCacheRead != before.CostCacheRead ||
 		s.CostCacheWrite != before.CostCacheWrite || s.CostOutput != before.CostOutput ||
 		s.CostTotal != before.CostTotal || s.CostSource != before.CostSource ||
+		s.UsageRecord != before.UsageRecord || s.CostConfidence != before.CostConfidence ||
 		s.PriceEntry != before.PriceEntry || s.PriceVersion != before.PriceVersion ||
 		!slices.Equal(s.AttrKeys, before.AttrKeys) || !slices.Equal(s.AttrValues, before.AttrValues)
 	return s, changed
@@ -646,6 +661,7 @@ func Explain(s schema.Span, opts Options) Explanation {
 	}
 	ex.Usage, ex.UsageMode, ex.Unreconciled = bucketsOf(&s), s.UsageMode, s.UsageUnreconciled == 1
 	ex.CostSource, ex.PriceEntry, ex.PriceVersion, ex.CostUSD = s.CostSource, s.PriceEntry, s.PriceVersion, s.CostTotal
+	ex.UsageRecord = s.UsageRecord == 1
 	if b := bucketsOf(&stored); b != ex.Usage {
 		ex.Stored = &b
 	}

@@ -90,7 +90,7 @@ func NormalizeTraces(tr wire.Traces, opts Options) (Batch, Rejected) {
 // next request instead of allocating it again. On return dst's slices are
 // the returned batch's prefix.
 func NormalizeTracesInto(dst Batch, tr wire.Traces, opts Options) (Batch, Rejected) {
-	n := normalizer{opts: &opts, lim: opts.Limits, table: opts.Usage.table()}
+	n := normalizer{opts: &opts, lim: opts.Limits, table: opts.Usage.table(), confidence: ConfidenceRules()}
 	if opts.Now != nil {
 		n.now = opts.Now().UTC()
 	} else {
@@ -191,10 +191,14 @@ type normalizer struct {
 	pairs    []kv
 	notes    []kv // tally.* attributes derive adds to the span
 	table    []Reading
-	readings map[spanIdentity]appliedReading // resolved readings, per request
-	scratch  []byte
-	scratch2 []byte
-	hasher   canonical.Hasher // ArgsHash, its buffers kept across the request's tool spans
+	// confidence is the cost confidence rules; corrected names the one
+	// whose correction derive made on the current span ("" for none).
+	confidence []ConfidenceRule
+	corrected  string
+	readings   map[spanIdentity]appliedReading // resolved readings, per request
+	scratch    []byte
+	scratch2   []byte
+	hasher     canonical.Hasher // ArgsHash, its buffers kept across the request's tool spans
 }
 
 // found is the winner of an alias chain.

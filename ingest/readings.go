@@ -44,6 +44,10 @@ const (
 	// VersionsPreRelease: only PEP 440 pre- and dev-releases ("2.0b0.dev",
 	// "0.2b0", "1.1rc1"), the OpenTelemetry Python contrib scheme.
 	VersionsPreRelease
+	// VersionsNone: only spans whose scope has no version at all (the
+	// OpenTelemetry contrib instrumentations that call get_tracer(__name__,
+	// "")), never a release of another project under the same name.
+	VersionsNone
 )
 
 func (s VersionScheme) String() string {
@@ -52,6 +56,8 @@ func (s VersionScheme) String() string {
 		return "release versions"
 	case VersionsPreRelease:
 		return "pre-release versions"
+	case VersionsNone:
+		return "no version"
 	}
 	return "any version"
 }
@@ -236,6 +242,10 @@ func (r *Reading) matches(id spanIdentity) bool {
 		}
 	case VersionsPreRelease:
 		if !isPreReleaseVersion(id.version) {
+			return false
+		}
+	case VersionsNone:
+		if strings.TrimSpace(id.version) != "" {
 			return false
 		}
 	}

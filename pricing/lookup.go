@@ -36,6 +36,19 @@ func (c *Catalog) Lookup(provider, model string, at time.Time) (Entry, Price, bo
 	return e.clone(), e.Price, true
 }
 
+// CheaperCacheReads reports whether the model's entry in force at time at
+// bills prompt-cache reads below fresh input, so that a cache-read count
+// left unreported overstates the cost. A model the catalog does not know is
+// taken to (no evidence that it does not).
+func (c *Catalog) CheaperCacheReads(provider, model string, at time.Time) bool {
+	g := c.match(provider, model)
+	if g == nil {
+		return true
+	}
+	p := g.at(at).Price
+	return p.CacheRead < p.Input
+}
+
 // MinCachePrefix returns the minimum cacheable prompt length, in tokens, of
 // the model's entry in force at time at. ok is false when no entry matches,
 // when the model has no prompt caching, or when the entry does not say.

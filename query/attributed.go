@@ -20,7 +20,8 @@ const DefaultTraceWindow = time.Hour
 const factColumns = `project, trace_id, span_id, parent_span_id, start_ns, end_ns, name, status, service,
 	span_type, provider, model, agent_name, conversation_id, user_id, task_name, tool_name, tool_call_id,
 	step_id, attempt, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-	usage_mode, cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_source, version`
+	usage_mode, cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_source,
+	cost_confidence, usage_record, version`
 
 // factDest is the scan destination of factColumns in f.
 func factDest(f *attribution.Span) []any {
@@ -29,7 +30,7 @@ func factDest(f *attribution.Span) []any {
 		&f.User, &f.TaskName, &f.ToolName, &f.ToolCallID, &f.StepID, &f.Attempt,
 		&f.Usage.Input, &f.Usage.CacheRead, &f.Usage.CacheWrite, &f.Usage.Output, &f.Usage.Reasoning,
 		&f.UsageMode, &f.Cost.Total, &f.Cost.Input, &f.Cost.CacheRead, &f.Cost.CacheWrite, &f.Cost.Output,
-		&f.CostSource, &f.Version}
+		&f.CostSource, &f.Confidence, &f.Record, &f.Version}
 }
 
 // loadSpans loads, deduplicated (FINAL), the spans of every run that has a

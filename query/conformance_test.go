@@ -69,6 +69,12 @@ func TestConformanceRuns(t *testing.T) {
 					if want.UnreconciledSpans != nil && s.sum.UnreconciledSpans != *want.UnreconciledSpans {
 						t.Errorf("%s: %d unreconciled spans, want %d", s.reader, s.sum.UnreconciledSpans, *want.UnreconciledSpans)
 					}
+					if want.LLMCalls != nil && s.sum.LLMCalls != *want.LLMCalls {
+						t.Errorf("%s: %d LLM calls, want %d", s.reader, s.sum.LLMCalls, *want.LLMCalls)
+					}
+					if want.CostConfidence != nil && s.sum.CostConfidence != *want.CostConfidence {
+						t.Errorf("%s: cost confidence %q (%+v), want %q", s.reader, s.sum.CostConfidence, s.sum.CostByConfidence, *want.CostConfidence)
+					}
 				}
 				checkRunTotals(t, "run list", page.Runs[0].Usage, page.Runs[0].Cost.Total, want)
 				checkRunTotals(t, "run detail", detail.Summary.Usage, detail.Summary.Cost.Total, want)
@@ -77,6 +83,14 @@ func TestConformanceRuns(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkRunTotals(t, "cost attribution", rep.Total.Usage, rep.Total.Cost.Total, want)
+				if want.LLMCalls != nil && rep.Total.LLMCalls != uint64(*want.LLMCalls) {
+					t.Errorf("cost attribution: %d LLM calls, want %d", rep.Total.LLMCalls, *want.LLMCalls)
+				}
+				if want.CostConfidence != nil {
+					if got := rep.Total.ByConfidence.Level(rep.Total.Cost.Total, int(rep.Total.UnpricedSpans)); got != *want.CostConfidence {
+						t.Errorf("cost attribution: cost confidence %q (%+v), want %q", got, rep.Total.ByConfidence, *want.CostConfidence)
+					}
+				}
 			}
 			counted := map[string]bool{}
 			var walk func(ns []*query.SpanNode)

@@ -155,6 +155,11 @@ type CostTotals struct {
 	// those inference spans.
 	RetryTaxUSD   float64 `json:"retry_tax_usd"`
 	RetryTaxCalls uint64  `json:"retry_tax_calls"`
+	// ByConfidence splits Cost.Total by how sure it is (the spans' cost
+	// confidence): the share that is exact, an upper or lower bound,
+	// corrected or approximate. What is left of Cost.Total is the spend of
+	// spans stored before tally rated costs.
+	ByConfidence schema.ConfidenceSpend `json:"cost_by_confidence"`
 
 	unpricedInput, unpricedOutput uint64
 }
@@ -177,6 +182,7 @@ func (t *CostTotals) add(o *CostTotals) {
 	t.ClientCostSpans += o.ClientCostSpans
 	t.RetryTaxUSD += o.RetryTaxUSD
 	t.RetryTaxCalls += o.RetryTaxCalls
+	t.ByConfidence.Merge(o.ByConfidence)
 	t.unpricedInput += o.unpricedInput
 	t.unpricedOutput += o.unpricedOutput
 }
@@ -187,7 +193,7 @@ func (t *CostTotals) AddSpan(a *attribution.Attributed) {
 	t.Spans++
 	switch a.SpanType {
 	case schema.TypeInference:
-		if !attribution.HasOwnUsage(a.UsageMode) || a.UsageCounted { // a wrapper of another span's call is not a call
+		if (!attribution.HasOwnUsage(a.UsageMode) || a.UsageCounted) && !a.RecordedCall { // a wrapper of another span's call, or a record of it, is not a call
 			t.LLMCalls++
 		}
 	case schema.TypeTool:
@@ -206,6 +212,7 @@ func (t *CostTotals) AddSpan(a *attribution.Attributed) {
 		return
 	}
 	t.Cost.Add(a.Span.Cost)
+	t.ByConfidence.Add(a.Confidence, a.Span.Cost.Total)
 	switch a.CostSource {
 	case schema.CostUnpriced:
 		t.UnpricedSpans++
@@ -486,14 +493,17 @@ const rollupMeasures = `sum(spans), sum(llm_calls), sum(tool_calls), sum(tool_re
 	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), sum(reasoning_tokens),
 	sum(cost_total), sum(cost_input), sum(cost_cache_read), sum(cost_cache_write), sum(cost_output),
 	sum(unpriced_spans), sum(unpriced_input_tokens), sum(unpriced_output_tokens), sum(client_cost_spans),
-	sum(retry_tax_usd), sum(retry_tax_calls)`
+	sum(retry_tax_usd), sum(retry_tax_calls),
+	sum(cost_exact), sum(cost_upper_bound), sum(cost_lower_bound), sum(cost_corrected), sum(cost_approximate)`
 
 func (t *CostTotals) dest() []any {
 	return []any{&t.Spans, &t.LLMCalls, &t.ToolCalls, &t.ToolRetries, &t.ToolErrors,
 		&t.Usage.Input, &t.Usage.CacheRead, &t.Usage.CacheWrite, &t.Usage.Output, &t.Usage.Reasoning,
 		&t.Cost.Total, &t.Cost.Input, &t.Cost.CacheRead, &t.Cost.CacheWrite, &t.Cost.Output,
 		&t.UnpricedSpans, &t.unpricedInput, &t.unpricedOutput, &t.ClientCostSpans,
-		&t.RetryTaxUSD, &t.RetryTaxCalls}
+		&t.RetryTaxUSD, &t.RetryTaxCalls,
+		&t.ByConfidence.CostExact, &t.ByConfidence.CostUpperBound, &t.ByConfidence.CostLowerBound,
+		&t.ByConfidence.CostCorrected, &t.ByConfidence.CostApproximate}
 }
 
 // latestGeneration is the condition that selects, from the rollup table,

@@ -12,7 +12,8 @@ package query
 // c_cw, c_out (USD).
 //
 // _inf holds the run's inference spans with usage as tuples (span_id,
-// parent_span_id, start_ns, end_ns, the five buckets, the five costs); _sup
+// parent_span_id, start_ns, end_ns, the five buckets, the five costs, the
+// cost confidence); _sup
 // those that rule 1 leaves out (attribution.SameCall); _agg the largest
 // aggregated span's buckets and costs.
 //
@@ -49,7 +50,7 @@ package query
 const runCountedSQL = `
 	groupArrayIf((span_id, parent_span_id, start_ns, end_ns,
 		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_confidence),
 		span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')) AS _inf,
 	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
 	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
@@ -72,7 +73,7 @@ const runCountedSQL = `
 	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
 	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
 	argMaxIf((input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_confidence),
 		input_tokens + output_tokens, usage_mode = 'aggregated') AS _agg,
 	toUInt8(n_usage = 0 AND countIf(usage_mode = 'aggregated') > 0) AS from_agg,
 	toUInt64(sumIf(input_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 5), _sup)) + if(from_agg = 1, tupleElement(_agg, 1), 0)) AS in_t,
@@ -85,3 +86,14 @@ const runCountedSQL = `
 	toFloat64(sumIf(cost_cache_read, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 12), _sup)) + if(from_agg = 1, tupleElement(_agg, 8), 0)) AS c_cr,
 	toFloat64(sumIf(cost_cache_write, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 13), _sup)) + if(from_agg = 1, tupleElement(_agg, 9), 0)) AS c_cw,
 	toFloat64(sumIf(cost_output, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 14), _sup)) + if(from_agg = 1, tupleElement(_agg, 10), 0)) AS c_out`
+
+// runConfidenceSQL follows runCountedSQL in a run's SELECT list: the counted
+// cost by confidence (schema.ConfidenceSpend), cf_exact … cf_approx, taken
+// like c_total (the spans that count by rules 1 and 3, less those rule 1
+// leaves out, plus the aggregated span of rule 2).
+const runConfidenceSQL = `
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'exact') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'exact', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'exact', tupleElement(_agg, 6), 0)) AS cf_exact,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'upper_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'upper_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'upper_bound', tupleElement(_agg, 6), 0)) AS cf_upper,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'lower_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'lower_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'lower_bound', tupleElement(_agg, 6), 0)) AS cf_lower,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'corrected') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'corrected', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'corrected', tupleElement(_agg, 6), 0)) AS cf_corr,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'approximate') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'approximate', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'approximate', tupleElement(_agg, 6), 0)) AS cf_approx`

@@ -26,7 +26,7 @@ const httpStatusAttribute = "http.response.status_code"
 var reviewAttrs = []string{safety.EffectAttribute, safety.StatusAttribute, httpStatusAttribute,
 	safety.ApprovalDecisionAttribute, safety.ApprovalByAttribute, safety.ApprovalToolAttribute, safety.IncompleteAttribute,
 	safety.GuardrailTriggeredAttribute, safety.GuardrailNameAttribute, safety.OIGuardrailTriggeredAttribute, safety.OISpanKindAttribute,
-	deferralAttribute}
+	deferralAttribute, ingest.AttrCostConfidenceRule}
 
 // deferralAttribute is pydantic-ai's record of a tool call deferred
 // (ApprovalRequired: handed to a human; pydantic_ai/_instrumentation.py).

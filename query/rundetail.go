@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -25,8 +26,12 @@ type RunDetail struct {
 	// CostliestSpanID is the span whose own cost counts most in the run's
 	// total; FirstErrorSpanID the earliest span that ended in error. Both
 	// are in every answer, a partial one included.
-	CostliestSpanID  string `json:"costliest_span_id,omitempty"`
-	FirstErrorSpanID string `json:"first_error_span_id,omitempty"`
+	CostliestSpanID string `json:"costliest_span_id,omitempty"`
+	// CostConfidence lists the rules that rated the cost of the run's
+	// counted spans other than exact (ingest.ConfidenceRules): why
+	// Summary.CostConfidence is what it is.
+	CostConfidence   []ingest.Confidence `json:"cost_confidence_rules,omitempty"`
+	FirstErrorSpanID string              `json:"first_error_span_id,omitempty"`
 }
 
 // Truncation says that a run's answer holds only its earliest spans.
@@ -104,7 +109,37 @@ func runDetail(spans []schema.Span) *RunDetail {
 	summary.ToolRetries, summary.ToolRepeats = &retries, &repeats
 	d := &RunDetail{Summary: summary, Roots: roots}
 	d.CostliestSpanID, d.FirstErrorSpanID = landmarks(roots)
+	d.CostConfidence = confidenceRules(spans, counted)
 	return d
+}
+
+// confidenceRules are the confidence rules named on the spans whose cost
+// counts (the rule attribute, ingest.AttrCostConfidenceRule), once each, in
+// the order first met, with their reasons.
+func confidenceRules(spans []schema.Span, counted map[string]bool) []ingest.Confidence {
+	var out []ingest.Confidence
+	seen := map[string]bool{}
+	for i := range spans {
+		s := &spans[i]
+		if s.CostConfidence == "" || s.CostConfidence == schema.ConfidenceExact || !attribution.CostCounts(counted[s.SpanID], s.UsageMode) {
+			continue
+		}
+		for k, key := range s.AttrKeys {
+			if key != ingest.AttrCostConfidenceRule || k >= len(s.AttrValues) {
+				continue
+			}
+			for _, name := range strings.Split(s.AttrValues[k], "; ") {
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				if r, ok := ingest.ConfidenceRuleNamed(name); ok {
+					out = append(out, r.Describe())
+				}
+			}
+		}
+	}
+	return out
 }
 
 // landmarks finds the span whose own cost counts most in the run's total
@@ -246,7 +281,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 			rr.Unrec++
 		}
 		uniq = append(uniq, s)
-		us = append(us, attribution.UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode,
+		us = append(us, attribution.UsageSpan{ID: s.SpanID, ParentID: s.ParentSpanID, SpanType: s.SpanType, UsageMode: s.UsageMode, Record: s.UsageRecord == 1,
 			StartNs: s.StartNs, EndNs: s.EndNs, Input: s.InputTokens, CacheRead: s.CacheReadTokens,
 			CacheWrite: s.CacheWriteTokens, Output: s.OutputTokens})
 	}
@@ -256,6 +291,11 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 	counted, fromAgg := attribution.CountedUsage(us)
 	if fromAgg {
 		rr.FromAgg = 1
+	}
+	for _, r := range attribution.RecordedCalls(us) {
+		if r {
+			rr.LLM-- // a record of another span's call: one call, counted once
+		}
 	}
 	byID := make(map[string]bool, len(uniq))
 	for i, s := range uniq {
@@ -274,6 +314,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 			rr.RS += s.ReasoningTokens
 		}
 		if attribution.CostCounts(counted[i], s.UsageMode) {
+			rr.Conf.Add(s.CostConfidence, s.CostTotal)
 			rr.CTotal += s.CostTotal
 			rr.CIn += s.CostInput
 			rr.CCR += s.CostCacheRead

@@ -46,8 +46,13 @@ type RunSummary struct {
 	// totals come from an agent span's aggregated usage instead.
 	UsageFromAggregate bool             `json:"usage_from_aggregate,omitempty"`
 	Cost               attribution.Cost `json:"cost"`
-	UnpricedSpans      int              `json:"unpriced_spans"`
-	UnreconciledSpans  int              `json:"unreconciled_spans,omitempty"`
+	// CostConfidence says how sure Cost is (schema.Confidence*: exact,
+	// upper_bound, lower_bound, corrected, approximate, unpriced; "" when
+	// nothing was rated), and CostByConfidence splits it.
+	CostConfidence    string                 `json:"cost_confidence,omitempty"`
+	CostByConfidence  schema.ConfidenceSpend `json:"cost_by_confidence"`
+	UnpricedSpans     int                    `json:"unpriced_spans"`
+	UnreconciledSpans int                    `json:"unreconciled_spans,omitempty"`
 	// ToolRetries and ToolRepeats classify the run's tool calls by docs/design.md's
 	// retry rules (the same as /tools); set on a run's detail and in lists.
 	ToolRetries *int `json:"tool_retries,omitempty"`
@@ -139,19 +144,20 @@ const runAggregates = `
 	min(start_ns) AS s_ns,
 	max(end_ns) AS e_ns,
 	count() AS n_spans,
-	toUInt64(countIf(span_type = 'inference') - length(_sup)) AS n_llm,
+	toUInt64(countIf(span_type = 'inference') - length(_sup) - least(countIf(span_type = 'inference' AND usage_record = 1),
+		countIf(span_type = 'inference' AND usage_record = 0 AND usage_mode = ''))) AS n_llm,
 	countIf(span_type = 'tool') AS n_tool,
 	countIf(status = 'error') AS n_err,
 	toUInt8(if(countIf(parent_span_id = '') > 0, argMinIf(status, start_ns, parent_span_id = '') = 'error',
 		n_err > 0 AND maxIf(end_ns, status = 'error') = e_ns)) AS run_err,
-	` + runCountedSQL + `,
+	` + runCountedSQL + `,` + runConfidenceSQL + `,
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec`
 
 // runColumns are the columns of runAggregates a runRow scans, in its order.
 const runColumns = `trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
 	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
-	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec`
+	c_total, c_in, c_cr, c_cw, c_out, cf_exact, cf_upper, cf_lower, cf_corr, cf_approx, n_unpriced, n_unrec`
 
 type runRow struct {
 	TraceID   string
@@ -182,6 +188,7 @@ type runRow struct {
 	CCR       float64
 	CCW       float64
 	COut      float64
+	Conf      schema.ConfidenceSpend
 	Unpriced  uint64
 	Unrec     uint64
 }
@@ -190,6 +197,7 @@ func (r *runRow) dest() []any {
 	return []any{&r.TraceID, &r.RootName, &r.FirstName, &r.Task, &r.Service, &r.Agents, &r.Models,
 		&r.Conv, &r.User, &r.StartNs, &r.EndNs, &r.Spans, &r.LLM, &r.Tool, &r.Err, &r.RunErr, &r.NUsage, &r.FromAgg,
 		&r.In, &r.CR, &r.CW, &r.Out, &r.RS, &r.CTotal, &r.CIn, &r.CCR, &r.CCW, &r.COut,
+		&r.Conf.CostExact, &r.Conf.CostUpperBound, &r.Conf.CostLowerBound, &r.Conf.CostCorrected, &r.Conf.CostApproximate,
 		&r.Unpriced, &r.Unrec}
 }
 
@@ -215,6 +223,8 @@ func (r *runRow) summary() RunSummary {
 		s.RecoveredErrors = s.Errors
 	}
 	s.UsageFromAggregate = r.FromAgg == 1
+	s.CostByConfidence = r.Conf
+	s.CostConfidence = r.Conf.Level(r.CTotal, int(r.Unpriced))
 	return s
 }
 
@@ -497,7 +507,9 @@ const settledColumns = `trace_id, name AS root_name, name AS first_name, task, s
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
 	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
 	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
-	cost_cache_write AS c_cw, cost_output AS c_out, unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
+	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
+	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
+	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
 	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted`
 
 // settledRunsSQL builds the subquery of project's settled rows starting in

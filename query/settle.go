@@ -254,7 +254,7 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		InputTokens: sum.Usage.Input, CacheReadTokens: sum.Usage.CacheRead, CacheWriteTokens: sum.Usage.CacheWrite,
 		OutputTokens: sum.Usage.Output, ReasoningTokens: sum.Usage.Reasoning,
 		CostTotal: sum.Cost.Total, CostInput: sum.Cost.Input, CostCacheRead: sum.Cost.CacheRead,
-		CostCacheWrite: sum.Cost.CacheWrite, CostOutput: sum.Cost.Output,
+		CostCacheWrite: sum.Cost.CacheWrite, CostOutput: sum.Cost.Output, ConfidenceSpend: sum.CostByConfidence,
 		Unpriced: uint64(sum.UnpricedSpans), Unreconciled: uint64(sum.UnreconciledSpans),
 		Fingerprint: config.Fingerprint,
 	}

@@ -47,6 +47,12 @@ type SpanNode struct {
 	Unreconciled  bool               `json:"usage_unreconciled,omitempty"`
 	Cost          *attribution.Cost  `json:"cost,omitempty"`
 	CostSource    string             `json:"cost_source,omitempty"`
+	// CostConfidence says how sure the span's cost is (schema.Confidence*);
+	// the rule that rated it is its tally.cost.confidence_rule attribute.
+	CostConfidence string `json:"cost_confidence,omitempty"`
+	// UsageRecord is true for a span that records another span's call
+	// (schema.Span.UsageRecord): its usage counts, it is not a call.
+	UsageRecord bool `json:"usage_record,omitempty"`
 	// Counted says the span's usage and cost count in the run's totals
 	// (attribution.CountedUsage: a wrapper of the same call, or an agent span repeating
 	// its children's usage, does not).
@@ -91,8 +97,9 @@ func newNode(s *schema.Span) *SpanNode {
 		RequestModel: s.RequestModel, AgentName: s.AgentName, ToolName: s.ToolName,
 		ToolCallID: s.ToolCallID, Attempt: s.Attempt, ErrorType: s.ErrorType,
 		FinishReasons: s.FinishReasons, TTFCMs: s.TTFCMs, UsageMode: s.UsageMode,
-		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource,
-		PriceEntry: s.PriceEntry, PriceVersion: s.PriceVersion, ArgsHash: s.ArgsHash,
+		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource, CostConfidence: s.CostConfidence,
+		UsageRecord: s.UsageRecord == 1,
+		PriceEntry:  s.PriceEntry, PriceVersion: s.PriceVersion, ArgsHash: s.ArgsHash,
 		Children: []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
 	}
 	n.setWide(s)

@@ -211,6 +211,7 @@ var reportColumns = `trace_id, root_name, '' AS first_name, task, '' AS svc, ` +
 	'' AS conv, '' AS usr, s_ns, e_ns, toUInt64(0) AS n_spans, n_llm, n_tool, n_err, run_err, toUInt64(0) AS n_usage,
 	toUInt8(0) AS from_agg, in_t, toUInt64(0) AS cr_t, toUInt64(0) AS cw_t, out_t, toUInt64(0) AS rs_t, c_total,
 	toFloat64(0) AS c_in, toFloat64(0) AS c_cr, toFloat64(0) AS c_cw, toFloat64(0) AS c_out,
+	toFloat64(0) AS cf_exact, toFloat64(0) AS cf_upper, toFloat64(0) AS cf_lower, toFloat64(0) AS cf_corr, toFloat64(0) AS cf_approx,
 	toUInt64(0) AS n_unpriced, toUInt64(0) AS n_unrec`
 
 // settledFactsSQL builds windowRuns' read of the settled runs sel selects

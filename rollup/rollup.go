@@ -405,4 +405,5 @@ func addTotals(x *schema.CostRollupRow, t *query.CostTotals) {
 	x.ClientCostSpans += t.ClientCostSpans
 	x.RetryTaxUSD += t.RetryTaxUSD
 	x.RetryTaxCalls += t.RetryTaxCalls
+	x.ConfidenceSpend.Merge(t.ByConfidence)
 }

@@ -184,16 +184,15 @@ func (s *Store) createTable(t tableDef) []string {
 	return stmts
 }
 
-// alterTable returns the statements that apply an ALTER clause (ADD COLUMN
-// IF NOT EXISTS …) to a table: on one server the table; in cluster mode the
-// local tables and the Distributed table (whose columns must match), ON
-// CLUSTER. Migrations that change a table use it.
-func (s *Store) alterTable(name, clause string) []string {
-	stmts := []string{"ALTER TABLE " + s.LocalTable(name) + s.onCluster() + " " + clause}
-	if s.cluster != "" {
-		stmts = append(stmts, "ALTER TABLE "+s.Table(name)+s.onCluster()+" "+clause)
+// columnTables are the tables (unquoted names, in s's database) an ALTER
+// of table name must change: on one server the table; in cluster mode its
+// local table and the Distributed table over it, whose columns must match
+// (each ALTER runs ON CLUSTER).
+func (s *Store) columnTables(name string) []string {
+	if s.cluster == "" {
+		return []string{name}
 	}
-	return stmts
+	return []string{name + "_local", name}
 }
 
 // createTables concatenates the statements of several tables.

@@ -1,6 +1,11 @@
 package schema
 
-import "strings"
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // TableSpanFacts holds, for every span, the columns that time-range reads
 // need (ids, times, who and what, tool call identity, usage and cost: what
@@ -26,7 +31,13 @@ const TableSpanFacts = "span_facts"
 const viewSpanFacts = "span_facts_mv"
 
 // spanFactNames are span_facts' columns, all of them spans columns.
-var spanFactNames = []string{
+var spanFactNames = append(slices.Clip(spanFactNamesV5), "usage_record", "cost_confidence")
+
+// spanFactNamesV5 are the columns span_facts had when migration 5 created
+// it: that migration's view selects only these, because the spans table of
+// a store upgraded from before migration 8 lacks the later ones until
+// migration 8 adds them (and recreates the view with all).
+var spanFactNamesV5 = []string{
 	"project", "trace_id", "span_id", "parent_span_id", "start", "start_ns", "end_ns", "duration_ns",
 	"name", "status", "service", "span_type", "provider", "model", "agent_name", "conversation_id",
 	"user_id", "task_name", "tool_name", "tool_call_id", "step_id", "attempt", "args_hash", "ttfc_ms",
@@ -36,17 +47,7 @@ var spanFactNames = []string{
 }
 
 func spanFactsTable(s *Store) tableDef {
-	want := map[string]bool{}
-	for _, n := range spanFactNames {
-		want[n] = true
-	}
-	var cols []column[Span]
-	for _, c := range spanColumns {
-		if want[c.name] {
-			cols = append(cols, c)
-		}
-	}
-	return tableDef{Name: TableSpanFacts, Columns: columnDDL(cols, s.caps),
+	return tableDef{Name: TableSpanFacts, Columns: columnDDL(factColumns(), s.caps),
 		Engine: engineSpec{"ReplacingMergeTree", "version"}, PartitionBy: "toYYYYMMDD(start)",
 		OrderBy: "(project, toStartOfHour(start), trace_id, span_id)", ShardBy: "cityHash64(trace_id)"}
 }
@@ -55,12 +56,48 @@ func spanFactsTable(s *Store) tableDef {
 // mode on each node, from its local spans into its local span_facts, so a
 // row lands on its run's shard) and copy the spans stored before it. Both
 // are idempotent: a second copy of a row collapses with the first.
+// factColumns are span_facts' columns, in the spans table's order.
+func factColumns() []column[Span] {
+	var cols []column[Span]
+	for _, c := range spanColumns {
+		if slices.Contains(spanFactNames, c.name) {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
 func spanFactsStatements(s *Store) []string {
-	names := strings.Join(spanFactNames, ", ")
+	return s.spanFactsView(spanFactNamesV5, "")
+}
+
+// spanFactsView is the statements that create the view feeding span_facts
+// with names and copy into span_facts the spans rows that match where (all
+// when empty).
+func (s *Store) spanFactsView(names []string, where string) []string {
+	list := strings.Join(names, ", ")
 	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
+	copyRows := "INSERT INTO " + s.Table(TableSpanFacts) + " (" + list + ") SELECT " + list + " FROM " + s.Table(TableSpans)
+	if where != "" {
+		copyRows += " WHERE " + where
+	}
 	return []string{
 		"CREATE MATERIALIZED VIEW IF NOT EXISTS " + view + s.onCluster() + " TO " + s.LocalTable(TableSpanFacts) +
-			" AS SELECT " + names + " FROM " + s.LocalTable(TableSpans),
-		"INSERT INTO " + s.Table(TableSpanFacts) + " (" + names + ") SELECT " + names + " FROM " + s.Table(TableSpans),
+			" AS SELECT " + list + " FROM " + s.LocalTable(TableSpans),
+		copyRows,
 	}
+}
+
+// recreateSpanFactsView replaces the view feeding span_facts with one that
+// selects every current facts column. A view cannot be altered, so it is
+// dropped and created again; spans written between the two would reach no
+// facts row, so the spans written since a little before (version, the
+// write time in nanoseconds, from ten minutes before the migration: the
+// clocks of several tally processes may differ) are copied again, which the
+// facts table's ReplacingMergeTree collapses with the rows it has.
+func recreateSpanFactsView(s *Store) []string {
+	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
+	since := uint64(time.Now().Add(-10 * time.Minute).UnixNano())
+	return append([]string{"DROP TABLE IF EXISTS " + view + s.onCluster()},
+		s.spanFactsView(spanFactNames, "version >= "+strconv.FormatUint(since, 10))...)
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,12 +15,35 @@ import (
 // Tables are created from tableDefs (Store.createTable), never from
 // hand-written CREATE statements, so that cluster mode creates their local
 // Replicated and Distributed tables too; changes to existing tables use
-// Store.alterTable for the same reason. stmts run after the tables.
+// migration.columns, which alter the local and Distributed tables alike.
+// stmts run after the tables and columns.
 type migration struct {
 	version int
 	name    string
 	tables  func(s *Store) []tableDef
+	// columns are added to existing tables (where they are missing: 18.16
+	// has no ADD COLUMN IF NOT EXISTS), before stmts.
+	columns func(s *Store) []addedColumn
 	stmts   func(s *Store) []string
+}
+
+// addedColumn is a column a migration adds to a table that exists, placed
+// after the column it follows in a table created new, so that both have
+// the same column order.
+type addedColumn struct {
+	table, name, typ, after string
+}
+
+// addColumns lists the columns of cols named in names, each to be added to
+// table after the column before it in cols.
+func addColumns[R any](s *Store, table string, cols []column[R], names ...string) []addedColumn {
+	var out []addedColumn
+	for i, c := range cols {
+		if i > 0 && slices.Contains(names, c.name) {
+			out = append(out, addedColumn{table: table, name: c.name, typ: c.typeFor(s.caps), after: cols[i-1].name})
+		}
+	}
+	return out
 }
 
 // migrations is the ordered list of schema versions. Append only.
@@ -45,6 +69,14 @@ var migrations = []migration{
 	{version: 7, name: "run table", tables: func(s *Store) []tableDef {
 		return []tableDef{runsTable(s), runMarksTable(s)}
 	}},
+	{version: 8, name: "usage records and cost confidence", columns: func(s *Store) []addedColumn {
+		spend := []string{"cost_exact", "cost_upper_bound", "cost_lower_bound", "cost_corrected", "cost_approximate"}
+		return slices.Concat(
+			addColumns(s, TableSpans, spanColumns, "usage_record", "cost_confidence"),
+			addColumns(s, TableSpanFacts, factColumns(), "usage_record", "cost_confidence"),
+			addColumns(s, TableRuns, runColumns, spend...),
+			addColumns(s, TableCostRollup, costRollupColumns, spend...))
+	}, stmts: recreateSpanFactsView},
 }
 
 // statements are the migration's statements for this store, in order.
@@ -142,16 +174,66 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
-		for _, stmt := range m.statements(s) {
-			if err := s.conn.Exec(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
-			}
-		}
-		if err := s.recordMigration(ctx, m); err != nil {
+		if err := s.apply(ctx, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// apply runs one migration: adds the columns its tables lack, runs its
+// statements, and records it.
+func (s *Store) apply(ctx context.Context, m migration) error {
+	added, err := s.missingColumns(ctx, m)
+	if err != nil {
+		return err
+	}
+	for _, c := range added {
+		if err := s.conn.Exec(ctx, c.stmt); err != nil {
+			// Another process migrating at once may have added it first.
+			if has, herr := s.hasColumn(ctx, c.table, c.name); herr != nil || !has {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
+	}
+	for _, stmt := range m.statements(s) {
+		if err := s.conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return s.recordMigration(ctx, m)
+}
+
+// alteration is one ALTER statement adding column name to table.
+type alteration struct {
+	table, name, stmt string
+}
+
+// missingColumns are the ALTER statements that add the migration's columns
+// a table lacks.
+func (s *Store) missingColumns(ctx context.Context, m migration) ([]alteration, error) {
+	if m.columns == nil {
+		return nil, nil
+	}
+	var out []alteration
+	for _, c := range m.columns(s) {
+		for _, table := range s.columnTables(c.table) {
+			has, err := s.hasColumn(ctx, table, c.name)
+			if err != nil {
+				return nil, err
+			}
+			if !has {
+				out = append(out, alteration{table: table, name: c.name,
+					stmt: "ALTER TABLE `" + s.db + "`.`" + table + "`" + s.onCluster() + " ADD COLUMN " + c.name + " " + c.typ + " AFTER " + c.after})
+			}
+		}
+	}
+	return out, nil
+}
+
+// hasColumn reports whether table (of s's database) has the column.
+func (s *Store) hasColumn(ctx context.Context, table, column string) (bool, error) {
+	return s.exists(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?", s.db, table, column)
 }
 
 // exists runs a count query and reports whether it counted anything.

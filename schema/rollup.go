@@ -71,6 +71,8 @@ type CostRollupRow struct {
 	CostCacheRead  float64 `ch:"cost_cache_read"`
 	CostCacheWrite float64 `ch:"cost_cache_write"`
 	CostOutput     float64 `ch:"cost_output"`
+	// The cost by confidence (the rest of CostTotal is unrated spend).
+	ConfidenceSpend
 
 	UnpricedSpans        uint64  `ch:"unpriced_spans"`
 	UnpricedInputTokens  uint64  `ch:"unpriced_input_tokens"`
@@ -122,6 +124,11 @@ var costRollupColumns = []column[CostRollupRow]{
 	f64Col("cost_cache_read", func(r *CostRollupRow) float64 { return r.CostCacheRead }),
 	f64Col("cost_cache_write", func(r *CostRollupRow) float64 { return r.CostCacheWrite }),
 	f64Col("cost_output", func(r *CostRollupRow) float64 { return r.CostOutput }),
+	f64Col("cost_exact", func(r *CostRollupRow) float64 { return r.CostExact }),
+	f64Col("cost_upper_bound", func(r *CostRollupRow) float64 { return r.CostUpperBound }),
+	f64Col("cost_lower_bound", func(r *CostRollupRow) float64 { return r.CostLowerBound }),
+	f64Col("cost_corrected", func(r *CostRollupRow) float64 { return r.CostCorrected }),
+	f64Col("cost_approximate", func(r *CostRollupRow) float64 { return r.CostApproximate }),
 	u64Col("unpriced_spans", func(r *CostRollupRow) uint64 { return r.UnpricedSpans }),
 	u64Col("unpriced_input_tokens", func(r *CostRollupRow) uint64 { return r.UnpricedInputTokens }),
 	u64Col("unpriced_output_tokens", func(r *CostRollupRow) uint64 { return r.UnpricedOutputTokens }),

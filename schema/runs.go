@@ -67,11 +67,14 @@ type RunRow struct {
 	CostCacheRead    float64 `ch:"cost_cache_read"`
 	CostCacheWrite   float64 `ch:"cost_cache_write"`
 	CostOutput       float64 `ch:"cost_output"`
-	FromAggregate    uint8   `ch:"from_aggregate"`
-	Unpriced         uint64  `ch:"unpriced_spans"`
-	Unreconciled     uint64  `ch:"unreconciled_spans"`
-	ToolRetries      uint64  `ch:"tool_retries"`
-	ToolRepeats      uint64  `ch:"tool_repeats"`
+	// The counted cost by confidence (ConfidenceSpend): what is left of
+	// CostTotal is spend whose spans were stored before tally rated costs.
+	ConfidenceSpend
+	FromAggregate uint8  `ch:"from_aggregate"`
+	Unpriced      uint64 `ch:"unpriced_spans"`
+	Unreconciled  uint64 `ch:"unreconciled_spans"`
+	ToolRetries   uint64 `ch:"tool_retries"`
+	ToolRepeats   uint64 `ch:"tool_repeats"`
 
 	// Fingerprint identifies the run's configuration (models, prompts,
 	// tools offered, instructions); Config is that configuration as JSON.
@@ -151,6 +154,11 @@ var runColumns = []column[RunRow]{
 	f64Col("cost_cache_read", func(r *RunRow) float64 { return r.CostCacheRead }),
 	f64Col("cost_cache_write", func(r *RunRow) float64 { return r.CostCacheWrite }),
 	f64Col("cost_output", func(r *RunRow) float64 { return r.CostOutput }),
+	f64Col("cost_exact", func(r *RunRow) float64 { return r.CostExact }),
+	f64Col("cost_upper_bound", func(r *RunRow) float64 { return r.CostUpperBound }),
+	f64Col("cost_lower_bound", func(r *RunRow) float64 { return r.CostLowerBound }),
+	f64Col("cost_corrected", func(r *RunRow) float64 { return r.CostCorrected }),
+	f64Col("cost_approximate", func(r *RunRow) float64 { return r.CostApproximate }),
 	u8Col("from_aggregate", func(r *RunRow) uint8 { return r.FromAggregate }),
 	u64Col("unpriced_spans", func(r *RunRow) uint64 { return r.Unpriced }),
 	u64Col("unreconciled_spans", func(r *RunRow) uint64 { return r.Unreconciled }),

@@ -33,6 +33,30 @@ const (
 	CostUnpriced = "unpriced" // usage present but no catalog entry matched the model
 )
 
+// Cost confidences (Span.CostConfidence): how sure a span's cost is, given
+// what its instrumentation can report (ingest.ConfidenceRules says which
+// rule rated it, and why).
+const (
+	// ConfidenceExact: the bill as the provider computes it from what was
+	// reported.
+	ConfidenceExact = "exact"
+	// ConfidenceUpperBound: the instrumentation never reports a count that
+	// would lower the bill (no cached-input count: cache reads are billed
+	// at the full input price).
+	ConfidenceUpperBound = "upper_bound"
+	// ConfidenceLowerBound: it never reports a count that would raise the
+	// bill (reasoning tokens left out of output and not reported).
+	ConfidenceLowerBound = "lower_bound"
+	// ConfidenceCorrected: a known, deterministic instrumentation error
+	// was undone by its reading.
+	ConfidenceCorrected = "corrected"
+	// ConfidenceApproximate: both an upper- and a lower-bound rule apply,
+	// so the cost is neither bound.
+	ConfidenceApproximate = "approximate"
+	// ConfidenceUnpriced: the span has usage (or should have) but no price.
+	ConfidenceUnpriced = "unpriced"
+)
+
 // Span statuses (Span.Status), from the OTLP status code: the one spelling
 // of each for Go code; SQL compares the column with the same literals.
 const (
@@ -94,6 +118,12 @@ type Span struct {
 	ReasoningTokens   uint64 `ch:"reasoning_tokens"`
 	UsageMode         string `ch:"usage_mode"`         // UsageNone, UsageInclusive, UsageAdditive, UsageAggregated
 	UsageUnreconciled uint8  `ch:"usage_unreconciled"` // 1 when the reported numbers could not be reconciled
+	// UsageRecord is 1 when the span records the usage of a call that
+	// another span of the run made, and is not a call itself: Logfire's
+	// "streaming response from …" log, which carries a streamed call's
+	// usage beside the request span that has none. It counts for usage and
+	// cost; the request span and it are one call (attribution/counted.go).
+	UsageRecord uint8 `ch:"usage_record"`
 
 	CostInput      float64 `ch:"cost_input"` // USD, uncached input only
 	CostCacheRead  float64 `ch:"cost_cache_read"`
@@ -101,8 +131,11 @@ type Span struct {
 	CostOutput     float64 `ch:"cost_output"`
 	CostTotal      float64 `ch:"cost_total"`
 	CostSource     string  `ch:"cost_source"` // CostNone, CostCatalog, CostClient, CostUnpriced
-	PriceEntry     string  `ch:"price_entry"` // catalog entry id that priced the span
-	PriceVersion   string  `ch:"price_version"`
+	// CostConfidence says how sure the cost is (Confidence*): "" when the
+	// span has no cost, or was stored before tally rated costs.
+	CostConfidence string `ch:"cost_confidence"`
+	PriceEntry     string `ch:"price_entry"` // catalog entry id that priced the span
+	PriceVersion   string `ch:"price_version"`
 
 	AttrKeys       []string `ch:"attr_keys"` // remaining span attributes, values as strings (JSON for non-scalars)
 	AttrValues     []string `ch:"attr_values"`
@@ -145,10 +178,10 @@ type Content struct {
 	Version   uint64    `ch:"version"` // set by the writer like Span.Version
 }
 
-// Fixed-width fields: a span's 9 uint64, 6 float64, a uint32, a uint8 and 2
+// Fixed-width fields: a span's 9 uint64, 6 float64, a uint32, 2 uint8 and 2
 // times; a content row's uint8, uint64 and time.
 const (
-	spanFixedBytes    = 9*8 + 6*8 + 4 + 1 + 2*12
+	spanFixedBytes    = 9*8 + 6*8 + 4 + 2 + 2*12
 	contentFixedBytes = 1 + 8 + 12
 )
 
@@ -163,7 +196,7 @@ func (s *Span) DataBytes() int64 {
 		len(s.SpanType) + len(s.Operation) + len(s.Provider) + len(s.RequestModel) + len(s.ResponseModel) + len(s.Model) +
 		len(s.AgentName) + len(s.AgentID) + len(s.ConversationID) + len(s.UserID) + len(s.TaskName) +
 		len(s.ToolName) + len(s.ToolCallID) + len(s.ToolType) + len(s.StepID) + len(s.ArgsHash) +
-		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.PriceEntry) + len(s.PriceVersion) +
+		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.CostConfidence) + len(s.PriceEntry) + len(s.PriceVersion) +
 		len(s.LinksJSON) + 8*len(s.EventTimeNs)
 	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ResourceKeys, s.ResourceValues,
 		s.EventNames, s.EventAttrs} {
@@ -178,4 +211,69 @@ func (s *Span) DataBytes() int64 {
 func (c *Content) DataBytes() int64 {
 	return int64(contentFixedBytes + len(c.Project) + len(c.TraceID) + len(c.SpanID) + len(c.Kind) +
 		len(c.SourceKey) + len(c.Value))
+}
+
+// ConfidenceSpend is cost in USD by confidence (Span.CostConfidence), the
+// columns cost_exact … cost_approximate of the run table and the cost
+// rollup. Spend of spans stored before tally rated costs is in none of
+// them.
+type ConfidenceSpend struct {
+	CostExact       float64 `ch:"cost_exact" json:"exact_usd"`
+	CostUpperBound  float64 `ch:"cost_upper_bound" json:"upper_bound_usd"`
+	CostLowerBound  float64 `ch:"cost_lower_bound" json:"lower_bound_usd"`
+	CostCorrected   float64 `ch:"cost_corrected" json:"corrected_usd"`
+	CostApproximate float64 `ch:"cost_approximate" json:"approximate_usd"`
+}
+
+// Add adds the cost of one span (or a sum) rated level.
+func (c *ConfidenceSpend) Add(level string, usd float64) {
+	switch level {
+	case ConfidenceExact:
+		c.CostExact += usd
+	case ConfidenceUpperBound:
+		c.CostUpperBound += usd
+	case ConfidenceLowerBound:
+		c.CostLowerBound += usd
+	case ConfidenceCorrected:
+		c.CostCorrected += usd
+	case ConfidenceApproximate:
+		c.CostApproximate += usd
+	}
+}
+
+// Merge adds o.
+func (c *ConfidenceSpend) Merge(o ConfidenceSpend) {
+	c.CostExact += o.CostExact
+	c.CostUpperBound += o.CostUpperBound
+	c.CostLowerBound += o.CostLowerBound
+	c.CostCorrected += o.CostCorrected
+	c.CostApproximate += o.CostApproximate
+}
+
+// Level is the confidence of a total made of this spend (total USD, with
+// unpriced spans left out of it): exact when all of it is exact; a bound
+// when every inexact part bounds the same way (an unpriced span leaves cost
+// out, so it makes the total a lower bound); approximate when parts bound
+// both ways; corrected when corrections are the only departure; unpriced
+// when nothing was priced but something should have been; "" when nothing
+// was rated (no cost, or spans stored before tally rated costs).
+func (c ConfidenceSpend) Level(total float64, unpriced int) string {
+	upper := c.CostUpperBound > 0
+	lower := c.CostLowerBound > 0 || unpriced > 0
+	rated := c.CostExact + c.CostUpperBound + c.CostLowerBound + c.CostCorrected + c.CostApproximate
+	switch {
+	case unpriced > 0 && rated == 0 && total == 0:
+		return ConfidenceUnpriced
+	case c.CostApproximate > 0 || upper && lower:
+		return ConfidenceApproximate
+	case upper:
+		return ConfidenceUpperBound
+	case lower:
+		return ConfidenceLowerBound
+	case c.CostCorrected > 0:
+		return ConfidenceCorrected
+	case c.CostExact > 0:
+		return ConfidenceExact
+	}
+	return ""
 }

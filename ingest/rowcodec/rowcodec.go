@@ -1,7 +1,7 @@
 // Package rowcodec is a compact, fast binary encoding of ingest.Batch: how a
 // batch is stored as one record of the durable log (package ingest/wal).
 //
-// Layout (version 1): a version byte, then the spans (uvarint count, then
+// Layout (version 2): a version byte, then the spans (uvarint count, then
 // each span's fields in declaration order of schema.Span), then the contents
 // (uvarint count, then each schema.Content's fields in order). Strings are a
 // uvarint length and the bytes; []string and []uint64 are a uvarint count and
@@ -13,7 +13,9 @@
 // truncated or garbage input yields an error and never a panic or an
 // outsized allocation. A new field of schema.Span or schema.Content must be
 // added to encode and decode here with a new version byte; the round-trip
-// test fails until it is.
+// test fails until it is. Version 1, written before Span.UsageRecord and
+// Span.CostConfidence, lacks those two fields; Decode still reads it (a
+// durable log written by an older tally), leaving them zero.
 package rowcodec
 
 import (
@@ -29,16 +31,20 @@ import (
 )
 
 // Version is the format version written as the first byte.
-const Version byte = 1
+const Version byte = 2
+
+// version1 is the format without UsageRecord and CostConfidence.
+const version1 byte = 1
 
 // Smallest encodings of one zero-valued row: every string and slice is one
-// length byte. A span has 33 strings, 7 string slices and 1 uint64 slice
-// (41 length bytes); 9 uint64, 6 float64, 1 uint32 and 1 uint8 (72+48+4+1 =
-// 125 bytes); and 2 times (24 bytes): 190. A content row has 6 strings (6),
+// length byte. A span has 34 strings, 7 string slices and 1 uint64 slice
+// (42 length bytes); 9 uint64, 6 float64, 1 uint32 and 2 uint8 (72+48+4+2 =
+// 126 bytes); and 2 times (24 bytes): 192 (190 in version 1). A content row has 6 strings (6),
 // a uint8 and a uint64 (9) and a time (12): 27. Decode uses them to bound
 // counts before it allocates.
 const (
-	minSpanBytes    = 190
+	minSpanBytes    = 192
+	minSpanBytesV1  = 190
 	minContentBytes = 27
 )
 
@@ -51,10 +57,15 @@ var ErrMalformed = errors.New("rowcodec: malformed batch")
 
 // Encode appends the encoding of b to dst and returns the extended slice.
 func Encode(dst []byte, b ingest.Batch) []byte {
-	dst = append(dst, Version)
+	return encode(dst, b, Version)
+}
+
+// encode is Encode in format version v (the tests write version 1 with it).
+func encode(dst []byte, b ingest.Batch, v byte) []byte {
+	dst = append(dst, v)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Spans)))
 	for i := range b.Spans {
-		dst = appendSpan(dst, &b.Spans[i])
+		dst = appendSpan(dst, &b.Spans[i], v)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(b.Contents)))
 	for i := range b.Contents {
@@ -63,7 +74,7 @@ func Encode(dst []byte, b ingest.Batch) []byte {
 	return dst
 }
 
-func appendSpan(d []byte, s *schema.Span) []byte {
+func appendSpan(d []byte, s *schema.Span, v byte) []byte {
 	d = appendString(d, s.Project)
 	d = appendString(d, s.TraceID)
 	d = appendString(d, s.SpanID)
@@ -113,6 +124,9 @@ func appendSpan(d []byte, s *schema.Span) []byte {
 	d = binary.LittleEndian.AppendUint64(d, s.ReasoningTokens)
 	d = appendString(d, s.UsageMode)
 	d = append(d, s.UsageUnreconciled)
+	if v != version1 {
+		d = append(d, s.UsageRecord)
+	}
 
 	d = appendFloat(d, s.CostInput)
 	d = appendFloat(d, s.CostCacheRead)
@@ -120,6 +134,9 @@ func appendSpan(d []byte, s *schema.Span) []byte {
 	d = appendFloat(d, s.CostOutput)
 	d = appendFloat(d, s.CostTotal)
 	d = appendString(d, s.CostSource)
+	if v != version1 {
+		d = appendString(d, s.CostConfidence)
+	}
 	d = appendString(d, s.PriceEntry)
 	d = appendString(d, s.PriceVersion)
 
@@ -196,14 +213,14 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	if len(data) == 0 {
 		return dst, fmt.Errorf("%w: empty input", ErrMalformed)
 	}
-	if data[0] != Version {
-		return dst, fmt.Errorf("%w: unknown version %d (this build reads %d)", ErrMalformed, data[0], Version)
+	if data[0] != Version && data[0] != version1 {
+		return dst, fmt.Errorf("%w: unknown version %d (this build reads %d and %d)", ErrMalformed, data[0], version1, Version)
 	}
 	// One copy of the input backs every decoded string (substrings of it),
 	// instead of one allocation per string.
-	d := decoder{buf: data, str: string(data), pos: 1}
+	d := decoder{buf: data, str: string(data), pos: 1, version: data[0]}
 	b := dst
-	if n := d.count(minSpanBytes, "spans"); n > 0 {
+	if n := d.count(d.minSpan(), "spans"); n > 0 {
 		b.Spans = slices.Grow(b.Spans, n)[:len(b.Spans)+n] // every field is set below
 		for i := range b.Spans[len(dst.Spans):] {
 			d.span(&b.Spans[len(dst.Spans)+i])
@@ -229,25 +246,34 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 // SpanCount is the number of spans an encoded batch holds, read from its
 // header without decoding it (0 and an error when the header is damaged).
 func SpanCount(data []byte) (int, error) {
-	if len(data) == 0 || data[0] != Version {
+	if len(data) == 0 || data[0] != Version && data[0] != version1 {
 		return 0, fmt.Errorf("%w: bad header", ErrMalformed)
 	}
-	d := decoder{buf: data, pos: 1}
-	n := d.count(minSpanBytes, "spans")
+	d := decoder{buf: data, pos: 1, version: data[0]}
+	n := d.count(d.minSpan(), "spans")
 	return n, d.err
 }
 
 // decoder reads fields in order; the first problem sticks in err and every
 // later read returns zero values.
 type decoder struct {
-	buf []byte
-	str string // a copy of buf
-	pos int
+	version byte
+	buf     []byte
+	str     string // a copy of buf
+	pos     int
 	// Backing arrays carved into the decoded slices, so a batch costs a few
 	// allocations instead of one per slice.
 	strs []string
 	nums []uint64
 	err  error
+}
+
+// minSpan is the smallest encoding of a span in d's version.
+func (d *decoder) minSpan() int {
+	if d.version == version1 {
+		return minSpanBytesV1
+	}
+	return minSpanBytes
 }
 
 func (d *decoder) fail(what string) {
@@ -435,6 +461,10 @@ func (d *decoder) span(s *schema.Span) {
 	s.ReasoningTokens = d.uint64("reasoning_tokens")
 	s.UsageMode = d.string("usage_mode")
 	s.UsageUnreconciled = d.uint8("usage_unreconciled")
+	s.UsageRecord = 0
+	if d.version != version1 {
+		s.UsageRecord = d.uint8("usage_record")
+	}
 
 	s.CostInput = d.float("cost_input")
 	s.CostCacheRead = d.float("cost_cache_read")
@@ -442,6 +472,10 @@ func (d *decoder) span(s *schema.Span) {
 	s.CostOutput = d.float("cost_output")
 	s.CostTotal = d.float("cost_total")
 	s.CostSource = d.string("cost_source")
+	s.CostConfidence = ""
+	if d.version != version1 {
+		s.CostConfidence = d.string("cost_confidence")
+	}
 	s.PriceEntry = d.string("price_entry")
 	s.PriceVersion = d.string("price_version")
 

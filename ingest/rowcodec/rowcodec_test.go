@@ -83,6 +83,33 @@ func TestRoundTripEveryField(t *testing.T) {
 	}
 }
 
+// TestReadsVersion1 decodes a record of the durable log written before
+// spans had UsageRecord and CostConfidence: every other field comes back,
+// those two are zero.
+func TestReadsVersion1(t *testing.T) {
+	want := filledBatch(t, 2, 1)
+	old := encode(nil, want, version1)
+	if old[0] != 1 {
+		t.Fatalf("version byte %d, want 1", old[0])
+	}
+	got, err := Decode(old)
+	if err != nil {
+		t.Fatalf("Decode of version 1: %v", err)
+	}
+	for i := range want.Spans {
+		want.Spans[i].UsageRecord, want.Spans[i].CostConfidence = 0, ""
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 1 decoded as\n%+v\nwant\n%+v", got.Spans, want.Spans)
+	}
+	if n, err := SpanCount(old); err != nil || n != 2 {
+		t.Fatalf("SpanCount of version 1 = %d, %v; want 2", n, err)
+	}
+	if _, err := Decode(append([]byte{3}, old[1:]...)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("version 3 decoded: %v", err)
+	}
+}
+
 func TestSpecialValuesRoundTrip(t *testing.T) {
 	want := ingest.Batch{Spans: []schema.Span{{
 		Start:       time.Unix(-1, 999_999_999).UTC(), // before 1970
@@ -103,9 +130,13 @@ func TestSpecialValuesRoundTrip(t *testing.T) {
 }
 
 func TestMinimumRowSizes(t *testing.T) {
-	// version + span count + one zero span + content count = 1+1+190+1.
-	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 193 {
-		t.Fatalf("batch of one zero span encodes to %d bytes, want 193", n)
+	// version + span count + one zero span + content count = 1+1+192+1.
+	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 195 {
+		t.Fatalf("batch of one zero span encodes to %d bytes, want 195", n)
+	}
+	// Version 1 had no usage_record byte and no cost_confidence string.
+	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version1)); n != 193 {
+		t.Fatalf("version 1: batch of one zero span encodes to %d bytes, want 193", n)
 	}
 	// version + span count + content count + one zero content = 1+1+1+27.
 	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 30 {
@@ -119,7 +150,7 @@ func TestContentLayout(t *testing.T) {
 		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 1, Version: 258,
 	}}}
 	want := []byte{
-		1,                      // version
+		2,                      // version
 		0,                      // no spans
 		1,                      // one content
 		1, 'p', 1, 't', 1, 's', // project, trace_id, span_id
@@ -135,8 +166,8 @@ func TestContentLayout(t *testing.T) {
 
 func TestEmptyBatch(t *testing.T) {
 	enc := Encode(nil, ingest.Batch{Spans: []schema.Span{}})
-	if !bytes.Equal(enc, []byte{1, 0, 0}) {
-		t.Fatalf("empty batch encodes to %v, want [1 0 0]", enc)
+	if !bytes.Equal(enc, []byte{2, 0, 0}) {
+		t.Fatalf("empty batch encodes to %v, want [2 0 0]", enc)
 	}
 	got, err := Decode(enc)
 	if err != nil || got.Spans != nil || got.Contents != nil {
@@ -151,7 +182,7 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		in   []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{2}, valid[1:]...)},
+		{"unknown version", append([]byte{3}, valid[1:]...)},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
 		{"span count too large for input", []byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0}}, // 1<<32 spans in 1 byte
 		{"overlong uvarint", []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},

@@ -77,6 +77,9 @@ type SpanExpect struct {
 	Counted    *bool    `json:"counted"`
 	CostSource *string  `json:"cost_source"`
 	CostUSD    *float64 `json:"cost_usd"`
+	// CostConfidence is how sure the span's cost is (schema.Confidence*;
+	// "" for a span with no cost).
+	CostConfidence *string `json:"cost_confidence"`
 }
 
 // RunExpect is the run's counted usage and cost.
@@ -92,6 +95,12 @@ type RunExpect struct {
 	// tally cannot bill is counted as such, never priced at $0.
 	UnpricedSpans     *int `json:"unpriced_spans"`
 	UnreconciledSpans *int `json:"unreconciled_spans"`
+	// LLMCalls, when set, is the run's calls: each call once, whichever of
+	// its spans carries the usage.
+	LLMCalls *int `json:"llm_calls"`
+	// CostConfidence, when set, is how sure the run's cost is
+	// (schema.Confidence*).
+	CostConfidence *string `json:"cost_confidence"`
 }
 
 // Start is when every scenario's first span starts.

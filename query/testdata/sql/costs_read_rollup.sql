@@ -2,7 +2,8 @@ SELECT toUInt32(hour) AS h, provider, model, sum(spans), sum(llm_calls), sum(too
 	sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), sum(reasoning_tokens),
 	sum(cost_total), sum(cost_input), sum(cost_cache_read), sum(cost_cache_write), sum(cost_output),
 	sum(unpriced_spans), sum(unpriced_input_tokens), sum(unpriced_output_tokens), sum(client_cost_spans),
-	sum(retry_tax_usd), sum(retry_tax_calls)
+	sum(retry_tax_usd), sum(retry_tax_calls),
+	sum(cost_exact), sum(cost_upper_bound), sum(cost_lower_bound), sum(cost_corrected), sum(cost_approximate)
 FROM `tally`.`cost_rollup_hourly`
 WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (1796083200,1796086800,1796094000)
   AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`cost_rollup_hourly` WHERE hour >= ? AND hour <= ? GROUP BY hour)

@@ -1,6 +1,6 @@
 SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_ns, e_ns,
 	n_spans, n_llm, n_tool, n_err, run_err, n_usage, from_agg, in_t, cr_t, cw_t, out_t, rs_t,
-	c_total, c_in, c_cr, c_cw, c_out, n_unpriced, n_unrec FROM (SELECT 
+	c_total, c_in, c_cr, c_cw, c_out, cf_exact, cf_upper, cf_lower, cf_corr, cf_approx, n_unpriced, n_unrec FROM (SELECT 
 	trace_id,
 	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
 	argMin(name, start_ns) AS first_name,
@@ -13,7 +13,8 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	min(start_ns) AS s_ns,
 	max(end_ns) AS e_ns,
 	count() AS n_spans,
-	toUInt64(countIf(span_type = 'inference') - length(_sup)) AS n_llm,
+	toUInt64(countIf(span_type = 'inference') - length(_sup) - least(countIf(span_type = 'inference' AND usage_record = 1),
+		countIf(span_type = 'inference' AND usage_record = 0 AND usage_mode = ''))) AS n_llm,
 	countIf(span_type = 'tool') AS n_tool,
 	countIf(status = 'error') AS n_err,
 	toUInt8(if(countIf(parent_span_id = '') > 0, argMinIf(status, start_ns, parent_span_id = '') = 'error',
@@ -21,7 +22,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	
 	groupArrayIf((span_id, parent_span_id, start_ns, end_ns,
 		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_confidence),
 		span_type = 'inference' AND usage_mode NOT IN ('', 'aggregated')) AS _inf,
 	arrayMap(x -> tupleElement(x, 1), _inf) AS _ids,
 	arrayMap(x -> if(tupleElement(x, 2) = tupleElement(x, 1), '', tupleElement(x, 2)), _inf) AS _parents,
@@ -44,7 +45,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	arrayFilter((x, w, c) -> w OR c, _inf, _wrapper, _inner) AS _sup,
 	toUInt64(countIf(usage_mode NOT IN ('', 'aggregated')) - length(_sup)) AS n_usage,
 	argMaxIf((input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output),
+		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_confidence),
 		input_tokens + output_tokens, usage_mode = 'aggregated') AS _agg,
 	toUInt8(n_usage = 0 AND countIf(usage_mode = 'aggregated') > 0) AS from_agg,
 	toUInt64(sumIf(input_tokens, usage_mode NOT IN ('', 'aggregated')) - arraySum(arrayMap(x -> tupleElement(x, 5), _sup)) + if(from_agg = 1, tupleElement(_agg, 1), 0)) AS in_t,
@@ -57,6 +58,11 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	toFloat64(sumIf(cost_cache_read, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 12), _sup)) + if(from_agg = 1, tupleElement(_agg, 8), 0)) AS c_cr,
 	toFloat64(sumIf(cost_cache_write, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 13), _sup)) + if(from_agg = 1, tupleElement(_agg, 9), 0)) AS c_cw,
 	toFloat64(sumIf(cost_output, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 14), _sup)) + if(from_agg = 1, tupleElement(_agg, 10), 0)) AS c_out,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'exact') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'exact', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'exact', tupleElement(_agg, 6), 0)) AS cf_exact,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'upper_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'upper_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'upper_bound', tupleElement(_agg, 6), 0)) AS cf_upper,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'lower_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'lower_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'lower_bound', tupleElement(_agg, 6), 0)) AS cf_lower,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'corrected') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'corrected', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'corrected', tupleElement(_agg, 6), 0)) AS cf_corr,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'approximate') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'approximate', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'approximate', tupleElement(_agg, 6), 0)) AS cf_approx,
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL

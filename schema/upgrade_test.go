@@ -1,0 +1,87 @@
+package schema_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/schema"
+)
+
+// TestUpgradeAddsColumnsAndFeedsFacts puts a migrated store back in its
+// shape before migration 8 (no usage_record or cost_confidence on spans
+// and span_facts, a facts view over the old columns, no confidence spend
+// on the run table and the rollup), applies migration 8 as an upgrade
+// would, twice, and checks that every column is there in the order a new
+// store has and that a span written afterwards reaches span_facts whole.
+func TestUpgradeAddsColumnsAndFeedsFacts(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	conn := s.Conn()
+	spend := []string{"cost_exact", "cost_upper_bound", "cost_lower_bound", "cost_corrected", "cost_approximate"}
+	added := map[string][]string{
+		schema.TableSpans: {"usage_record", "cost_confidence"}, schema.TableSpanFacts: {"usage_record", "cost_confidence"},
+		schema.TableRuns: spend, schema.TableCostRollup: spend,
+	}
+	fresh := map[string]string{}
+	for table := range added {
+		fresh[table] = columnOrder(t, s, table)
+	}
+	if err := conn.Exec(ctx, "DROP TABLE "+s.Table(schema.ViewSpanFacts)); err != nil {
+		t.Fatal(err)
+	}
+	for table, cols := range added {
+		for _, c := range cols {
+			if err := conn.Exec(ctx, "ALTER TABLE "+s.Table(table)+" DROP COLUMN "+c); err != nil {
+				t.Fatalf("drop %s.%s: %v", table, c, err)
+			}
+		}
+	}
+	for _, stmt := range schema.SpanFactsViewStatements(s, schema.SpanFactsV5) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := schema.ApplyMigration(ctx, s, 8); err != nil {
+			t.Fatalf("migration 8 on a store before it: %v", err)
+		}
+	}
+	for table := range added {
+		if got := columnOrder(t, s, table); got != fresh[table] {
+			t.Errorf("%s after the upgrade:\n%s\nwant the new store's\n%s", table, got, fresh[table])
+		}
+	}
+	now := time.Now().UTC()
+	span := schema.Span{Project: "p", TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16), Start: now.Truncate(time.Second),
+		StartNs: uint64(now.UnixNano()), EndNs: uint64(now.UnixNano()), SpanType: schema.TypeInference, UsageRecord: 1,
+		CostSource: schema.CostClient, CostTotal: 0.5, CostConfidence: schema.ConfidenceUpperBound, IngestedAt: now}
+	if err := s.InsertSpans(ctx, []schema.Span{span}); err != nil {
+		t.Fatal(err)
+	}
+	var record uint8
+	var confidence string
+	if err := conn.QueryRow(ctx, "SELECT usage_record, cost_confidence FROM "+s.Table(schema.TableSpanFacts)+" FINAL WHERE span_id = ?", span.SpanID).
+		Scan(&record, &confidence); err != nil {
+		t.Fatalf("the span did not reach span_facts: %v", err)
+	}
+	if record != 1 || confidence != schema.ConfidenceUpperBound {
+		t.Fatalf("span_facts holds usage_record %d, cost_confidence %q; want 1, %q", record, confidence, schema.ConfidenceUpperBound)
+	}
+}
+
+// columnOrder is a table's columns, in order, with their types.
+func columnOrder(t *testing.T, s *schema.Store, table string) string {
+	t.Helper()
+	rows, err := s.Conn().Query(context.Background(), "SELECT * FROM "+s.Table(table)+" LIMIT 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for _, c := range rows.ColumnTypes() {
+		b.WriteString(c.Name() + " " + c.DatabaseTypeName() + "\n")
+	}
+	return b.String()
+}
