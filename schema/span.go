@@ -213,6 +213,13 @@ func (c *Content) DataBytes() int64 {
 		len(c.SourceKey) + len(c.Value))
 }
 
+// Confidences lists the cost confidences, from the surest to the least
+// sure, for the pages and the API's documentation (the UI's lib/vocab.js
+// spells the same list; a test holds the two equal).
+func Confidences() []string {
+	return []string{ConfidenceExact, ConfidenceCorrected, ConfidenceUpperBound, ConfidenceLowerBound, ConfidenceApproximate, ConfidenceUnpriced}
+}
+
 // ConfidenceSpend is cost in USD by confidence (Span.CostConfidence), the
 // columns cost_exact … cost_approximate of the run table and the cost
 // rollup. Spend of spans stored before tally rated costs is in none of

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/schema"
 )
 
 // The safety review's vocabularies (step statuses, effect classes, signal
@@ -186,6 +187,7 @@ func goVocabularies() []struct {
 		{"STATUSES", strs(safety.Statuses()), []string{"STATUS_PILL"}},
 		{"EFFECTS", strs(safety.Effects()), []string{"EFFECT_PILL"}},
 		{"SIGNAL_KINDS", safety.KindNames(), []string{"SIGNAL_HELP", "SIGNAL_MARK"}},
+		{"CONFIDENCES", schema.Confidences(), []string{"CONFIDENCE_HELP", "CONFIDENCE_MARK"}},
 	}
 }
 
@@ -228,7 +230,7 @@ func TestVocab(t *testing.T) {
 // lib/vocab.js. Values that are also ordinary words of the UI (ok, error,
 // read, unknown: pill classes, labels) are left out.
 func TestVocabOnce(t *testing.T) {
-	common := []string{"ok", "error", "read", "unknown"}
+	common := []string{"ok", "error", "read", "unknown", "exact", "corrected", "unpriced", "approximate"}
 	var values []string
 	for _, v := range goVocabularies() {
 		for _, s := range v.want {

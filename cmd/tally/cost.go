@@ -40,6 +40,15 @@ func newCostCmd() *cobra.Command {
 	}, printCosts)
 }
 
+// exactShare is the share of t's spend whose cost is exact ("-" without
+// spend).
+func exactShare(t query.CostTotals) string {
+	if t.Cost.Total <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*t.ByConfidence.CostExact/t.Cost.Total)
+}
+
 // orNone shows an empty dimension value.
 func orNone(s string) string {
 	if s == "" {
@@ -57,9 +66,9 @@ func printCosts(w io.Writer, rep query.CostReport) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tCOST\tINPUT\tCACHE RD\tCACHE WR\tOUTPUT\tLLM\tTOOLS\tRETRIES\tRETRY TAX\tUNPRICED\t\n", strings.ToUpper(rep.By))
+	fmt.Fprintf(tw, "%s\tCOST\tEXACT\tINPUT\tCACHE RD\tCACHE WR\tOUTPUT\tLLM\tTOOLS\tRETRIES\tRETRY TAX\tUNPRICED\t\n", strings.ToUpper(rep.By))
 	row := func(key string, t query.CostTotals) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", key, fmtUSD(t.Cost.Total),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", key, fmtUSD(t.Cost.Total), exactShare(t),
 			fmtTokens(t.Usage.Input), fmtTokens(t.Usage.CacheRead), fmtTokens(t.Usage.CacheWrite),
 			fmtTokens(t.Usage.Output), t.LLMCalls, t.ToolCalls, t.ToolRetries, fmtUSD(t.RetryTaxUSD), t.UnpricedSpans)
 	}

@@ -83,6 +83,16 @@ func printExplanations(w io.Writer, traceID string, spans []query.SpanExplanatio
 			}
 		}
 		fmt.Fprintf(w, "  cost %s (%s)\n", fmtUSD(s.CostUSD), s.CostSource)
+		if c := s.Confidence; c != nil {
+			fmt.Fprintf(w, "  confidence: %s", c.Level)
+			if c.Reason != "" {
+				fmt.Fprintf(w, ": %s", c.Reason)
+			}
+			if c.Rule != "" {
+				fmt.Fprintf(w, "\n    rule %s (%s, %s)\n    source: %s", c.Rule, c.Instrumentation, c.Versions, c.Source)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 }
 

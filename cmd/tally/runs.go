@@ -56,12 +56,12 @@ func printRuns(w io.Writer, page query.RunPage) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRACE ID\tSTART\tTASK\tAGENTS\tDURATION\tLLM\tTOOLS\tIN\tCACHE RD\tOUT\tCOST\tSTATUS")
+	fmt.Fprintln(tw, "TRACE ID\tSTART\tTASK\tAGENTS\tDURATION\tLLM\tTOOLS\tIN\tCACHE RD\tOUT\tCOST\tCONFIDENCE\tSTATUS")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.TraceID,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.TraceID,
 			r.Start.Local().Format("01-02 15:04:05"), r.Task, strings.Join(r.Agents, ","),
 			fmtDuration(r.DurationMs), r.LLMCalls, r.ToolCalls, fmtTokens(r.Usage.Input),
-			fmtTokens(r.Usage.CacheRead), fmtTokens(r.Usage.Output), fmtUSD(r.Cost.Total), r.Status)
+			fmtTokens(r.Usage.CacheRead), fmtTokens(r.Usage.Output), fmtUSD(r.Cost.Total), orDash(r.CostConfidence), r.Status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -93,9 +93,13 @@ func newRunCmd() *cobra.Command {
 func printRun(w io.Writer, run *query.RunDetail, attrs bool) {
 	s := run.Summary
 	fmt.Fprintf(w, "run %s  %s  task %s  service %s\n", s.TraceID, s.Start.Local().Format(time.RFC3339), s.Task, s.Service)
-	fmt.Fprintf(w, "%s  %d spans (%d LLM, %d tool, %d errors)  tokens in %s (cache read %s, write %s) out %s  cost %s\n\n",
+	fmt.Fprintf(w, "%s  %d spans (%d LLM, %d tool, %d errors)  tokens in %s (cache read %s, write %s) out %s  cost %s (%s)\n",
 		fmtDuration(s.DurationMs), s.Spans, s.LLMCalls, s.ToolCalls, s.Errors, fmtTokens(s.Usage.Input),
-		fmtTokens(s.Usage.CacheRead), fmtTokens(s.Usage.CacheWrite), fmtTokens(s.Usage.Output), fmtUSD(s.Cost.Total))
+		fmtTokens(s.Usage.CacheRead), fmtTokens(s.Usage.CacheWrite), fmtTokens(s.Usage.Output), fmtUSD(s.Cost.Total), orDash(s.CostConfidence))
+	for _, r := range run.CostConfidence {
+		fmt.Fprintf(w, "  %s: %s (%s): %s\n", r.Level, r.Instrumentation, r.Versions, r.Reason)
+	}
+	fmt.Fprintln(w)
 	var walk func(nodes []*query.SpanNode, prefix string)
 	walk = func(nodes []*query.SpanNode, prefix string) {
 		for i, n := range nodes {

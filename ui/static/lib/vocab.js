@@ -72,6 +72,36 @@ export const SIGNAL_MARK = {
   unchecked_arguments: 'UNCHECKED ARGS',
 };
 
+/** CONFIDENCES are how sure a cost is, from the surest to the least sure (schema.Confidences). */
+export const CONFIDENCES = ['exact', 'corrected', 'upper_bound', 'lower_bound', 'approximate', 'unpriced'];
+
+/** CONFIDENCE_HELP says what each confidence means, for the mark's tooltip. */
+export const CONFIDENCE_HELP = {
+  exact: 'exact: the bill as the provider computes it from what the instrumentation reported',
+  corrected: 'corrected: a known, deterministic instrumentation error was undone',
+  upper_bound: 'upper bound: the instrumentation never reports a count that would lower the bill (cached input billed at the full price, or a known over-count): the real cost is at most this',
+  lower_bound: 'lower bound: the instrumentation never reports a count that would raise the bill (thinking or cached tokens left out), or a span has no price: the real cost is at least this',
+  approximate: 'approximate: parts of this cost bound it from above and parts from below',
+  unpriced: 'unpriced: nothing here could be priced',
+};
+
+/** CONFIDENCE_MARK is the mark drawn beside a cost that is not exact. */
+export const CONFIDENCE_MARK = {
+  exact: '=',
+  corrected: 'corrected',
+  upper_bound: '≤',
+  lower_bound: '≥',
+  approximate: '≈',
+  unpriced: '?',
+};
+
+/** confidenceHTML marks a cost by its confidence: nothing when exact or unrated, else a small mark whose title says why. */
+export function confidenceHTML(level, rules) {
+  if (!level || level === CONFIDENCES[0]) return '';
+  const why = (rules || []).map((r) => `${r.instrumentation} (${r.versions}): ${r.reason}`).join('\n');
+  return html` <span class="pill conf muted" data-confidence="${esc(level)}" title="${esc(CONFIDENCE_HELP[level] || level)}${why ? esc('\n' + why) : ''}">${esc(CONFIDENCE_MARK[level] || level)}</span>`;
+}
+
 /** effectPill draws a tool's effect class (unknown when it has none). */
 export function effectPill(effect) {
   return html`<span class="pill ${EFFECT_PILL[effect] || 'muted'}" data-effect="${esc(effect)}">${esc(effect || 'unknown')}</span>`;

@@ -6,6 +6,7 @@ import { PALETTE, stackedBars } from '../lib/charts.js';
 import { moneyHTML, num, parseTime, pct, shortID, timeHTML, usd } from '../lib/format.js';
 import { copyParams, parseRange, rangeText, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
+import { confidenceHTML } from '../lib/vocab.js';
 
 export const BUCKET_MS = { minute: 6e4, hour: 36e5, day: 864e5 };
 
@@ -70,6 +71,7 @@ export async function pageCosts() {
   <div class="stat"><dt>Cache hit ratio</dt><dd title="cache-read tokens / input tokens">${pct(t.usage.input_tokens ? t.usage.cache_read_tokens / t.usage.input_tokens : null)}</dd></div>
   <div class="stat"><dt>Output tokens</dt><dd>${num(t.usage.output_tokens)}</dd></div>
   <div class="stat"><dt title="cost of inference inside failed or retried tool-call attempts">Retry tax</dt><dd>${moneyHTML(t.retry_tax_usd)}</dd></div>
+  <div class="stat"><dt title="the share of spend whose spans' costs are exact: the rest is an upper or lower bound, corrected, approximate, or stored before tally rated costs">Exact spend</dt><dd id="cost-exact" title="${esc(confidenceBreakdown(t))}">${pct(t.cost.total_usd ? (t.cost_by_confidence?.exact_usd || 0) / t.cost.total_usd : null)}</dd></div>
   <div class="stat"><dt>Unpriced spans</dt><dd>${t.unpriced_spans ? html`<span class="pill warn">${num(t.unpriced_spans)}</span>` : '0'}</dd></div>
 </dl>
 ${unmatched.length ? html`<div class="notice warn" id="unmatched" role="status"><strong>${unmatched.length} model${unmatched.length === 1 ? '' : 's'} matched no price entry:</strong> their usage is counted but their cost is missing from these figures. Add them with <code>tally serve --prices prices.yaml</code>.
@@ -80,7 +82,7 @@ ${unmatched.length ? html`<div class="notice warn" id="unmatched" role="status">
     { key: 'task', label: 'Task', html: (r) => esc(r.task) },
     { key: 'agents', label: 'Agents', wrap: true, html: (r) => esc((r.agents || []).join(', ')) },
     { key: 'start', label: 'Started', html: (r) => timeHTML(r.start) },
-    { key: 'cost', label: 'Cost', num: true, html: (r) => moneyHTML(r.cost.total_usd) },
+    { key: 'cost', label: 'Cost', num: true, html: (r) => html`${moneyHTML(r.cost.total_usd)}${confidenceHTML(r.cost_confidence)}` },
   ], top.runs, null, { id: 'top-runs', rowAttrs: (r) => html` data-trace-id="${esc(r.trace_id)}"` })}${top.next_cursor ? html`<p><a href="/runs?${copyParams(params, ['since', 'until'], { sort: 'cost', dir: 'desc' })}">All runs by cost →</a></p>` : ''}` : html`<p class="muted">No run started in this range.</p>`}</section>
 <div class="grid2">
   ${DIMS.map((d, i) => costTable(d[0].toUpperCase() + d.slice(1), reports[i], d))}
@@ -89,6 +91,16 @@ ${unmatched.length ? html`<div class="notice warn" id="unmatched" role="status">
 }
 
 /** changeHTML is the change from before to now: "+25%", "−10%", "new" or "—". */
+/** confidenceBreakdown spells out how a total's spend splits by confidence. */
+function confidenceBreakdown(t) {
+  const c = t.cost_by_confidence || {};
+  const parts = [['exact', c.exact_usd], ['corrected', c.corrected_usd], ['upper bound', c.upper_bound_usd], ['lower bound', c.lower_bound_usd], ['approximate', c.approximate_usd]]
+    .filter(([, v]) => v > 0).map(([k, v]) => `${k} ${usd(v)}`);
+  const rated = (c.exact_usd || 0) + (c.corrected_usd || 0) + (c.upper_bound_usd || 0) + (c.lower_bound_usd || 0) + (c.approximate_usd || 0);
+  if (t.cost.total_usd - rated > 1e-9) parts.push(`not rated (stored before tally rated costs; tally reprice rates them) ${usd(t.cost.total_usd - rated)}`);
+  return parts.join(' · ');
+}
+
 export function changeHTML(now, before) {
   if (!before) return now ? html`<span class="chg up" data-change="new">new</span>` : html`<span class="muted">—</span>`;
   const r = (now - before) / before;

@@ -6,6 +6,7 @@ import { fmtMs, moneyHTML, num, parseTime, pct, timeHTML } from '../lib/format.j
 import { main } from '../lib/page.js';
 import { showSpan } from './span.js';
 import { Waterfall } from './waterfall.js';
+import { CONFIDENCE_HELP, confidenceHTML } from '../lib/vocab.js';
 
 /**
  * flatten turns the span tree into rows in display order, marking retries.
@@ -76,7 +77,7 @@ export async function pageRun() {
   <div id="run-outcomes" class="outcomes"></div>
 </div>
 <dl class="stats" id="run-totals">
-  <div class="stat"><dt>Cost</dt><dd>${moneyHTML(s.cost.total_usd, 'run-cost')}${s.unpriced_spans ? html` <small title="spans with usage that matched no price entry">+ ${s.unpriced_spans} unpriced</small>` : ''}</dd></div>
+  <div class="stat"><dt>Cost</dt><dd>${moneyHTML(s.cost.total_usd, 'run-cost')}${confidenceHTML(s.cost_confidence, run.cost_confidence_rules)}${s.unpriced_spans ? html` <small title="spans with usage that matched no price entry">+ ${s.unpriced_spans} unpriced</small>` : ''}</dd></div>
   <div class="stat"><dt>Duration</dt><dd>${fmtMs(s.duration_ms)}</dd></div>
   <div class="stat"><dt>Input tokens</dt><dd title="cache included">${num(u.input_tokens)}</dd></div>
   <div class="stat"><dt>Cache read / write</dt><dd>${num(u.cache_read_tokens)} <small>/ ${num(u.cache_write_tokens)}</small></dd></div>
@@ -87,6 +88,7 @@ export async function pageRun() {
   <div class="stat"><dt>Errors</dt><dd>${s.errors ? html`<span class="pill error">${num(s.errors)}</span>` : '0'}</dd></div>
   <div class="stat"><dt title="tool calls that retried an earlier attempt: attempt ≥ 2, a repeated call id or step id, or the same tool again after it failed under the same parent">Retries</dt><dd>${num(retries)}</dd></div>
 </dl>
+${(run.cost_confidence_rules || []).length ? html`<div class="notice" id="run-confidence"><strong>Cost ${esc(CONFIDENCE_HELP[s.cost_confidence] || '')}.</strong> <ul>${run.cost_confidence_rules.map((r) => html`<li data-rule="${esc(r.rule)}">${esc(r.instrumentation)} <span class="muted">(${esc(r.versions)})</span>: ${esc(r.reason)}</li>`)}</ul></div>` : ''}
 ${s.usage_from_aggregate ? html`<p class="notice warn">No inference span carried usage: token totals come from the agent span's aggregated usage.</p>` : ''}
 ${run.truncated ? html`<p class="notice warn" id="run-truncated">This run has ${num(run.truncated.total_spans)} spans: the tree is built from the earliest ${num(run.truncated.returned_spans)} (the server's --max-tree-spans). The totals above cover the whole run.</p>` : ''}
 ${(s.signals || []).length ? html`<div class="notice error" id="run-signals" role="status"><strong>Safety review:</strong> <ul>${s.signals.map((g) => html`<li data-signal="${g.kind}"><code>${g.kind}</code> ${g.reason}</li>`)}</ul></div>` : ''}

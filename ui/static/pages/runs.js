@@ -5,6 +5,7 @@ import { SEND_HELP, aborted, api, errorHTML } from '../lib/api.js';
 import { fmtMs, moneyHTML, num, shortID, timeHTML } from '../lib/format.js';
 import { copyParams, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
+import { confidenceHTML } from '../lib/vocab.js';
 
 export const RUN_COLS = [
   { key: 'start', label: 'Start', value: (r) => r.start, html: (r) => html`<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
@@ -18,7 +19,7 @@ export const RUN_COLS = [
   { key: 'input', label: 'In', title: 'input tokens (cache included)', num: true, html: (r) => num(r.usage.input_tokens) },
   { key: 'cache_read', label: 'Cache read', title: 'cache-read input tokens', num: true, html: (r) => num(r.usage.cache_read_tokens) },
   { key: 'output', label: 'Out', title: 'output tokens (reasoning included)', num: true, html: (r) => num(r.usage.output_tokens) },
-  { key: 'cost', label: 'Cost', num: true, value: (r) => r.cost.total_usd, html: (r) => html`${moneyHTML(r.cost.total_usd)}${r.unpriced_spans ? html` <span class="pill warn" title="${r.unpriced_spans} span(s) matched no price: cost missing">+?</span>` : ''}` },
+  { key: 'cost', label: 'Cost', num: true, value: (r) => r.cost.total_usd, html: (r) => html`${moneyHTML(r.cost.total_usd)}${confidenceHTML(r.cost_confidence)}${r.unpriced_spans ? html` <span class="pill warn" title="${r.unpriced_spans} span(s) matched no price: cost missing">+?</span>` : ''}` },
   { key: 'errors', label: 'Errors', title: 'spans that ended in error (recovered: the run still succeeded)', num: true, value: (r) => r.errors, html: errorsHTML },
 ];
 

@@ -5,6 +5,7 @@ import { api, errorHTML } from '../lib/api.js';
 import { fmtMs, moneyHTML, num, parseTime, timeHTML } from '../lib/format.js';
 import { TYPE_LABEL, tokensText } from '../lib/spans.js';
 import { valueHTML } from '../lib/values.js';
+import { CONFIDENCE_HELP } from '../lib/vocab.js';
 import { chatViewHTML } from './chat.js';
 
 export function kvHTML(pairs) {
@@ -34,6 +35,7 @@ export function showSpan(row, t0, traceID) {
     ['total', moneyHTML(n.cost.total_usd), true], ['input', moneyHTML(n.cost.input_usd), true],
     ['cache read', moneyHTML(n.cost.cache_read_usd), true], ['cache write', moneyHTML(n.cost.cache_write_usd), true],
     ['output', moneyHTML(n.cost.output_usd), true], ['source', n.cost_source],
+    ['confidence', n.cost_confidence ? html`<span data-confidence="${esc(n.cost_confidence)}" id="detail-confidence">${esc(CONFIDENCE_HELP[n.cost_confidence] || n.cost_confidence)}</span>` : '', true],
     ['price entry', n.price_entry ? `${n.price_entry}${n.price_version ? ` @ ${n.price_version}` : ''}` : ''],
   ]) : html`<p class="muted">no cost</p>`;
   const events = (n.events || []).length
@@ -92,6 +94,7 @@ export async function loadExplain(traceID, spanID) {
     ['scope', html`${esc(x.scope || '')} ${esc(x.scope_version || '')}`, true],
     ['source', x.source],
     ['in run totals', html`${x.counted ? 'counted' : 'not counted'}: ${esc(x.counted_why)}`, true],
+    ['cost confidence', x.confidence ? html`<span id="explain-confidence" data-confidence="${esc(x.confidence.level)}"><strong>${esc(x.confidence.level)}</strong>${x.confidence.reason ? html`: ${esc(x.confidence.reason)}` : ''}${x.confidence.rule ? html` <span class="muted">(rule <code>${esc(x.confidence.rule)}</code>, ${esc(x.confidence.versions)}; ${esc(x.confidence.source)})</span>` : ''}</span>` : '', true],
   ])}
 ${(x.reported || []).length ? html`<h4>Reported</h4>${kvHTML(x.reported.map((r) => [r.key + (r.on_resource ? ' (resource)' : ''), r.value]))}` : ''}
 <h4>Steps</h4><div id="explain-steps">${list(x.steps || [])}</div>
