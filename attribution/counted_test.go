@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tallyhq/tally/schema"
@@ -122,5 +123,34 @@ func TestRepeatedCallsMatchesPairwise(t *testing.T) {
 				t.Fatalf("run %d: span %s repeated %v, pairwise rule says %v\n%+v", run, x.ID, got[i], want, spans)
 			}
 		}
+	}
+}
+
+// TestRecordedCalls: of a run's usage records, as many as there are request
+// spans (inference spans without usage that are not records) are not calls,
+// the earliest first; a record without a request span is its own call.
+func TestRecordedCalls(t *testing.T) {
+	req := func(id string) UsageSpan { return UsageSpan{ID: id, SpanType: schema.TypeInference} }
+	rec := func(id string) UsageSpan {
+		return UsageSpan{ID: id, SpanType: schema.TypeInference, Record: true, UsageMode: schema.UsageInclusive, Input: 10}
+	}
+	call := UsageSpan{ID: "c", SpanType: schema.TypeInference, UsageMode: schema.UsageInclusive, Input: 5}
+	tool := UsageSpan{ID: "t", SpanType: schema.TypeTool}
+	for _, c := range []struct {
+		name  string
+		spans []UsageSpan
+		want  []bool
+	}{
+		{"two streamed calls", []UsageSpan{req("r1"), rec("l1"), req("r2"), rec("l2")}, []bool{false, true, false, true}},
+		{"a streamed call and one that is not", []UsageSpan{req("r1"), rec("l1"), call}, []bool{false, true, false}},
+		{"a record without its request span", []UsageSpan{rec("l1"), tool}, []bool{false, false}},
+		{"more records than requests: the earliest are paired", []UsageSpan{rec("l1"), rec("l2"), req("r1")}, []bool{true, false, false}},
+		{"no records", []UsageSpan{req("r1"), call}, []bool{false, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := RecordedCalls(c.spans); !slices.Equal(got, c.want) {
+				t.Errorf("RecordedCalls = %v, want %v", got, c.want)
+			}
+		})
 	}
 }
