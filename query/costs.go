@@ -223,7 +223,9 @@ func (t *CostTotals) AddSpan(a *attribution.Attributed) {
 	}
 	if a.RetryTax {
 		t.RetryTaxUSD += a.Span.Cost.Total
-		t.RetryTaxCalls++
+		if !a.RecordedCall { // a record and its request span are one call
+			t.RetryTaxCalls++
+		}
 	}
 }
 
