@@ -52,11 +52,11 @@ type Cost struct {
 // such as 4.420340110000005.
 func (c Cost) MarshalJSON() ([]byte, error) {
 	type plain Cost
-	return json.Marshal(plain{roundUSD(c.Total), roundUSD(c.Input), roundUSD(c.CacheRead), roundUSD(c.CacheWrite), roundUSD(c.Output)})
+	return json.Marshal(plain{RoundUSD(c.Total), RoundUSD(c.Input), RoundUSD(c.CacheRead), RoundUSD(c.CacheWrite), RoundUSD(c.Output)})
 }
 
-// roundUSD rounds an amount to 1e-10 USD.
-func roundUSD(v float64) float64 { return math.Round(v*1e10) / 1e10 }
+// RoundUSD rounds an amount to 1e-10 USD, as Cost's JSON shows it.
+func RoundUSD(v float64) float64 { return math.Round(v*1e10) / 1e10 }
 
 // Add adds o's parts to c's.
 func (c *Cost) Add(o Cost) {

@@ -47,7 +47,11 @@ func (p Pairs) MarshalJSON() ([]byte, error) {
 	for _, kv := range p {
 		size += len(kv.Key) + len(kv.Value) + 6
 	}
-	b := make([]byte, 0, size)
+	return p.appendJSON(make([]byte, 0, size)), nil
+}
+
+// appendJSON appends the pairs as one JSON object, in order.
+func (p Pairs) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	for i, kv := range p {
 		if i > 0 {
@@ -57,7 +61,7 @@ func (p Pairs) MarshalJSON() ([]byte, error) {
 		b = append(b, ':')
 		b = canonical.AppendString(b, kv.Value)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // UnmarshalJSON reads a JSON object of strings, sorted by key.
