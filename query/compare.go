@@ -74,18 +74,34 @@ func byTaskVersion(runs []versionedRun) map[string]map[string][]versionedRun {
 }
 
 // Versions lists each task's versions over the range: runs, first and last
-// seen, pass rate, cost per run and p95 duration.
+// seen, pass rate, cost per run and p95 duration. It aggregates as the runs
+// stream by (eachGradedRun): a window's runs are never held at once.
 func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
-	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, false)
+	byTask := map[string]map[string]*versionAcc{}
+	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, facts{config: true},
+		func(run *windowRun, verdict *bool) error {
+			versions := byTask[run.Task]
+			if versions == nil {
+				versions = map[string]*versionAcc{}
+				byTask[run.Task] = versions
+			}
+			fp := run.facts.config.Fingerprint
+			acc := versions[fp]
+			if acc == nil {
+				acc = &versionAcc{v: VersionStats{Fingerprint: fp, Config: run.facts.config, FirstSeen: run.Start, LastSeen: run.Start}}
+				versions[fp] = acc
+			}
+			acc.add(&run.RunSummary, verdict)
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	byTask := byTaskVersion(runs)
 	out := []TaskVersions{}
 	for task, versions := range byTask {
 		tv := TaskVersions{Task: task}
-		for fp, rs := range versions {
-			tv.Versions = append(tv.Versions, versionStats(fp, rs))
+		for _, acc := range versions {
+			tv.Versions = append(tv.Versions, acc.stats())
 		}
 		slices.SortFunc(tv.Versions, func(a, b VersionStats) int {
 			return cmp.Or(b.FirstSeen.Compare(a.FirstSeen), cmp.Compare(a.Fingerprint, b.Fingerprint))
@@ -94,6 +110,47 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 	}
 	slices.SortFunc(out, func(a, b TaskVersions) int { return cmp.Compare(a.Task, b.Task) })
 	return out, nil
+}
+
+// versionAcc sums one version's runs as they stream by, to what
+// versionStats computes from them held at once: the pass rate by
+// verdict, or by status when none of the version's runs has a verdict
+// (newSide's rule).
+type versionAcc struct {
+	v                                  VersionStats // Fingerprint, Config (the newest run's), first and last seen
+	cost                               float64
+	durs                               []float64
+	byVerdict, passedByVerdict, okRuns int
+}
+
+func (a *versionAcc) add(run *RunSummary, verdict *bool) {
+	a.v.Runs++
+	a.v.FirstSeen, a.v.LastSeen = minTime(a.v.FirstSeen, run.Start), maxTime(a.v.LastSeen, run.Start)
+	a.cost += run.Cost.Total
+	a.durs = append(a.durs, run.DurationMs)
+	if run.Status != RunError {
+		a.okRuns++
+	}
+	if verdict != nil {
+		a.byVerdict++
+		if *verdict {
+			a.passedByVerdict++
+		}
+	}
+}
+
+func (a *versionAcc) stats() VersionStats {
+	v := a.v
+	if a.byVerdict > 0 {
+		v.Graded, v.Passed = a.byVerdict, a.passedByVerdict
+	} else {
+		v.Graded, v.Passed = v.Runs, a.okRuns
+	}
+	v.PassRate = side{graded: v.Graded, passed: v.Passed}.passRate()
+	v.CostPerRun = a.cost / float64(v.Runs)
+	slices.Sort(a.durs)
+	v.P95Ms = consistency.Quantile(a.durs, 0.95)
+	return v
 }
 
 // versionStats summarizes one version's runs.

@@ -110,18 +110,26 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 			run                                  runRow
 			agents                               string
 			retries, repeats                     uint64
-			config, signals, outcomes            string
+			fingerprint, configCase              string
+			signals, outcomes                    string
 			stepTools, stepStatuses, stepEffects string
 			activeNs, waitNs                     uint64
 		}
 		dest := x.run.dest()
 		dest = slices.Delete(dest, 5, 7) // agents and models: reportColumns has the agents encoded
 		dest = slices.Insert(dest, 5, any(&x.agents))
-		dest = append(dest, &x.retries, &x.repeats, &x.config, &x.stepTools, &x.stepStatuses, &x.stepEffects,
+		dest = append(dest, &x.retries, &x.repeats, &x.fingerprint, &x.configCase, &x.stepTools, &x.stepStatuses, &x.stepEffects,
 			&x.signals, &x.activeNs, &x.waitNs, &x.outcomes)
-		// A window's runs share few configurations: each distinct text is
-		// decoded once.
-		configs := map[string]RunConfig{}
+		// A window's runs share few configurations: each is read and
+		// decoded once (settledConfigs), and a run brings only its
+		// fingerprint and its dataset case, which the fingerprint leaves
+		// out.
+		var configs map[string]RunConfig
+		if want.config {
+			if configs, err = r.settledConfigs(ctx, f.Project, sel); err != nil {
+				return err
+			}
+		}
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				return fmt.Errorf("read settled runs: %w", err)
@@ -135,12 +143,9 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 			retries, repeats := int(x.retries), int(x.repeats)
 			run.ToolRetries, run.ToolRepeats, run.Settled = &retries, &repeats, true
 			facts := &runFacts{activeNs: x.activeNs, waitNs: x.waitNs}
-			if c, ok := configs[x.config]; ok {
-				facts.config = c
-			} else if err := decodeFact(x.config, &facts.config); err != nil {
-				return fmt.Errorf("run %s: configuration: %w", run.TraceID, err)
-			} else {
-				configs[x.config] = facts.config
+			if want.config {
+				facts.config = configs[x.fingerprint]
+				facts.config.Case = x.configCase
 			}
 			if err := decodeFact(x.signals, &facts.signals); err != nil {
 				return fmt.Errorf("run %s: signals: %w", run.TraceID, err)
@@ -224,8 +229,14 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv 
 		}
 		return none + " AS " + col
 	}
+	// The dataset case, from the configuration's JSON: the rest of it is
+	// read once per fingerprint (settledConfigs).
+	configCase := "'' AS config_case"
+	if want.config {
+		configCase = "visitParamExtractString(config, 'case') AS config_case"
+	}
 	sub, args := settledRunsSQL(t, project, sel, strings.Join([]string{
-		pick(want.config, "config", "''"),
+		pick(want.config, "fingerprint", "''"), configCase,
 		pick(want.review, "step_tools", "emptyArrayString()"), pick(want.review, "step_statuses", "emptyArrayString()"),
 		pick(want.review, "step_effects", "emptyArrayString()"), pick(want.review, "signals", "''"),
 		pick(want.approvals, "active_ns", "toUInt64(0)"), pick(want.approvals, "wait_ns", "toUInt64(0)"),
@@ -236,9 +247,52 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv 
 		cond = append(cond, c)
 		args = append(args, cargs...)
 	}
-	return "SELECT " + reportColumns + ", n_retries, n_repeats, config, " + schema.EncodedStrings("step_tools") + ", " +
+	return "SELECT " + reportColumns + ", n_retries, n_repeats, fingerprint, config_case, " + schema.EncodedStrings("step_tools") + ", " +
 		schema.EncodedStrings("step_statuses") + ", " + schema.EncodedStrings("step_effects") + ", signals, active_ns, wait_ns, " + schema.EncodedStrings("verdicts") + " FROM (" +
 		sub + ")\nWHERE " + strings.Join(cond, " AND ") + "\nORDER BY s_ns DESC, trace_id DESC", args
+}
+
+// settledConfigs reads the configurations of the settled runs sel's
+// window holds, once per fingerprint (their dataset case left out: it is
+// not part of the fingerprint, and each run brings its own).
+func (r *core) settledConfigs(ctx context.Context, project string, sel runSelection) (map[string]RunConfig, error) {
+	q, args := settledConfigsSQL(r.store, project, sel)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read configurations: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]RunConfig{}
+	for rows.Next() {
+		var fp, text string
+		if err := rows.Scan(&fp, &text); err != nil {
+			return nil, fmt.Errorf("read configurations: %w", err)
+		}
+		var c RunConfig
+		if err := decodeFact(text, &c); err != nil {
+			return nil, fmt.Errorf("configuration %s: %w", fp, err)
+		}
+		c.Case = ""
+		out[fp] = c
+	}
+	return out, rows.Err()
+}
+
+// settledConfigsSQL builds settledConfigs' statement: one configuration
+// of each fingerprint among the window's settled rows (any: all of a
+// fingerprint's configurations are equal but for the case).
+func settledConfigsSQL(t tables, project string, sel runSelection) (string, []any) {
+	q := "SELECT fingerprint, any(config) FROM " + t.Table(schema.TableRuns) + " WHERE project = ? AND deleted = 0"
+	args := []any{project}
+	if !sel.since.IsZero() {
+		q += " AND start >= ?"
+		args = append(args, sel.since.UTC().Truncate(time.Second))
+	}
+	if !sel.until.IsZero() {
+		q += " AND start <= ?"
+		args = append(args, sel.until.UTC())
+	}
+	return q + " GROUP BY fingerprint", args
 }
 
 // liveFacts fills in what the reports need of the live runs among runs
@@ -352,4 +406,47 @@ func postedInWindowSQL(t tables, project string, lo, hi time.Time) (string, []an
 		" " + latestOf("trace_id, name, source, span_id") + ")" +
 		" ORDER BY trace_id, created_at, name, source, span_id"
 	return q, []any{project, lo.UTC().Truncate(time.Second), hi.UTC().Add(DefaultTraceWindow)}
+}
+
+// eachGradedRun calls each with every run f selects, newest first, with its
+// verdict under outcome (RunVerdict of its outcomes), one run at a time
+// (eachWindowRun): a report that aggregates as it goes holds no more than
+// one run, where gradedRuns holds the whole window. The live runs get the
+// facts want names and their outcomes from their spans before any run is
+// handed on; the settled runs' posted outcomes are read once for the
+// window. each must not keep the run it is given.
+func (r *core) eachGradedRun(ctx context.Context, f RunFilter, outcome string, want facts, each func(run *windowRun, verdict *bool) error) error {
+	want.outcomes = true
+	var liveOutcomes map[string][]Outcome
+	prepare := func(live []windowRun) error {
+		ids, lo, hi := runsExtent(len(live), func(i int) *RunSummary { return &live[i].RunSummary })
+		var err error
+		if liveOutcomes, err = r.outcomes(ctx, f.Project, ids, lo, hi); err != nil {
+			return err
+		}
+		ptrs := make([]*windowRun, len(live))
+		for i := range live {
+			ptrs[i] = &live[i]
+		}
+		return r.liveFacts(ctx, f.Project, ptrs, want.config, want.retries, want.approvals)
+	}
+	hi := f.Until
+	if hi.IsZero() {
+		hi = time.Now()
+	}
+	posted := map[string][]Outcome{}
+	if err := r.postedInWindow(ctx, f.Project, f.Since.Add(-DefaultTraceWindow), hi, posted); err != nil {
+		return err
+	}
+	var buf []Outcome
+	return r.eachWindowRun(ctx, f, want, prepare, func(run *windowRun) error {
+		var outcomes []Outcome
+		if run.Settled {
+			buf = append(append(buf[:0], posted[run.TraceID]...), run.facts.outcomes...)
+			outcomes = buf
+		} else {
+			outcomes = liveOutcomes[run.TraceID]
+		}
+		return each(run, RunVerdict(outcomes, outcome))
+	})
 }
