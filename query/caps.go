@@ -97,22 +97,23 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 	if !(f.Multiplier >= 1 && f.Multiplier <= 10) {
 		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)
 	}
-	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, 0, facts{approvals: true})
+	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, Tasks: []TaskCaps{}}
+	// The runs stream by (eachGradedRun), each kept as its measures.
+	byTask := map[string][]capRun{}
+	var order []string
+	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
+		f.Outcome, facts{approvals: true}, func(g *windowRun, verdict *bool) error {
+			rep.RunsRead++
+			if byTask[g.Task] == nil {
+				order = append(order, g.Task)
+			}
+			c := capRun{traceID: g.TraceID, ok: g.Status != RunError, verdict: gradeOf(verdict)}
+			c.measures, c.waitMs = runMeasures(&g.RunSummary, g.facts)
+			byTask[g.Task] = append(byTask[g.Task], c)
+			return nil
+		})
 	if err != nil {
 		return nil, err
-	}
-	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, RunsRead: len(runs), Truncated: truncated, Tasks: []TaskCaps{}}
-	if len(runs) == 0 {
-		return rep, nil
-	}
-	byTask := map[string][]gradedRun{}
-	var order []string
-	for _, g := range runs {
-		if byTask[g.Task] == nil {
-			order = append(order, g.Task)
-		}
-		byTask[g.Task] = append(byTask[g.Task], g)
 	}
 	for _, task := range order {
 		tc := taskCaps(task, byTask[task], f.Multiplier)
@@ -140,34 +141,40 @@ func runMeasures(run *RunSummary, f *runFacts) (values [5]float64, waitMs float6
 		run.Cost.Total, float64(active) / float64(time.Millisecond)}, waitMs
 }
 
+// capRun is what a task's caps read of one run.
+type capRun struct {
+	traceID  string
+	measures [5]float64 // capMeasures
+	waitMs   float64
+	ok       bool // the run did not fail
+	verdict  int8 // as taskRun.verdict
+}
+
 // taskCaps computes one task's caps from its runs (newest first).
-func taskCaps(task string, runs []gradedRun, multiplier float64) TaskCaps {
+func taskCaps(task string, runs []capRun, multiplier float64) TaskCaps {
 	tc := TaskCaps{Task: task, Runs: len(runs), VerdictsFrom: "status", ExceededRuns: []string{}, Configured: []string{}}
 	for _, g := range runs {
-		if g.verdict != nil {
+		if g.verdict != 0 {
 			tc.VerdictsFrom = "outcomes"
 			break
 		}
 	}
 	var ok [5][]float64
 	var waits []float64
-	measures := make([][5]float64, len(runs))
 	for i := range runs {
 		g := &runs[i]
-		var wait float64
-		measures[i], wait = runMeasures(g.RunSummary, g.facts)
-		if wait > 0 {
+		if g.waitMs > 0 {
 			tc.RunsWaiting++
-			waits = append(waits, wait)
+			waits = append(waits, g.waitMs)
 		}
-		success := g.verdict != nil && *g.verdict
+		success := g.verdict > 0
 		if tc.VerdictsFrom == "status" {
-			success = g.Status != "error"
+			success = g.ok
 		}
 		if success {
 			tc.Successful++
 			for m := range ok {
-				ok[m] = append(ok[m], measures[i][m])
+				ok[m] = append(ok[m], g.measures[m])
 			}
 		}
 	}
@@ -182,7 +189,7 @@ func taskCaps(task string, runs []gradedRun, multiplier float64) TaskCaps {
 	for i := range runs {
 		over := false
 		for m, fig := range figures {
-			if fig.Suggested > 0 && measures[i][m] > fig.Suggested {
+			if fig.Suggested > 0 && runs[i].measures[m] > fig.Suggested {
 				fig.Exceeded++
 				over = true
 			}
@@ -190,7 +197,7 @@ func taskCaps(task string, runs []gradedRun, multiplier float64) TaskCaps {
 		if over {
 			tc.Exceeded++
 			if len(tc.ExceededRuns) < 5 {
-				tc.ExceededRuns = append(tc.ExceededRuns, runs[i].TraceID)
+				tc.ExceededRuns = append(tc.ExceededRuns, runs[i].traceID)
 			}
 		}
 	}

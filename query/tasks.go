@@ -3,6 +3,7 @@ package query
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -111,27 +112,33 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 		f.BudgetMultiple = DefaultBudgetMultiple
 	}
 	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
-	runs, truncated, err := r.gradedRuns(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, f.MaxRuns, facts{config: f.By == "case"})
-	if err != nil {
-		return nil, err
-	}
-	rep.RunsRead, rep.Truncated = len(runs), truncated
-	groups := map[string][]gradedRun{}
-	for _, g := range runs {
-		keys := []string{g.Task}
-		switch f.By {
-		case "agent":
-			keys = g.Agents
-		case "case":
-			keys = nil
-			if c := g.facts.config.Case; c != "" {
-				keys = []string{c}
+	// The runs stream by (eachGradedRun), each kept as the few figures a
+	// task's report reads of it: a window's summaries are never held.
+	groups := map[string][]taskRun{}
+	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
+		f.Outcome, facts{config: f.By == "case"}, func(g *windowRun, verdict *bool) error {
+			if f.MaxRuns > 0 && rep.RunsRead == f.MaxRuns {
+				rep.Truncated = true
+				return errEnough
 			}
-		}
-		for _, k := range keys {
-			groups[k] = append(groups[k], g)
-		}
+			rep.RunsRead++
+			tr := taskRunOf(&g.RunSummary, verdict)
+			switch f.By {
+			case "agent":
+				for _, k := range g.Agents {
+					groups[k] = append(groups[k], tr)
+				}
+			case "case":
+				if c := g.facts.config.Case; c != "" {
+					groups[c] = append(groups[c], tr)
+				}
+			default:
+				groups[g.Task] = append(groups[g.Task], tr)
+			}
+			return nil
+		})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
 	}
 	for key, rs := range groups {
 		t := taskReport(key, rs, f)
@@ -228,12 +235,39 @@ func RunVerdict(outcomes []Outcome, name string) *bool {
 	return v
 }
 
+// errEnough stops a stream of runs a report has read enough of.
+var errEnough = errors.New("enough runs")
+
+// taskRun is what a task's report reads of one run.
+type taskRun struct {
+	traceID                    string
+	steps, tokens, cost, durMs float64
+	ok                         bool // the run did not fail
+	verdict                    int8 // -1 failed, 1 passed, 0 no outcome verdict
+}
+
+func taskRunOf(run *RunSummary, verdict *bool) taskRun {
+	return taskRun{traceID: run.TraceID, steps: float64(run.LLMCalls + run.ToolCalls), tokens: float64(run.Usage.Input + run.Usage.Output),
+		cost: run.Cost.Total, durMs: run.DurationMs, ok: run.Status != RunError, verdict: gradeOf(verdict)}
+}
+
+// gradeOf is a verdict as taskRun.verdict holds it.
+func gradeOf(verdict *bool) int8 {
+	switch {
+	case verdict == nil:
+		return 0
+	case *verdict:
+		return 1
+	}
+	return -1
+}
+
 // taskReport computes one group's figures from its runs (newest first).
-func taskReport(key string, runs []gradedRun, f TaskFilter) TaskReport {
+func taskReport(key string, runs []taskRun, f TaskFilter) TaskReport {
 	t := TaskReport{Key: key, Runs: len(runs), VerdictsFrom: "status", PassAtK: map[string]float64{}, PassHatK: map[string]float64{},
 		FailedRuns: []string{}}
 	for _, run := range runs {
-		if run.verdict != nil {
+		if run.verdict != 0 {
 			t.VerdictsFrom = "outcomes"
 			break
 		}
@@ -241,29 +275,30 @@ func taskReport(key string, runs []gradedRun, f TaskFilter) TaskReport {
 	var steps, tokens, costs, durs, passTokens []float64
 	gradedCost := 0.0
 	for _, run := range runs {
-		tok := float64(run.Usage.Input + run.Usage.Output)
-		steps = append(steps, float64(run.LLMCalls+run.ToolCalls))
-		tokens = append(tokens, tok)
-		costs = append(costs, run.Cost.Total)
-		durs = append(durs, run.DurationMs)
+		steps = append(steps, run.steps)
+		tokens = append(tokens, run.tokens)
+		costs = append(costs, run.cost)
+		durs = append(durs, run.durMs)
 		verdict := run.verdict
 		if t.VerdictsFrom == "status" {
-			ok := run.Status != "error"
-			verdict = &ok
+			verdict = -1
+			if run.ok {
+				verdict = 1
+			}
 		}
-		if verdict == nil {
+		if verdict == 0 {
 			t.Ungraded++
 			continue
 		}
 		t.Graded++
-		gradedCost += run.Cost.Total
-		if *verdict {
+		gradedCost += run.cost
+		if verdict > 0 {
 			t.Passed++
-			passTokens = append(passTokens, tok)
+			passTokens = append(passTokens, run.tokens)
 		} else {
 			t.Failed++
 			if len(t.FailedRuns) < 5 {
-				t.FailedRuns = append(t.FailedRuns, run.TraceID)
+				t.FailedRuns = append(t.FailedRuns, run.traceID)
 			}
 		}
 	}

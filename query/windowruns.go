@@ -51,7 +51,16 @@ func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]*wind
 			chunk = make([]windowRun, 0, block)
 		}
 		chunk = append(chunk, *run)
-		out = append(out, &chunk[len(chunk)-1])
+		kept := &chunk[len(chunk)-1]
+		// The stream reuses a settled run's agents and facts for the next
+		// run: what is kept is copied.
+		kept.Agents = slices.Clone(run.Agents)
+		if run.facts != nil {
+			f := *run.facts
+			f.steps, f.signals, f.outcomes = slices.Clone(f.steps), slices.Clone(f.signals), slices.Clone(f.outcomes)
+			kept.facts = &f
+		}
+		out = append(out, kept)
 		return nil
 	})
 	return out, err
@@ -130,19 +139,23 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 				return err
 			}
 		}
+		var reused runFacts
+		var agents, verdicts, tools, statuses, effects []string
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				return fmt.Errorf("read settled runs: %w", err)
 			}
-			agents, err := schema.DecodeStrings(x.agents)
-			if err != nil {
+			// The agents, the facts and their slices are reused from run to
+			// run (each keeps none of them).
+			if agents, err = schema.AppendDecodedStrings(agents[:0], x.agents); err != nil {
 				return fmt.Errorf("read settled runs: agents: %w", err)
 			}
 			x.run.Agents, x.run.Models = agents, nil
 			run := windowRun{RunSummary: x.run.summary()}
 			retries, repeats := int(x.retries), int(x.repeats)
 			run.ToolRetries, run.ToolRepeats, run.Settled = &retries, &repeats, true
-			facts := &runFacts{activeNs: x.activeNs, waitNs: x.waitNs}
+			facts := &reused
+			*facts = runFacts{activeNs: x.activeNs, waitNs: x.waitNs, steps: facts.steps[:0], outcomes: facts.outcomes[:0]}
 			if want.config {
 				facts.config = configs[x.fingerprint]
 				facts.config.Case = x.configCase
@@ -151,8 +164,7 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 				return fmt.Errorf("run %s: signals: %w", run.TraceID, err)
 			}
 			if x.outcomes != "" {
-				verdicts, err := schema.DecodeStrings(x.outcomes)
-				if err != nil {
+				if verdicts, err = schema.AppendDecodedStrings(verdicts[:0], x.outcomes); err != nil {
 					return fmt.Errorf("run %s: verdicts: %w", run.TraceID, err)
 				}
 				for _, v := range verdicts {
@@ -160,9 +172,10 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 				}
 			}
 			if x.stepTools != "" {
-				tools, err1 := schema.DecodeStrings(x.stepTools)
-				statuses, err2 := schema.DecodeStrings(x.stepStatuses)
-				effects, err3 := schema.DecodeStrings(x.stepEffects)
+				var err1, err2, err3 error
+				tools, err1 = schema.AppendDecodedStrings(tools[:0], x.stepTools)
+				statuses, err2 = schema.AppendDecodedStrings(statuses[:0], x.stepStatuses)
+				effects, err3 = schema.AppendDecodedStrings(effects[:0], x.stepEffects)
 				if err := cmp.Or(err1, err2, err3); err != nil {
 					return fmt.Errorf("run %s: steps: %w", run.TraceID, err)
 				}

@@ -174,23 +174,30 @@ func EncodedStrings(col string) string {
 // DecodeStrings reads a value selected with EncodedStrings.
 func DecodeStrings(s string) ([]string, error) { return splitEncoded(s) }
 
-// splitEncoded splits "<len>:<bytes><len>:<bytes>…" (empty: no elements).
-func splitEncoded(s string) ([]string, error) {
-	if s == "" {
-		return []string{}, nil
-	}
-	var out []string
+// AppendDecodedStrings is DecodeStrings appending to dst, so that a reader
+// decoding one row after another reuses one slice (the elements are
+// substrings of s either way).
+func AppendDecodedStrings(dst []string, s string) ([]string, error) {
 	for len(s) > 0 {
 		colon := strings.IndexByte(s, ':')
 		if colon <= 0 {
-			return nil, errEncoding
+			return dst, errEncoding
 		}
 		n, err := strconv.Atoi(s[:colon])
 		if err != nil || n < 0 || n > len(s)-colon-1 {
-			return nil, errEncoding
+			return dst, errEncoding
 		}
-		out = append(out, s[colon+1:colon+1+n])
+		dst = append(dst, s[colon+1:colon+1+n])
 		s = s[colon+1+n:]
+	}
+	return dst, nil
+}
+
+// splitEncoded splits "<len>:<bytes><len>:<bytes>…" (empty: no elements).
+func splitEncoded(s string) ([]string, error) {
+	out, err := AppendDecodedStrings([]string{}, s)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
