@@ -265,21 +265,24 @@ func (c *ConfidenceSpend) Merge(o ConfidenceSpend) {
 // when nothing was priced but something should have been; "" when nothing
 // was rated (no cost, or spans stored before tally rated costs).
 func (c ConfidenceSpend) Level(total float64, unpriced int) string {
-	upper := c.CostUpperBound > 0
-	lower := c.CostLowerBound > 0 || unpriced > 0
-	rated := c.CostExact + c.CostUpperBound + c.CostLowerBound + c.CostCorrected + c.CostApproximate
+	// Sums taken less the spans a run does not count (in SQL) can leave a
+	// rounding residue where the true figure is 0: below a billionth of a
+	// cent is nothing.
+	some := func(v float64) bool { return v > 1e-12 }
+	upper := some(c.CostUpperBound)
+	lower := some(c.CostLowerBound) || unpriced > 0
 	switch {
-	case unpriced > 0 && rated == 0 && total == 0:
+	case unpriced > 0 && !some(total):
 		return ConfidenceUnpriced
-	case c.CostApproximate > 0 || upper && lower:
+	case some(c.CostApproximate) || upper && lower:
 		return ConfidenceApproximate
 	case upper:
 		return ConfidenceUpperBound
 	case lower:
 		return ConfidenceLowerBound
-	case c.CostCorrected > 0:
+	case some(c.CostCorrected):
 		return ConfidenceCorrected
-	case c.CostExact > 0:
+	case some(c.CostExact):
 		return ConfidenceExact
 	}
 	return ""
