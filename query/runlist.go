@@ -512,11 +512,11 @@ const settledColumns = `trace_id, name AS root_name, name AS first_name, task, s
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
 	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted`
 
-// settledRunsSQL builds the subquery of project's settled rows starting in
-// sel's window (latest versions: FINAL on the key range), under
-// settledColumns' names, with the run table's columns extra. Filters on other columns are applied outside it,
-// after FINAL, so that an older version of a row never stands in for the
-// current one.
+// settledRunsSQL builds the subquery of every version of project's settled
+// rows starting in sel's window (no FINAL: the reader keeps the newest of
+// each key, see settledFactsSQL), under settledColumns' names, with the
+// key's start (row_start) and the row's version (row_version), and the run
+// table's columns extra.
 func settledRunsSQL(t tables, project string, sel runSelection, extra string) (string, []any) {
 	cols := settledColumns
 	if len(sel.rowCols) > 0 {
@@ -525,7 +525,7 @@ func settledRunsSQL(t tables, project string, sel runSelection, extra string) (s
 	if extra != "" {
 		cols += ", " + extra
 	}
-	q := "SELECT " + cols + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
+	q := "SELECT " + cols + ", start AS row_start, version AS row_version FROM " + t.Table(schema.TableRuns) + " WHERE project = ?"
 	args := []any{project}
 	if !sel.since.IsZero() {
 		q += " AND start >= ?"

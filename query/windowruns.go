@@ -55,6 +55,7 @@ func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]*wind
 		// The stream reuses a settled run's agents and facts for the next
 		// run: what is kept is copied.
 		kept.Agents = slices.Clone(run.Agents)
+		kept.ToolRetries, kept.ToolRepeats = cloneInt(run.ToolRetries), cloneInt(run.ToolRepeats)
 		if run.facts != nil {
 			f := *run.facts
 			f.steps, f.signals, f.outcomes = slices.Clone(f.steps), slices.Clone(f.signals), slices.Clone(f.outcomes)
@@ -115,20 +116,8 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 			return fmt.Errorf("read settled runs: %w", err)
 		}
 		defer rows.Close()
-		var x struct {
-			run                                  runRow
-			agents                               string
-			retries, repeats                     uint64
-			fingerprint, configCase              string
-			signals, outcomes                    string
-			stepTools, stepStatuses, stepEffects string
-			activeNs, waitNs                     uint64
-		}
-		dest := x.run.dest()
-		dest = slices.Delete(dest, 5, 7) // agents and models: reportColumns has the agents encoded
-		dest = slices.Insert(dest, 5, any(&x.agents))
-		dest = append(dest, &x.retries, &x.repeats, &x.fingerprint, &x.configCase, &x.stepTools, &x.stepStatuses, &x.stepEffects,
-			&x.signals, &x.activeNs, &x.waitNs, &x.outcomes)
+		var cur settledRow
+		dest := cur.dest()
 		// A window's runs share few configurations: each is read and
 		// decoded once (settledConfigs), and a run brings only its
 		// fingerprint and its dataset case, which the fingerprint leaves
@@ -139,63 +128,58 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 				return err
 			}
 		}
-		var reused runFacts
-		var agents, verdicts, tools, statuses, effects []string
+		d := settledDecoder{want: want, configs: configs}
+		// The rows come by key, newest version first (settledFactsSQL):
+		// the first of a key is the run's current row, kept when it is not
+		// a tombstone and matches the filters; the older versions are
+		// skipped. The runs of one second are handed on newest first.
+		var group []settledRow
+		flush := func() error {
+			slices.SortFunc(group, func(a, b settledRow) int {
+				return cmp.Or(cmp.Compare(b.run.StartNs, a.run.StartNs), strings.Compare(b.run.TraceID, a.run.TraceID))
+			})
+			for i := range group {
+				run, err := d.decode(&group[i])
+				if err != nil {
+					return err
+				}
+				for ; next < len(live) && newer(&live[next].RunSummary, &run.RunSummary) < 0; next++ {
+					if err := each(&live[next]); err != nil {
+						return err
+					}
+				}
+				if err := each(run); err != nil {
+					return err
+				}
+			}
+			group = group[:0]
+			return nil
+		}
+		var lastStart uint32
+		var lastID string
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				return fmt.Errorf("read settled runs: %w", err)
 			}
-			// The agents, the facts and their slices are reused from run to
-			// run (each keeps none of them).
-			if agents, err = schema.AppendDecodedStrings(agents[:0], x.agents); err != nil {
-				return fmt.Errorf("read settled runs: agents: %w", err)
+			if cur.rowStart == lastStart && cur.run.TraceID == lastID {
+				continue // an older version of the row just read
 			}
-			x.run.Agents, x.run.Models = agents, nil
-			run := windowRun{RunSummary: x.run.summary()}
-			retries, repeats := int(x.retries), int(x.repeats)
-			run.ToolRetries, run.ToolRepeats, run.Settled = &retries, &repeats, true
-			facts := &reused
-			*facts = runFacts{activeNs: x.activeNs, waitNs: x.waitNs, steps: facts.steps[:0], outcomes: facts.outcomes[:0]}
-			if want.config {
-				facts.config = configs[x.fingerprint]
-				facts.config.Case = x.configCase
+			lastStart, lastID = cur.rowStart, cur.run.TraceID
+			if cur.keep == 0 {
+				continue
 			}
-			if err := decodeFact(x.signals, &facts.signals); err != nil {
-				return fmt.Errorf("run %s: signals: %w", run.TraceID, err)
-			}
-			if x.outcomes != "" {
-				if verdicts, err = schema.AppendDecodedStrings(verdicts[:0], x.outcomes); err != nil {
-					return fmt.Errorf("run %s: verdicts: %w", run.TraceID, err)
-				}
-				for _, v := range verdicts {
-					facts.outcomes = append(facts.outcomes, verdictOutcome(v))
-				}
-			}
-			if x.stepTools != "" {
-				var err1, err2, err3 error
-				tools, err1 = schema.AppendDecodedStrings(tools[:0], x.stepTools)
-				statuses, err2 = schema.AppendDecodedStrings(statuses[:0], x.stepStatuses)
-				effects, err3 = schema.AppendDecodedStrings(effects[:0], x.stepEffects)
-				if err := cmp.Or(err1, err2, err3); err != nil {
-					return fmt.Errorf("run %s: steps: %w", run.TraceID, err)
-				}
-				for j := range min(len(tools), len(statuses), len(effects)) {
-					facts.steps = append(facts.steps, safety.Step{Tool: tools[j], Status: safety.Status(statuses[j]),
-						Effect: safety.Effect(effects[j])})
-				}
-			}
-			run.facts = facts
-			for ; next < len(live) && newer(&live[next].RunSummary, &run.RunSummary) < 0; next++ {
-				if err := each(&live[next]); err != nil {
+			if len(group) > 0 && group[0].rowStart != cur.rowStart {
+				if err := flush(); err != nil {
 					return err
 				}
 			}
-			if err := each(&run); err != nil {
-				return err
-			}
+			group = append(group, cur)
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read settled runs: %w", err)
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	for ; next < len(live); next++ {
@@ -204,6 +188,93 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 		}
 	}
 	return nil
+}
+
+// cloneInt is a copy of *p (nil for nil).
+func cloneInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// settledRow is one row of the settled read (settledFactsSQL) as scanned.
+type settledRow struct {
+	run                                  runRow
+	agents                               string
+	retries, repeats                     uint64
+	fingerprint, configCase              string
+	signals, outcomes                    string
+	stepTools, stepStatuses, stepEffects string
+	activeNs, waitNs                     uint64
+	keep                                 uint8  // the row is no tombstone and matches the filters
+	rowStart                             uint32 // the key's start (seconds)
+	rowVersion                           uint64
+}
+
+// dest is the scan destination of settledFactsSQL's columns in r.
+func (r *settledRow) dest() []any {
+	dest := r.run.dest()
+	dest = slices.Delete(dest, 5, 7) // agents and models: reportColumns has the agents encoded
+	dest = slices.Insert(dest, 5, any(&r.agents))
+	return append(dest, &r.retries, &r.repeats, &r.fingerprint, &r.configCase, &r.stepTools, &r.stepStatuses, &r.stepEffects,
+		&r.signals, &r.activeNs, &r.waitNs, &r.outcomes, &r.keep, &r.rowStart, &r.rowVersion)
+}
+
+// settledDecoder turns settled rows into runs with their facts. The run,
+// its agents, its facts and their slices are reused from row to row: the
+// run it returns is good until the next call.
+type settledDecoder struct {
+	want                                       facts
+	configs                                    map[string]RunConfig
+	run                                        windowRun
+	facts                                      runFacts
+	retries, repeats                           int
+	agents, verdicts, tools, statuses, effects []string
+}
+
+func (d *settledDecoder) decode(x *settledRow) (*windowRun, error) {
+	var err error
+	if d.agents, err = schema.AppendDecodedStrings(d.agents[:0], x.agents); err != nil {
+		return nil, fmt.Errorf("read settled runs: agents: %w", err)
+	}
+	x.run.Agents, x.run.Models = d.agents, nil
+	d.run = windowRun{RunSummary: x.run.summary()}
+	d.retries, d.repeats = int(x.retries), int(x.repeats)
+	d.run.ToolRetries, d.run.ToolRepeats, d.run.Settled = &d.retries, &d.repeats, true
+	facts := &d.facts
+	*facts = runFacts{activeNs: x.activeNs, waitNs: x.waitNs, steps: facts.steps[:0], outcomes: facts.outcomes[:0]}
+	if d.want.config {
+		facts.config = d.configs[x.fingerprint]
+		facts.config.Case = x.configCase
+	}
+	if err := decodeFact(x.signals, &facts.signals); err != nil {
+		return nil, fmt.Errorf("run %s: signals: %w", d.run.TraceID, err)
+	}
+	if x.outcomes != "" {
+		if d.verdicts, err = schema.AppendDecodedStrings(d.verdicts[:0], x.outcomes); err != nil {
+			return nil, fmt.Errorf("run %s: verdicts: %w", d.run.TraceID, err)
+		}
+		for _, v := range d.verdicts {
+			facts.outcomes = append(facts.outcomes, verdictOutcome(v))
+		}
+	}
+	if x.stepTools != "" {
+		var err1, err2, err3 error
+		d.tools, err1 = schema.AppendDecodedStrings(d.tools[:0], x.stepTools)
+		d.statuses, err2 = schema.AppendDecodedStrings(d.statuses[:0], x.stepStatuses)
+		d.effects, err3 = schema.AppendDecodedStrings(d.effects[:0], x.stepEffects)
+		if err := cmp.Or(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("run %s: steps: %w", d.run.TraceID, err)
+		}
+		for j := range min(len(d.tools), len(d.statuses), len(d.effects)) {
+			facts.steps = append(facts.steps, safety.Step{Tool: d.tools[j], Status: safety.Status(d.statuses[j]),
+				Effect: safety.Effect(d.effects[j])})
+		}
+	}
+	d.run.facts = facts
+	return &d.run, nil
 }
 
 // newer orders runs newest first: by start, then trace id, both
@@ -248,21 +319,29 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv 
 	if want.config {
 		configCase = "visitParamExtractString(config, 'case') AS config_case"
 	}
-	sub, args := settledRunsSQL(t, project, sel, strings.Join([]string{
+	sub, subArgs := settledRunsSQL(t, project, sel, strings.Join([]string{
 		pick(want.config, "fingerprint", "''"), configCase,
 		pick(want.review, "step_tools", "emptyArrayString()"), pick(want.review, "step_statuses", "emptyArrayString()"),
 		pick(want.review, "step_effects", "emptyArrayString()"), pick(want.review, "signals", "''"),
 		pick(want.approvals, "active_ns", "toUInt64(0)"), pick(want.approvals, "wait_ns", "toUInt64(0)"),
 		pick(want.outcomes, "verdicts", "emptyArrayString()")}, ", "))
-	cond := append([]string{"deleted = 0"}, sel.rows...)
-	args = append(args, sel.rowArgs...)
+	// Every version of each row is read (FINAL's merging read was half of
+	// ClickHouse's time on 18.16): by key, newest first, each with whether
+	// it is no tombstone and matches the filters (keep), so that the
+	// reader, keeping the first of a key, never lets an older version
+	// stand in for the current one. The live runs are left out whatever
+	// their version.
+	keep := append([]string{"deleted = 0"}, sel.rows...)
+	args := append(slices.Clip(sel.rowArgs), subArgs...)
+	where := ""
 	if c, cargs := lv.cond(false); c != "" {
-		cond = append(cond, c)
+		where = "\nWHERE " + c
 		args = append(args, cargs...)
 	}
 	return "SELECT " + reportColumns + ", n_retries, n_repeats, fingerprint, config_case, " + schema.EncodedStrings("step_tools") + ", " +
-		schema.EncodedStrings("step_statuses") + ", " + schema.EncodedStrings("step_effects") + ", signals, active_ns, wait_ns, " + schema.EncodedStrings("verdicts") + " FROM (" +
-		sub + ")\nWHERE " + strings.Join(cond, " AND ") + "\nORDER BY s_ns DESC, trace_id DESC", args
+		schema.EncodedStrings("step_statuses") + ", " + schema.EncodedStrings("step_effects") + ", signals, active_ns, wait_ns, " +
+		schema.EncodedStrings("verdicts") + ",\n\ttoUInt8(" + strings.Join(keep, " AND ") + ") AS keep, toUInt32(row_start) AS row_start_s, row_version FROM (" +
+		sub + ")" + where + "\nORDER BY row_start_s DESC, trace_id DESC, row_version DESC", args
 }
 
 // settledConfigs reads the configurations of the settled runs sel's
