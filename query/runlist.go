@@ -525,7 +525,14 @@ func settledRunsSQL(t tables, project string, sel runSelection, extra string) (s
 	if extra != "" {
 		cols += ", " + extra
 	}
-	q := "SELECT " + cols + ", start AS row_start, version AS row_version FROM " + t.Table(schema.TableRuns) + " WHERE project = ?"
+	where, args := settledWindow(project, sel)
+	return "SELECT " + cols + ", start AS row_start, version AS row_version FROM " + t.Table(schema.TableRuns) + where, args
+}
+
+// settledWindow is the WHERE clause selecting project's rows of the run
+// table that start in sel's window, with its args.
+func settledWindow(project string, sel runSelection) (string, []any) {
+	q := " WHERE project = ?"
 	args := []any{project}
 	if !sel.since.IsZero() {
 		q += " AND start >= ?"

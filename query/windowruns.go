@@ -374,17 +374,8 @@ func (r *core) settledConfigs(ctx context.Context, project string, sel runSelect
 // of each fingerprint among the window's settled rows (any: all of a
 // fingerprint's configurations are equal but for the case).
 func settledConfigsSQL(t tables, project string, sel runSelection) (string, []any) {
-	q := "SELECT fingerprint, any(config) FROM " + t.Table(schema.TableRuns) + " WHERE project = ? AND deleted = 0"
-	args := []any{project}
-	if !sel.since.IsZero() {
-		q += " AND start >= ?"
-		args = append(args, sel.since.UTC().Truncate(time.Second))
-	}
-	if !sel.until.IsZero() {
-		q += " AND start <= ?"
-		args = append(args, sel.until.UTC())
-	}
-	return q + " GROUP BY fingerprint", args
+	where, args := settledWindow(project, sel)
+	return "SELECT fingerprint, any(config) FROM " + t.Table(schema.TableRuns) + where + " AND deleted = 0 GROUP BY fingerprint", args
 }
 
 // liveFacts fills in what the reports need of the live runs among runs
