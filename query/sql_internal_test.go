@@ -84,6 +84,11 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{config: true, outcomes: true}, liveSet{})
 			return q, args, err
 		}},
+		{"runs_settled_configs", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until})
+			q, args := settledConfigsSQL(goldenTables{}, "p", sel)
+			return q, args, err
+		}},
 		{"runs_live", built(liveRunsSQL(gt, "p", since, until, 1234))},
 		{"outcomes_posted_in_window", built(postedInWindowSQL(gt, "p", since, until))},
 		{"runs_live_by_id", func() (string, []any, error) {

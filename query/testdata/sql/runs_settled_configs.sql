@@ -1,0 +1,5 @@
+SELECT fingerprint, any(config) FROM `tally`.`runs` WHERE project = ? AND start >= ? AND start <= ? AND deleted = 0 GROUP BY fingerprint
+-- parameters:
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
