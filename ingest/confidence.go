@@ -107,19 +107,21 @@ func (r *ConfidenceRule) versions() string {
 	return strings.Join(parts, ", ")
 }
 
-// applies reports whether the rule covers span s of identity id: its
-// scope, versions and provider match, and the span's numbers show the gap
-// (a cache-read count of 0 where reads would be cheaper; no reasoning
-// count; the reading's correction made).
-func (r *ConfidenceRule) applies(id spanIdentity, s *schema.Span, corrected string, streamed, cheaperReads func() bool) bool {
-	if len(r.Providers) > 0 && !slices.Contains(r.Providers, s.Provider) {
-		return false
-	}
-	if r.Streaming && !streamed() {
+// selects reports whether the rule covers spans of identity id: its
+// scope, versions and provider (the span's numbers aside).
+func (r *ConfidenceRule) selects(id spanIdentity) bool {
+	if len(r.Providers) > 0 && !slices.Contains(r.Providers, id.provider) {
 		return false
 	}
 	match := Reading{Scopes: r.Scopes, MinVersion: r.MinVersion, BelowVersion: r.BelowVersion, Versions: r.Versions}
-	if !match.matches(id) {
+	return match.matches(id)
+}
+
+// shows reports whether span s shows the rule's gap: a cache-read count of
+// 0 where reads would be cheaper; no reasoning count; no cache counts; the
+// reading's correction made; for a streaming rule, a streamed span.
+func (r *ConfidenceRule) shows(s *schema.Span, corrected string, streamed, cheaperReads func() bool) bool {
+	if r.Streaming && !streamed() {
 		return false
 	}
 	switch r.Gap {
@@ -135,6 +137,26 @@ func (r *ConfidenceRule) applies(id spanIdentity, s *schema.Span, corrected stri
 		return corrected == r.Name
 	}
 	return false
+}
+
+// confidenceRules are the rules that select spans of identity id, resolved
+// once per distinct identity in a request (as readings are): matching a
+// scope's versions parses them, and most spans of a request share one.
+func (n *normalizer) confidenceRules(id spanIdentity) []*ConfidenceRule {
+	if rules, ok := n.selected[id]; ok {
+		return rules
+	}
+	var rules []*ConfidenceRule
+	for i := range n.confidence {
+		if n.confidence[i].selects(id) {
+			rules = append(rules, &n.confidence[i])
+		}
+	}
+	if n.selected == nil {
+		n.selected = make(map[spanIdentity][]*ConfidenceRule, 4)
+	}
+	n.selected[id] = rules
+	return rules
 }
 
 // CacheReadPricer is a Pricer that knows whether a model's prompt-cache
@@ -158,68 +180,62 @@ func (n *normalizer) rate(out *schema.Span, ex *Explanation) {
 		return
 	}
 	id := spanIdentity{scope: out.ScopeName, version: out.ScopeVersion, provider: out.Provider, name: out.Name, model: out.Model}
-	cheaper := func() bool {
-		if cp, ok := n.opts.Pricer.(CacheReadPricer); ok {
-			return cp.CheaperCacheReads(out.Provider, out.Model, out.Start)
-		}
-		return true
-	}
-	streamed := func() bool {
-		fd, ok := n.first(fIsStreaming, fLLMStreaming)
-		return ok && strings.EqualFold(n.text(fd.h), "true")
-	}
 	var upper, lower, corrected *ConfidenceRule
-	for i := range n.confidence {
-		r := &n.confidence[i]
-		if !r.applies(id, out, n.corrected, streamed, cheaper) {
-			continue
+	if rules := n.confidenceRules(id); len(rules) > 0 {
+		cheaper := func() bool {
+			cp, ok := n.opts.Pricer.(CacheReadPricer)
+			return !ok || cp.CheaperCacheReads(out.Provider, out.Model, out.Start)
 		}
-		switch r.Gap.Level() {
-		case schema.ConfidenceUpperBound:
-			upper = cmp.Or(upper, r)
-		case schema.ConfidenceLowerBound:
-			lower = cmp.Or(lower, r)
-		case schema.ConfidenceCorrected:
-			corrected = cmp.Or(corrected, r)
+		streamed := func() bool {
+			fd, ok := n.first(fIsStreaming, fLLMStreaming)
+			return ok && strings.EqualFold(n.text(fd.h), "true")
+		}
+		for _, r := range rules {
+			if !r.shows(out, n.corrected, streamed, cheaper) {
+				continue
+			}
+			switch r.Gap.Level() {
+			case schema.ConfidenceUpperBound:
+				upper = cmp.Or(upper, r)
+			case schema.ConfidenceLowerBound:
+				lower = cmp.Or(lower, r)
+			case schema.ConfidenceCorrected:
+				corrected = cmp.Or(corrected, r)
+			}
 		}
 	}
-	level, rules := schema.ConfidenceExact, []*ConfidenceRule(nil)
+	level, rated := schema.ConfidenceExact, []*ConfidenceRule(nil)
 	switch {
 	case upper != nil && lower != nil:
-		level, rules = schema.ConfidenceApproximate, []*ConfidenceRule{upper, lower}
+		level, rated = schema.ConfidenceApproximate, []*ConfidenceRule{upper, lower}
 	case upper != nil:
-		level, rules = schema.ConfidenceUpperBound, []*ConfidenceRule{upper}
+		level, rated = schema.ConfidenceUpperBound, []*ConfidenceRule{upper}
 	case lower != nil:
-		level, rules = schema.ConfidenceLowerBound, []*ConfidenceRule{lower}
+		level, rated = schema.ConfidenceLowerBound, []*ConfidenceRule{lower}
 	case corrected != nil:
-		level, rules = schema.ConfidenceCorrected, []*ConfidenceRule{corrected}
+		level, rated = schema.ConfidenceCorrected, []*ConfidenceRule{corrected}
 	}
 	out.CostConfidence = level
-	for _, r := range rules {
+	for _, r := range rated {
 		n.note(AttrCostConfidenceRule, r.Name)
 	}
 	if ex == nil {
 		return
 	}
-	c := &Confidence{Level: level}
+	// Two rules (approximate) read as one, each part joined by "; ".
+	var names, instrumentations, reasons, versions, sources []string
 	if out.CostSource == schema.CostClient {
-		c.Reason = "the client's own cost, from the usage it read"
+		reasons = append(reasons, "the client's own cost, from the usage it read")
 	}
-	for i, r := range rules {
-		sep := ""
-		if i > 0 {
-			sep = "; "
-		}
+	for _, r := range rated {
 		d := r.Describe()
-		c.Rule += sep + d.Rule
-		c.Instrumentation += sep + d.Instrumentation
-		c.Reason += sep + d.Reason
-		c.Versions += sep + d.Versions
-		c.Source += sep + d.Source
+		names, instrumentations, reasons = append(names, d.Rule), append(instrumentations, d.Instrumentation), append(reasons, d.Reason)
+		versions, sources = append(versions, d.Versions), append(sources, d.Source)
 	}
-	ex.Confidence = c
-	if len(rules) > 0 {
-		ex.step("confidence: %s (%s)", level, c.Reason)
+	ex.Confidence = &Confidence{Level: level, Rule: strings.Join(names, "; "), Instrumentation: strings.Join(instrumentations, "; "),
+		Reason: strings.Join(reasons, "; "), Versions: strings.Join(versions, "; "), Source: strings.Join(sources, "; ")}
+	if len(rated) > 0 {
+		ex.step("confidence: %s (%s)", level, ex.Confidence.Reason)
 	}
 }
 

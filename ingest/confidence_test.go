@@ -136,3 +136,22 @@ func TestConfidenceRulesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestConfidenceReasonOfClientCost: a client-sent cost rated by a rule
+// says both, apart.
+func TestConfidenceReasonOfClientCost(t *testing.T) {
+	catalog, err := pricing.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRequest(t, "opentelemetry.instrumentation.openai_v2")
+	r.td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().SetVersion("")
+	r.span("chat", "gen_ai.operation.name", "chat", "gen_ai.system", "openai", "gen_ai.request.model", "gpt-4o",
+		"gen_ai.usage.input_tokens", 2500, "gen_ai.usage.output_tokens", 300, "gen_ai.usage.cost", 0.009)
+	batch, _ := Normalize(r.td, Options{Project: "p", Pricer: catalog})
+	ex := Explain(batch.Spans[0], Options{Pricer: catalog})
+	want := "the client's own cost, from the usage it read; sends prompt_tokens and completion_tokens only"
+	if ex.Confidence == nil || ex.Confidence.Level != "upper_bound" || !strings.HasPrefix(ex.Confidence.Reason, want) {
+		t.Fatalf("confidence %+v, want upper_bound with a reason starting %q", ex.Confidence, want)
+	}
+}

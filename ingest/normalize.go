@@ -195,7 +195,8 @@ type normalizer struct {
 	// whose correction derive made on the current span ("" for none).
 	confidence []ConfidenceRule
 	corrected  string
-	readings   map[spanIdentity]appliedReading // resolved readings, per request
+	selected   map[spanIdentity][]*ConfidenceRule // confidenceRules, per request
+	readings   map[spanIdentity]appliedReading    // resolved readings, per request
 	scratch    []byte
 	scratch2   []byte
 	hasher     canonical.Hasher // ArgsHash, its buffers kept across the request's tool spans

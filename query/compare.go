@@ -49,16 +49,16 @@ type versionedRun struct {
 
 // versionedRuns reads the graded runs f selects with their configurations;
 // withRetries as runList.
-func (r *core) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, bool, error) {
-	runs, truncated, err := r.gradedRuns(ctx, f, outcome, 0, facts{config: true, retries: withRetries})
+func (r *core) versionedRuns(ctx context.Context, f RunFilter, outcome string, withRetries bool) ([]versionedRun, error) {
+	runs, err := r.gradedRuns(ctx, f, outcome, facts{config: true, retries: withRetries})
 	if err != nil || len(runs) == 0 {
-		return nil, truncated, err
+		return nil, err
 	}
 	out := make([]versionedRun, len(runs))
 	for i, run := range runs {
 		out[i] = versionedRun{gradedRun: run, config: run.facts.config}
 	}
-	return out, truncated, nil
+	return out, nil
 }
 
 // byTaskVersion groups runs by task, then by configuration fingerprint.
@@ -112,8 +112,7 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 	return out, nil
 }
 
-// versionAcc sums one version's runs as they stream by, to what
-// versionStats computes from them held at once: the pass rate by
+// versionAcc sums one version's runs as they stream by: the pass rate by
 // verdict, or by status when none of the version's runs has a verdict
 // (newSide's rule).
 type versionAcc struct {
@@ -153,18 +152,14 @@ func (a *versionAcc) stats() VersionStats {
 	return v
 }
 
-// versionStats summarizes one version's runs.
+// versionStats summarizes one version's runs (newest first), as Versions
+// does while they stream by.
 func versionStats(fp string, runs []versionedRun) VersionStats {
-	v := VersionStats{Fingerprint: fp, Config: runs[0].config, Runs: len(runs), FirstSeen: runs[0].Start, LastSeen: runs[0].Start}
+	acc := versionAcc{v: VersionStats{Fingerprint: fp, Config: runs[0].config, FirstSeen: runs[0].Start, LastSeen: runs[0].Start}}
 	for _, run := range runs {
-		v.FirstSeen, v.LastSeen = minTime(v.FirstSeen, run.Start), maxTime(v.LastSeen, run.Start)
+		acc.add(run.RunSummary, run.verdict)
 	}
-	s := newSide(graded(runs))
-	v.Graded, v.Passed, v.PassRate = s.graded, s.passed, s.passRate()
-	v.CostPerRun = mean(s.costs)
-	slices.Sort(s.durs)
-	v.P95Ms = consistency.Quantile(s.durs, 0.95)
-	return v
+	return acc.stats()
 }
 
 // CompareSide is one side of a comparison: a version of the task over the
@@ -256,7 +251,7 @@ func (r OutcomeReader) Compare(ctx context.Context, s CompareSpec) (*Comparison,
 		if fp == "" {
 			f.Since, f.Until, cs.Since, cs.Until = since, until, since, until
 		}
-		runs, _, err := r.versionedRuns(ctx, f, s.Outcome, true)
+		runs, err := r.versionedRuns(ctx, f, s.Outcome, true)
 		if err != nil {
 			return cs, nil, err
 		}
@@ -297,7 +292,7 @@ func (r OutcomeReader) Compare(ctx context.Context, s CompareSpec) (*Comparison,
 // in the range, the version first seen last (B) with the one before it
 // that ran most (A): what a regression alert watches.
 func (r OutcomeReader) LatestVersionChanges(ctx context.Context, project string, since, until time.Time, outcome string) ([]Comparison, error) {
-	runs, _, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome, true)
+	runs, err := r.versionedRuns(ctx, RunFilter{Project: project, Since: since, Until: until}, outcome, true)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +476,7 @@ func compareRuns(task string, a, b CompareSide, ra, rb []gradedRun) *Comparison 
 func (r OutcomeReader) LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]Comparison, error) {
 	mid, since := until.Add(-window), until.Add(-2*window)
 	// The run list's until is inclusive; the period is not.
-	runs, _, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, 0, facts{retries: true})
+	runs, err := r.gradedRuns(ctx, RunFilter{Project: project, Since: since, Until: until.Add(-time.Nanosecond)}, outcome, facts{retries: true})
 	if err != nil {
 		return nil, err
 	}

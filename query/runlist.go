@@ -6,11 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/safety"
@@ -548,15 +548,12 @@ func settledWindow(project string, sel runSelection) (string, []any) {
 // settledAliases are the run table's columns under runAggregates' names,
 // for the narrow read that picks a page (settledPageSQL): it selects only
 // those its conditions and sort key name.
-var settledAliases = []struct {
-	alias, column string
-	used          *regexp.Regexp // the alias named as a word
-}{
-	{"root_name", "name", regexp.MustCompile(`\broot_name\b`)}, {"first_name", "name", regexp.MustCompile(`\bfirst_name\b`)}, {"task", "task", regexp.MustCompile(`\btask\b`)}, {"svc", "service", regexp.MustCompile(`\bsvc\b`)}, {"agents", "agents", regexp.MustCompile(`\bagents\b`)},
-	{"models", "models", regexp.MustCompile(`\bmodels\b`)}, {"conv", "conversation_id", regexp.MustCompile(`\bconv\b`)}, {"usr", "user_id", regexp.MustCompile(`\busr\b`)}, {"s_ns", "start_ns", regexp.MustCompile(`\bs_ns\b`)}, {"e_ns", "end_ns", regexp.MustCompile(`\be_ns\b`)},
-	{"n_spans", "spans", regexp.MustCompile(`\bn_spans\b`)}, {"n_llm", "llm_calls", regexp.MustCompile(`\bn_llm\b`)}, {"n_tool", "tool_calls", regexp.MustCompile(`\bn_tool\b`)}, {"n_err", "errors", regexp.MustCompile(`\bn_err\b`)}, {"run_err", "failed", regexp.MustCompile(`\brun_err\b`)},
-	{"in_t", "input_tokens", regexp.MustCompile(`\bin_t\b`)}, {"out_t", "output_tokens", regexp.MustCompile(`\bout_t\b`)}, {"c_total", "cost_total", regexp.MustCompile(`\bc_total\b`)}, {"n_retries", "tool_retries", regexp.MustCompile(`\bn_retries\b`)},
-	{"tools", "tools", regexp.MustCompile(`\btools\b`)}, {"names", "names", regexp.MustCompile(`\bnames\b`)},
+var settledAliases = [...]struct{ alias, column string }{
+	{"root_name", "name"}, {"first_name", "name"}, {"task", "task"}, {"svc", "service"}, {"agents", "agents"},
+	{"models", "models"}, {"conv", "conversation_id"}, {"usr", "user_id"}, {"s_ns", "start_ns"}, {"e_ns", "end_ns"},
+	{"n_spans", "spans"}, {"n_llm", "llm_calls"}, {"n_tool", "tool_calls"}, {"n_err", "errors"}, {"run_err", "failed"},
+	{"in_t", "input_tokens"}, {"out_t", "output_tokens"}, {"c_total", "cost_total"}, {"n_retries", "tool_retries"},
+	{"tools", "tools"}, {"names", "names"},
 }
 
 // settledPageSQL builds the first of a settled page's two reads: the
@@ -576,23 +573,21 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
-	used := strings.Join(cond, " ") + " " + order.key()
+	// The words the conditions and the key are written in.
+	used := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.Join(cond, " ")+" "+order.key(), func(r rune) bool {
+		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		used[w] = true
+	}
 	cols := []string{"trace_id", "start", "deleted"}
 	for _, a := range settledAliases {
-		if a.used.MatchString(used) {
+		if used[a.alias] {
 			cols = append(cols, a.column+" AS "+a.alias)
 		}
 	}
-	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + final(t.Table(schema.TableRuns)) + " WHERE project = ?"
-	subArgs := []any{project}
-	if !sel.since.IsZero() {
-		sub += " AND start >= ?"
-		subArgs = append(subArgs, sel.since.UTC().Truncate(time.Second))
-	}
-	if !sel.until.IsZero() {
-		sub += " AND start <= ?"
-		subArgs = append(subArgs, sel.until.UTC())
-	}
+	where, subArgs := settledWindow(project, sel)
+	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + final(t.Table(schema.TableRuns)) + where
 	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
 		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)

@@ -169,34 +169,36 @@ type gradedRun struct {
 // spans.
 type facts struct{ config, retries, approvals, review, outcomes bool }
 
-// gradedRuns reads the runs f selects (newest first; at most max when max
-// is above 0) with their verdicts by the named outcome (RunVerdict) and the
-// facts want names, and whether the range held more.
-func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, max int, want facts) ([]gradedRun, bool, error) {
-	want.outcomes = true
-	runs, err := r.windowRuns(ctx, f, want)
-	if err != nil {
-		return nil, false, err
-	}
-	truncated := max > 0 && len(runs) > max
-	if truncated {
-		runs = runs[:max]
-	}
-	if len(runs) == 0 {
-		return nil, truncated, nil
-	}
-	outcomes, err := r.windowOutcomes(ctx, f.Project, runs)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := r.liveFacts(ctx, f.Project, runs, want.config, want.retries, want.approvals); err != nil {
-		return nil, false, err
-	}
-	out := make([]gradedRun, len(runs))
-	for i, run := range runs {
-		out[i] = gradedRun{RunSummary: &run.RunSummary, verdict: RunVerdict(outcomes[run.TraceID], outcome), facts: run.facts}
-	}
-	return out, truncated, nil
+// gradedRuns reads the runs f selects (newest first) with their verdicts
+// by the named outcome (RunVerdict) and the facts want names, held at once
+// for the reports that regroup them (comparisons); the others aggregate as
+// the runs stream by (eachGradedRun).
+func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, want facts) ([]gradedRun, error) {
+	// Runs are kept in blocks that never move (a growing slice of a whole
+	// window's runs would copy them all again at each doubling), and
+	// pointed at.
+	const block = 4096
+	var out []gradedRun
+	var chunk []windowRun
+	err := r.eachGradedRun(ctx, f, outcome, want, func(run *windowRun, verdict *bool) error {
+		if len(chunk) == cap(chunk) {
+			chunk = make([]windowRun, 0, block)
+		}
+		chunk = append(chunk, *run)
+		kept := &chunk[len(chunk)-1]
+		// The stream reuses a settled run's agents, counts and facts for
+		// the next run: what is kept is copied.
+		kept.Agents = slices.Clone(run.Agents)
+		kept.ToolRetries, kept.ToolRepeats = cloneInt(run.ToolRetries), cloneInt(run.ToolRepeats)
+		if run.facts != nil {
+			f := *run.facts
+			f.steps, f.signals, f.outcomes = slices.Clone(f.steps), slices.Clone(f.signals), slices.Clone(f.outcomes)
+			kept.facts = &f
+		}
+		out = append(out, gradedRun{RunSummary: &kept.RunSummary, verdict: verdict, facts: kept.facts})
+		return nil
+	})
+	return out, err
 }
 
 // runsExtent lists n runs' trace ids (at(i) is the i-th run) and the

@@ -36,37 +36,6 @@ type windowRun struct {
 	facts *runFacts
 }
 
-// windowRuns reads every run f selects (its window and filters; its
-// limit, cursor and order are ignored), newest first; of the settled runs'
-// facts, those want names (the others are left zero).
-func (r *core) windowRuns(ctx context.Context, f RunFilter, want facts) ([]*windowRun, error) {
-	// Runs are kept in blocks that never move (a growing slice of a whole
-	// window's runs would copy them all again at each doubling), and
-	// handed out by pointer.
-	const block = 4096
-	var out []*windowRun
-	var chunk []windowRun
-	err := r.eachWindowRun(ctx, f, want, nil, func(run *windowRun) error {
-		if len(chunk) == cap(chunk) {
-			chunk = make([]windowRun, 0, block)
-		}
-		chunk = append(chunk, *run)
-		kept := &chunk[len(chunk)-1]
-		// The stream reuses a settled run's agents and facts for the next
-		// run: what is kept is copied.
-		kept.Agents = slices.Clone(run.Agents)
-		kept.ToolRetries, kept.ToolRepeats = cloneInt(run.ToolRetries), cloneInt(run.ToolRepeats)
-		if run.facts != nil {
-			f := *run.facts
-			f.steps, f.signals, f.outcomes = slices.Clone(f.steps), slices.Clone(f.signals), slices.Clone(f.outcomes)
-			kept.facts = &f
-		}
-		out = append(out, kept)
-		return nil
-	})
-	return out, err
-}
-
 // eachWindowRun calls each with every run f selects, newest first (by
 // start, then trace id), one at a time: a report that aggregates as it
 // goes holds no more than one run. The live runs (few: in flight) are
@@ -210,7 +179,6 @@ type settledRow struct {
 	activeNs, waitNs                     uint64
 	keep                                 uint8  // the row is no tombstone and matches the filters
 	rowStart                             uint32 // the key's start (seconds)
-	rowVersion                           uint64
 }
 
 // dest is the scan destination of settledFactsSQL's columns in r.
@@ -219,7 +187,7 @@ func (r *settledRow) dest() []any {
 	dest = slices.Delete(dest, 5, 7) // agents and models: reportColumns has the agents encoded
 	dest = slices.Insert(dest, 5, any(&r.agents))
 	return append(dest, &r.retries, &r.repeats, &r.fingerprint, &r.configCase, &r.stepTools, &r.stepStatuses, &r.stepEffects,
-		&r.signals, &r.activeNs, &r.waitNs, &r.outcomes, &r.keep, &r.rowStart, &r.rowVersion)
+		&r.signals, &r.activeNs, &r.waitNs, &r.outcomes, &r.keep, &r.rowStart)
 }
 
 // settledDecoder turns settled rows into runs with their facts. The run,
@@ -340,7 +308,7 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv 
 	}
 	return "SELECT " + reportColumns + ", n_retries, n_repeats, fingerprint, config_case, " + schema.EncodedStrings("step_tools") + ", " +
 		schema.EncodedStrings("step_statuses") + ", " + schema.EncodedStrings("step_effects") + ", signals, active_ns, wait_ns, " +
-		schema.EncodedStrings("verdicts") + ",\n\ttoUInt8(" + strings.Join(keep, " AND ") + ") AS keep, toUInt32(row_start) AS row_start_s, row_version FROM (" +
+		schema.EncodedStrings("verdicts") + ",\n\ttoUInt8(" + strings.Join(keep, " AND ") + ") AS keep, toUInt32(row_start) AS row_start_s FROM (" +
 		sub + ")" + where + "\nORDER BY row_start_s DESC, trace_id DESC, row_version DESC", args
 }
 
@@ -431,48 +399,6 @@ func (r *core) liveFacts(ctx context.Context, project string, runs []*windowRun,
 	return nil
 }
 
-// windowOutcomes reads the outcomes of runs: those posted for runs of the
-// window (one read of the outcomes table by the runs' starts), the settled
-// runs' span outcomes from their facts, and the live runs' from their
-// spans. Call it before liveFacts, which gives live runs facts too.
-func (r *core) windowOutcomes(ctx context.Context, project string, runs []*windowRun) (map[string][]Outcome, error) {
-	out := map[string][]Outcome{}
-	if len(runs) == 0 {
-		return out, nil
-	}
-	var live []string
-	lo, hi := runs[0].Start, runs[0].End
-	for i := range runs {
-		lo, hi = minTime(lo, runs[i].Start), maxTime(hi, runs[i].End)
-		if runs[i].facts == nil {
-			live = append(live, runs[i].TraceID)
-		}
-	}
-	if len(live) > 0 {
-		spanOut, err := r.outcomes(ctx, project, live, lo, hi)
-		if err != nil {
-			return nil, err
-		}
-		for id, o := range spanOut {
-			out[id] = o
-		}
-	}
-	if len(live) == len(runs) {
-		return out, nil
-	}
-	posted := map[string][]Outcome{}
-	if err := r.postedInWindow(ctx, project, lo, hi, posted); err != nil {
-		return nil, err
-	}
-	for i := range runs {
-		if f := runs[i].facts; f != nil {
-			id := runs[i].TraceID
-			out[id] = append(append(out[id], posted[id]...), f.outcomes...)
-		}
-	}
-	return out, nil
-}
-
 // postedInWindow adds the latest post of each outcome of project's runs
 // that started in [lo, hi] to out.
 func (r *core) postedInWindow(ctx context.Context, project string, lo, hi time.Time, out map[string][]Outcome) error {
@@ -494,7 +420,7 @@ func postedInWindowSQL(t tables, project string, lo, hi time.Time) (string, []an
 // eachGradedRun calls each with every run f selects, newest first, with its
 // verdict under outcome (RunVerdict of its outcomes), one run at a time
 // (eachWindowRun): a report that aggregates as it goes holds no more than
-// one run, where gradedRuns holds the whole window. The live runs get the
+// one run. The live runs get the
 // facts want names and their outcomes from their spans before any run is
 // handed on; the settled runs' posted outcomes are read once for the
 // window. each must not keep the run it is given.

@@ -70,7 +70,7 @@ var migrations = []migration{
 		return []tableDef{runsTable(s), runMarksTable(s)}
 	}},
 	{version: 8, name: "usage records and cost confidence", columns: func(s *Store) []addedColumn {
-		spend := []string{"cost_exact", "cost_upper_bound", "cost_lower_bound", "cost_corrected", "cost_approximate"}
+		spend := confidenceSpendNames()
 		return slices.Concat(
 			addColumns(s, TableSpans, spanColumns, "usage_record", "cost_confidence"),
 			addColumns(s, TableSpanFacts, factColumns(), "usage_record", "cost_confidence"),

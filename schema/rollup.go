@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -97,7 +98,7 @@ type RollupHourRow struct {
 	ComputedAt    time.Time `ch:"computed_at"`
 }
 
-var costRollupColumns = []column[CostRollupRow]{
+var costRollupColumns = slices.Concat([]column[CostRollupRow]{
 	strCol("project", func(r *CostRollupRow) string { return r.Project }),
 	u8Col("grain", func(r *CostRollupRow) uint8 { return r.Grain }),
 	timeCol("hour", func(r *CostRollupRow) time.Time { return r.Hour }),
@@ -124,11 +125,7 @@ var costRollupColumns = []column[CostRollupRow]{
 	f64Col("cost_cache_read", func(r *CostRollupRow) float64 { return r.CostCacheRead }),
 	f64Col("cost_cache_write", func(r *CostRollupRow) float64 { return r.CostCacheWrite }),
 	f64Col("cost_output", func(r *CostRollupRow) float64 { return r.CostOutput }),
-	f64Col("cost_exact", func(r *CostRollupRow) float64 { return r.CostExact }),
-	f64Col("cost_upper_bound", func(r *CostRollupRow) float64 { return r.CostUpperBound }),
-	f64Col("cost_lower_bound", func(r *CostRollupRow) float64 { return r.CostLowerBound }),
-	f64Col("cost_corrected", func(r *CostRollupRow) float64 { return r.CostCorrected }),
-	f64Col("cost_approximate", func(r *CostRollupRow) float64 { return r.CostApproximate }),
+}, confidenceSpendColumns(func(r *CostRollupRow) *ConfidenceSpend { return &r.ConfidenceSpend }), []column[CostRollupRow]{
 	u64Col("unpriced_spans", func(r *CostRollupRow) uint64 { return r.UnpricedSpans }),
 	u64Col("unpriced_input_tokens", func(r *CostRollupRow) uint64 { return r.UnpricedInputTokens }),
 	u64Col("unpriced_output_tokens", func(r *CostRollupRow) uint64 { return r.UnpricedOutputTokens }),
@@ -136,7 +133,7 @@ var costRollupColumns = []column[CostRollupRow]{
 	f64Col("retry_tax_usd", func(r *CostRollupRow) float64 { return r.RetryTaxUSD }),
 	u64Col("retry_tax_calls", func(r *CostRollupRow) uint64 { return r.RetryTaxCalls }),
 	u64Col("version", func(r *CostRollupRow) uint64 { return r.Version }),
-}
+})
 
 var rollupHourColumns = []column[RollupHourRow]{
 	timeCol("hour", func(r *RollupHourRow) time.Time { return r.Hour }),

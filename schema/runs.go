@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -122,7 +123,7 @@ type RunMarkRow struct {
 	Version uint64 `ch:"version"`
 }
 
-var runColumns = []column[RunRow]{
+var runColumns = slices.Concat([]column[RunRow]{
 	strCol("project", func(r *RunRow) string { return r.Project }),
 	strCol("trace_id", func(r *RunRow) string { return r.TraceID }),
 	timeCol("start", func(r *RunRow) time.Time { return r.Start }),
@@ -154,11 +155,7 @@ var runColumns = []column[RunRow]{
 	f64Col("cost_cache_read", func(r *RunRow) float64 { return r.CostCacheRead }),
 	f64Col("cost_cache_write", func(r *RunRow) float64 { return r.CostCacheWrite }),
 	f64Col("cost_output", func(r *RunRow) float64 { return r.CostOutput }),
-	f64Col("cost_exact", func(r *RunRow) float64 { return r.CostExact }),
-	f64Col("cost_upper_bound", func(r *RunRow) float64 { return r.CostUpperBound }),
-	f64Col("cost_lower_bound", func(r *RunRow) float64 { return r.CostLowerBound }),
-	f64Col("cost_corrected", func(r *RunRow) float64 { return r.CostCorrected }),
-	f64Col("cost_approximate", func(r *RunRow) float64 { return r.CostApproximate }),
+}, confidenceSpendColumns(func(r *RunRow) *ConfidenceSpend { return &r.ConfidenceSpend }), []column[RunRow]{
 	u8Col("from_aggregate", func(r *RunRow) uint8 { return r.FromAggregate }),
 	u64Col("unpriced_spans", func(r *RunRow) uint64 { return r.Unpriced }),
 	u64Col("unreconciled_spans", func(r *RunRow) uint64 { return r.Unreconciled }),
@@ -180,7 +177,7 @@ var runColumns = []column[RunRow]{
 	u64Col("review", func(r *RunRow) uint64 { return r.Review }),
 	u8Col("deleted", func(r *RunRow) uint8 { return r.Deleted }),
 	u64Col("version", func(r *RunRow) uint64 { return r.Version }),
-}
+})
 
 var runMarkColumns = []column[RunMarkRow]{
 	strCol("name", func(r *RunMarkRow) string { return r.Name }),

@@ -232,6 +232,27 @@ type ConfidenceSpend struct {
 	CostApproximate float64 `ch:"cost_approximate" json:"approximate_usd"`
 }
 
+// confidenceSpendColumns are the columns of a ConfidenceSpend a table's
+// rows hold (get), in ConfidenceSpend's order.
+func confidenceSpendColumns[R any](get func(*R) *ConfidenceSpend) []column[R] {
+	return []column[R]{
+		f64Col("cost_exact", func(r *R) float64 { return get(r).CostExact }),
+		f64Col("cost_upper_bound", func(r *R) float64 { return get(r).CostUpperBound }),
+		f64Col("cost_lower_bound", func(r *R) float64 { return get(r).CostLowerBound }),
+		f64Col("cost_corrected", func(r *R) float64 { return get(r).CostCorrected }),
+		f64Col("cost_approximate", func(r *R) float64 { return get(r).CostApproximate }),
+	}
+}
+
+// confidenceSpendNames are confidenceSpendColumns' names.
+func confidenceSpendNames() []string {
+	var names []string
+	for _, c := range confidenceSpendColumns(func(c *ConfidenceSpend) *ConfidenceSpend { return c }) {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 // Add adds the cost of one span (or a sum) rated level.
 func (c *ConfidenceSpend) Add(level string, usd float64) {
 	switch level {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,31 +85,56 @@ func TestRoundTripEveryField(t *testing.T) {
 	}
 }
 
-// TestReadsVersion1 decodes a record of the durable log written before
-// spans had UsageRecord and CostConfidence: every other field comes back,
-// those two are zero.
+// TestReadsVersion1 decodes a record of the durable log as the encoder of
+// format version 1 wrote it (testdata/version1.bin, written by that
+// encoder, commit b1cc8c1, from version1Batch): every field comes back,
+// the two the version lacked are zero. It also holds the version 1 layout
+// encode writes for the tests.
 func TestReadsVersion1(t *testing.T) {
-	want := filledBatch(t, 2, 1)
-	old := encode(nil, want, version1)
-	if old[0] != 1 {
-		t.Fatalf("version byte %d, want 1", old[0])
+	old, err := os.ReadFile("testdata/version1.bin")
+	if err != nil {
+		t.Fatal(err)
 	}
+	want := version1Batch()
 	got, err := Decode(old)
 	if err != nil {
 		t.Fatalf("Decode of version 1: %v", err)
 	}
-	for i := range want.Spans {
-		want.Spans[i].UsageRecord, want.Spans[i].CostConfidence = 0, ""
-	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("version 1 decoded as\n%+v\nwant\n%+v", got.Spans, want.Spans)
+		t.Fatalf("version 1 decoded as\n%+v\nwant\n%+v", got, want)
 	}
-	if n, err := SpanCount(old); err != nil || n != 2 {
-		t.Fatalf("SpanCount of version 1 = %d, %v; want 2", n, err)
+	if n, err := SpanCount(old); err != nil || n != 1 {
+		t.Fatalf("SpanCount of version 1 = %d, %v; want 1", n, err)
+	}
+	if enc := encode(nil, want, version1); !bytes.Equal(enc, old) {
+		t.Fatal("encode(version1) differs from what the version 1 encoder wrote")
 	}
 	if _, err := Decode(append([]byte{3}, old[1:]...)); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("version 3 decoded: %v", err)
 	}
+}
+
+// version1Batch is the batch testdata/version1.bin holds, as the encoder of
+// format version 1 (the build before spans had UsageRecord and CostConfidence) wrote it: every field of that version set.
+func version1Batch() ingest.Batch {
+	at := time.Date(2026, 12, 4, 10, 30, 0, 123456789, time.UTC)
+	return ingest.Batch{Spans: []schema.Span{{
+		Project: "p", TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16), ParentSpanID: strings.Repeat("c", 16),
+		Start: at.Truncate(time.Second), StartNs: 1, EndNs: 2, DurationNs: 1,
+		Name: "chat gpt-4o", Kind: "client", Status: "ok", StatusMessage: "fine", Service: "svc", ScopeName: "scope", ScopeVersion: "1.0",
+		SpanType: schema.TypeInference, Operation: "chat", Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06", Model: "gpt-4o-2024-08-06",
+		AgentName: "agent", AgentID: "a1", ConversationID: "conv", UserID: "user", TaskName: "task",
+		ToolName: "tool", ToolCallID: "call", ToolType: "function", Attempt: 2, StepID: "step", ArgsHash: "hash",
+		FinishReasons: []string{"stop", "length"}, ErrorType: "timeout", TTFCMs: 12.5,
+		InputTokens: 100, CacheReadTokens: 40, CacheWriteTokens: 10, OutputTokens: 20, ReasoningTokens: 5,
+		UsageMode: schema.UsageInclusive, UsageUnreconciled: 1,
+		CostInput: 0.1, CostCacheRead: 0.2, CostCacheWrite: 0.3, CostOutput: 0.4, CostTotal: 1.0,
+		CostSource: schema.CostCatalog, PriceEntry: "openai/gpt-4o", PriceVersion: "2024-08-06",
+		AttrKeys: []string{"k1", "k2"}, AttrValues: []string{"v1", "é"}, ResourceKeys: []string{"service.name"}, ResourceValues: []string{"svc"},
+		EventNames: []string{"e"}, EventTimeNs: []uint64{3}, EventAttrs: []string{`{"x":1}`}, LinksJSON: `[]`,
+		IngestedAt: at, Version: 42,
+	}}, Contents: []schema.Content{{Project: "p", TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16),
+		Start: at.Truncate(time.Second), Kind: schema.ContentToolArguments, SourceKey: "gen_ai.tool.call.arguments", Value: `{"q":1}`, Truncated: 1, Version: 42}}}
 }
 
 func TestSpecialValuesRoundTrip(t *testing.T) {

@@ -4,7 +4,7 @@ SELECT trace_id, root_name, '' AS first_name, task, '' AS svc, arrayStringConcat
 	toFloat64(0) AS c_in, toFloat64(0) AS c_cr, toFloat64(0) AS c_cw, toFloat64(0) AS c_out,
 	toFloat64(0) AS cf_exact, toFloat64(0) AS cf_upper, toFloat64(0) AS cf_lower, toFloat64(0) AS cf_corr, toFloat64(0) AS cf_approx,
 	toUInt64(0) AS n_unpriced, toUInt64(0) AS n_unrec, n_retries, n_repeats, fingerprint, config_case, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_tools)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_statuses)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_effects)), signals, active_ns, wait_ns, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), verdicts)),
-	toUInt8(deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ?) AS keep, toUInt32(row_start) AS row_start_s, row_version FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
+	toUInt8(deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ?) AS keep, toUInt32(row_start) AS row_start_s FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
 	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
 	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
