@@ -86,6 +86,9 @@ type Options struct {
 	// stores posted outcomes (*schema.Store).
 	Outcomes     Outcomes
 	OutcomeStore OutcomeStore
+	// Search answers GET and POST /search (TraceQL), under SearchLimits.
+	Search       Searcher
+	SearchLimits query.SearchLimits
 	// Fixtures answers GET /runs/{id}/fixture.
 	Fixtures Fixtures
 	// Explain explains spans' usage and cost (*query.Explainer).
@@ -168,6 +171,7 @@ func (h *Handler) Register(r gin.IRoutes) {
 	r.GET("/runs/:trace_id/spans/:span_id/explain", spans, h.getExplain)
 	r.GET("/runs/:trace_id/spans/:span_id/children", spans, h.getChildren)
 	h.registerConversations(r, spans)
+	h.registerSearch(r, spans)
 	h.registerCosts(r)
 	h.RegisterTools(r, h.opts.Tools, spans)
 	h.registerOutcomes(r, spans)

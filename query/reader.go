@@ -82,6 +82,7 @@ type Reader struct {
 	SpendReader
 	RollupSource
 	SettleSource
+	SearchReader
 }
 
 // ReaderOption configures a Reader.
@@ -120,5 +121,6 @@ func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
 	}
 	return &Reader{core: c, RunReader: RunReader{c}, TreeReader: TreeReader{c}, ContentReader: ContentReader{c},
 		FixtureReader: FixtureReader{c}, ToolReader: ToolReader{c}, ReviewReader: ReviewReader{c},
-		OutcomeReader: OutcomeReader{c}, SpendReader: SpendReader{c}, RollupSource: RollupSource{c}, SettleSource: SettleSource{c}}
+		OutcomeReader: OutcomeReader{c}, SpendReader: SpendReader{c}, RollupSource: RollupSource{c}, SettleSource: SettleSource{c},
+		SearchReader: SearchReader{c}}
 }

@@ -93,6 +93,9 @@ type RunFilter struct {
 	Dir                SortDir // "" is Desc
 	Cursor             string  // from a previous page's NextCursor under the same Sort and Dir
 	Limit              int     // default 50, at most 1000
+	// TraceIDs, when set, keeps only these runs (lowercase hex ids): how
+	// search reads the summaries of the runs it matched.
+	TraceIDs []string
 }
 
 // RunPage is one page of runs in the filter's order (newest first by default).
@@ -712,6 +715,12 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 	}
 	if f.MinCost > 0 {
 		both("c_total >= ?", f.MinCost)
+	}
+	if len(f.TraceIDs) > 0 {
+		where = append(where, "trace_id IN ?")
+		args = append(args, traceSet(f.TraceIDs))
+		rows = append(rows, "trace_id IN ?")
+		rargs = append(rargs, traceSet(f.TraceIDs))
 	}
 	if f.Search != "" {
 		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")

@@ -10,6 +10,8 @@ import (
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/query/traceql"
 	"github.com/tallyhq/tally/retention"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/server"
@@ -117,6 +119,8 @@ type apiConfig struct {
 	RunCaps []string
 	// Validation bounds checking tool arguments against their schemas.
 	Validation safety.ValidationLimits
+	// Search bounds TraceQL queries.
+	Search query.SearchLimits
 }
 
 // alertsConfig is alerting, the metrics exporter and which replica evaluates.
@@ -247,6 +251,16 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
 	fs.Var(dayDuration{d: &c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
+	sl := &c.API.Search
+	sl.MaxRange, sl.MaxRowsToRead, sl.MaxExecution, sl.MaxExamined = query.DefaultSearchMaxRange, query.DefaultSearchMaxRowsToRead,
+		query.DefaultSearchMaxExecution, query.DefaultSearchMaxExamined
+	sl.Query.MaxLength, sl.Query.MaxDepth = traceql.DefaultMaxLength, traceql.DefaultMaxDepth
+	fs.Var(dayDuration{d: &sl.MaxRange}, "search-max-range", "longest since..until a search may cover, like 31d or 72h (400 above)")
+	fs.Uint64Var(&sl.MaxRowsToRead, "search-max-rows", sl.MaxRowsToRead, "rows one search statement may read in ClickHouse (max_rows_to_read; 503 above)")
+	fs.DurationVar(&sl.MaxExecution, "search-max-time", sl.MaxExecution, "longest one search statement may run (max_execution_time; 503 above)")
+	fs.IntVar(&sl.MaxExamined, "search-max-examined", sl.MaxExamined, "candidate runs one search request evaluates before it answers in part, with a cursor to go on")
+	fs.IntVar(&sl.Query.MaxLength, "search-max-query-bytes", sl.Query.MaxLength, "longest query text (400 above)")
+	fs.IntVar(&sl.Query.MaxDepth, "search-max-depth", sl.Query.MaxDepth, "deepest nesting of a query's braces, parentheses and operators (400 above)")
 
 	h := &c.HTTP
 	fs.IntVar(&h.MaxHeaderBytes, "max-header-bytes", h.MaxHeaderBytes, "request line and headers (431 above, plus Go's 4 KiB slack)")

@@ -179,6 +179,7 @@ func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
 	fill[api.CapsReader](&a.Caps, reader.ReviewReader)
 	fill[api.Outcomes](&a.Outcomes, reader.OutcomeReader)
 	fill[api.Fixtures](&a.Fixtures, reader.FixtureReader)
+	fill[api.Searcher](&a.Search, reader.SearchReader)
 	fill[api.OutcomeStore](&a.OutcomeStore, store)
 	fill[api.Explainer](&a.Explain, query.NewExplainer(reader, o.Normalize))
 	o.Jobs = append(o.Jobs, rollup.New(store, rollup.Config{}).Run)

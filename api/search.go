@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/gin-gonic/gin"
+
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/support/params"
+)
+
+// Searcher answers TraceQL queries; query.SearchReader implements it.
+type Searcher interface {
+	Search(ctx context.Context, req query.SearchRequest) (query.SearchPage, error)
+}
+
+// DefaultSearchWindow is the window of a search that gives no since.
+const DefaultSearchWindow = 24 * time.Hour
+
+// SearchError is the body of a 400 answer to a query that does not parse
+// or check: Position is the byte offset of the offending text.
+type SearchError struct {
+	Error    string `json:"error"`
+	Position int    `json:"position"`
+}
+
+// searchBody is POST /search's body: the GET parameters, for queries too
+// long for a URL.
+type searchBody struct {
+	Query  string `json:"query"`
+	Since  string `json:"since"`
+	Until  string `json:"until"`
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+}
+
+// registerSearch mounts GET and POST /search.
+func (h *Handler) registerSearch(r gin.IRoutes, spans gin.HandlerFunc) {
+	r.GET("/search", spans, h.search)
+	r.POST("/search", h.search)
+}
+
+// search answers a query: GET /search?q=…&since=…&until=…&limit=…&cursor=…,
+// or POST /search with a searchBody.
+func (h *Handler) search(c *gin.Context) {
+	if h.opts.Search == nil {
+		fail(c, http.StatusNotImplemented, "this server does not search")
+		return
+	}
+	b := searchBody{Query: c.Query("q"), Since: c.Query("since"), Until: c.Query("until"), Cursor: c.Query("cursor")}
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			fail(c, http.StatusBadRequest, "limit %q: want a positive number", l)
+			return
+		}
+		b.Limit = n
+	}
+	if c.Request.Method == http.MethodPost {
+		if err := c.ShouldBindJSON(&b); err != nil {
+			fail(c, http.StatusBadRequest, "body: %v", err)
+			return
+		}
+	}
+	if b.Limit > 1000 {
+		fail(c, http.StatusBadRequest, "limit %d: at most 1000", b.Limit)
+		return
+	}
+	now := h.now()
+	since, until, err := params.TimeRange(b.Since, b.Until, now)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if until.IsZero() {
+		until = now
+	}
+	if since.IsZero() {
+		since = until.Add(-DefaultSearchWindow)
+	}
+	req := query.SearchRequest{Project: Project(c), Query: b.Query, Since: since, Until: until,
+		Limit: b.Limit, Cursor: b.Cursor, Limits: h.opts.SearchLimits}
+	page, err := h.opts.Search.Search(c.Request.Context(), req)
+	if err != nil {
+		failSearch(c, err, h.opts.SearchLimits)
+		return
+	}
+	c.JSON(http.StatusOK, page)
+}
+
+// The ClickHouse error codes of a statement that hit a bound.
+const (
+	chTooManyRows      = 158 // TOO_MANY_ROWS: max_rows_to_read
+	chTimeoutExceeded  = 159 // TIMEOUT_EXCEEDED: max_execution_time
+	chTooManyRowsBytes = 396 // TOO_MANY_ROWS_OR_BYTES
+)
+
+// failSearch answers a failed search: 400 with the position for a query
+// that does not parse or check, 400 for a bad window or cursor, 503
+// saying which bound a query hit, 500 otherwise.
+func failSearch(c *gin.Context, err error, lim query.SearchLimits) {
+	var qe *traceql.Error
+	var ex *clickhouse.Exception
+	switch {
+	case errors.As(err, &qe):
+		c.AbortWithStatusJSON(http.StatusBadRequest, SearchError{Error: qe.Msg, Position: qe.Pos})
+	case errors.Is(err, query.ErrSearchRange), errors.Is(err, query.ErrInvalidCursor):
+		fail(c, http.StatusBadRequest, "%v", err)
+	case errors.As(err, &ex) && (ex.Code == chTooManyRows || ex.Code == chTooManyRowsBytes):
+		fail(c, http.StatusServiceUnavailable, "the query would read more rows than a search may (--search-max-rows): narrow the window or the query")
+	case errors.As(err, &ex) && ex.Code == chTimeoutExceeded, errors.Is(err, context.DeadlineExceeded):
+		fail(c, http.StatusServiceUnavailable, "the query ran longer than a search may (--search-max-time): narrow the window or the query")
+	default:
+		fail(c, http.StatusInternalServerError, "search: %v", err)
+	}
+}

@@ -1,0 +1,661 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/schema"
+)
+
+// SearchReader answers queries in tally's TraceQL (package traceql).
+type SearchReader struct{ *core }
+
+// SearchLimits bound one search. Zero fields take the defaults.
+type SearchLimits struct {
+	// MaxRange is the longest window a query may cover (default 31 days).
+	MaxRange time.Duration
+	// MaxRowsToRead bounds the rows ClickHouse reads for one statement
+	// (its max_rows_to_read; default 500M).
+	MaxRowsToRead uint64
+	// MaxExecution bounds one statement's run time (ClickHouse's
+	// max_execution_time, and the request's; default 30s).
+	MaxExecution time.Duration
+	// MaxExamined is how many candidate runs one request evaluates
+	// before it answers with what it found and a cursor to go on
+	// (default 5000).
+	MaxExamined int
+	// Query bounds the query's text (length, nesting).
+	Query traceql.Limits
+}
+
+// The default search limits.
+const (
+	DefaultSearchMaxRange      = 31 * 24 * time.Hour
+	DefaultSearchMaxRowsToRead = 500_000_000
+	DefaultSearchMaxExecution  = 30 * time.Second
+	DefaultSearchMaxExamined   = 5000
+)
+
+func (l SearchLimits) withDefaults() SearchLimits {
+	if l.MaxRange <= 0 {
+		l.MaxRange = DefaultSearchMaxRange
+	}
+	if l.MaxRowsToRead == 0 {
+		l.MaxRowsToRead = DefaultSearchMaxRowsToRead
+	}
+	if l.MaxExecution <= 0 {
+		l.MaxExecution = DefaultSearchMaxExecution
+	}
+	if l.MaxExamined <= 0 {
+		l.MaxExamined = DefaultSearchMaxExamined
+	}
+	return l
+}
+
+// SearchRequest is one search: the query over the spans of Project
+// starting in [Since, Until].
+type SearchRequest struct {
+	Project      string
+	Query        string
+	Since, Until time.Time
+	Limit        int    // runs per page: default 20, at most 1000
+	Cursor       string // NextCursor of the previous page of the same query
+	Limits       SearchLimits
+}
+
+// SearchPage is a page of the runs a query matched, newest first by
+// their first matching span.
+type SearchPage struct {
+	Runs []SearchRun `json:"runs"`
+	// NextCursor continues the search after this page; empty at the end.
+	NextCursor string `json:"next_cursor,omitempty"`
+	// Examined is how many runs with candidate spans were evaluated.
+	Examined int `json:"examined"`
+	// Partial is true when the page stopped at the examined-runs limit
+	// before it was full: NextCursor goes on from there.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// SearchRun is a matched run: its summary (as in the run list) and the
+// spans of it the query matched.
+type SearchRun struct {
+	RunSummary
+	Matches []SpanMatch `json:"matches"`
+}
+
+// SpanMatch is a span a query matched.
+type SpanMatch struct {
+	SpanID     string    `json:"span_id"`
+	Name       string    `json:"name"`
+	Start      time.Time `json:"start"`
+	DurationMs float64   `json:"duration_ms"`
+	// Values are the fields select() and by() name, by their query
+	// spelling; a field the span lacks is absent.
+	Values map[string]string `json:"values,omitempty"`
+	// Highlights are the span's content that a content condition
+	// matched, around each match.
+	Highlights []Highlight `json:"highlights,omitempty"`
+}
+
+// Highlight is an excerpt of a span's content around a match: Text is
+// the excerpt, each of Ranges a match's [start, end) in bytes of Text.
+type Highlight struct {
+	Kind   string   `json:"kind"`
+	Text   string   `json:"text"`
+	Ranges [][2]int `json:"ranges"`
+}
+
+// ParseSearch parses a query under the limits, for a caller that wants
+// to check it (a 400 with the position) before running it.
+func ParseSearch(query string, lim SearchLimits) (*traceql.Query, error) {
+	return traceql.Parse(query, lim.withDefaults().Query)
+}
+
+// ErrSearchRange is a window longer than SearchLimits.MaxRange, or empty.
+var ErrSearchRange = errors.New("search window")
+
+// searchCandidate is one run the candidate read returned.
+type searchCandidate struct {
+	traceID string
+	first   uint64
+	spans   []traceql.Span
+	names   []string
+}
+
+// Search runs a query: the runs with spans in the window that match it.
+func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage, error) {
+	lim := req.Limits.withDefaults()
+	q, err := traceql.Parse(req.Query, lim.Query)
+	if err != nil {
+		return SearchPage{}, err
+	}
+	if q.Metrics != nil {
+		return SearchPage{}, &traceql.Error{Pos: q.Metrics.Pos, Msg: q.Metrics.Fn + " makes a metrics query: ask /api/v1/search/metrics"}
+	}
+	if err := checkSearchWindow(req.Since, req.Until, lim); err != nil {
+		return SearchPage{}, err
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	limit = min(limit, 1000)
+	var after *cursor
+	if req.Cursor != "" {
+		c, err := decodeCursor(req.Cursor)
+		if err != nil {
+			return SearchPage{}, err
+		}
+		after = &c
+	}
+	plan := traceql.NewPlan(q)
+	c, err := compileSearch(r.store, plan, req.Project, req.Since, req.Until)
+	if err != nil {
+		return SearchPage{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.MaxExecution+5*time.Second)
+	defer cancel()
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
+		"max_rows_to_read":   int(min(lim.MaxRowsToRead, 1<<62)),
+		"max_execution_time": int(lim.MaxExecution.Seconds()),
+	}))
+
+	page := SearchPage{Runs: []SearchRun{}}
+	type match struct {
+		cand    *searchCandidate
+		results []traceql.Result
+		sum     RunSummary
+	}
+	var found []match
+	batch := max(limit*2, 100)
+	for len(found) < limit {
+		if page.Examined >= lim.MaxExamined {
+			page.Partial = true
+			break
+		}
+		n := min(batch, lim.MaxExamined-page.Examined)
+		cands, err := r.searchCandidates(ctx, c, req, plan, after, n)
+		if err != nil {
+			return SearchPage{}, err
+		}
+		var sums map[string]RunSummary
+		if hasRunLevel(plan) {
+			if sums, err = r.searchSummaries(ctx, req.Project, cands); err != nil {
+				return SearchPage{}, err
+			}
+		}
+		for i := range cands {
+			cd := &cands[i]
+			page.Examined++
+			after = &cursor{Ns: cd.first, Key: cd.traceID}
+			if sums != nil {
+				sum, ok := sums[cd.traceID]
+				if !ok {
+					continue // no longer stored (retention), or not readable as a run
+				}
+				setRunLevel(plan, cd.spans, sum)
+			}
+			if res := plan.Eval(cd.spans); len(res) > 0 {
+				found = append(found, match{cand: cd, results: res, sum: sums[cd.traceID]})
+				if len(found) == limit {
+					break
+				}
+			}
+		}
+		if len(cands) < n {
+			after = nil // the window is exhausted
+			break
+		}
+	}
+	if after != nil && (len(found) == limit || page.Partial) {
+		page.NextCursor = cursor{Ns: after.Ns, Key: after.Key}.encode()
+	}
+	if len(found) == 0 {
+		return page, nil
+	}
+	sums := map[string]RunSummary{}
+	for _, m := range found {
+		if m.sum.TraceID != "" {
+			sums[m.cand.traceID] = m.sum
+		}
+	}
+	if len(sums) < len(found) {
+		cands := make([]searchCandidate, 0, len(found))
+		for _, m := range found {
+			cands = append(cands, *m.cand)
+		}
+		if sums, err = r.searchSummaries(ctx, req.Project, cands); err != nil {
+			return SearchPage{}, err
+		}
+	}
+	for _, m := range found {
+		sum, ok := sums[m.cand.traceID]
+		if !ok {
+			continue
+		}
+		run := SearchRun{RunSummary: sum, Matches: matchesOf(plan, m.cand, m.results)}
+		page.Runs = append(page.Runs, run)
+	}
+	if err := r.highlight(ctx, req, plan, page.Runs); err != nil {
+		return SearchPage{}, err
+	}
+	return page, nil
+}
+
+// checkSearchWindow checks a search's window against the limits.
+func checkSearchWindow(since, until time.Time, lim SearchLimits) error {
+	if since.IsZero() || until.IsZero() || !until.After(since) {
+		return fmt.Errorf("%w: since must be before until", ErrSearchRange)
+	}
+	if until.Sub(since) > lim.MaxRange {
+		return fmt.Errorf("%w: %s is longer than the limit of %s (--search-max-range)", ErrSearchRange,
+			until.Sub(since).Round(time.Second), lim.MaxRange)
+	}
+	return nil
+}
+
+// searchCandidates reads a batch of candidate runs.
+func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req SearchRequest, plan *traceql.Plan, after *cursor, n int) ([]searchCandidate, error) {
+	q, args := searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, after, n)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	defer rows.Close()
+	var out []searchCandidate
+	for rows.Next() {
+		var (
+			cd                  searchCandidate
+			fm                  uint64
+			ids, parents, names []string
+			starts, ends, bits  []uint64
+		)
+		values := make([][]string, len(plan.Fields))
+		dest := []any{&cd.traceID, &cd.first, &fm, &ids, &parents, &names, &starts, &ends, &bits}
+		for i := range values {
+			dest = append(dest, &values[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+		cd.names = names
+		cd.spans = make([]traceql.Span, len(ids))
+		for i := range ids {
+			s := &cd.spans[i]
+			s.ID, s.Parent, s.Start, s.End, s.Conds = ids[i], parents[i], starts[i], ends[i], bits[i]
+			s.Duration = ends[i] - min(starts[i], ends[i])
+			s.Values = make([]traceql.Value, len(values))
+			for f := range values {
+				s.Values[f] = fieldValue(plan.Fields[f], values[f][i])
+			}
+		}
+		out = append(out, cd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if plan.NeedsTree() && len(out) > 0 {
+		if err := r.searchTrees(ctx, req.Project, out, len(plan.Fields)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fieldValue reads a value the candidate read selected: "" when the
+// span lacks the field, else "1" and the value as text.
+func fieldValue(f traceql.Expr, s string) traceql.Value {
+	text, ok := strings.CutPrefix(s, "1")
+	if !ok {
+		return traceql.Value{}
+	}
+	v := traceql.Value{Present: true, Str: text}
+	if n, err := strconv.ParseFloat(text, 64); err == nil {
+		v.Num, v.IsNum = n, true
+	}
+	return v
+}
+
+// searchTrees adds to each candidate the spans no filter matched, with
+// their parents, so that >> and << see through them.
+func (r SearchReader) searchTrees(ctx context.Context, project string, cands []searchCandidate, fields int) error {
+	byID := make(map[string]*searchCandidate, len(cands))
+	ids := make([]string, len(cands))
+	for i := range cands {
+		byID[cands[i].traceID] = &cands[i]
+		ids[i] = cands[i].traceID
+	}
+	q, args := searchTreeSQL(r.store, project, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("search: read the runs' trees: %w", err)
+	}
+	defer rows.Close()
+	have := map[[2]string]bool{}
+	for i := range cands {
+		for _, s := range cands[i].spans {
+			have[[2]string{cands[i].traceID, s.ID}] = true
+		}
+	}
+	for rows.Next() {
+		var trace, id, parent string
+		var start, end uint64
+		if err := rows.Scan(&trace, &id, &parent, &start, &end); err != nil {
+			return fmt.Errorf("search: read the runs' trees: %w", err)
+		}
+		cd := byID[trace]
+		if cd == nil || have[[2]string{trace, id}] {
+			continue
+		}
+		have[[2]string{trace, id}] = true
+		cd.spans = append(cd.spans, traceql.Span{ID: id, Parent: parent, Start: start, End: end,
+			Duration: end - min(start, end), Values: make([]traceql.Value, fields)})
+		cd.names = append(cd.names, "")
+	}
+	return rows.Err()
+}
+
+// hasRunLevel reports whether the plan has conditions on run-level
+// fields, read from the runs' summaries.
+func hasRunLevel(p *traceql.Plan) bool {
+	for _, c := range p.Conds {
+		if runLevel(c) {
+			return true
+		}
+	}
+	for _, f := range p.Fields {
+		if in, ok := f.(*traceql.Intrinsic); ok && in.Def.Trace {
+			return true
+		}
+	}
+	return false
+}
+
+// searchSummaries reads the summaries of candidate runs, as the run list
+// has them.
+func (r SearchReader) searchSummaries(ctx context.Context, project string, cands []searchCandidate) (map[string]RunSummary, error) {
+	out := map[string]RunSummary{}
+	for chunk := range slices.Chunk(cands, 1000) {
+		ids := make([]string, len(chunk))
+		for i := range chunk {
+			ids[i] = chunk[i].traceID
+		}
+		pg, err := r.runList(ctx, RunFilter{Project: project, TraceIDs: ids, Limit: len(ids)}, true)
+		if err != nil {
+			return nil, fmt.Errorf("search: read the matched runs: %w", err)
+		}
+		for _, s := range pg.Runs {
+			out[s.TraceID] = s
+		}
+	}
+	return out, nil
+}
+
+// setRunLevel sets, on every span of a run, the bits of the run-level
+// conditions that hold for it, and the run-level fields' values.
+func setRunLevel(p *traceql.Plan, spans []traceql.Span, sum RunSummary) {
+	var bits uint64
+	for i, c := range p.Conds {
+		if runLevel(c) && runCondHolds(c.(*traceql.Binary), sum) {
+			bits |= 1 << i
+		}
+	}
+	values := map[int]traceql.Value{}
+	for i, f := range p.Fields {
+		if in, ok := f.(*traceql.Intrinsic); ok && in.Def.Trace {
+			values[i] = runValue(in, sum)
+		}
+	}
+	for i := range spans {
+		spans[i].Conds |= bits
+		for f, v := range values {
+			spans[i].Values[f] = v
+		}
+	}
+}
+
+// runValue is a run-level field's value in a run's summary.
+func runValue(in *traceql.Intrinsic, s RunSummary) traceql.Value {
+	num := func(x float64) traceql.Value { return traceql.Value{Present: true, Num: x, IsNum: true} }
+	str := func(x string) traceql.Value { return traceql.Value{Present: x != "", Str: x} }
+	switch in.Name {
+	case "trace:duration":
+		return num(float64(s.End.Sub(s.Start)))
+	case "trace:rootName":
+		return str(s.Name)
+	case "trace:rootService":
+		return str(s.Service)
+	case "trace:cost":
+		return num(s.Cost.Total)
+	case "trace:status":
+		return str(string(s.Status))
+	case "trace:task":
+		return str(s.Task)
+	case "trace:conversation":
+		return str(s.ConversationID)
+	case "trace:user":
+		return str(s.UserID)
+	}
+	return traceql.Value{}
+}
+
+// runCondHolds evaluates a comparison of a run-level field.
+func runCondHolds(b *traceql.Binary, s RunSummary) bool {
+	v := runValue(b.L.(*traceql.Intrinsic), s)
+	lit := b.R.(*traceql.Literal)
+	switch lit.Type {
+	case traceql.TNil:
+		return v.Present == (b.Op == traceql.OpNeq)
+	case traceql.TNumber:
+		return v.IsNum && traceql.Compare(b.Op, v.Num, lit.Num)
+	case traceql.TDuration:
+		return v.IsNum && traceql.Compare(b.Op, v.Num, float64(lit.Dur))
+	}
+	return textHolds(b, v.Str, lit.Str)
+}
+
+// textHolds is compareText's twin in Go.
+func textHolds(b *traceql.Binary, v, lit string) bool {
+	switch b.Op {
+	case traceql.OpEq:
+		return v == lit
+	case traceql.OpNeq:
+		return v != lit
+	case traceql.OpGt:
+		return v > lit
+	case traceql.OpGte:
+		return v >= lit
+	case traceql.OpLt:
+		return v < lit
+	case traceql.OpLte:
+		return v <= lit
+	case traceql.OpRe:
+		return b.Re.MatchString(v)
+	case traceql.OpNre:
+		return !b.Re.MatchString(v)
+	case traceql.OpContains:
+		return strings.Contains(foldText(v), foldText(lit))
+	}
+	return false
+}
+
+// matchesOf lists the spans of a run's results, each once, in start
+// order, with the values select() and by() read.
+func matchesOf(p *traceql.Plan, cd *searchCandidate, results []traceql.Result) []SpanMatch {
+	var idx []int
+	for _, r := range results {
+		idx = append(idx, r.Spans...)
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmpU64(cd.spans[a].Start, cd.spans[b].Start)
+	})
+	out := make([]SpanMatch, 0, len(idx))
+	for _, i := range idx {
+		s := cd.spans[i]
+		m := SpanMatch{SpanID: s.ID, Name: cd.names[i], Start: nsTime(s.Start), DurationMs: float64(s.Duration) / 1e6}
+		for f, e := range p.Fields {
+			if v := s.Values[f]; v.Present {
+				if m.Values == nil {
+					m.Values = map[string]string{}
+				}
+				m.Values[traceql.FieldName(e)] = v.Text()
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// contentNeedles are the strings of the query's positive content
+// conditions (contains and =), whose matches results highlight.
+func contentNeedles(p *traceql.Plan) []string {
+	var out []string
+	for _, c := range p.Conds {
+		b, ok := c.(*traceql.Binary)
+		if !ok {
+			continue
+		}
+		in, ok := b.L.(*traceql.Intrinsic)
+		if !ok || in.Name != "content" || (b.Op != traceql.OpContains && b.Op != traceql.OpEq) {
+			continue
+		}
+		if lit := b.R.(*traceql.Literal); lit.Type == traceql.TString {
+			out = append(out, lit.Str)
+		}
+	}
+	return out
+}
+
+// highlightContext is how many bytes of content a highlight shows on
+// each side of a match.
+const highlightContext = 60
+
+// maxHighlights is how many highlights a span gets.
+const maxHighlights = 3
+
+// highlight adds to the matched spans the excerpts of their content
+// around the query's content needles.
+func (r SearchReader) highlight(ctx context.Context, req SearchRequest, p *traceql.Plan, runs []SearchRun) error {
+	needles := contentNeedles(p)
+	if len(needles) == 0 {
+		return nil
+	}
+	var keys [][2]string
+	where := map[[2]string]*SpanMatch{}
+	for i := range runs {
+		for j := range runs[i].Matches {
+			k := [2]string{runs[i].TraceID, runs[i].Matches[j].SpanID}
+			keys = append(keys, k)
+			where[k] = &runs[i].Matches[j]
+		}
+	}
+	for chunk := range slices.Chunk(keys, 1000) {
+		q, args := searchContentSQL(r.store, req.Project, req.Since, req.Until, chunk)
+		var rows []schema.Content
+		if err := r.store.Conn().Select(ctx, &rows, q, args...); err != nil {
+			return fmt.Errorf("search: read matched content: %w", err)
+		}
+		for _, c := range rows {
+			m := where[[2]string{c.TraceID, c.SpanID}]
+			if m == nil || len(m.Highlights) >= maxHighlights {
+				continue
+			}
+			if h, ok := highlightOf(c.Kind, c.Value, needles); ok {
+				m.Highlights = append(m.Highlights, h)
+			}
+		}
+	}
+	return nil
+}
+
+// highlightOf is the excerpt of value around its first match of a
+// needle (case-folded), with every match inside the excerpt marked.
+func highlightOf(kind, value string, needles []string) (Highlight, bool) {
+	ranges := foldedMatches(value, needles)
+	if len(ranges) == 0 {
+		return Highlight{}, false
+	}
+	lo := max(0, ranges[0][0]-highlightContext)
+	hi := min(len(value), ranges[0][1]+highlightContext)
+	for lo > 0 && !utf8.RuneStart(value[lo]) {
+		lo--
+	}
+	for hi < len(value) && !utf8.RuneStart(value[hi]) {
+		hi++
+	}
+	h := Highlight{Kind: kind, Text: value[lo:hi]}
+	for _, rg := range ranges {
+		if rg[0] >= lo && rg[1] <= hi {
+			h.Ranges = append(h.Ranges, [2]int{rg[0] - lo, rg[1] - lo})
+		}
+	}
+	return h, true
+}
+
+// foldedMatches finds the needles in s under Unicode case folding (the
+// folds SQL's contains applies), as byte ranges of s, in order.
+func foldedMatches(s string, needles []string) [][2]int {
+	var out [][2]int
+	for _, n := range needles {
+		nr := []rune(foldText(n))
+		if len(nr) == 0 {
+			continue
+		}
+		// Walk s rune by rune, comparing folded runes: offsets stay
+		// offsets of s even where folding changes a rune's length.
+		for i := 0; i < len(s); {
+			j, k := i, 0
+			for k < len(nr) && j < len(s) {
+				r, w := utf8.DecodeRuneInString(s[j:])
+				if []rune(foldText(string(r)))[0] != nr[k] {
+					break
+				}
+				j += w
+				k++
+			}
+			if k == len(nr) {
+				out = append(out, [2]int{i, j})
+				i = j
+				continue
+			}
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]int) int { return a[0] - b[0] })
+	return out
+}
+
+// searchContentSQL reads the content of the given spans.
+func searchContentSQL(t tables, project string, since, until time.Time, keys [][2]string) (string, []any) {
+	pairs := make([]string, len(keys))
+	args := []any{project, since.UTC().Truncate(time.Second), until.UTC()}
+	for i, k := range keys {
+		pairs[i] = "(?, ?)"
+		args = append(args, k[0], k[1])
+	}
+	return "SELECT " + schema.ContentColumnNames() + " FROM " + final(t.Table(schema.TableContent)) +
+		" WHERE project = ? AND start >= ? AND start <= ? AND (trace_id, span_id) IN (" + strings.Join(pairs, ", ") + ")" +
+		" ORDER BY trace_id, span_id, kind, source_key", args
+}

@@ -1,0 +1,475 @@
+package query
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/schema"
+)
+
+// Search's SQL: a query's span-level conditions become expressions over
+// the spans table, bound as parameters (a query's text reaches ClickHouse
+// only as values), under the caller's project and the time range.
+//
+// The candidate read groups the window's spans that may match any filter
+// by run, with, for each span, a bit per condition (Plan.Conds) computed
+// in SQL; package traceql then evaluates the filters, the structural
+// operators and the pipeline from the bits in Go. Run-level conditions
+// (trace:cost, trace:task, …) are read from the runs' summaries: in SQL
+// they are taken as possibly true, so the read keeps every span they could
+// make match (see relaxed).
+
+// sqlExpr is a fragment of SQL and its parameters, in order.
+type sqlExpr struct {
+	q    string
+	args []any
+}
+
+func sqlf(q string, args ...any) sqlExpr { return sqlExpr{q, args} }
+
+// join joins fragments with sep, in parentheses.
+func join(sep string, parts ...sqlExpr) sqlExpr {
+	var out sqlExpr
+	qs := make([]string, len(parts))
+	for i, p := range parts {
+		qs[i] = p.q
+		out.args = append(out.args, p.args...)
+	}
+	out.q = "(" + strings.Join(qs, sep) + ")"
+	return out
+}
+
+func not(e sqlExpr) sqlExpr { return sqlExpr{"NOT (" + e.q + ")", e.args} }
+
+// unsupportedIntrinsics are tally's intrinsics that the review computes
+// per run in Go and search cannot read yet.
+var unsupportedIntrinsics = map[string]bool{
+	"effect": true, "step": true, "counted": true, "retry": true, "trace:signal": true, "trace:version": true,
+}
+
+// spanColumn is the spans column (or expression) of a span-level
+// intrinsic, and whether its value is a number.
+func spanColumn(name string) (string, bool) {
+	switch name {
+	case "name":
+		return "name", false
+	case "status":
+		return "status", false
+	case "statusMessage":
+		return "status_message", false
+	case "kind":
+		return "kind", false
+	case "duration":
+		return "duration_ns", true
+	case "span:id":
+		return "span_id", false
+	case "span:parentID":
+		return "parent_span_id", false
+	case "trace:id":
+		return "trace_id", false
+	case "instrumentation:name":
+		return "scope_name", false
+	case "instrumentation:version":
+		return "scope_version", false
+	case "cost":
+		return "cost_total", true
+	case "tokens":
+		return "(input_tokens + output_tokens)", true
+	case "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens":
+		return name, true
+	case "agent":
+		return "agent_name", false
+	case "model", "provider", "operation":
+		return name, false
+	case "tool":
+		return "tool_name", false
+	case "args":
+		return "args_hash", false
+	}
+	return "", false
+}
+
+// columnAliases are the attribute keys tally stores in a column when a
+// span sends them (the winner of an alias chain, verbatim): a query naming
+// one by its key reads the column when the span's attributes do not hold
+// it (ingest/normalize.go).
+var columnAliases = map[string]string{
+	"gen_ai.response.model": "response_model", "gen_ai.request.model": "request_model",
+	"llm.model_name": "model", "ai.response.model": "response_model", "ai.model.id": "request_model",
+	"gen_ai.provider.name": "provider", "gen_ai.system": "provider", "llm.provider": "provider", "llm.system": "provider",
+	"gen_ai.agent.name": "agent_name", "agent.name": "agent_name", "ai.telemetry.functionId": "agent_name",
+	"gen_ai.agent.id": "agent_id", "agent.id": "agent_id",
+	"gen_ai.conversation.id": "conversation_id", "session.id": "conversation_id", "langfuse.session.id": "conversation_id",
+	"traceloop.association.properties.session_id": "conversation_id", "ai.telemetry.metadata.sessionId": "conversation_id",
+	"user.id": "user_id", "langfuse.user.id": "user_id", "traceloop.association.properties.user_id": "user_id",
+	"ai.telemetry.metadata.userId": "user_id", "task.name": "task_name",
+	"gen_ai.tool.name": "tool_name", "tool.name": "tool_name", "ai.toolCall.name": "tool_name",
+	"gen_ai.tool.call.id": "tool_call_id", "tool_call.id": "tool_call_id", "tool.id": "tool_call_id", "ai.toolCall.id": "tool_call_id",
+	"gen_ai.tool.type": "tool_type", "gen_ai.step.id": "step_id", "step.id": "step_id", "step_id": "step_id",
+	"tally.tool.idempotency_key": "step_id", "error.type": "error_type", "gen_ai.operation.name": "operation",
+}
+
+// attrSQL is the value (as text) and presence of an attribute on a span.
+func attrSQL(a *traceql.Attr) (value, present sqlExpr) {
+	spanV := sqlf("attr_values[indexOf(attr_keys, ?)]", a.Name)
+	spanP := sqlf("has(attr_keys, ?)", a.Name)
+	resV := sqlf("resource_values[indexOf(resource_keys, ?)]", a.Name)
+	resP := sqlf("has(resource_keys, ?)", a.Name)
+	if col, ok := columnAliases[a.Name]; ok && a.Scope != traceql.ScopeResource {
+		spanV = sqlExpr{"if(" + spanP.q + ", " + spanV.q + ", " + col + ")", append(append([]any{}, spanP.args...), spanV.args...)}
+		spanP = join(" OR ", spanP, sqlf(col+" != ''"))
+	}
+	if a.Name == "service.name" && a.Scope != traceql.ScopeSpan {
+		resV, resP = sqlf("service"), sqlf("service != ''")
+	}
+	switch a.Scope {
+	case traceql.ScopeSpan:
+		return spanV, spanP
+	case traceql.ScopeResource:
+		return resV, resP
+	}
+	v := sqlExpr{"if(" + spanP.q + ", " + spanV.q + ", " + resV.q + ")", append(append(append([]any{}, spanP.args...), spanV.args...), resV.args...)}
+	return v, join(" OR ", spanP, resP)
+}
+
+// fold is the SQL of a text case-folded for contains: lowercased by
+// Unicode code point, with the Greek final sigma folded to σ as Go's
+// case folding does.
+func fold(e string) string { return "replaceAll(lowerUTF8(" + e + "), 'ς', 'σ')" }
+
+// foldText is fold's twin in Go, for the needle.
+func foldText(s string) string { return strings.ReplaceAll(strings.ToLower(s), "ς", "σ") }
+
+// compareText is the SQL comparison of a text value with a string.
+func compareText(v sqlExpr, b *traceql.Binary, lit string) sqlExpr {
+	args := append([]any{}, v.args...)
+	switch b.Op {
+	case traceql.OpRe:
+		return sqlExpr{"match(" + v.q + ", ?)", append(args, "^(?:"+lit+")$")}
+	case traceql.OpNre:
+		return sqlExpr{"NOT match(" + v.q + ", ?)", append(args, "^(?:"+lit+")$")}
+	case traceql.OpContains:
+		return sqlExpr{"positionUTF8(" + fold(v.q) + ", ?) > 0", append(args, foldText(lit))}
+	}
+	return sqlExpr{v.q + " " + b.Op.String() + " ?", append(args, lit)}
+}
+
+// condSQL compiles one atomic span-level condition (a Plan.Conds entry).
+func condSQL(t tables, e traceql.Expr, project string, since, until time.Time) (sqlExpr, error) {
+	switch e := e.(type) {
+	case *traceql.Attr:
+		v, p := attrSQL(e)
+		return join(" AND ", p, sqlExpr{v.q + " = 'true'", v.args}), nil
+	case *traceql.Intrinsic:
+		if unsupportedIntrinsics[e.Name] {
+			return sqlExpr{}, &traceql.Error{Pos: e.Pos, Msg: e.Name + " cannot be searched yet"}
+		}
+		return sqlExpr{}, &traceql.Error{Pos: e.Pos, Msg: e.Name + " is not a condition"}
+	case *traceql.Binary:
+		lit := e.R.(*traceql.Literal)
+		switch f := e.L.(type) {
+		case *traceql.Attr:
+			if f.Scope == traceql.ScopeEvent {
+				return eventAttrSQL(f, e, lit), nil
+			}
+			v, p := attrSQL(f)
+			return attrCompare(v, p, e, lit), nil
+		case *traceql.Intrinsic:
+			return intrinsicSQL(t, f, e, lit, project, since, until)
+		}
+	}
+	return sqlExpr{}, fmt.Errorf("search: no SQL for %T", e)
+}
+
+// attrCompare compares an attribute's text value with a constant: a
+// number compares as a number (a value that is not one does not match), a
+// boolean as true/false, nil tests presence; a missing attribute matches
+// no comparison but = nil.
+func attrCompare(v, p sqlExpr, b *traceql.Binary, lit *traceql.Literal) sqlExpr {
+	switch lit.Type {
+	case traceql.TNil:
+		if b.Op == traceql.OpEq {
+			return not(p)
+		}
+		return p
+	case traceql.TNumber:
+		num := sqlExpr{"ifNull(toFloat64OrNull(" + v.q + ") " + b.Op.String() + " ?, 0)", append(append([]any{}, v.args...), lit.Num)}
+		return join(" AND ", p, num)
+	case traceql.TBool:
+		return join(" AND ", p, sqlExpr{v.q + " " + b.Op.String() + " ?", append(append([]any{}, v.args...), strconv.FormatBool(lit.Bool))})
+	}
+	return join(" AND ", p, compareText(v, b, lit.Str))
+}
+
+// eventAttrSQL compares an attribute of any of the span's events (each
+// stored as a JSON object) with a constant.
+func eventAttrSQL(a *traceql.Attr, b *traceql.Binary, lit *traceql.Literal) sqlExpr {
+	has := sqlExpr{"arrayExists(e -> visitParamHas(e, ?), event_attrs)", []any{a.Name}}
+	switch lit.Type {
+	case traceql.TNil:
+		if b.Op == traceql.OpEq {
+			return not(has)
+		}
+		return has
+	case traceql.TNumber:
+		return sqlExpr{"arrayExists(e -> visitParamHas(e, ?) AND ifNull(toFloat64OrNull(visitParamExtractRaw(e, ?)) " + b.Op.String() + " ?, 0), event_attrs)",
+			[]any{a.Name, a.Name, lit.Num}}
+	case traceql.TBool:
+		return sqlExpr{"arrayExists(e -> visitParamExtractRaw(e, ?) " + b.Op.String() + " ?, event_attrs)", []any{a.Name, strconv.FormatBool(lit.Bool)}}
+	}
+	inner := compareText(sqlf("visitParamExtractString(e, ?)", a.Name), b, lit.Str)
+	return sqlExpr{"arrayExists(e -> visitParamHas(e, ?) AND " + inner.q + ", event_attrs)", append([]any{a.Name}, inner.args...)}
+}
+
+// intrinsicSQL compiles a comparison of a span-level intrinsic.
+func intrinsicSQL(t tables, f *traceql.Intrinsic, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) (sqlExpr, error) {
+	if unsupportedIntrinsics[f.Name] {
+		return sqlExpr{}, &traceql.Error{Pos: f.Pos, Msg: f.Name + " cannot be searched yet"}
+	}
+	switch f.Name {
+	case "event:name":
+		if lit.Type == traceql.TNil {
+			return sqlf(map[bool]string{true: "empty(event_names)", false: "notEmpty(event_names)"}[b.Op == traceql.OpEq]), nil
+		}
+		inner := compareText(sqlf("n"), b, lit.Str)
+		return sqlExpr{"arrayExists(n -> " + inner.q + ", event_names)", inner.args}, nil
+	case "content":
+		return contentSQL(t, b, lit, project, since, until), nil
+	}
+	col, numeric := spanColumn(f.Name)
+	if col == "" {
+		return sqlExpr{}, &traceql.Error{Pos: f.Pos, Msg: f.Name + " is not a span's field"}
+	}
+	switch lit.Type {
+	case traceql.TNil:
+		empty := col + " = ''"
+		if numeric {
+			empty = col + " = 0"
+		}
+		if b.Op == traceql.OpEq {
+			return sqlf(empty), nil
+		}
+		return sqlf("NOT (" + empty + ")"), nil
+	case traceql.TNumber:
+		return sqlf(col+" "+b.Op.String()+" ?", lit.Num), nil
+	case traceql.TDuration:
+		return sqlf(col+" "+b.Op.String()+" ?", uint64(lit.Dur)), nil
+	}
+	return compareText(sqlf(col), b, lit.Str), nil
+}
+
+// contentSQL matches the spans with captured content (messages, system
+// instructions, tool arguments and results) satisfying the comparison, in
+// the window.
+func contentSQL(t tables, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) sqlExpr {
+	sub := "SELECT trace_id, span_id FROM " + t.Table(schema.TableContent) + " WHERE project = ? AND start >= ? AND start <= ?"
+	args := []any{project, since.UTC().Truncate(time.Second), until.UTC()}
+	if lit.Type == traceql.TNil {
+		op := "IN"
+		if b.Op == traceql.OpEq {
+			op = "NOT IN"
+		}
+		return sqlExpr{"(trace_id, span_id) " + op + " (" + sub + ")", args}
+	}
+	cmp := compareText(sqlf("value"), b, lit.Str)
+	return sqlExpr{"(trace_id, span_id) IN (" + sub + " AND " + cmp.q + ")", append(args, cmp.args...)}
+}
+
+// relaxed compiles a filter's condition so that it holds for every span
+// the exact condition may hold for: run-level conditions, read in Go, are
+// taken as true wherever they stand (negations pushed down to them first).
+func relaxed(p *traceql.Plan, e traceql.Expr, neg bool, cond []sqlExpr) sqlExpr {
+	switch e := e.(type) {
+	case *traceql.Binary:
+		switch e.Op {
+		case traceql.OpAnd, traceql.OpOr:
+			and := (e.Op == traceql.OpAnd) != neg
+			sep := " OR "
+			if and {
+				sep = " AND "
+			}
+			return join(sep, relaxed(p, e.L, neg, cond), relaxed(p, e.R, neg, cond))
+		}
+	case *traceql.Not:
+		return relaxed(p, e.X, !neg, cond)
+	case *traceql.Literal:
+		if e.Bool != neg {
+			return sqlf("1")
+		}
+		return sqlf("0")
+	}
+	c := cond[p.CondIndex(e)]
+	if c.q == "" { // run-level
+		return sqlf("1")
+	}
+	if neg {
+		return not(c)
+	}
+	return c
+}
+
+// runLevel reports whether an atomic condition reads a run-level field.
+func runLevel(e traceql.Expr) bool {
+	if b, ok := e.(*traceql.Binary); ok {
+		e = b.L
+	}
+	in, ok := e.(*traceql.Intrinsic)
+	return ok && in.Def.Trace
+}
+
+// valueSQL is the SQL of a field's value on a span, as text, and whether
+// it is present; for a number or a duration (nanoseconds), the number as
+// text.
+func valueSQL(e traceql.Expr) (sqlExpr, error) {
+	switch f := e.(type) {
+	case *traceql.Attr:
+		if f.Scope == traceql.ScopeEvent {
+			return sqlExpr{}, &traceql.Error{Pos: f.Pos, Msg: "an event attribute cannot be grouped or selected"}
+		}
+		v, p := attrSQL(f)
+		return sqlExpr{"if(" + p.q + ", concat('1', " + v.q + "), '')", append(append([]any{}, p.args...), v.args...)}, nil
+	case *traceql.Intrinsic:
+		if f.Def.Trace {
+			return sqlf("''"), nil // read from the run's summary
+		}
+		col, numeric := spanColumn(f.Name)
+		if col == "" {
+			return sqlExpr{}, &traceql.Error{Pos: f.Pos, Msg: f.Name + " cannot be grouped or selected"}
+		}
+		if numeric {
+			return sqlf("concat('1', toString(" + col + "))"), nil
+		}
+		return sqlf("concat('1', " + col + ")"), nil
+	}
+	return sqlExpr{}, fmt.Errorf("search: no value for %T", e)
+}
+
+// searchPlanSQL is a compiled query: the candidate read's parts.
+type searchPlanSQL struct {
+	conds     []sqlExpr // per Plan.Conds; q "" for a run-level condition
+	filters   []sqlExpr // per Plan.Filters, relaxed
+	values    []sqlExpr // per Plan.Fields
+	necessary sqlExpr   // over the run's groupBitOr(f) AS fm: the runs that may match
+}
+
+// compileSearch compiles the plan's span-level conditions for the window.
+func compileSearch(t tables, p *traceql.Plan, project string, since, until time.Time) (searchPlanSQL, error) {
+	var out searchPlanSQL
+	for _, c := range p.Conds {
+		if runLevel(c) {
+			out.conds = append(out.conds, sqlExpr{})
+			continue
+		}
+		s, err := condSQL(t, c, project, since, until)
+		if err != nil {
+			return out, err
+		}
+		out.conds = append(out.conds, s)
+	}
+	for _, f := range p.Filters {
+		if f.Cond == nil {
+			out.filters = append(out.filters, sqlf("1"))
+			continue
+		}
+		out.filters = append(out.filters, relaxed(p, f.Cond, false, out.conds))
+	}
+	for _, f := range p.Fields {
+		v, err := valueSQL(f)
+		if err != nil {
+			return out, err
+		}
+		out.values = append(out.values, v)
+	}
+	out.necessary = necessarySQL(p, p.Query.Spans)
+	return out, nil
+}
+
+// necessarySQL is what a run's spans must have for s to match in it: a
+// span passing each filter that must be non-empty (fm is the run's
+// groupBitOr of its spans' filter bits).
+func necessarySQL(p *traceql.Plan, s traceql.Spanset) sqlExpr {
+	switch s := s.(type) {
+	case *traceql.Filter:
+		i := 0
+		for j, f := range p.Filters {
+			if f == s {
+				i = j
+			}
+		}
+		return sqlf("bitAnd(fm, " + strconv.FormatUint(1<<i, 10) + ") != 0")
+	case *traceql.SetOp:
+		switch {
+		case s.Op == traceql.SetOr:
+			return join(" OR ", necessarySQL(p, s.L), necessarySQL(p, s.R))
+		case s.Op.Negated():
+			return necessarySQL(p, s.R)
+		}
+		return join(" AND ", necessarySQL(p, s.L), necessarySQL(p, s.R))
+	}
+	return sqlf("1")
+}
+
+// bitsSQL is the UInt64 of one bit per expression that holds.
+func bitsSQL(parts []sqlExpr) sqlExpr {
+	if len(parts) == 0 {
+		return sqlf("toUInt64(0)")
+	}
+	var out []sqlExpr
+	for i, p := range parts {
+		if p.q == "" {
+			continue
+		}
+		out = append(out, sqlExpr{"if(" + p.q + ", " + strconv.FormatUint(1<<i, 10) + ", 0)", p.args})
+	}
+	if len(out) == 0 {
+		return sqlf("toUInt64(0)")
+	}
+	j := join(" + ", out...)
+	j.q = "toUInt64" + j.q
+	return j
+}
+
+// searchCandidatesSQL builds the candidate read: the runs with spans
+// starting in [since, until] that may match, newest first by their first
+// matching span, after the cursor, at most limit; for each, its matching
+// spans' ids, parents, times, condition bits and field values.
+func searchCandidatesSQL(t tables, c searchPlanSQL, project string, since, until time.Time, after *cursor, limit int) (string, []any) {
+	cond, filt := bitsSQL(c.conds), bitsSQL(c.filters)
+	var inner strings.Builder
+	var args []any
+	inner.WriteString("SELECT trace_id, span_id, parent_span_id, name, start_ns, end_ns, " + cond.q + " AS c, " + filt.q + " AS f")
+	args = append(args, cond.args...)
+	args = append(args, filt.args...)
+	for i, v := range c.values {
+		inner.WriteString(", " + v.q + " AS v" + strconv.Itoa(i))
+		args = append(args, v.args...)
+	}
+	any := join(" OR ", c.filters...)
+	inner.WriteString("\n\tFROM " + t.Table(schema.TableSpans) + "\n\tWHERE project = ? AND start >= ? AND start <= ? AND " + any.q + "\n\t" + onePerSpan)
+	args = append(args, project, since.UTC().Truncate(time.Second), until.UTC())
+	args = append(args, any.args...)
+
+	var q strings.Builder
+	q.WriteString("SELECT trace_id, min(start_ns) AS first, groupBitOr(f) AS fm, groupArray(span_id), groupArray(parent_span_id), groupArray(name), groupArray(start_ns), groupArray(end_ns), groupArray(c)")
+	for i := range c.values {
+		q.WriteString(", groupArray(v" + strconv.Itoa(i) + ")")
+	}
+	q.WriteString("\nFROM (" + inner.String() + ")\nGROUP BY trace_id\nHAVING " + c.necessary.q)
+	args = append(args, c.necessary.args...)
+	if after != nil {
+		q.WriteString(" AND (first < ? OR (first = ? AND trace_id < ?))")
+		args = append(args, after.Ns, after.Ns, after.Key)
+	}
+	q.WriteString("\nORDER BY first DESC, trace_id DESC\nLIMIT " + strconv.Itoa(limit))
+	return q.String(), args
+}
+
+// searchTreeSQL reads the parent links of every span of the runs, for the
+// structural operators that look through spans no filter matched.
+func searchTreeSQL(t tables, project string, ids []string) (string, []any) {
+	return "SELECT trace_id, span_id, parent_span_id, start_ns, end_ns FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND trace_id IN ? " + onePerSpan, []any{project, traceSet(ids)}
+}

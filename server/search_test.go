@@ -1,0 +1,226 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tallyhq/tally/api"
+	"github.com/tallyhq/tally/internal/tallytest"
+	"github.com/tallyhq/tally/query"
+)
+
+// searchRuns sends three runs through the OTel Go SDK, each named by its
+// root span:
+//
+//	refunds (50 min ago): agent "support"; a chat (gpt-4o, temperature
+//	  1.2, 12 000 input tokens, no cache read) asked "Please cancel my
+//	  order 1234"; refund_payment twice with the same arguments
+//	  {"amount":700,"order":"1234"}.
+//	docs (40 min ago): a chat (temperature 0.2, 500 input tokens) asked
+//	  "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"; search_docs failed, then search_docs
+//	  again with other arguments, ok.
+//	research (30 min ago, root ended in error): agent "support"; a chat
+//	  (15 000 input tokens, 8 000 of them cache reads) with web_search
+//	  under it (a grandchild of the root); refund_payment {"amount":100}.
+func searchRuns(t *testing.T, endpoint string) map[string]string {
+	t.Helper()
+	now := time.Now().Truncate(time.Millisecond).UTC()
+	str, num, flt := attribute.String, attribute.Int, attribute.Float64
+	agent := func(name string) tallytest.Span {
+		return tallytest.Span{Key: "root", Name: name, Start: 0, End: 60_000,
+			Attrs: []attribute.KeyValue{str("gen_ai.operation.name", "invoke_agent"), str("gen_ai.agent.name", "support")}}
+	}
+	chat := func(key, parent string, temp float64, in, cached int, message string) tallytest.Span {
+		s := tallytest.Chat(key, parent, "gpt-4o", 1000, 5000, "", in, 10)
+		s.Attrs = append(s.Attrs, flt("gen_ai.request.temperature", temp))
+		if cached > 0 {
+			s.Attrs = append(s.Attrs, num("gen_ai.usage.cache_read.input_tokens", cached))
+		}
+		if message != "" {
+			s.Attrs = append(s.Attrs, str("gen_ai.input.messages",
+				`[{"role":"user","parts":[{"type":"text","content":"`+message+`"}]}]`))
+		}
+		return s
+	}
+	args := func(v string) attribute.KeyValue { return str("gen_ai.tool.call.arguments", v) }
+	ids := map[string]string{}
+	docs := agent("docs")
+	docs.Attrs = docs.Attrs[:1]
+	research := agent("research")
+	research.Error = "gave up"
+	for _, run := range []struct {
+		at    time.Duration
+		spans []tallytest.Span
+	}{
+		{50 * time.Minute, []tallytest.Span{agent("refunds"),
+			chat("c", "root", 1.2, 12000, 0, "Please cancel my order 1234"),
+			tallytest.Tool("r1", "root", "refund_payment", 6000, 7000, args(`{"amount":700,"order":"1234"}`)),
+			tallytest.Tool("r2", "root", "refund_payment", 8000, 9000, args(`{"order":"1234","amount":700}`)),
+		}},
+		{40 * time.Minute, []tallytest.Span{docs,
+			chat("c", "root", 0.2, 500, 0, "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"),
+			func() tallytest.Span {
+				s := tallytest.Tool("d1", "root", "search_docs", 6000, 7000, args(`{"q":"cancel"}`))
+				s.Error = "timeout"
+				return s
+			}(),
+			tallytest.Tool("d2", "root", "search_docs", 8000, 9000, args(`{"q":"cancel order"}`)),
+		}},
+		{30 * time.Minute, []tallytest.Span{research,
+			chat("c", "root", 1.0, 15000, 8000, ""),
+			tallytest.Tool("w", "c", "web_search", 2000, 3000, args(`{"q":"x"}`)),
+			tallytest.Tool("r", "root", "refund_payment", 6000, 7000, args(`{"amount":100}`)),
+		}},
+	} {
+		id, _ := tallytest.SendSpans(t, endpoint, "shop", now.Add(-run.at), run.spans)
+		ids[run.spans[0].Name] = id
+	}
+	return ids
+}
+
+// search asks GET /api/v1/search and decodes a 200's page; it returns the
+// status and the raw body.
+func search(t *testing.T, base, q string, page *query.SearchPage) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/search?" + url.Values{"q": {q}, "since": {"2h"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if page != nil && resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, page); err != nil {
+			t.Fatalf("decode: %v\n%s", err, body)
+		}
+	}
+	return resp.StatusCode, body
+}
+
+// runNames names a page's runs by their root span, in order.
+func runNames(p query.SearchPage) []string {
+	var out []string
+	for _, r := range p.Runs {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// TestSearchAnswersTheIssuesQuestions: every expected list is worked out
+// from searchRuns' data by hand, newest run first.
+func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
+	tally := tallytest.Start(t)
+	searchRuns(t, tally.URL)
+	tests := []struct {
+		name, q string
+		want    []string
+	}{
+		{"a tool by its intrinsic", `{ tool = "refund_payment" }`, []string{"research", "refunds"}},
+		{"a tool by the attribute it was sent as", `{ span.gen_ai.tool.name = "refund_payment" }`, []string{"research", "refunds"}},
+		{"called twice with the same arguments", `{ tool = "refund_payment" } | by(args) | count() >= 2`, []string{"refunds"}},
+		{"temperature above 1", `{ span.gen_ai.request.temperature > 1 }`, []string{"refunds"}},
+		{"no cache read with more than 10k input", `{ cache_read_tokens = 0 && input_tokens > 10000 }`, []string{"refunds"}},
+		{"content, Latin", `{ content contains "cancel my order" }`, []string{"refunds"}},
+		{"content, Cyrillic folded", `{ content contains "отменить заказ" }`, []string{"docs"}},
+		{"failed, then the same tool again", `{ tool = "search_docs" && status = error } then { tool = "search_docs" && status != error }`, []string{"docs"}},
+		{"run-level status", `{ trace:status = error }`, []string{"research"}},
+		{"descendant through a span no filter matched", `{ operation = "invoke_agent" } >> { tool = "web_search" }`, []string{"research"}},
+		{"child only", `{ operation = "invoke_agent" } > { tool = "web_search" }`, nil},
+		{"both in one run", `{ tool = "web_search" } && { tool = "refund_payment" }`, []string{"research"}},
+		{"a resource attribute", `{ resource.service.name = "shop" && name = "docs" }`, []string{"docs"}},
+		{"regex is anchored", `{ name =~ "re" }`, nil},
+		{"regex", `{ name =~ "re.*" }`, []string{"research", "refunds"}},
+		{"nil", `{ span.gen_ai.agent.name = nil && operation = "invoke_agent" }`, []string{"docs"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var page query.SearchPage
+			// The runs are stored once the SDK's export returned, but a
+			// run's spans settle in the background: the answer holds
+			// whatever the state, so no wait is needed beyond the export.
+			code, body := search(t, tally.URL, tc.q, &page)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			if got := runNames(page); !slices.Equal(got, tc.want) {
+				t.Fatalf("runs %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSearchMatchesAndHighlights: a match lists the spans that matched,
+// and a content match is highlighted where it is, folded case and all.
+func TestSearchMatchesAndHighlights(t *testing.T) {
+	tally := tallytest.Start(t)
+	ids := searchRuns(t, tally.URL)
+	var page query.SearchPage
+	if code, body := search(t, tally.URL, `{ content contains "отменить заказ" }`, &page); code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if len(page.Runs) != 1 || page.Runs[0].TraceID != ids["docs"] {
+		t.Fatalf("runs %+v", page.Runs)
+	}
+	m := page.Runs[0].Matches
+	if len(m) != 1 || m[0].Name != "chat gpt-4o" || len(m[0].Highlights) != 1 {
+		t.Fatalf("matches %+v", m)
+	}
+	h := m[0].Highlights[0]
+	if len(h.Ranges) != 1 || h.Text[h.Ranges[0][0]:h.Ranges[0][1]] != "ОТМЕНИТЬ ЗАКАЗ" {
+		t.Fatalf("highlight %+v", h)
+	}
+	// select() adds the values of its fields to each matched span.
+	page = query.SearchPage{}
+	if code, body := search(t, tally.URL, `{ tool = "refund_payment" } | select(span.gen_ai.tool.name, duration)`, &page); code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if len(page.Runs) != 2 || len(page.Runs[1].Matches) != 2 {
+		t.Fatalf("runs %+v", page.Runs)
+	}
+	if v := page.Runs[1].Matches[0].Values; v["span.gen_ai.tool.name"] != "refund_payment" || v["duration"] != "1000000000" {
+		t.Fatalf("values %v", v)
+	}
+}
+
+// TestSearchErrorsSayWhere: a query that does not parse or check is a 400
+// naming the position of the offending text.
+func TestSearchErrorsSayWhere(t *testing.T) {
+	tally := tallytest.Start(t)
+	for _, tc := range []struct {
+		q    string
+		pos  int
+		text string
+	}{
+		{`{ status = }`, 11, "expected a field or a value"},
+		{`{ duration > "slow" }`, 13, "duration"},
+		{`{ span.x =~ "(" }`, 12, "regular expression"},
+		{`{ tool = "a" } | count() >`, 26, "expected a field or a value"},
+		{`{ effect = "write" }`, 2, "cannot be searched yet"},
+	} {
+		code, body := search(t, tally.URL, tc.q, nil)
+		var e api.SearchError
+		if err := json.Unmarshal(body, &e); err != nil || code != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", tc.q, code, body)
+		}
+		if e.Position != tc.pos || !strings.Contains(e.Error, tc.text) {
+			t.Errorf("%s: %+v, want position %d and %q", tc.q, e, tc.pos, tc.text)
+		}
+	}
+	// POST takes the same query in a body.
+	resp, err := http.Post(tally.URL+"/api/v1/search", "application/json", bytes.NewReader([]byte(`{"query":"{ status = error }","since":"1h"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+}
