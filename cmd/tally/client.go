@@ -83,9 +83,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
+		var e struct {
+			Error    string
+			Position *int
+		}
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+			return &apiError{status: resp.Status, msg: e.Error, position: e.Position}
 		}
 		return fmt.Errorf("%s %s: %s", method, u, resp.Status)
 	}
@@ -98,6 +101,16 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 	}
 	return nil
 }
+
+// apiError is an API answer's error: its status, message and, for a
+// query that does not parse, the position of the offending text.
+type apiError struct {
+	status   string
+	msg      string
+	position *int
+}
+
+func (e *apiError) Error() string { return e.status + ": " + e.msg }
 
 // readCmd makes cmd a read command: the skeleton every command that shows
 // one GET of the API shares, so that a command is its flags, its request

@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newLoadgenCmd(),
 		newRunsCmd(),
+		newSearchCmd(),
 		newRunCmd(),
 		newExplainCmd(),
 		newCostCmd(),
