@@ -18,6 +18,7 @@ import (
 // Searcher answers TraceQL queries; query.SearchReader implements it.
 type Searcher interface {
 	Search(ctx context.Context, req query.SearchRequest) (query.SearchPage, error)
+	Metrics(ctx context.Context, req query.SearchRequest, step time.Duration) (query.MetricsResult, error)
 }
 
 // DefaultSearchWindow is the window of a search that gives no since.
@@ -38,6 +39,7 @@ type searchBody struct {
 	Until  string `json:"until"`
 	Limit  int    `json:"limit"`
 	Cursor string `json:"cursor"`
+	Step   string `json:"step"`
 }
 
 // registerSearch mounts GET and POST /search.
@@ -53,7 +55,7 @@ func (h *Handler) search(c *gin.Context) {
 		fail(c, http.StatusNotImplemented, "this server does not search")
 		return
 	}
-	b := searchBody{Query: c.Query("q"), Since: c.Query("since"), Until: c.Query("until"), Cursor: c.Query("cursor")}
+	b := searchBody{Query: c.Query("q"), Since: c.Query("since"), Until: c.Query("until"), Cursor: c.Query("cursor"), Step: c.Query("step")}
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {
@@ -86,9 +88,30 @@ func (h *Handler) search(c *gin.Context) {
 	}
 	req := query.SearchRequest{Project: Project(c), Query: b.Query, Since: since, Until: until,
 		Limit: b.Limit, Cursor: b.Cursor, Limits: h.opts.SearchLimits}
+	parsed, err := query.ParseSearch(b.Query, h.opts.SearchLimits)
+	if err != nil {
+		failSearch(c, err)
+		return
+	}
+	if parsed.Metrics != nil {
+		var step time.Duration
+		if b.Step != "" {
+			if step, err = params.ParseDuration(b.Step); err != nil || step <= 0 {
+				fail(c, http.StatusBadRequest, "step %q: want a duration such as 5m", b.Step)
+				return
+			}
+		}
+		res, err := h.opts.Search.Metrics(c.Request.Context(), req, step)
+		if err != nil {
+			failSearch(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, query.MetricsAnswer{Kind: "metrics", MetricsResult: res})
+		return
+	}
 	page, err := h.opts.Search.Search(c.Request.Context(), req)
 	if err != nil {
-		failSearch(c, err, h.opts.SearchLimits)
+		failSearch(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, page)
@@ -104,7 +127,7 @@ const (
 // failSearch answers a failed search: 400 with the position for a query
 // that does not parse or check, 400 for a bad window or cursor, 503
 // saying which bound a query hit, 500 otherwise.
-func failSearch(c *gin.Context, err error, lim query.SearchLimits) {
+func failSearch(c *gin.Context, err error) {
 	var qe *traceql.Error
 	var ex *clickhouse.Exception
 	switch {

@@ -29,6 +29,9 @@ type SearchLimits struct {
 	// MaxExecution bounds one statement's run time (ClickHouse's
 	// max_execution_time, and the request's; default 30s).
 	MaxExecution time.Duration
+	// MaxSeries is how many series a metrics answer holds (default
+	// DefaultMaxSeries): those with the largest whole-window values.
+	MaxSeries int
 	// MaxExamined is how many candidate runs one request evaluates
 	// before it answers with what it found and a cursor to go on
 	// (default 5000).
@@ -75,6 +78,8 @@ type SearchRequest struct {
 // SearchPage is a page of the runs a query matched, newest first by
 // their first matching span.
 type SearchPage struct {
+	// Kind is "runs": a metrics query answers a MetricsAnswer instead.
+	Kind string      `json:"kind"`
 	Runs []SearchRun `json:"runs"`
 	// NextCursor continues the search after this page; empty at the end.
 	NextCursor string `json:"next_cursor,omitempty"`
@@ -139,7 +144,7 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		return SearchPage{}, err
 	}
 	if q.Metrics != nil {
-		return SearchPage{}, &traceql.Error{Pos: q.Metrics.Pos, Msg: q.Metrics.Fn + " makes a metrics query: ask /api/v1/search/metrics"}
+		return SearchPage{}, &traceql.Error{Pos: q.Metrics.Pos, Msg: q.Metrics.Fn + " makes a metrics query: its answer is series (Metrics), not runs"}
 	}
 	if err := checkSearchWindow(req.Since, req.Until, lim); err != nil {
 		return SearchPage{}, err
@@ -164,12 +169,9 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.MaxExecution+5*time.Second)
 	defer cancel()
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
-		"max_rows_to_read":   int(min(lim.MaxRowsToRead, 1<<62)),
-		"max_execution_time": int(lim.MaxExecution.Seconds()),
-	}))
+	ctx = searchSettings(ctx, lim)
 
-	page := SearchPage{Runs: []SearchRun{}}
+	page := SearchPage{Kind: "runs", Runs: []SearchRun{}}
 	type match struct {
 		cand    *searchCandidate
 		results []traceql.Result
@@ -249,6 +251,14 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		return SearchPage{}, err
 	}
 	return page, nil
+}
+
+// searchSettings bounds a search's statements in ClickHouse.
+func searchSettings(ctx context.Context, lim SearchLimits) context.Context {
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
+		"max_rows_to_read":   int(min(lim.MaxRowsToRead, 1<<62)),
+		"max_execution_time": max(1, int(lim.MaxExecution.Seconds())),
+	}))
 }
 
 // checkSearchWindow checks a search's window against the limits.

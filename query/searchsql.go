@@ -342,7 +342,7 @@ func valueSQL(e traceql.Expr) (sqlExpr, error) {
 		if numeric {
 			return sqlf("concat('1', toString(" + col + "))"), nil
 		}
-		return sqlf("concat('1', " + col + ")"), nil
+		return sqlf("if(" + col + " != '', concat('1', " + col + "), '')"), nil
 	}
 	return sqlExpr{}, fmt.Errorf("search: no value for %T", e)
 }
@@ -448,8 +448,8 @@ func searchCandidatesSQL(t tables, c searchPlanSQL, project string, since, until
 		args = append(args, v.args...)
 	}
 	any := join(" OR ", c.filters...)
-	inner.WriteString("\n\tFROM " + t.Table(schema.TableSpans) + "\n\tWHERE project = ? AND start >= ? AND start <= ? AND " + any.q + "\n\t" + onePerSpan)
-	args = append(args, project, since.UTC().Truncate(time.Second), until.UTC())
+	inner.WriteString("\n\tFROM " + t.Table(schema.TableSpans) + "\n\tWHERE project = ? AND start >= ? AND start <= ? AND start_ns >= ? AND start_ns <= ? AND " + any.q + "\n\t" + onePerSpan)
+	args = append(args, project, since.UTC().Truncate(time.Second), until.UTC(), uint64(since.UnixNano()), uint64(until.UnixNano()))
 	args = append(args, any.args...)
 
 	var q strings.Builder

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +24,20 @@ import (
 //
 //	refunds (50 min ago): agent "support"; a chat (gpt-4o, temperature
 //	  1.2, 12 000 input tokens, no cache read) asked "Please cancel my
-//	  order 1234"; refund_payment twice with the same arguments
-//	  {"amount":700,"order":"1234"}.
+//	  order 1234"; refund_payment twice (1 s, then 2 s) with the same
+//	  arguments {"amount":700,"order":"1234"}.
 //	docs (40 min ago): a chat (temperature 0.2, 500 input tokens) asked
-//	  "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"; search_docs failed, then search_docs
-//	  again with other arguments, ok.
+//	  "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"; search_docs failed (1 s), then
+//	  search_docs again with other arguments, ok (1.5 s).
 //	research (30 min ago, root ended in error): agent "support"; a chat
 //	  (15 000 input tokens, 8 000 of them cache reads) with web_search
 //	  under it (a grandchild of the root); refund_payment {"amount":100}.
+//	  Every other span lasts 1 s.
 func searchRuns(t *testing.T, endpoint string) map[string]string {
 	t.Helper()
-	now := time.Now().Truncate(time.Millisecond).UTC()
+	// Runs start on 5-minute marks, so that a run's first seconds are
+	// one step of a 5-minute metrics query.
+	now := time.Now().Truncate(5 * time.Minute).UTC()
 	str, num, flt := attribute.String, attribute.Int, attribute.Float64
 	agent := func(name string) tallytest.Span {
 		return tallytest.Span{Key: "root", Name: name, Start: 0, End: 60_000,
@@ -64,7 +68,7 @@ func searchRuns(t *testing.T, endpoint string) map[string]string {
 		{50 * time.Minute, []tallytest.Span{agent("refunds"),
 			chat("c", "root", 1.2, 12000, 0, "Please cancel my order 1234"),
 			tallytest.Tool("r1", "root", "refund_payment", 6000, 7000, args(`{"amount":700,"order":"1234"}`)),
-			tallytest.Tool("r2", "root", "refund_payment", 8000, 9000, args(`{"order":"1234","amount":700}`)),
+			tallytest.Tool("r2", "root", "refund_payment", 8000, 10000, args(`{"order":"1234","amount":700}`)),
 		}},
 		{40 * time.Minute, []tallytest.Span{docs,
 			chat("c", "root", 0.2, 500, 0, "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"),
@@ -73,7 +77,7 @@ func searchRuns(t *testing.T, endpoint string) map[string]string {
 				s.Error = "timeout"
 				return s
 			}(),
-			tallytest.Tool("d2", "root", "search_docs", 8000, 9000, args(`{"q":"cancel order"}`)),
+			tallytest.Tool("d2", "root", "search_docs", 8000, 9500, args(`{"q":"cancel order"}`)),
 		}},
 		{30 * time.Minute, []tallytest.Span{research,
 			chat("c", "root", 1.0, 15000, 8000, ""),
@@ -222,5 +226,89 @@ func TestSearchErrorsSayWhere(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+}
+
+// metrics asks GET /api/v1/search for a metrics query.
+func metrics(t *testing.T, base, q, step string) query.MetricsAnswer {
+	t.Helper()
+	v := url.Values{"q": {q}, "since": {"2h"}}
+	if step != "" {
+		v.Set("step", step)
+	}
+	resp, err := http.Get(base + "/api/v1/search?" + v.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var a query.MetricsAnswer
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &a) != nil || a.Kind != "metrics" {
+		t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
+	}
+	return a
+}
+
+// seriesTotals is each series' labels and whole-window value, as text.
+func seriesTotals(a query.MetricsAnswer) []string {
+	var out []string
+	for _, s := range a.Series {
+		var labels []string
+		for k, v := range s.Labels {
+			labels = append(labels, k+"="+v)
+		}
+		slices.Sort(labels)
+		out = append(out, strings.Join(labels, ",")+" "+strconv.FormatFloat(s.Total, 'g', 6, 64))
+	}
+	return out
+}
+
+// TestSearchMetrics: metrics queries answer series per step and a total
+// per label set, worked out from searchRuns' data; a one-filter query is
+// answered in SQL, the others in Go, and the two agree.
+func TestSearchMetrics(t *testing.T) {
+	tally := tallytest.Start(t)
+	searchRuns(t, tally.URL)
+	// Three refund_payment calls: two in refunds, one in research.
+	a := metrics(t, tally.URL, `{ tool = "refund_payment" } | count_over_time() by (tool)`, "5m")
+	if got := seriesTotals(a); !a.InSQL || !slices.Equal(got, []string{"tool=refund_payment 3"}) {
+		t.Fatalf("count by tool: in SQL %v, %v", a.InSQL, got)
+	}
+	// refunds' two calls fall in one 5-minute step, research's in another.
+	if pts := a.Series[0].Points; len(pts) != 2 || pts[0].V != 2 || pts[1].V != 1 || a.StepSeconds != 300 {
+		t.Fatalf("points %+v step %v", pts, a.StepSeconds)
+	}
+	// web_search ran once, for 1 s: its p95 is 1 s.
+	a = metrics(t, tally.URL, `{ tool = "web_search" } | quantile_over_time(duration, .95)`, "5m")
+	if got := seriesTotals(a); !slices.Equal(got, []string{"p=0.95 1"}) || a.Unit != "s" {
+		t.Fatalf("p95 of web_search: %v (%s)", got, a.Unit)
+	}
+	// Cost by model of the failed runs of task research: its chat read
+	// 15 000 input tokens, 8 000 from the cache, and wrote 10 (gpt-4o:
+	// $2.50/M input, $1.25/M cache reads, $10/M output):
+	// 7 000·2.5e-6 + 8 000·1.25e-6 + 10·1e-5 = $0.0276. Its other spans
+	// have no model and cost nothing.
+	a = metrics(t, tally.URL, `{ trace:task = "research" && trace:status = error } | sum_over_time(cost) by (model)`, "")
+	if got := seriesTotals(a); a.InSQL || !slices.Equal(got, []string{" 0", "model=gpt-4o 0.0276"}) || a.Unit != "USD" {
+		t.Fatalf("cost by model: in SQL %v, %v", a.InSQL, got)
+	}
+	// The same question both ways. Durations by tool: refund_payment
+	// 1, 2, 1 s; search_docs 1, 1.5 s; web_search 1 s. quantileExact
+	// takes the sorted values' element ⌊q·n⌋: refund_payment's p50 is
+	// [1 1 2][1] = 1, its p95 [1 1 2][2] = 2; search_docs' both [1 1.5][1].
+	want := []string{"p=0.5,tool=refund_payment 1", "p=0.5,tool=search_docs 1.5", "p=0.5,tool=web_search 1",
+		"p=0.95,tool=refund_payment 2", "p=0.95,tool=search_docs 1.5", "p=0.95,tool=web_search 1"}
+	sql := metrics(t, tally.URL, `{ tool != nil } | quantile_over_time(duration, .5, .95) by (tool)`, "10m")
+	goPath := metrics(t, tally.URL, `{ tool != nil } | coalesce() | quantile_over_time(duration, .5, .95) by (tool)`, "10m")
+	if !sql.InSQL || goPath.InSQL {
+		t.Fatalf("paths: %v %v", sql.InSQL, goPath.InSQL)
+	}
+	if a, b := seriesTotals(sql), seriesTotals(goPath); !slices.Equal(a, want) || !slices.Equal(b, want) {
+		t.Fatalf("SQL %v\nGo  %v\nwant %v", a, b, want)
+	}
+	for i := range sql.Series {
+		if !slices.Equal(sql.Series[i].Points, goPath.Series[i].Points) {
+			t.Fatalf("series %v: SQL %v, Go %v", sql.Series[i].Labels, sql.Series[i].Points, goPath.Series[i].Points)
+		}
 	}
 }
