@@ -19,6 +19,8 @@ import (
 type Searcher interface {
 	Search(ctx context.Context, req query.SearchRequest) (query.SearchPage, error)
 	Metrics(ctx context.Context, req query.SearchRequest, step time.Duration) (query.MetricsResult, error)
+	SearchKeys(ctx context.Context, project string, since, until time.Time, lim query.SearchLimits) ([]query.SearchKey, error)
+	SearchValues(ctx context.Context, project, field string, since, until time.Time, lim query.SearchLimits) ([]query.SearchValue, error)
 }
 
 // DefaultSearchWindow is the window of a search that gives no since.
@@ -46,6 +48,69 @@ type searchBody struct {
 func (h *Handler) registerSearch(r gin.IRoutes, spans gin.HandlerFunc) {
 	r.GET("/search", spans, h.search)
 	r.POST("/search", h.search)
+	r.GET("/search/keys", spans, h.searchKeys)
+	r.GET("/search/values", spans, h.searchValues)
+}
+
+// searchWindow reads a search request's since and until: the last
+// DefaultSearchWindow when absent.
+func (h *Handler) searchWindow(c *gin.Context, sinceArg, untilArg string) (time.Time, time.Time, bool) {
+	now := h.now()
+	since, until, err := params.TimeRange(sinceArg, untilArg, now)
+	if err != nil {
+		fail(c, http.StatusBadRequest, "%v", err)
+		return since, until, false
+	}
+	if until.IsZero() {
+		until = now
+	}
+	if since.IsZero() {
+		since = until.Add(-DefaultSearchWindow)
+	}
+	return since, until, true
+}
+
+// searchKeys answers GET /search/keys: the intrinsics, then the attribute
+// keys of the window's spans, most frequent first (autocomplete).
+func (h *Handler) searchKeys(c *gin.Context) {
+	if h.opts.Search == nil {
+		fail(c, http.StatusNotImplemented, "this server does not search")
+		return
+	}
+	since, until, ok := h.searchWindow(c, c.Query("since"), c.Query("until"))
+	if !ok {
+		return
+	}
+	keys, err := h.opts.Search.SearchKeys(c.Request.Context(), Project(c), since, until, h.opts.SearchLimits)
+	if err != nil {
+		failSearch(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"keys": keys})
+}
+
+// searchValues answers GET /search/values?key=…: the field's most
+// frequent values in the window (autocomplete).
+func (h *Handler) searchValues(c *gin.Context) {
+	if h.opts.Search == nil {
+		fail(c, http.StatusNotImplemented, "this server does not search")
+		return
+	}
+	key := c.Query("key")
+	if key == "" {
+		fail(c, http.StatusBadRequest, "key: required, a field such as tool or span.gen_ai.request.model")
+		return
+	}
+	since, until, ok := h.searchWindow(c, c.Query("since"), c.Query("until"))
+	if !ok {
+		return
+	}
+	values, err := h.opts.Search.SearchValues(c.Request.Context(), Project(c), key, since, until, h.opts.SearchLimits)
+	if err != nil {
+		failSearch(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"key": key, "values": values})
 }
 
 // search answers a query: GET /search?q=…&since=…&until=…&limit=…&cursor=…,
@@ -74,17 +139,9 @@ func (h *Handler) search(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "limit %d: at most 1000", b.Limit)
 		return
 	}
-	now := h.now()
-	since, until, err := params.TimeRange(b.Since, b.Until, now)
-	if err != nil {
-		fail(c, http.StatusBadRequest, "%v", err)
+	since, until, ok := h.searchWindow(c, b.Since, b.Until)
+	if !ok {
 		return
-	}
-	if until.IsZero() {
-		until = now
-	}
-	if since.IsZero() {
-		since = until.Add(-DefaultSearchWindow)
 	}
 	req := query.SearchRequest{Project: Project(c), Query: b.Query, Since: since, Until: until,
 		Limit: b.Limit, Cursor: b.Cursor, Limits: h.opts.SearchLimits}

@@ -669,3 +669,110 @@ func searchContentSQL(t tables, project string, since, until time.Time, keys [][
 		" WHERE project = ? AND start >= ? AND start <= ? AND (trace_id, span_id) IN (" + strings.Join(pairs, ", ") + ")" +
 		" ORDER BY trace_id, span_id, kind, source_key", args
 }
+
+// SearchKey is a field a query can name, for autocomplete: an intrinsic
+// or an attribute seen in the window, with how many spans carried it.
+type SearchKey struct {
+	Key   string `json:"key"`            // as a query writes it: status, span.gen_ai.tool.name, resource.service.name
+	Type  string `json:"type"`           // an intrinsic's type; "attribute" for attributes
+	Doc   string `json:"doc,omitempty"`  // an intrinsic's meaning
+	Spans uint64 `json:"spans,omitzero"` // spans in the window that carried an attribute
+}
+
+// SearchValue is a value of a field in the window and how many spans had
+// it.
+type SearchValue struct {
+	Value string `json:"value"`
+	Spans uint64 `json:"spans"`
+}
+
+// maxSearchKeys is how many attribute keys of each scope SearchKeys
+// lists, the most frequent first.
+const maxSearchKeys = 500
+
+// maxSearchValues is how many values SearchValues lists, the most
+// frequent first.
+const maxSearchValues = 50
+
+// SearchKeys lists the fields a query over the window can name: the
+// intrinsics, then the span and resource attribute keys the window's
+// spans carried, the most frequent first.
+func (r SearchReader) SearchKeys(ctx context.Context, project string, since, until time.Time, lim SearchLimits) ([]SearchKey, error) {
+	lim = lim.withDefaults()
+	if err := checkSearchWindow(since, until, lim); err != nil {
+		return nil, err
+	}
+	var out []SearchKey
+	for _, d := range traceql.Intrinsics() {
+		name := d.Name
+		if d.WithArg {
+			name += "."
+		}
+		out = append(out, SearchKey{Key: name, Type: d.Type.String(), Doc: d.Doc})
+	}
+	q, args := searchKeysSQL(r.store, project, since, until)
+	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var scope, key string
+		var n uint64
+		if err := rows.Scan(&scope, &key, &n); err != nil {
+			return nil, fmt.Errorf("search keys: %w", err)
+		}
+		out = append(out, SearchKey{Key: scope + "." + key, Type: "attribute", Spans: n})
+	}
+	return out, rows.Err()
+}
+
+// searchKeysSQL lists the window's span and resource attribute keys with
+// their span counts, maxSearchKeys of each scope at most.
+func searchKeysSQL(t tables, project string, since, until time.Time) (string, []any) {
+	one := func(scope, col string) string {
+		return "SELECT '" + scope + "' AS scope, k, count() AS n FROM " + t.Table(schema.TableSpans) + " ARRAY JOIN " + col + " AS k" +
+			" WHERE project = ? AND start >= ? AND start <= ? GROUP BY k ORDER BY n DESC, k LIMIT " + strconv.Itoa(maxSearchKeys)
+	}
+	w := []any{project, since.UTC().Truncate(time.Second), until.UTC()}
+	return "SELECT scope, k, n FROM (" + one("span", "attr_keys") + " UNION ALL " + one("resource", "resource_keys") + ") ORDER BY scope DESC, n DESC, k",
+		append(append([]any{}, w...), w...)
+}
+
+// SearchValues lists the most frequent values of a field (as a query
+// writes it) in the window's spans.
+func (r SearchReader) SearchValues(ctx context.Context, project, field string, since, until time.Time, lim SearchLimits) ([]SearchValue, error) {
+	lim = lim.withDefaults()
+	if err := checkSearchWindow(since, until, lim); err != nil {
+		return nil, err
+	}
+	q, err := traceql.Parse("{} | select("+field+")", lim.Query)
+	if err != nil {
+		return nil, &traceql.Error{Pos: 0, Msg: fmt.Sprintf("%q is not a field: an intrinsic or an attribute such as span.gen_ai.tool.name", field)}
+	}
+	e := q.Stages[0].(*traceql.Select).Exprs[0]
+	if in, ok := e.(*traceql.Intrinsic); ok && (in.Def.Trace || in.Name == "content") {
+		return nil, &traceql.Error{Pos: 0, Msg: field + " has no list of values"}
+	}
+	v, err := valueSQL(e)
+	if err != nil {
+		return nil, err
+	}
+	stmt := "SELECT substring(v, 2) AS value, count() AS n FROM (SELECT " + v.q + " AS v FROM " + r.store.Table(schema.TableSpans) +
+		" WHERE project = ? AND start >= ? AND start <= ?) WHERE v != '' GROUP BY value ORDER BY n DESC, value LIMIT " + strconv.Itoa(maxSearchValues)
+	args := append(append([]any{}, v.args...), project, since.UTC().Truncate(time.Second), until.UTC())
+	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), stmt, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search values of %s: %w", field, err)
+	}
+	defer rows.Close()
+	out := []SearchValue{}
+	for rows.Next() {
+		var sv SearchValue
+		if err := rows.Scan(&sv.Value, &sv.Spans); err != nil {
+			return nil, fmt.Errorf("search values of %s: %w", field, err)
+		}
+		out = append(out, sv)
+	}
+	return out, rows.Err()
+}

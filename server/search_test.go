@@ -312,3 +312,43 @@ func TestSearchMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchAutocomplete: the keys of the window's spans and a field's
+// top values, counted by hand from searchRuns' data.
+func TestSearchAutocomplete(t *testing.T) {
+	tally := tallytest.Start(t)
+	searchRuns(t, tally.URL)
+	var keys struct{ Keys []query.SearchKey }
+	if code := getJSON(t, tally.URL+"/api/v1/search/keys?since=2h", &keys); code != http.StatusOK {
+		t.Fatalf("keys: %d", code)
+	}
+	found := map[string]query.SearchKey{}
+	for _, k := range keys.Keys {
+		found[k.Key] = k
+	}
+	// Three chats sent a temperature; the span's gen_ai.tool.name went to
+	// a column, but the key is still offered as sent (once per tool span).
+	for key, spans := range map[string]uint64{"span.gen_ai.request.temperature": 3, "resource.service.name": 12, "span.gen_ai.usage.input_tokens": 3} {
+		if found[key].Spans != spans {
+			t.Errorf("key %s: %+v, want %d spans", key, found[key], spans)
+		}
+	}
+	if k := found["trace:cost"]; k.Type != "number" || k.Doc == "" {
+		t.Errorf("intrinsic trace:cost: %+v", k)
+	}
+	var values struct{ Values []query.SearchValue }
+	if code := getJSON(t, tally.URL+"/api/v1/search/values?since=2h&key=tool", &values); code != http.StatusOK {
+		t.Fatalf("values: %d", code)
+	}
+	want := []query.SearchValue{{Value: "refund_payment", Spans: 3}, {Value: "search_docs", Spans: 2}, {Value: "web_search", Spans: 1}}
+	if !slices.Equal(values.Values, want) {
+		t.Errorf("values of tool: %+v, want %+v", values.Values, want)
+	}
+	if code := getJSON(t, tally.URL+"/api/v1/search/values?since=2h&key=span.gen_ai.request.temperature", &values); code != http.StatusOK ||
+		len(values.Values) != 3 || values.Values[0].Spans != 1 {
+		t.Errorf("values of the temperature: %d %+v", code, values.Values)
+	}
+	if code := getJSON(t, tally.URL+"/api/v1/search/values?since=2h&key=nope", nil); code != http.StatusBadRequest {
+		t.Errorf("values of nope: %d, want 400", code)
+	}
+}
