@@ -77,7 +77,7 @@ type handler struct {
 
 // page names, each with templates/<name>.html; every page may also use the
 // shared blocks in partialTemplates.
-var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "compare", "reliability", "alerts", "error"}
+var pageNames = []string{"runs", "run", "conversations", "conversation", "costs", "tools", "cache", "tasks", "compare", "reliability", "alerts", "explore", "error"}
 
 // partialTemplates define blocks shared by several pages: "range", the
 // time-range form of the tools and cache pages.
@@ -89,6 +89,7 @@ var partialTemplates = []string{"templates/layout.html", "templates/range.html"}
 //	/runs/{trace_id}      one run: totals, waterfall, span details
 //	/conversations        conversations, most recently active first
 //	/conversations/{id}   a conversation's runs in order and its transcript
+//	/explore              metrics queries: a chart and a table
 //	/costs, /tools, /cache, /alerts
 //	/static/...           the embedded script and stylesheet
 //
@@ -288,6 +289,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		v.Title, v.Nav, v.Page, v.ID = "Run "+id[:8], "runs", "run", id
+	case path == "/explore":
+		v.Title, v.Nav, v.Page = "Explore", "explore", "explore"
+		if err := h.checkTimes(q); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
 	case path == "/conversations":
 		v.Title, v.Nav, v.Page = "Conversations", "conversations", "conversations"
 		if err := h.checkTimes(q); err != nil {

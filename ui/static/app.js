@@ -12,13 +12,14 @@ import { pageCache } from './pages/cache.js';
 import { pageCompare } from './pages/compare.js';
 import { pageConversation, pageConversations } from './pages/conversations.js';
 import { pageCosts } from './pages/costs.js';
+import { pageExplore } from './pages/explore.js';
 import { pageRun } from './pages/run.js';
 import { pageRuns } from './pages/runs.js';
 import { pageTasks } from './pages/tasks.js';
 import { pageReliability } from './pages/reliability.js';
 import { pageTools } from './pages/tools.js';
 
-const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, tasks: pageTasks, compare: pageCompare, reliability: pageReliability, alerts: pageAlerts };
+const PAGES = { runs: pageRuns, run: pageRun, conversation: pageConversation, conversations: pageConversations, costs: pageCosts, tools: pageTools, cache: pageCache, tasks: pageTasks, compare: pageCompare, reliability: pageReliability, alerts: pageAlerts, explore: pageExplore };
 
 // The number formats, for the console and for the tests that hold them
 // equal to the CLI's.

@@ -4,10 +4,12 @@ import { esc, html } from './html.js';
 
 /** ApiError is a non-2xx answer from the API, with its message. */
 export class ApiError extends Error {
-  constructor(status, message, path) {
+  constructor(status, message, path, position = null) {
     super(message);
     this.status = status;
     this.path = path;
+    // position is where a query's error is (a search's 400), else null.
+    this.position = position;
   }
 }
 
@@ -28,7 +30,8 @@ export async function api(path, opts = {}) {
   const text = await resp.text();
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }
   if (!resp.ok) {
-    throw new ApiError(resp.status, (body && body.error) || text.slice(0, 300) || resp.statusText, path);
+    throw new ApiError(resp.status, (body && body.error) || text.slice(0, 300) || resp.statusText, path,
+      body && typeof body.position === 'number' ? body.position : null);
   }
   return body;
 }

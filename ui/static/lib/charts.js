@@ -77,3 +77,51 @@ export function hbars(rows, { fmt, title, max }) {
   out.push(html`<g class="axis"><line x1="${L}" x2="${L}" y1="${T}" y2="${H - 8}"/></g>`);
   return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}">${out}</svg>`;
 }
+
+/**
+ * lineChart draws series over time, one line each: series [{key, points:
+ * [{t (ms), v}]}], a point for each step with data (a gap between steps
+ * without data breaks the line), fmt formats values, unit names the y axis.
+ */
+export function lineChart(series, { from, to, step, fmt, unit }) {
+  const W = 1200, H = 260, L = 64, R = 12, T = 12, B = 36;
+  const all = series.flatMap((s) => s.points.map((p) => p.v)).filter((v) => Number.isFinite(v));
+  const ymax = Math.max(...all, 0);
+  const ystep = niceStep(ymax);
+  const ytop = Math.max(ystep * Math.ceil(ymax / ystep), ystep);
+  const x = (t) => L + ((t - from) / Math.max(to - from, 1)) * (W - L - R);
+  const y = (v) => H - B - (v / ytop) * (H - T - B);
+  const g = [];
+  for (let v = 0; v <= ytop + 1e-12; v += ystep) {
+    g.push(html`<g class="grid"><line x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"/></g><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${esc(fmt(v))}</text>`);
+  }
+  const span = to - from;
+  const nt = 6;
+  for (let k = 0; k <= nt; k++) {
+    const t = from + (span * k) / nt;
+    const d = new Date(t);
+    const label = span > 2 * 864e5 ? `${pad(d.getMonth() + 1)}-${pad(d.getDate())}${span < 8 * 864e5 ? ` ${pad(d.getHours())}:00` : ''}` : `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    g.push(html`<text x="${x(t)}" y="${H - B + 16}" text-anchor="${k === 0 ? 'start' : k === nt ? 'end' : 'middle'}">${label}</text>`);
+  }
+  const lines = series.map((s, i) => {
+    const color = PALETTE[i % PALETTE.length];
+    const segs = [];
+    let seg = [];
+    let prev = null;
+    for (const p of s.points) {
+      if (prev !== null && p.t - prev > step * 1.5 && seg.length) { segs.push(seg); seg = []; }
+      seg.push(p);
+      prev = p.t;
+    }
+    if (seg.length) segs.push(seg);
+    const paths = segs.map((sg) => (sg.length === 1
+      ? html`<circle cx="${x(sg[0].t + step / 2)}" cy="${y(sg[0].v)}" r="3" style="fill:${color}"/>`
+      : html`<polyline fill="none" stroke-width="2" style="stroke:${color}" points="${sg.map((p) => `${x(p.t + step / 2).toFixed(1)},${y(p.v).toFixed(1)}`).join(' ')}"/>`));
+    const dots = s.points.map((p) => html`<circle class="pt" cx="${x(p.t + step / 2)}" cy="${y(p.v)}" r="6" fill="transparent"><title>${esc(s.key)}\n${esc(localTime(p.t))}: ${esc(fmt(p.v))}</title></circle>`);
+    return html`<g data-series="${esc(s.key)}">${paths}${dots}</g>`;
+  });
+  const axis = html`<g class="axis"><line x1="${L}" x2="${L}" y1="${T}" y2="${H - B}"/><line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}"/></g>`;
+  const ylabel = html`<text x="12" y="${T + (H - T - B) / 2}" transform="rotate(-90 12 ${T + (H - T - B) / 2})" text-anchor="middle">${esc(unit)}</text>`;
+  const legend = series.map((s, i) => html`<span><i style="background:${PALETTE[i % PALETTE.length]}"></i>${esc(s.key)}</span>`);
+  return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(unit)} over time">${g}${axis}${ylabel}${lines}</svg><div class="legend" style="margin:0">${legend}</div>`;
+}

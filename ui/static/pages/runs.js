@@ -6,6 +6,7 @@ import { fmtMs, moneyHTML, num, shortID, timeHTML } from '../lib/format.js';
 import { copyParams, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
 import { confidenceHTML } from '../lib/vocab.js';
+import { errorAtHTML, filtersQuery, setupQueryBar } from '../lib/search.js';
 
 export const RUN_COLS = [
   { key: 'start', label: 'Start', value: (r) => r.start, html: (r) => html`<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
@@ -39,9 +40,55 @@ export function runColumns(runs) {
   return cols;
 }
 
+/** matchesHTML lists the spans of a run a query matched, each opening the run at it. */
+function matchesHTML(r) {
+  const m = r.matches || [];
+  const shown = m.slice(0, 4).map((s) => html`<a href="/runs/${esc(r.trace_id)}#span=${esc(s.span_id)}" data-match="${esc(s.span_id)}">${esc(s.name || s.span_id)}</a>`);
+  return html`<span class="matches">${shown}${m.length > 4 ? html`<span class="muted">+${m.length - 4}</span>` : ''}</span>`;
+}
+
+/** highlightHTML is a content excerpt with its matches marked. */
+function highlightHTML(h) {
+  const parts = [];
+  let at = 0;
+  for (const [a, b] of h.ranges || []) {
+    parts.push(esc(h.text.slice(at, a)), html`<mark>${esc(h.text.slice(a, b))}</mark>`);
+    at = b;
+  }
+  parts.push(esc(h.text.slice(at)));
+  return html`<div class="hl" data-highlight><span class="pill muted">${esc(h.kind)}</span> …${parts}…</div>`;
+}
+
+/** SEARCH_COLS are the run list's columns with the spans each run matched. */
+const SEARCH_COLS = [
+  ...RUN_COLS.filter((c) => c.key !== 'service'),
+  { key: 'matched', label: 'Matched spans', wrap: true, html: (r) => html`${matchesHTML(r)}${(r.matches || []).flatMap((m) => (m.highlights || []).map(highlightHTML))}` },
+];
+
 export async function pageRuns() {
   const params = new URLSearchParams(location.search);
-  setupRangeForm(document.getElementById('filters'), params);
+  const form = document.getElementById('filters');
+  setupRangeForm(form, params);
+  const input = document.getElementById('query');
+  const windowParams = () => copyParams(new URLSearchParams(location.search), ['since', 'until']);
+  if (input) {
+    setupQueryBar(input, document.getElementById('query-suggest'), windowParams);
+    document.getElementById('query-from-filters').addEventListener('click', () => {
+      const q = filtersQuery(new URLSearchParams(new FormData(form)));
+      if (!q) return;
+      input.value = input.value.trim() ? `${input.value.trim()} && ${q}` : q;
+      // The boxes now live in the query.
+      for (const name of ['agent', 'model', 'tool', 'service', 'task', 'min_cost']) { const f = form.elements[name]; if (f) f.value = ''; }
+      for (const name of ['status', 'has_errors']) { const f = form.elements[name]; if (f) f.value = ''; }
+      input.focus();
+    });
+    const explore = document.getElementById('query-explore');
+    if (params.get('query')) explore.href = `/explore?${copyParams(params, ['query', 'since', 'until'])}`;
+  }
+  if (params.get('query')) {
+    await searchRuns(params);
+    return;
+  }
   const el = document.getElementById('runs');
   const apiParams = copyParams(params, ['since', 'until', 'agent', 'model', 'service', 'task', 'tool', 'conversation', 'status', 'has_errors', 'has_recovered_errors', 'q', 'min_cost', 'sort', 'dir', 'cursor', 'limit']);
   const state = { sort: params.get('sort') || 'start', dir: params.get('dir') || 'desc' };
@@ -103,6 +150,61 @@ export async function pageRuns() {
       caption: 'Runs',
       rowAttrs: (r) => html` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? html` class="err"` : ''}${before && !before.has(r.trace_id) ? html` data-new="true"` : ''}`,
     })}${pager()}`);
+  };
+  await load();
+  liveRefresh(params, load);
+}
+
+/**
+ * searchRuns draws the runs a query matched (GET /api/v1/search), newest
+ * first, with the spans each matched; a query that does not parse is
+ * shown with its error underlined, and a metrics query is sent to the
+ * explore page. Live refresh reloads the first page as the list does.
+ */
+async function searchRuns(params) {
+  const el = document.getElementById('runs');
+  const query = params.get('query');
+  const apiParams = copyParams(params, ['since', 'until', 'cursor', 'limit']);
+  apiParams.set('q', query);
+  const ignored = ['agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'min_cost', 'q'].filter((k) => params.get(k));
+  const load = async (signal) => {
+    let page;
+    try {
+      page = await api(`/api/v1/search?${apiParams}`, { signal });
+    } catch (err) {
+      if (aborted(err)) return;
+      show(el, err.position != null ? errorAtHTML(query, err.position, err.message) : errorHTML(err, 'search'));
+      return;
+    }
+    if (signal && signal.aborted) return;
+    if (page.kind === 'metrics') {
+      show(el, html`<p class="notice" data-metrics>This is a metrics query: <a href="/explore?${copyParams(params, ['query', 'since', 'until'])}">see its chart on the Explore page</a>.</p>`);
+      return;
+    }
+    const notes = [];
+    if (ignored.length) notes.push(html`<p class="notice warn" data-ignored>A query replaces the filter boxes (${esc(ignored.join(', '))}): use <em>Filters → query</em> to add them to it.</p>`);
+    if (page.partial) notes.push(html`<p class="notice warn" data-partial>Stopped after examining ${num(page.examined)} runs with candidate spans: the next page goes on from there.</p>`);
+    const pager = [];
+    if (params.get('cursor')) {
+      const first = new URLSearchParams(params);
+      first.delete('cursor');
+      pager.push(html`<a href="/runs?${first}">« First page</a>`);
+    }
+    pager.push(html`<span class="muted" id="runs-order">${page.runs.length} matching run${page.runs.length === 1 ? '' : 's'} on this page, newest match first</span>`);
+    if (page.next_cursor) {
+      const next = new URLSearchParams(params);
+      next.set('cursor', page.next_cursor);
+      pager.push(html`<a href="/runs?${next}" rel="next">Next page »</a>`);
+    }
+    if (!page.runs.length) {
+      show(el, html`${notes}<p class="empty" data-empty>No run matches <code>${esc(query)}</code> in this window.${page.next_cursor ? html` <a href="/runs?${(() => { const n = new URLSearchParams(params); n.set('cursor', page.next_cursor); return n; })()}">Look further back</a>.` : ' Widen the time range, or loosen the query.'}</p>${pager.length > 1 ? html`<nav class="pager">${pager}</nav>` : ''}`);
+      return;
+    }
+    show(el, html`${notes}${tableHTML(SEARCH_COLS, page.runs, null, {
+      id: 'runs-table',
+      caption: 'Runs matching the query',
+      rowAttrs: (r) => html` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? html` class="err"` : ''}`,
+    })}<nav class="pager" aria-label="Pages">${pager}</nav>`);
   };
   await load();
   liveRefresh(params, load);

@@ -7,6 +7,19 @@ import { TYPE_LABEL, tokensText } from '../lib/spans.js';
 import { valueHTML } from '../lib/values.js';
 import { CONFIDENCE_HELP } from '../lib/vocab.js';
 import { chatViewHTML } from './chat.js';
+import { searchHref, tqlField, tqlString } from '../lib/search.js';
+
+/** searchLinkHTML offers the runs where field = value (for short values). */
+export function searchLinkHTML(field, value) {
+  if (value == null || value === '' || String(value).length > 200) return '';
+  const q = `{ ${field} = ${tqlString(value)} }`;
+  return html` <a class="qlink" href="${searchHref(q)}" title="search runs where ${esc(q)}" data-search="${esc(q)}" aria-label="search runs where ${esc(q)}">⌕</a>`;
+}
+
+/** searchableKV is attribute pairs with a search link beside each value. */
+function searchableKV(pairs, scope) {
+  return pairs.map(([k, v]) => [k, html`${valueHTML(String(v))}${searchLinkHTML(tqlField(scope, k), v)}`, true]);
+}
 
 export function kvHTML(pairs) {
   const items = pairs.filter(([, v]) => v !== undefined && v !== null && v !== '' && v !== false);
@@ -51,9 +64,12 @@ ${kvHTML([
     ['operation', n.operation], ['kind', n.kind], ['service', n.service],
     ['start', html`${timeHTML(n.start, true)} <span class="muted">(+${fmtMs(row.start - t0)})</span>`, true],
     ['duration', fmtMs(n.duration_ms)], ['time to first chunk', n.time_to_first_chunk_ms ? fmtMs(n.time_to_first_chunk_ms) : ''],
-    ['provider', n.provider], ['model', n.model], ['request model', n.request_model !== n.model ? n.request_model : ''],
-    ['agent', n.agent_name], ['tool', n.tool_name], ['tool call id', n.tool_call_id], ['attempt', n.attempt],
-    ['finish reasons', (n.finish_reasons || []).join(', ')], ['error type', n.error_type], ['status message', n.status_message],
+    ['provider', n.provider ? html`${esc(n.provider)}${searchLinkHTML('provider', n.provider)}` : '', true],
+    ['model', n.model ? html`${esc(n.model)}${searchLinkHTML('model', n.model)}` : '', true],
+    ['request model', n.request_model !== n.model ? n.request_model : ''],
+    ['agent', n.agent_name ? html`${esc(n.agent_name)}${searchLinkHTML('agent', n.agent_name)}` : '', true],
+    ['tool', n.tool_name ? html`${esc(n.tool_name)}${searchLinkHTML('tool', n.tool_name)}` : '', true], ['tool call id', n.tool_call_id], ['attempt', n.attempt],
+    ['finish reasons', (n.finish_reasons || []).join(', ')], ['error type', n.error_type ? html`${esc(n.error_type)}${searchLinkHTML('span.error.type', n.error_type)}` : '', true], ['status message', n.status_message],
     ['effect class', n.effect], ['step status', n.step_status],
   ])}
 <h3>Usage</h3>${usage}
@@ -65,8 +81,8 @@ ${n.children && n.children.length && (n.subtree_usage || n.subtree_cost) ? html`
 ${n.usage || n.cost ? html`<h3>How these numbers were derived</h3><div id="detail-explain"><p class="loading">Loading…</p></div>` : ''}
 <h3>Content</h3><div id="detail-content"><p class="loading">Loading captured content…</p></div>
 <h3>Events</h3>${events}
-<h3>Attributes</h3>${kvHTML(attrs)}
-${res.length ? html`<details><summary><h3 style="display:inline">Resource</h3></summary>${kvHTML(res)}</details>` : ''}`);
+<h3>Attributes</h3>${kvHTML(searchableKV(attrs, 'span'))}
+${res.length ? html`<details><summary><h3 style="display:inline">Resource</h3></summary>${kvHTML(searchableKV(res, 'resource'))}</details>` : ''}`);
   loadContent(traceID, n.span_id);
   if (n.usage || n.cost) loadExplain(traceID, n.span_id);
 }
