@@ -189,9 +189,9 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		if err != nil {
 			return SearchPage{}, err
 		}
-		var sums map[string]RunSummary
+		var sums map[string]runLevelFacts
 		if hasRunLevel(plan) {
-			if sums, err = r.searchSummaries(ctx, req.Project, cands); err != nil {
+			if sums, err = r.runFactsOf(ctx, req.Project, plan, cands); err != nil {
 				return SearchPage{}, err
 			}
 		}
@@ -207,7 +207,7 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 				setRunLevel(plan, cd.spans, sum)
 			}
 			if res := plan.Eval(cd.spans); len(res) > 0 {
-				found = append(found, match{cand: cd, results: res, sum: sums[cd.traceID]})
+				found = append(found, match{cand: cd, results: res, sum: sums[cd.traceID].RunSummary})
 				if len(found) == limit {
 					break
 				}
@@ -410,9 +410,67 @@ func (r SearchReader) searchSummaries(ctx context.Context, project string, cands
 	return out, nil
 }
 
+// runLevelFacts is what run-level fields read of a run: its summary and, when
+// the query names trace:outcome, its outcomes.
+type runLevelFacts struct {
+	RunSummary
+	outcomes []Outcome
+}
+
+// usesOutcomes reports whether the plan reads trace:outcome.
+func usesOutcomes(p *traceql.Plan) bool {
+	for _, c := range p.Conds {
+		if b, ok := c.(*traceql.Binary); ok {
+			if in, ok := b.L.(*traceql.Intrinsic); ok && in.Def.WithArg {
+				return true
+			}
+		}
+	}
+	for _, f := range p.Fields {
+		if in, ok := f.(*traceql.Intrinsic); ok && in.Def.WithArg {
+			return true
+		}
+	}
+	return false
+}
+
+// runFactsOf reads the run-level facts of candidate runs: their
+// summaries and, when the plan needs them, their outcomes.
+func (r SearchReader) runFactsOf(ctx context.Context, project string, p *traceql.Plan, cands []searchCandidate) (map[string]runLevelFacts, error) {
+	sums, err := r.searchSummaries(ctx, project, cands)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]runLevelFacts, len(sums))
+	var ids []string
+	var lo, hi time.Time
+	for id, s := range sums {
+		out[id] = runLevelFacts{RunSummary: s}
+		ids = append(ids, id)
+		if lo.IsZero() || s.Start.Before(lo) {
+			lo = s.Start
+		}
+		if s.End.After(hi) {
+			hi = s.End
+		}
+	}
+	if usesOutcomes(p) && len(ids) > 0 {
+		outs, err := r.outcomes(ctx, project, ids, lo, hi)
+		if err != nil {
+			return nil, fmt.Errorf("search: read outcomes: %w", err)
+		}
+		for id, o := range outs {
+			f := out[id]
+			f.outcomes = o
+			out[id] = f
+		}
+	}
+	return out, nil
+}
+
 // setRunLevel sets, on every span of a run, the bits of the run-level
 // conditions that hold for it, and the run-level fields' values.
-func setRunLevel(p *traceql.Plan, spans []traceql.Span, sum RunSummary) {
+func setRunLevel(p *traceql.Plan, spans []traceql.Span, sum runLevelFacts) {
 	var bits uint64
 	for i, c := range p.Conds {
 		if runLevel(c) && runCondHolds(c.(*traceql.Binary), sum) {
@@ -433,8 +491,8 @@ func setRunLevel(p *traceql.Plan, spans []traceql.Span, sum RunSummary) {
 	}
 }
 
-// runValue is a run-level field's value in a run's summary.
-func runValue(in *traceql.Intrinsic, s RunSummary) traceql.Value {
+// runValue is a run-level field's value in a run's facts.
+func runValue(in *traceql.Intrinsic, s runLevelFacts) traceql.Value {
 	num := func(x float64) traceql.Value { return traceql.Value{Present: true, Num: x, IsNum: true} }
 	str := func(x string) traceql.Value { return traceql.Value{Present: x != "", Str: x} }
 	switch in.Name {
@@ -454,12 +512,85 @@ func runValue(in *traceql.Intrinsic, s RunSummary) traceql.Value {
 		return str(s.ConversationID)
 	case "trace:user":
 		return str(s.UserID)
+	case "trace:outcome":
+		if o := s.outcome(in.Arg); o != nil {
+			v := traceql.Value{Present: true, Str: o.Label}
+			if verdict := outcomeVerdict(o); verdict != nil && v.Str == "" {
+				v.Str = map[bool]string{true: "pass", false: "fail"}[*verdict]
+			}
+			if o.Score != nil {
+				v.Num, v.IsNum = *o.Score, true
+			}
+			return v
+		}
 	}
 	return traceql.Value{}
 }
 
+// outcome is the run's outcome of that name: the first listed (a posted
+// one before one its spans carry).
+func (s runLevelFacts) outcome(name string) *Outcome {
+	for i := range s.outcomes {
+		if s.outcomes[i].Name == name {
+			return &s.outcomes[i]
+		}
+	}
+	return nil
+}
+
+// outcomeVerdict is an outcome's pass/fail: its verdict, else its
+// label's.
+func outcomeVerdict(o *Outcome) *bool {
+	if o.Passed != nil {
+		return o.Passed
+	}
+	return VerdictOfLabel(o.Label)
+}
+
+// outcomeHolds compares trace:outcome.<name>: a string with its label
+// or its verdict (pass, fail), a number with its score, a boolean with
+// its verdict.
+func outcomeHolds(b *traceql.Binary, s runLevelFacts) bool {
+	lit := b.R.(*traceql.Literal)
+	o := s.outcome(b.L.(*traceql.Intrinsic).Arg)
+	if lit.Type == traceql.TNil {
+		return (o != nil) == (b.Op == traceql.OpNeq)
+	}
+	if o == nil {
+		return false
+	}
+	switch lit.Type {
+	case traceql.TNumber:
+		return o.Score != nil && traceql.Compare(b.Op, *o.Score, lit.Num)
+	case traceql.TBool:
+		v := outcomeVerdict(o)
+		return v != nil && (*v == lit.Bool) == (b.Op == traceql.OpEq)
+	}
+	words := []string{o.Label}
+	if v := outcomeVerdict(o); v != nil {
+		words = append(words, map[bool]string{true: "pass", false: "fail"}[*v])
+	}
+	if b.Op == traceql.OpNeq || b.Op == traceql.OpNre {
+		for _, w := range words {
+			if !textHolds(b, w, lit.Str) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, w := range words {
+		if textHolds(b, w, lit.Str) {
+			return true
+		}
+	}
+	return false
+}
+
 // runCondHolds evaluates a comparison of a run-level field.
-func runCondHolds(b *traceql.Binary, s RunSummary) bool {
+func runCondHolds(b *traceql.Binary, s runLevelFacts) bool {
+	if in := b.L.(*traceql.Intrinsic); in.Def.WithArg {
+		return outcomeHolds(b, s)
+	}
 	v := runValue(b.L.(*traceql.Intrinsic), s)
 	lit := b.R.(*traceql.Literal)
 	switch lit.Type {

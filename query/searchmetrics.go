@@ -270,9 +270,9 @@ func (r SearchReader) metricsInGo(ctx context.Context, plan *traceql.Plan, c sea
 		if err != nil {
 			return nil, 0, false, err
 		}
-		var sums map[string]RunSummary
+		var sums map[string]runLevelFacts
 		if hasRunLevel(plan) {
-			if sums, err = r.searchSummaries(ctx, req.Project, cands); err != nil {
+			if sums, err = r.runFactsOf(ctx, req.Project, plan, cands); err != nil {
 				return nil, 0, false, err
 			}
 		}

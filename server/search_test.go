@@ -352,3 +352,42 @@ func TestSearchAutocomplete(t *testing.T) {
 		t.Errorf("values of nope: %d, want 400", code)
 	}
 }
+
+// TestSearchByOutcome: trace:outcome.<name> reads the outcomes posted
+// to runs: a verdict, a label or a score.
+func TestSearchByOutcome(t *testing.T) {
+	tally := tallytest.Start(t)
+	ids := searchRuns(t, tally.URL)
+	post := func(id, body string) {
+		t.Helper()
+		resp, err := http.Post(tally.URL+"/api/v1/runs/"+id+"/outcomes", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+			t.Fatalf("post outcome: %d %s", resp.StatusCode, b)
+		}
+	}
+	post(ids["refunds"], `{"name":"resolved","passed":false,"score":0.2}`)
+	post(ids["docs"], `{"name":"resolved","label":"correct","score":0.9}`)
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{`{ trace:outcome.resolved = "fail" }`, []string{"refunds"}},
+		{`{ trace:outcome.resolved = "correct" }`, []string{"docs"}},
+		{`{ trace:outcome.resolved = true }`, []string{"docs"}},
+		{`{ trace:outcome.resolved > 0.5 }`, []string{"docs"}},
+		{`{ trace:outcome.resolved = nil && operation = "invoke_agent" }`, []string{"research"}},
+	} {
+		var page query.SearchPage
+		if code, body := search(t, tally.URL, tc.q, &page); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.q, code, body)
+		}
+		if got := runNames(page); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
