@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/query/traceql"
 	"github.com/tallyhq/tally/schema"
 )
@@ -316,6 +318,15 @@ func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req
 	if plan.NeedsTree() && len(out) > 0 {
 		if err := r.searchTrees(ctx, req.Project, out, len(plan.Fields)); err != nil {
 			return nil, err
+		}
+	}
+	if usesToolLevel(plan) && len(out) > 0 {
+		facts, err := r.toolFactsOf(ctx, req.Project, out)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			setToolLevel(plan, &out[i], facts)
 		}
 	}
 	return out, nil
@@ -906,4 +917,158 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 		out = append(out, sv)
 	}
 	return out, rows.Err()
+}
+
+// usesToolLevel reports whether the plan reads the retry intrinsics.
+func usesToolLevel(p *traceql.Plan) bool {
+	for _, c := range p.Conds {
+		if toolLevel(c) {
+			return true
+		}
+	}
+	for _, f := range p.Fields {
+		if toolLevel(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolFacts are a tool call's retry intrinsics.
+type toolFacts struct {
+	class attribution.Class
+	args  string // retry_args: same, changed, or "" (not a retry, or arguments unknown)
+}
+
+// toolFactsOf classifies the tool calls of candidate runs by the retry
+// rules (attribution.ClassifyRetries), and finds for each retry the call
+// it retries: the latest earlier call with its call id or step id, else
+// the latest earlier call of its tool under its parent.
+func (r SearchReader) toolFactsOf(ctx context.Context, project string, cands []searchCandidate) (map[[2]string]toolFacts, error) {
+	ids := make([]string, len(cands))
+	for i := range cands {
+		ids[i] = cands[i].traceID
+	}
+	q, args := searchToolCallsSQL(r.store, project, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: read tool calls: %w", err)
+	}
+	var calls []attribution.ToolCall
+	for rows.Next() {
+		var c attribution.ToolCall
+		var failed uint8
+		if err := rows.Scan(&c.TraceID, &c.SpanID, &c.ParentSpanID, &c.Tool, &c.CallID, &c.StepID, &c.ArgsHash, &failed,
+			&c.StartNs, &c.DurationNs, &c.Attempt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search: read tool calls: %w", err)
+		}
+		c.Error = failed == 1
+		calls = append(calls, c)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("search: read tool calls: %w", err)
+	}
+	classes := attribution.ClassifyRetries(calls)
+	order := make([]int, len(calls))
+	for i := range order {
+		order[i] = i
+	}
+	// The retry rules' order: by run, then start, then span id.
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := &calls[a], &calls[b]
+		return cmp.Or(strings.Compare(ca.TraceID, cb.TraceID), cmpU64(ca.StartNs, cb.StartNs), strings.Compare(ca.SpanID, cb.SpanID))
+	})
+	out := make(map[[2]string]toolFacts, len(calls))
+	var (
+		trace                  string
+		bySibling, byID, byStp map[string]int
+	)
+	for _, i := range order {
+		c := &calls[i]
+		if c.TraceID != trace {
+			trace, bySibling, byID, byStp = c.TraceID, map[string]int{}, map[string]int{}, map[string]int{}
+		}
+		sibling := c.ParentSpanID + "\x00" + c.Tool
+		f := toolFacts{class: classes[i]}
+		if f.class.Retry() {
+			prev, ok := -1, false
+			switch f.class {
+			case attribution.ClassRetryCallID:
+				prev, ok = byID[c.CallID]
+			case attribution.ClassRetryStep:
+				prev, ok = byStp[c.StepID]
+			default:
+				prev, ok = bySibling[sibling]
+			}
+			if ok && c.ArgsHash != "" && calls[prev].ArgsHash != "" {
+				f.args = map[bool]string{true: "same", false: "changed"}[c.ArgsHash == calls[prev].ArgsHash]
+			}
+		}
+		out[[2]string{c.TraceID, c.SpanID}] = f
+		bySibling[sibling] = i
+		if c.CallID != "" {
+			byID[c.CallID] = i
+		}
+		if c.StepID != "" {
+			byStp[c.StepID] = i
+		}
+	}
+	return out, nil
+}
+
+// toolValue is a retry intrinsic's value for a tool call.
+func toolValue(in *traceql.Intrinsic, f toolFacts, ok bool) traceql.Value {
+	if !ok {
+		return traceql.Value{}
+	}
+	switch in.Name {
+	case "retry":
+		return traceql.Value{Present: true, Str: strconv.FormatBool(f.class.Retry())}
+	case "retry_class":
+		return traceql.Value{Present: true, Str: string(f.class)}
+	case "retry_args":
+		return traceql.Value{Present: f.args != "", Str: f.args}
+	}
+	return traceql.Value{}
+}
+
+// setToolLevel sets, on each span of a candidate run, the bits of the
+// retry conditions that hold for it, and the retry fields' values.
+func setToolLevel(p *traceql.Plan, cd *searchCandidate, facts map[[2]string]toolFacts) {
+	for si := range cd.spans {
+		s := &cd.spans[si]
+		f, ok := facts[[2]string{cd.traceID, s.ID}]
+		for i, c := range p.Conds {
+			if !toolLevel(c) {
+				continue
+			}
+			b, isCmp := c.(*traceql.Binary)
+			var holds bool
+			if !isCmp { // a bare boolean: retry
+				holds = toolValue(c.(*traceql.Intrinsic), f, ok).Str == "true"
+			} else {
+				v := toolValue(b.L.(*traceql.Intrinsic), f, ok)
+				lit := b.R.(*traceql.Literal)
+				switch lit.Type {
+				case traceql.TNil:
+					holds = v.Present == (b.Op == traceql.OpNeq)
+				case traceql.TBool:
+					holds = v.Present && (v.Str == strconv.FormatBool(lit.Bool)) == (b.Op == traceql.OpEq)
+				default:
+					holds = v.Present && textHolds(b, v.Str, lit.Str)
+				}
+			}
+			if holds {
+				s.Conds |= 1 << i
+			}
+		}
+		for fi, e := range p.Fields {
+			if in, isIn := e.(*traceql.Intrinsic); isIn && toolLevelIntrinsics[in.Name] {
+				s.Values[fi] = toolValue(in, f, ok)
+			}
+		}
+	}
 }

@@ -47,7 +47,22 @@ func not(e sqlExpr) sqlExpr { return sqlExpr{"NOT (" + e.q + ")", e.args} }
 // unsupportedIntrinsics are tally's intrinsics that the review computes
 // per run in Go and search cannot read yet.
 var unsupportedIntrinsics = map[string]bool{
-	"effect": true, "step": true, "counted": true, "retry": true, "trace:signal": true, "trace:version": true,
+	"effect": true, "step": true, "counted": true, "trace:signal": true, "trace:version": true,
+}
+
+// toolLevelIntrinsics are read in Go from a run's tool calls (the retry
+// rules classify each call against the run's earlier calls): SQL only
+// narrows them to tool spans.
+var toolLevelIntrinsics = map[string]bool{"retry": true, "retry_class": true, "retry_args": true}
+
+// toolLevel reports whether an atomic condition (or a field) reads a
+// tool-level intrinsic.
+func toolLevel(e traceql.Expr) bool {
+	if b, ok := e.(*traceql.Binary); ok {
+		e = b.L
+	}
+	in, ok := e.(*traceql.Intrinsic)
+	return ok && toolLevelIntrinsics[in.Name]
 }
 
 // spanColumn is the spans column (or expression) of a span-level
@@ -302,7 +317,10 @@ func relaxed(p *traceql.Plan, e traceql.Expr, neg bool, cond []sqlExpr) sqlExpr 
 		return sqlf("0")
 	}
 	c := cond[p.CondIndex(e)]
-	if c.q == "" { // run-level
+	if c.q == "" { // read in Go
+		if toolLevel(e) && !neg {
+			return sqlf("span_type = 'tool'")
+		}
 		return sqlf("1")
 	}
 	if neg {
@@ -332,8 +350,8 @@ func valueSQL(e traceql.Expr) (sqlExpr, error) {
 		v, p := attrSQL(f)
 		return sqlExpr{"if(" + p.q + ", concat('1', " + v.q + "), '')", append(append([]any{}, p.args...), v.args...)}, nil
 	case *traceql.Intrinsic:
-		if f.Def.Trace {
-			return sqlf("''"), nil // read from the run's summary
+		if f.Def.Trace || toolLevelIntrinsics[f.Name] {
+			return sqlf("''"), nil // read in Go
 		}
 		col, numeric := spanColumn(f.Name)
 		if col == "" {
@@ -359,7 +377,7 @@ type searchPlanSQL struct {
 func compileSearch(t tables, p *traceql.Plan, project string, since, until time.Time) (searchPlanSQL, error) {
 	var out searchPlanSQL
 	for _, c := range p.Conds {
-		if runLevel(c) {
+		if runLevel(c) || toolLevel(c) {
 			out.conds = append(out.conds, sqlExpr{})
 			continue
 		}
@@ -465,6 +483,13 @@ func searchCandidatesSQL(t tables, c searchPlanSQL, project string, since, until
 	}
 	q.WriteString("\nORDER BY first DESC, trace_id DESC\nLIMIT " + strconv.Itoa(limit))
 	return q.String(), args
+}
+
+// searchToolCallsSQL reads the tool calls of the runs, for the retry
+// rules.
+func searchToolCallsSQL(t tables, project string, ids []string) (string, []any) {
+	return "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status = 'error', start_ns, duration_ns, attempt FROM " +
+		t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = 'tool' " + onePerSpan, []any{project, traceSet(ids)}
 }
 
 // searchTreeSQL reads the parent links of every span of the runs, for the

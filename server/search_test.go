@@ -135,6 +135,12 @@ func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 		{"content, Latin", `{ content contains "cancel my order" }`, []string{"refunds"}},
 		{"content, Cyrillic folded", `{ content contains "отменить заказ" }`, []string{"docs"}},
 		{"failed, then the same tool again", `{ tool = "search_docs" && status = error } then { tool = "search_docs" && status != error }`, []string{"docs"}},
+		// docs' second search_docs follows the failed first under the same
+		// parent: a retry_after_error, with other arguments; refunds'
+		// second refund_payment repeats a success with the same arguments.
+		{"failed, then retried with other arguments", `{ retry_class = "retry_after_error" && retry_args = "changed" }`, []string{"docs"}},
+		{"retries", `{ retry }`, []string{"docs"}},
+		{"repeats", `{ retry_class = "repeat" }`, []string{"refunds"}},
 		{"run-level status", `{ trace:status = error }`, []string{"research"}},
 		{"descendant through a span no filter matched", `{ operation = "invoke_agent" } >> { tool = "web_search" }`, []string{"research"}},
 		{"child only", `{ operation = "invoke_agent" } > { tool = "web_search" }`, nil},
