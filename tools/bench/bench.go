@@ -113,6 +113,7 @@ func DefaultConfig() Config {
 		RollupSamples:        20,
 		Seed:                 1,
 		Embedded:             true,
+		LoadContent:          true, // search's full-text figures read it
 	}
 }
 

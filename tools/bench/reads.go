@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -241,6 +242,9 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 		res.add(Figure{ID: tg.id(r.id), Name: tg.name(r.name), Value: p99, Unit: "ms", Goal: "p99 ≤ 300", Met: atMost(p99, 300),
 			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "max_ms": ms(d[len(d)-1]), "response_bytes": size}})
 	}
+	if err := searchFigures(ctx, cfg, tg, res, st, client, t.URL); err != nil {
+		return err
+	}
 	bySize := map[int][]string{}
 	for _, r := range st.Large {
 		bySize[r.Spans] = append(bySize[r.Spans], r.TraceID)
@@ -384,5 +388,66 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 		Value: mib(peak), Unit: "MiB", Available: true,
 		Inputs: map[string]any{"run_spans": n, "clients": bigReaders, "requests_per_client": 2, "endpoint": "GET /api/v1/runs/{trace_id}"},
 		Detail: map[string]any{"rss_before_mib": mib(before)}})
+	return nil
+}
+
+// searchFigures times TraceQL searches (issue #35) over the loaded spans:
+// attribute, numeric, intrinsic, structural and content queries, metrics
+// queries over 24 hours and 30 days, and autocomplete. The demo runs'
+// data decides the values: server.address on every model call, max_tokens
+// 4096, the ticket topic "refund for duplicate charge …" in messages and
+// tool arguments.
+func searchFigures(ctx context.Context, cfg Config, tg *target, res *Results, st loader.Stats, client *http.Client, base string) error {
+	type search struct {
+		id, name, query, window, step string
+		goal                          float64
+		path                          string // instead of a query: an autocomplete endpoint
+	}
+	searches := []search{
+		{id: "search.attr_eq.24h.p99", name: "search: attribute equality over 24 hours, p99", query: `{ span.server.address = "api.openai.com" }`, window: "24h", goal: 300},
+		{id: "search.numeric.24h.p99", name: "search: numeric range of an attribute over 24 hours, p99", query: `{ span.gen_ai.request.max_tokens >= 4096 && cache_read_tokens = 0 }`, window: "24h", goal: 300},
+		{id: "search.intrinsic.24h.p99", name: "search: a failed tool over 24 hours, p99", query: `{ tool = "fetch_url" && status = error }`, window: "24h", goal: 300},
+		{id: "search.desc.24h.p99", name: "search: structural, >> over 24 hours, p99", query: `{ operation = "invoke_agent" } >> { tool = "fetch_url" && status = error }`, window: "24h", goal: 300},
+		{id: "search.then.24h.p99", name: "search: structural, then over 24 hours, p99", query: `{ tool = "fetch_url" && status = error } then { tool = "fetch_url" && status = ok }`, window: "24h", goal: 300},
+		{id: "search.content.7d.p99", name: "search: full text of content over 7 days, p99", query: `{ content contains "duplicate charge" }`, window: "7d", goal: 1000},
+		{id: "search.count_by.24h.p99", name: "search metrics: count by model per hour over 24 hours, p99", query: `{ } | count_over_time() by (model)`, window: "24h", step: "1h"},
+		{id: "search.count_by.30d.p99", name: "search metrics: count by model per day over 30 days, p99", query: `{ } | count_over_time() by (model)`, window: "30d", step: "1d"},
+		{id: "search.p95_by.24h.p99", name: "search metrics: p95 of tool durations by tool over 24 hours, p99", query: `{ tool != nil } | quantile_over_time(duration, .95) by (tool)`, window: "24h", step: "5m"},
+		{id: "search.keys.24h.p99", name: "search autocomplete: attribute keys of 24 hours, p99", path: "/api/v1/search/keys?since=24h", window: "24h", goal: 50},
+		{id: "search.values.24h.p99", name: "search autocomplete: top values of an attribute over 24 hours, p99", path: "/api/v1/search/values?since=24h&key=span.server.address", window: "24h", goal: 50},
+	}
+	for _, s := range searches {
+		path := s.path
+		if path == "" {
+			v := url.Values{"q": {s.query}, "since": {s.window}}
+			if s.step != "" {
+				v.Set("step", s.step)
+			}
+			path = "/api/v1/search?" + v.Encode()
+		}
+		samples := max(3, cfg.RollupSamples/2)
+		goal := ""
+		if s.goal > 0 {
+			goal = fmt.Sprintf("p99 ≤ %g", s.goal)
+		}
+		inputs := map[string]any{"spans_stored": st.Spans, "window": s.window, "query": s.query, "endpoint": "GET " + strings.SplitN(path, "?", 2)[0],
+			"requests": samples, "clients": 1}
+		d, size, err := latencies(ctx, client, base+path, samples)
+		if he, ok := err.(*httpError); ok && he.missing() {
+			res.unavailable(tg.id(s.id), tg.name(s.name), "ms", goal, "not available in this build", inputs)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
+		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", s.name, p50, p99)
+		f := Figure{ID: tg.id(s.id), Name: tg.name(s.name), Value: p99, Unit: "ms", Goal: goal, Available: true, Inputs: inputs,
+			Detail: map[string]any{"p50_ms": p50, "max_ms": ms(d[len(d)-1]), "response_bytes": size}}
+		if s.goal > 0 {
+			f.Met = atMost(p99, s.goal)
+		}
+		res.add(f)
+	}
 	return nil
 }
