@@ -167,7 +167,12 @@ func compareText(v sqlExpr, b *traceql.Binary, lit string) sqlExpr {
 	case traceql.OpNre:
 		return sqlExpr{"NOT match(" + v.q + ", ?)", append(args, "^(?:"+lit+")$")}
 	case traceql.OpContains:
-		return sqlExpr{"positionUTF8(" + fold(v.q) + ", ?) > 0", append(args, foldText(lit))}
+		if strings.ContainsAny(lit, "σςΣ") {
+			return sqlExpr{"positionUTF8(" + fold(v.q) + ", ?) > 0", append(args, foldText(lit))}
+		}
+		// No sigma to fold: the engine's case-insensitive search, which
+		// folds each code point as it compares, without a lowered copy.
+		return sqlExpr{"positionCaseInsensitiveUTF8(" + v.q + ", ?) > 0", append(args, lit)}
 	}
 	return sqlExpr{v.q + " " + b.Op.String() + " ?", append(args, lit)}
 }

@@ -30,7 +30,8 @@ import (
 //	  "Пожалуйста, ОТМЕНИТЬ ЗАКАЗ"; search_docs failed (1 s), then
 //	  search_docs again with other arguments, ok (1.5 s).
 //	research (30 min ago, root ended in error): agent "support"; a chat
-//	  (15 000 input tokens, 8 000 of them cache reads) with web_search
+//	  (15 000 input tokens, 8 000 of them cache reads) asked "Η ΠΕΡΙΟΔΟΣ
+//	  ΕΛΕΓΧΟΥ" (a capital sigma that ends a word), with web_search
 //	  under it (a grandchild of the root); refund_payment {"amount":100}.
 //	  Every other span lasts 1 s.
 func searchRuns(t *testing.T, endpoint string) map[string]string {
@@ -80,7 +81,7 @@ func searchRuns(t *testing.T, endpoint string) map[string]string {
 			tallytest.Tool("d2", "root", "search_docs", 8000, 9500, args(`{"q":"cancel order"}`)),
 		}},
 		{30 * time.Minute, []tallytest.Span{research,
-			chat("c", "root", 1.0, 15000, 8000, ""),
+			chat("c", "root", 1.0, 15000, 8000, "Η ΠΕΡΙΟΔΟΣ ΕΛΕΓΧΟΥ"),
 			tallytest.Tool("w", "c", "web_search", 2000, 3000, args(`{"q":"x"}`)),
 			tallytest.Tool("r", "root", "refund_payment", 6000, 7000, args(`{"amount":100}`)),
 		}},
@@ -134,6 +135,9 @@ func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 		{"no cache read with more than 10k input", `{ cache_read_tokens = 0 && input_tokens > 10000 }`, []string{"refunds"}},
 		{"content, Latin", `{ content contains "cancel my order" }`, []string{"refunds"}},
 		{"content, Cyrillic folded", `{ content contains "отменить заказ" }`, []string{"docs"}},
+		// Σ ending a word lowers to ς in Greek, to σ code point by code point:
+		// the two are one letter.
+		{"content, Greek final sigma", `{ content contains "περιοδος" }`, []string{"research"}},
 		{"failed, then the same tool again", `{ tool = "search_docs" && status = error } then { tool = "search_docs" && status != error }`, []string{"docs"}},
 		// docs' second search_docs follows the failed first under the same
 		// parent: a retry_after_error, with other arguments; refunds'
