@@ -29,6 +29,7 @@ type Source interface {
 	LatestPeriodChanges(ctx context.Context, project string, window time.Duration, until time.Time, outcome string) ([]query.Comparison, error)
 	Signals(ctx context.Context, f query.SignalFilter) (*query.SignalsReport, error)
 	Costs(ctx context.Context, f query.CostFilter) (query.CostReport, error)
+	SearchMetrics(ctx context.Context, req query.SearchRequest, step time.Duration) (query.MetricsResult, error)
 }
 
 // CacheVerdict is the cache check's judgement of one (agent, model) over a

@@ -32,6 +32,9 @@ type kindSpec struct {
 	minSamples int
 	// noThreshold: the kind fires on a verdict, not a value (cache_read_zero).
 	noThreshold bool
+	// zeroThreshold: a threshold of 0 is a threshold (query: any value
+	// above 0), not a missing one.
+	zeroThreshold bool
 	// ratio: the threshold is a ratio below 1 (0.10 = 10%).
 	ratio bool
 	// measures are the values `measure:` may take, the first the default;
@@ -63,6 +66,7 @@ func kinds() []kindSpec {
 		versionRegression(),
 		periodRegression(),
 		spendBudget(),
+		queryKind(),
 	}
 	return append(out, signalKinds()...)
 }

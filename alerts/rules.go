@@ -133,8 +133,12 @@ type Rule struct {
 	Measure string `yaml:"measure" json:"measure,omitempty"`
 	// Period and By are spend_budget's: the calendar period (month, day or
 	// hour, UTC) and what spend is summed by (project, agent, user, task).
-	Period      string            `yaml:"period" json:"period,omitempty"`
-	By          string            `yaml:"by" json:"by,omitempty"`
+	Period string `yaml:"period" json:"period,omitempty"`
+	By     string `yaml:"by" json:"by,omitempty"`
+	// Query is a query rule's metrics query (docs/search.md): each of its
+	// series over the window is a subject, its whole-window value compared
+	// with the threshold.
+	Query       string            `yaml:"query" json:"query,omitempty"`
 	Severity    string            `yaml:"severity" json:"severity"`
 	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
 	Description string            `yaml:"description" json:"description,omitempty"`
@@ -227,6 +231,7 @@ func (r *Rule) normalize() error {
 	}
 	switch {
 	case spec.noThreshold:
+	case spec.zeroThreshold && r.Threshold >= 0:
 	case r.Threshold <= 0:
 		return fmt.Errorf("threshold: required and > 0 for kind %s (%s)", r.Kind, spec.unit)
 	case spec.ratio && r.Threshold >= 1:
@@ -271,6 +276,13 @@ func (r *Rule) normalize() error {
 	} else if r.Period != "" || r.By != "" {
 		return fmt.Errorf("period and by: only %s takes them", KindSpendBudget)
 	}
+	if r.Kind == KindQuery {
+		if err := checkQuery(r.Query); err != nil {
+			return err
+		}
+	} else if r.Query != "" {
+		return fmt.Errorf("query: only %s takes a query", KindQuery)
+	}
 	if r.Severity == "" {
 		r.Severity = "warning"
 	}
@@ -297,7 +309,7 @@ func (r *Rule) normalize() error {
 				return fmt.Errorf("overrides[%d]: kind %s has no %s to match", i, r.Kind, k)
 			}
 		}
-		if o.Threshold != nil && *o.Threshold <= 0 && !spec.noThreshold {
+		if o.Threshold != nil && *o.Threshold <= 0 && !spec.noThreshold && !(spec.zeroThreshold && *o.Threshold == 0) {
 			return fmt.Errorf("overrides[%d]: threshold must be > 0", i)
 		}
 		if o.MinSamples != nil && *o.MinSamples < 0 {

@@ -18,7 +18,7 @@ import (
 // Searcher answers TraceQL queries; query.SearchReader implements it.
 type Searcher interface {
 	Search(ctx context.Context, req query.SearchRequest) (query.SearchPage, error)
-	Metrics(ctx context.Context, req query.SearchRequest, step time.Duration) (query.MetricsResult, error)
+	SearchMetrics(ctx context.Context, req query.SearchRequest, step time.Duration) (query.MetricsResult, error)
 	SearchKeys(ctx context.Context, project string, since, until time.Time, lim query.SearchLimits) ([]query.SearchKey, error)
 	SearchValues(ctx context.Context, project, field string, since, until time.Time, lim query.SearchLimits) ([]query.SearchValue, error)
 }
@@ -158,7 +158,7 @@ func (h *Handler) search(c *gin.Context) {
 				return
 			}
 		}
-		res, err := h.opts.Search.Metrics(c.Request.Context(), req, step)
+		res, err := h.opts.Search.SearchMetrics(c.Request.Context(), req, step)
 		if err != nil {
 			failSearch(c, err)
 			return

@@ -194,9 +194,9 @@ func metricsScale(m *traceql.Metrics) float64 {
 	return 1
 }
 
-// Metrics answers a metrics query over the window with the given step
+// SearchMetrics answers a metrics query over the window with the given step
 // (0: about 60 points).
-func (r SearchReader) Metrics(ctx context.Context, req SearchRequest, step time.Duration) (MetricsResult, error) {
+func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step time.Duration) (MetricsResult, error) {
 	lim := req.Limits.withDefaults()
 	q, err := traceql.Parse(req.Query, lim.Query)
 	if err != nil {
