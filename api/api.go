@@ -89,6 +89,9 @@ type Options struct {
 	// Search answers GET and POST /search (TraceQL), under SearchLimits.
 	Search       Searcher
 	SearchLimits query.SearchLimits
+	// Saved keeps the projects' saved queries (GET, POST /search/saved,
+	// DELETE /search/saved/{name}; api.SavedQueries).
+	Saved SavedQueryStore
 	// Fixtures answers GET /runs/{id}/fixture.
 	Fixtures Fixtures
 	// Explain explains spans' usage and cost (*query.Explainer).

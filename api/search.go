@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/gin-gonic/gin"
 
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/support/params"
 )
 
@@ -42,6 +46,7 @@ type searchBody struct {
 	Limit  int    `json:"limit"`
 	Cursor string `json:"cursor"`
 	Step   string `json:"step"`
+	SQL    bool   `json:"sql"` // answer the compiled statement too (GET: sql=1)
 }
 
 // registerSearch mounts GET and POST /search.
@@ -50,6 +55,7 @@ func (h *Handler) registerSearch(r gin.IRoutes, spans gin.HandlerFunc) {
 	r.POST("/search", h.search)
 	r.GET("/search/keys", spans, h.searchKeys)
 	r.GET("/search/values", spans, h.searchValues)
+	h.registerSaved(r)
 }
 
 // searchWindow reads a search request's since and until: the last
@@ -144,7 +150,7 @@ func (h *Handler) search(c *gin.Context) {
 		return
 	}
 	req := query.SearchRequest{Project: Project(c), Query: b.Query, Since: since, Until: until,
-		Limit: b.Limit, Cursor: b.Cursor, Limits: h.opts.SearchLimits}
+		Limit: b.Limit, Cursor: b.Cursor, Limits: h.opts.SearchLimits, WithSQL: c.Query("sql") == "1" || b.SQL}
 	parsed, err := query.ParseSearch(b.Query, h.opts.SearchLimits)
 	if err != nil {
 		failSearch(c, err)
@@ -199,4 +205,118 @@ func failSearch(c *gin.Context, err error) {
 	default:
 		fail(c, http.StatusInternalServerError, "search: %v", err)
 	}
+}
+
+// SavedQueryStore keeps the projects' saved queries: query.SearchReader
+// lists them, *schema.Store writes them.
+type SavedQueryStore interface {
+	SavedQueries(ctx context.Context, project string) ([]query.SavedQuery, error)
+	InsertSavedQueries(ctx context.Context, rows []schema.SavedQuery) error
+}
+
+// Limits of saved queries, each answered 400.
+const (
+	// MaxSavedQueryName is the longest name of a saved query, in bytes.
+	MaxSavedQueryName = 100
+	// MaxSavedQueries is how many queries a project may keep saved.
+	MaxSavedQueries = 500
+)
+
+// SavedQueries joins the reader and the store of saved queries into a
+// SavedQueryStore, for the assembler.
+type SavedQueries struct {
+	query.SearchReader
+	*schema.Store
+}
+
+// registerSaved mounts the saved-query routes.
+func (h *Handler) registerSaved(r gin.IRoutes) {
+	r.GET("/search/saved", h.listSaved)
+	r.POST("/search/saved", h.saveQuery)
+	r.DELETE("/search/saved/:name", h.deleteSaved)
+}
+
+func (h *Handler) listSaved(c *gin.Context) {
+	if h.opts.Saved == nil {
+		fail(c, http.StatusNotImplemented, "this server does not keep saved queries")
+		return
+	}
+	list, err := h.opts.Saved.SavedQueries(c.Request.Context(), Project(c))
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"saved": list})
+}
+
+// saveQuery answers POST /search/saved {"name", "query"}: saves the query
+// under the name (replacing a query saved under it).
+func (h *Handler) saveQuery(c *gin.Context) {
+	if h.opts.Saved == nil {
+		fail(c, http.StatusNotImplemented, "this server does not keep saved queries")
+		return
+	}
+	var b struct{ Name, Query string }
+	if err := c.ShouldBindJSON(&b); err != nil {
+		fail(c, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	b.Name = strings.TrimSpace(b.Name)
+	switch {
+	case b.Name == "":
+		fail(c, http.StatusBadRequest, "name: required")
+		return
+	case len(b.Name) > MaxSavedQueryName || !utf8.ValidString(b.Name):
+		fail(c, http.StatusBadRequest, "name: at most %d bytes of UTF-8", MaxSavedQueryName)
+		return
+	}
+	if _, err := query.ParseSearch(b.Query, h.opts.SearchLimits); err != nil {
+		failSearch(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	project := Project(c)
+	list, err := h.opts.Saved.SavedQueries(ctx, project)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if len(list) >= MaxSavedQueries && !slices.ContainsFunc(list, func(s query.SavedQuery) bool { return s.Name == b.Name }) {
+		fail(c, http.StatusBadRequest, "a project keeps at most %d saved queries: delete one first", MaxSavedQueries)
+		return
+	}
+	now := h.now().UTC()
+	row := schema.SavedQuery{Project: project, Name: b.Name, Query: b.Query, SavedAt: now, Version: uint64(now.UnixNano())}
+	if err := h.opts.Saved.InsertSavedQueries(ctx, []schema.SavedQuery{row}); err != nil {
+		fail(c, http.StatusInternalServerError, "save query: %v", err)
+		return
+	}
+	c.JSON(http.StatusOK, query.SavedQuery{Name: row.Name, Query: row.Query, SavedAt: now})
+}
+
+// deleteSaved answers DELETE /search/saved/{name}.
+func (h *Handler) deleteSaved(c *gin.Context) {
+	if h.opts.Saved == nil {
+		fail(c, http.StatusNotImplemented, "this server does not keep saved queries")
+		return
+	}
+	name := c.Param("name")
+	ctx := c.Request.Context()
+	project := Project(c)
+	list, err := h.opts.Saved.SavedQueries(ctx, project)
+	if err != nil {
+		fail(c, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if !slices.ContainsFunc(list, func(s query.SavedQuery) bool { return s.Name == name }) {
+		fail(c, http.StatusNotFound, "no saved query named %q", name)
+		return
+	}
+	now := h.now().UTC()
+	row := schema.SavedQuery{Project: project, Name: name, SavedAt: now, Deleted: 1, Version: uint64(now.UnixNano())}
+	if err := h.opts.Saved.InsertSavedQueries(ctx, []schema.SavedQuery{row}); err != nil {
+		fail(c, http.StatusInternalServerError, "delete saved query: %v", err)
+		return
+	}
+	c.Status(http.StatusNoContent)
 }

@@ -75,6 +75,36 @@ type SearchRequest struct {
 	Limit        int    // runs per page: default 20, at most 1000
 	Cursor       string // NextCursor of the previous page of the same query
 	Limits       SearchLimits
+	// WithSQL asks for the compiled statement in the answer (the UI's
+	// "show SQL").
+	WithSQL bool
+}
+
+// CompiledSQL is the statement a query compiled to, with its bound
+// parameters as text, in order.
+type CompiledSQL struct {
+	Statement string   `json:"statement"`
+	Args      []string `json:"args"`
+}
+
+// compiled is a statement and its arguments as CompiledSQL.
+func compiled(q string, args []any) *CompiledSQL {
+	out := &CompiledSQL{Statement: q, Args: make([]string, len(args))}
+	for i, a := range args {
+		switch v := a.(type) {
+		case time.Time:
+			out.Args[i] = v.UTC().Format(time.RFC3339)
+		case clickhouse.GroupSet:
+			parts := make([]string, len(v.Value))
+			for j, x := range v.Value {
+				parts[j] = fmt.Sprint(x)
+			}
+			out.Args[i] = "(" + strings.Join(parts, ", ") + ")"
+		default:
+			out.Args[i] = fmt.Sprint(v)
+		}
+	}
+	return out
 }
 
 // SearchPage is a page of the runs a query matched, newest first by
@@ -90,6 +120,8 @@ type SearchPage struct {
 	// Partial is true when the page stopped at the examined-runs limit
 	// before it was full: NextCursor goes on from there.
 	Partial bool `json:"partial,omitempty"`
+	// SQL is the candidate read's statement, when asked for.
+	SQL *CompiledSQL `json:"sql,omitempty"`
 }
 
 // SearchRun is a matched run: its summary (as in the run list) and the
@@ -174,6 +206,9 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 	ctx = searchSettings(ctx, lim)
 
 	page := SearchPage{Kind: "runs", Runs: []SearchRun{}}
+	if req.WithSQL {
+		page.SQL = compiled(searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, after, max(limit*2, 100)))
+	}
 	type match struct {
 		cand    *searchCandidate
 		results []traceql.Result
@@ -869,16 +904,15 @@ func (r SearchReader) SearchKeys(ctx context.Context, project string, since, unt
 	return out, rows.Err()
 }
 
-// searchKeysSQL lists the window's span and resource attribute keys with
-// their span counts, maxSearchKeys of each scope at most.
+// searchKeysSQL lists the span and resource attribute keys of the
+// window's hours with their span counts, maxSearchKeys of each scope at
+// most, from the keys index (schema.TableSearchKeys: whole hours, so the
+// window is widened to the hours it touches).
 func searchKeysSQL(t tables, project string, since, until time.Time) (string, []any) {
-	one := func(scope, col string) string {
-		return "SELECT '" + scope + "' AS scope, k, count() AS n FROM " + t.Table(schema.TableSpans) + " ARRAY JOIN " + col + " AS k" +
-			" WHERE project = ? AND start >= ? AND start <= ? GROUP BY k ORDER BY n DESC, k LIMIT " + strconv.Itoa(maxSearchKeys)
-	}
-	w := []any{project, since.UTC().Truncate(time.Second), until.UTC()}
-	return "SELECT scope, k, n FROM (" + one("span", "attr_keys") + " UNION ALL " + one("resource", "resource_keys") + ") ORDER BY scope DESC, n DESC, k",
-		append(append([]any{}, w...), w...)
+	return "SELECT scope, key, n FROM (SELECT scope, key, sum(spans) AS n FROM " + t.Table(schema.TableSearchKeys) +
+			" WHERE project = ? AND hour >= ? AND hour <= ? GROUP BY scope, key ORDER BY scope DESC, n DESC, key LIMIT " +
+			strconv.Itoa(maxSearchKeys) + " BY scope) ORDER BY scope DESC, n DESC, key",
+		[]any{project, since.UTC().Truncate(time.Hour), until.UTC()}
 }
 
 // SearchValues lists the most frequent values of a field (as a query
@@ -1071,4 +1105,39 @@ func setToolLevel(p *traceql.Plan, cd *searchCandidate, facts map[[2]string]tool
 			}
 		}
 	}
+}
+
+// SavedQuery is a search query a project saved by name.
+type SavedQuery struct {
+	Name    string    `json:"name"`
+	Query   string    `json:"query"`
+	SavedAt time.Time `json:"saved_at"`
+}
+
+// SavedQueries lists the project's saved queries by name: the latest save
+// of each name not deleted since.
+func (r SearchReader) SavedQueries(ctx context.Context, project string) ([]SavedQuery, error) {
+	q, args := savedQueriesSQL(r.store, project)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("saved queries: %w", err)
+	}
+	defer rows.Close()
+	out := []SavedQuery{}
+	for rows.Next() {
+		var s SavedQuery
+		if err := rows.Scan(&s.Name, &s.Query, &s.SavedAt); err != nil {
+			return nil, fmt.Errorf("saved queries: %w", err)
+		}
+		s.SavedAt = s.SavedAt.UTC()
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// savedQueriesSQL reads a project's saved queries: per name, the row of
+// the highest version, unless it is a deletion.
+func savedQueriesSQL(t tables, project string) (string, []any) {
+	return "SELECT name, argMax(query, version), argMax(saved_at, version) FROM " + t.Table(schema.TableSavedQueries) +
+		" WHERE project = ? GROUP BY name HAVING argMax(deleted, version) = 0 ORDER BY name", []any{project}
 }

@@ -48,6 +48,9 @@ type MetricsResult struct {
 	// (true) or evaluated in Go over candidate runs (structural
 	// operators, run-level fields, pipelines before the function).
 	InSQL bool `json:"in_sql"`
+	// SQL is the statement read (the per-step one, or the candidate read
+	// for a query evaluated in Go), when asked for.
+	SQL *CompiledSQL `json:"sql,omitempty"`
 }
 
 // Series is one label set's values.
@@ -219,6 +222,13 @@ func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step
 	st := metricsStep(req.Since, req.Until, step)
 	res := MetricsResult{Fn: q.Metrics.Fn, Unit: metricsUnit(q.Metrics), Start: req.Since.UTC(), End: req.Until.UTC(),
 		StepSeconds: st.Seconds()}
+	if req.WithSQL {
+		if metricsSimple(plan) {
+			res.SQL = compiled(metricsSQL(r.store, plan, c, req.Project, req.Since, req.Until, st, false))
+		} else {
+			res.SQL = compiled(searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, nil, 1000))
+		}
+	}
 	var accs map[string]*metricsAcc
 	if metricsSimple(plan) {
 		res.InSQL = true

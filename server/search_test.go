@@ -401,3 +401,67 @@ func TestSearchByOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestSavedQueries: a project saves queries by name, saving a name again
+// replaces its query, deleting it removes it; a query that does not parse
+// is not saved; another project sees none of them.
+func TestSavedQueries(t *testing.T) {
+	tally := tallytest.Start(t)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, tally.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	list := func() []string {
+		t.Helper()
+		var got struct{ Saved []query.SavedQuery }
+		if code := getJSON(t, tally.URL+"/api/v1/search/saved", &got); code != http.StatusOK {
+			t.Fatalf("list: %d", code)
+		}
+		var out []string
+		for _, s := range got.Saved {
+			out = append(out, s.Name+": "+s.Query)
+		}
+		return out
+	}
+	for _, b := range []string{`{"name":"failed refunds","query":"{ tool = \"refund_payment\" && status = error }"}`,
+		`{"name":"slow","query":"{ duration > 5s }"}`, `{"name":"slow","query":"{ duration > 10s }"}`} {
+		if code, body := do(http.MethodPost, "/api/v1/search/saved", b); code != http.StatusOK {
+			t.Fatalf("save %s: %d %s", b, code, body)
+		}
+	}
+	if got, want := list(), []string{`failed refunds: { tool = "refund_payment" && status = error }`, "slow: { duration > 10s }"}; !slices.Equal(got, want) {
+		t.Fatalf("saved %v, want %v", got, want)
+	}
+	if code, body := do(http.MethodPost, "/api/v1/search/saved", `{"name":"bad","query":"{ tool = }"}`); code != http.StatusBadRequest || !strings.Contains(body, `"position":9`) {
+		t.Fatalf("a bad query saved: %d %s", code, body)
+	}
+	if code, _ := do(http.MethodPost, "/api/v1/search/saved", `{"name":"`+strings.Repeat("n", 101)+`","query":"{ }"}`); code != http.StatusBadRequest {
+		t.Fatalf("a 101-byte name: %d, want 400", code)
+	}
+	if code, _ := do(http.MethodPost, "/api/v1/search/saved", `{"name":"`+strings.Repeat("n", 100)+`","query":"{ }"}`); code != http.StatusOK {
+		t.Fatalf("a 100-byte name: %d, want 200", code)
+	}
+	if code, _ := do(http.MethodDelete, "/api/v1/search/saved/"+url.PathEscape(strings.Repeat("n", 100)), ""); code != http.StatusNoContent {
+		t.Fatalf("delete: %d", code)
+	}
+	if code, _ := do(http.MethodDelete, "/api/v1/search/saved/slow", ""); code != http.StatusNoContent {
+		t.Fatalf("delete slow: %d", code)
+	}
+	if code, _ := do(http.MethodDelete, "/api/v1/search/saved/slow", ""); code != http.StatusNotFound {
+		t.Fatalf("delete slow again: %d, want 404", code)
+	}
+	if got, want := list(), []string{`failed refunds: { tool = "refund_payment" && status = error }`}; !slices.Equal(got, want) {
+		t.Fatalf("saved %v, want %v", got, want)
+	}
+}

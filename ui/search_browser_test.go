@@ -33,6 +33,21 @@ func TestSearchFromTheRunsPage(t *testing.T) {
 		t.Fatalf("matched spans %v", matched)
 	}
 	spanID := strings.TrimPrefix(matched[0], "execute_tool fetch_url /runs/"+id+"#span=")
+	// The compiled statement is shown on demand, the project and window in it.
+	if sql := run(t, ctx, "sql", chromedp.Evaluate[string](`document.querySelector('#search-sql pre').textContent`)); !strings.Contains(sql, "WHERE project = ? AND start >= ?") {
+		t.Fatalf("show SQL: %q", sql)
+	}
+	// Saved under a name, the query comes back from the saved list.
+	run(t, ctx, "save", chromedp.Steps(chromedp.SendKeys("#query-name", "fetch timeouts"), chromedp.Click("#query-save")))
+	waitFor(t, ctx, `[...document.querySelectorAll('#query-saved option')].some(o => o.textContent === 'fetch timeouts')`)
+	open(t, ctx, tally.URL+"/runs?since=24h")
+	waitFor(t, ctx, `[...document.querySelectorAll('#query-saved option')].some(o => o.textContent === 'fetch timeouts')`)
+	run(t, ctx, "choose", chromedp.Evaluate[bool](`(() => { const s = document.getElementById('query-saved');
+		s.value = [...s.options].find(o => o.textContent === 'fetch timeouts').value; s.dispatchEvent(new Event('change')); return true; })()`))
+	waitFor(t, ctx, `location.search.includes('query=') && document.body.dataset.ready === '1' && document.querySelectorAll('#runs-table tbody tr').length === 1`)
+	if q := run(t, ctx, "query", chromedp.Evaluate[string](`document.getElementById('query').value`)); q != `{ tool = "fetch_url" && span.error.type = "timeout" }` {
+		t.Fatalf("the saved query opened as %q", q)
+	}
 
 	// A query that does not parse: its position underlined, the message said.
 	open(t, ctx, tally.URL+"/runs?query="+url.QueryEscape(`{ tool = }`))

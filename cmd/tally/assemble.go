@@ -183,7 +183,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		Tools: reader.ToolReader, Signals: reader.ReviewReader, Caps: reader.ReviewReader,
 		Outcomes: reader.OutcomeReader, OutcomeStore: store, Fixtures: reader.FixtureReader,
 		Explain: explainer, Storage: storage, KeptFrom: policy.KeptFrom,
-		Search: reader.SearchReader, SearchLimits: cfg.API.Search,
+		Search: reader.SearchReader, SearchLimits: cfg.API.Search, Saved: api.SavedQueries{SearchReader: reader.SearchReader, Store: store},
 		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
 	}
 	// The run table: runs settled once quiet, under a lease like retention.

@@ -180,6 +180,7 @@ func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
 	fill[api.Outcomes](&a.Outcomes, reader.OutcomeReader)
 	fill[api.Fixtures](&a.Fixtures, reader.FixtureReader)
 	fill[api.Searcher](&a.Search, reader.SearchReader)
+	fill[api.SavedQueryStore](&a.Saved, api.SavedQueries{SearchReader: reader.SearchReader, Store: store})
 	fill[api.OutcomeStore](&a.OutcomeStore, store)
 	fill[api.Explainer](&a.Explain, query.NewExplainer(reader, o.Normalize))
 	o.Jobs = append(o.Jobs, rollup.New(store, rollup.Config{}).Run)

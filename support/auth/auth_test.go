@@ -323,6 +323,61 @@ func TestAuthEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("search is isolated", func(t *testing.T) {
+		// Alpha's run and beta's both carry tool calls; each key finds
+		// its own project's run only, whatever the query names.
+		names := func(key, q string) []string {
+			t.Helper()
+			code, body := get(t, e, "/api/v1/search?since=24h&q="+url.QueryEscape(q), e.keys[key])
+			if code != http.StatusOK {
+				t.Fatalf("%s searching %s: %d %s", key, q, code, body)
+			}
+			var page struct {
+				Runs []struct {
+					TraceID string `json:"trace_id"`
+				} `json:"runs"`
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, r := range page.Runs {
+				ids = append(ids, r.TraceID)
+			}
+			return ids
+		}
+		for _, c := range []struct{ key, q, want string }{
+			{"alpha-read", `{ }`, alpha.traceID},
+			{"beta-read", `{ }`, beta.traceID},
+			{"alpha-read", `{ resource.service.name = "svc-beta" }`, ""},
+			{"alpha-read", `{ content contains "{\"n\":1}" }`, ""}, // beta's second tool call's arguments
+			{"beta-read", `{ content contains "{\"n\":1}" }`, beta.traceID},
+		} {
+			got := names(c.key, c.q)
+			if (c.want == "" && len(got) != 0) || (c.want != "" && (len(got) != 1 || got[0] != c.want)) {
+				t.Errorf("%s: %s found %v, want [%s]", c.key, c.q, got, c.want)
+			}
+		}
+		// Autocomplete offers the caller's project's values only.
+		code, body := get(t, e, "/api/v1/search/values?since=24h&key=resource.service.name", e.keys["alpha-read"])
+		if code != http.StatusOK || strings.Contains(string(body), "svc-beta") || !strings.Contains(string(body), "svc-alpha") {
+			t.Errorf("alpha's service names: %d %s", code, body)
+		}
+		// Saved queries are the project's.
+		if code, body := do(t, e, http.MethodPost, "/api/v1/search/saved", e.keys["alpha-read"], `{"name":"mine","query":"{ }"}`); code != http.StatusOK {
+			t.Fatalf("alpha saving a query: %d %s", code, body)
+		}
+		if code, body := get(t, e, "/api/v1/search/saved", e.keys["beta-read"]); code != http.StatusOK || strings.Contains(string(body), "mine") {
+			t.Errorf("beta's saved queries: %d %s", code, body)
+		}
+		if code, _ := do(t, e, http.MethodDelete, "/api/v1/search/saved/mine", e.keys["beta-read"], ""); code != http.StatusNotFound {
+			t.Errorf("beta deleting alpha's saved query: %d, want 404", code)
+		}
+		if code, _ := get(t, e, "/api/v1/search?q=%7B%7D", e.keys["alpha-ingest"]); code != http.StatusForbidden {
+			t.Errorf("an ingest key searching: %d, want 403", code)
+		}
+	})
+
 	t.Run("costs are isolated", func(t *testing.T) {
 		spans := func(key string) (int, uint64) {
 			code, body := get(t, e, "/api/v1/costs?by=agent&since=24h", e.keys[key])

@@ -164,3 +164,59 @@ export function setupQueryBar(input, list, windowParams) {
   });
   input.addEventListener('blur', () => setTimeout(close, 0));
 }
+
+/**
+ * setupSaved wires the saved-queries select and the save button: choosing
+ * a saved query opens it (on page, '/runs' or '/explore'), Save keeps the
+ * query bar's text under the name given (replacing a query of that name).
+ * The project's saved queries come from /api/v1/search/saved.
+ */
+export async function setupSaved(input, page) {
+  const select = document.getElementById('query-saved');
+  const name = document.getElementById('query-name');
+  const save = document.getElementById('query-save');
+  const status = document.getElementById('query-saved-status');
+  if (!select || !save) return;
+  const fill = async () => {
+    let saved = [];
+    try {
+      saved = (await api('/api/v1/search/saved')).saved || [];
+    } catch (err) {
+      status.textContent = `saved queries unavailable: ${err.message}`;
+      return;
+    }
+    show(select, html`<option value="">Saved queries…</option>${saved.map((s) => html`<option value="${esc(s.query)}" data-name="${esc(s.name)}">${esc(s.name)}</option>`)}`);
+  };
+  select.addEventListener('change', () => {
+    if (!select.value) return;
+    const q = new URLSearchParams(location.search);
+    q.set('query', select.value);
+    q.delete('cursor');
+    location.assign(`${page}?${q}`);
+  });
+  save.addEventListener('click', async () => {
+    const n = name.value.trim();
+    if (!n) { status.textContent = 'name the query to save it'; name.focus(); return; }
+    try {
+      const resp = await fetch('/api/v1/search/saved', {
+        method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ name: n, query: input.value }),
+      });
+      const body = await resp.json().catch(() => ({}));
+      if (!resp.ok) { status.textContent = `not saved: ${body.error || resp.statusText}`; return; }
+      status.textContent = `saved as “${n}”`;
+      name.value = '';
+      await fill();
+    } catch (err) {
+      status.textContent = `not saved: ${err.message}`;
+    }
+  });
+  await fill();
+}
+
+/** sqlHTML shows a compiled statement and its parameters, folded. */
+export function sqlHTML(sql) {
+  if (!sql) return '';
+  return html`<details class="search-sql" id="search-sql"><summary>Show SQL</summary><pre class="mono">${esc(sql.statement)}</pre>
+<p class="muted">Parameters, in order: ${sql.args.map((a, i) => html`${i ? ', ' : ''}<code>${esc(a)}</code>`)}</p></details>`;
+}

@@ -7,7 +7,7 @@ import { fmtMs, num, usd } from '../lib/format.js';
 import { lineChart } from '../lib/charts.js';
 import { copyParams, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
-import { errorAtHTML, searchHref, setupQueryBar } from '../lib/search.js';
+import { errorAtHTML, searchHref, setupQueryBar, setupSaved, sqlHTML } from '../lib/search.js';
 
 /** formatFor formats values of a unit as the other pages do. */
 function formatFor(unit) {
@@ -26,13 +26,16 @@ export async function pageExplore() {
   const params = new URLSearchParams(location.search);
   const form = document.getElementById('filters');
   setupRangeForm(form, params);
-  setupQueryBar(document.getElementById('query'), document.getElementById('query-suggest'),
+  const input = document.getElementById('query');
+  setupQueryBar(input, document.getElementById('query-suggest'),
     () => copyParams(new URLSearchParams(location.search), ['since', 'until']));
+  setupSaved(input, '/explore');
   const el = document.getElementById('explore');
   const query = params.get('query');
   if (!query) return;
   const apiParams = copyParams(params, ['since', 'until', 'step']);
   apiParams.set('q', query);
+  apiParams.set('sql', '1');
   let res;
   try {
     res = await api(`/api/v1/search?${apiParams}`);
@@ -62,5 +65,5 @@ export async function pageExplore() {
   ];
   show(el, html`${notes}<section><h2>${esc(res.fn)} <span class="muted">(${esc(res.unit || 'value')}, step ${fmtMs(res.step_seconds * 1000)}${res.in_sql ? '' : ', evaluated over the matching runs'})</span></h2>
 ${lineChart(series, { from, to, step: res.step_seconds * 1000, fmt, unit: res.unit || res.fn })}</section>
-<section><h2>Table</h2>${tableHTML(cols, series, null, { id: 'series-table', caption: 'Series' })}</section>`);
+<section><h2>Table</h2>${tableHTML(cols, series, null, { id: 'series-table', caption: 'Series' })}</section>${sqlHTML(res.sql)}`);
 }

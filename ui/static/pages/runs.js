@@ -6,7 +6,7 @@ import { fmtMs, moneyHTML, num, shortID, timeHTML } from '../lib/format.js';
 import { copyParams, setupRangeForm } from '../lib/range.js';
 import { tableHTML } from '../lib/table.js';
 import { confidenceHTML } from '../lib/vocab.js';
-import { errorAtHTML, filtersQuery, setupQueryBar } from '../lib/search.js';
+import { errorAtHTML, filtersQuery, setupQueryBar, setupSaved, sqlHTML } from '../lib/search.js';
 
 export const RUN_COLS = [
   { key: 'start', label: 'Start', value: (r) => r.start, html: (r) => html`<a href="/runs/${esc(r.trace_id)}">${timeHTML(r.start)}</a>` },
@@ -82,6 +82,7 @@ export async function pageRuns() {
       for (const name of ['status', 'has_errors']) { const f = form.elements[name]; if (f) f.value = ''; }
       input.focus();
     });
+    setupSaved(input, '/runs');
     const explore = document.getElementById('query-explore');
     if (params.get('query')) explore.href = `/explore?${copyParams(params, ['query', 'since', 'until'])}`;
   }
@@ -166,6 +167,7 @@ async function searchRuns(params) {
   const query = params.get('query');
   const apiParams = copyParams(params, ['since', 'until', 'cursor', 'limit']);
   apiParams.set('q', query);
+  apiParams.set('sql', '1');
   const ignored = ['agent', 'model', 'service', 'task', 'tool', 'status', 'has_errors', 'min_cost', 'q'].filter((k) => params.get(k));
   const load = async (signal) => {
     let page;
@@ -197,14 +199,14 @@ async function searchRuns(params) {
       pager.push(html`<a href="/runs?${next}" rel="next">Next page »</a>`);
     }
     if (!page.runs.length) {
-      show(el, html`${notes}<p class="empty" data-empty>No run matches <code>${esc(query)}</code> in this window.${page.next_cursor ? html` <a href="/runs?${(() => { const n = new URLSearchParams(params); n.set('cursor', page.next_cursor); return n; })()}">Look further back</a>.` : ' Widen the time range, or loosen the query.'}</p>${pager.length > 1 ? html`<nav class="pager">${pager}</nav>` : ''}`);
+      show(el, html`${notes}${sqlHTML(page.sql)}<p class="empty" data-empty>No run matches <code>${esc(query)}</code> in this window.${page.next_cursor ? html` <a href="/runs?${(() => { const n = new URLSearchParams(params); n.set('cursor', page.next_cursor); return n; })()}">Look further back</a>.` : ' Widen the time range, or loosen the query.'}</p>${pager.length > 1 ? html`<nav class="pager">${pager}</nav>` : ''}`);
       return;
     }
     show(el, html`${notes}${tableHTML(SEARCH_COLS, page.runs, null, {
       id: 'runs-table',
       caption: 'Runs matching the query',
       rowAttrs: (r) => html` data-trace-id="${esc(r.trace_id)}"${r.status === 'error' ? html` class="err"` : ''}`,
-    })}<nav class="pager" aria-label="Pages">${pager}</nav>`);
+    })}<nav class="pager" aria-label="Pages">${pager}</nav>${sqlHTML(page.sql)}`);
   };
   await load();
   liveRefresh(params, load);
