@@ -207,7 +207,7 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 
 	page := SearchPage{Kind: "runs", Runs: []SearchRun{}}
 	if req.WithSQL {
-		page.SQL = compiled(searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, after, max(limit*2, 100)))
+		page.SQL = compiled(searchCandidatesSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), c, req.Project, req.Since, req.Until, after, max(limit*2, 100)))
 	}
 	type match struct {
 		cand    *searchCandidate
@@ -312,7 +312,7 @@ func checkSearchWindow(since, until time.Time, lim SearchLimits) error {
 
 // searchCandidates reads a batch of candidate runs.
 func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req SearchRequest, plan *traceql.Plan, after *cursor, n int) ([]searchCandidate, error) {
-	q, args := searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, after, n)
+	q, args := searchCandidatesSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), c, req.Project, req.Since, req.Until, after, n)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -390,7 +390,7 @@ func (r SearchReader) searchTrees(ctx context.Context, project string, cands []s
 		byID[cands[i].traceID] = &cands[i]
 		ids[i] = cands[i].traceID
 	}
-	q, args := searchTreeSQL(r.store, project, ids)
+	q, args := searchTreeSQL(r.store, dedupFor(r.store.Capabilities(), time.Time{}, time.Time{}), project, ids)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("search: read the runs' trees: %w", err)
@@ -442,15 +442,29 @@ func (r SearchReader) searchSummaries(ctx context.Context, project string, cands
 	out := map[string]RunSummary{}
 	for chunk := range slices.Chunk(cands, 1000) {
 		ids := make([]string, len(chunk))
+		var lo, hi uint64
 		for i := range chunk {
 			ids[i] = chunk[i].traceID
+			if i == 0 || chunk[i].first < lo {
+				lo = chunk[i].first
+			}
+			hi = max(hi, chunk[i].first)
 		}
-		pg, err := r.runList(ctx, RunFilter{Project: project, TraceIDs: ids, Limit: len(ids)}, true)
-		if err != nil {
-			return nil, fmt.Errorf("search: read the matched runs: %w", err)
-		}
-		for _, s := range pg.Runs {
-			out[s.TraceID] = s
+		// A run starts at or before its first matching span, and most
+		// start within DefaultTraceWindow of it: read them in that window
+		// (a few hours of the run table), then any longer run by id alone.
+		f := RunFilter{Project: project, TraceIDs: ids, Limit: len(ids),
+			Since: nsTime(lo).Add(-DefaultTraceWindow), Until: nsTime(hi)}
+		for pass := 0; pass < 2 && len(f.TraceIDs) > 0; pass++ {
+			pg, err := r.runList(ctx, f, true)
+			if err != nil {
+				return nil, fmt.Errorf("search: read the matched runs: %w", err)
+			}
+			for _, s := range pg.Runs {
+				out[s.TraceID] = s
+			}
+			f.TraceIDs = slices.DeleteFunc(f.TraceIDs, func(id string) bool { _, ok := out[id]; return ok })
+			f.Since, f.Until, f.Limit = time.Time{}, time.Time{}, len(f.TraceIDs)
 		}
 	}
 	return out, nil
@@ -983,7 +997,7 @@ func (r SearchReader) toolFactsOf(ctx context.Context, project string, cands []s
 	for i := range cands {
 		ids[i] = cands[i].traceID
 	}
-	q, args := searchToolCallsSQL(r.store, project, ids)
+	q, args := searchToolCallsSQL(r.store, dedupFor(r.store.Capabilities(), time.Time{}, time.Time{}), project, ids)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read tool calls: %w", err)

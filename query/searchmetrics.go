@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/query/traceql"
-	"github.com/tallyhq/tally/schema"
 )
 
 // MetricsAnswer is the search API's answer to a metrics query.
@@ -224,9 +223,9 @@ func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step
 		StepSeconds: st.Seconds()}
 	if req.WithSQL {
 		if metricsSimple(plan) {
-			res.SQL = compiled(metricsSQL(r.store, plan, c, req.Project, req.Since, req.Until, st, false))
+			res.SQL = compiled(metricsSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), plan, c, req.Project, req.Since, req.Until, st, false))
 		} else {
-			res.SQL = compiled(searchCandidatesSQL(r.store, c, req.Project, req.Since, req.Until, nil, 1000))
+			res.SQL = compiled(searchCandidatesSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), c, req.Project, req.Since, req.Until, nil, 1000))
 		}
 	}
 	var accs map[string]*metricsAcc
@@ -346,7 +345,7 @@ func (r SearchReader) metricsInSQL(ctx context.Context, plan *traceql.Plan, c se
 	m := plan.Query.Metrics
 	accs := map[string]*metricsAcc{}
 	for _, whole := range []bool{false, true} {
-		q, args := metricsSQL(r.store, plan, c, req.Project, req.Since, req.Until, step, whole)
+		q, args := metricsSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), plan, c, req.Project, req.Since, req.Until, step, whole)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("search metrics: %w", err)
@@ -402,7 +401,7 @@ func (r SearchReader) metricsInSQL(ctx context.Context, plan *traceql.Plan, c se
 // metricsSQL builds a one-filter metrics query's statement: per step
 // (whole false) or over the window (whole true, step index 0), per label
 // set, the count, sum, minimum, maximum and quantiles of the argument.
-func metricsSQL(t tables, p *traceql.Plan, c searchPlanSQL, project string, since, until time.Time, step time.Duration, whole bool) (string, []any) {
+func metricsSQL(t tables, d spanDedup, p *traceql.Plan, c searchPlanSQL, project string, since, until time.Time, step time.Duration, whole bool) (string, []any) {
 	m := p.Query.Metrics
 	var args []any
 	cols := []string{"start_ns"}
@@ -419,8 +418,8 @@ func metricsSQL(t tables, p *traceql.Plan, c searchPlanSQL, project string, sinc
 	}
 	cols = append(cols, x+" AS x")
 	cond := c.filters[0]
-	inner := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.Table(schema.TableSpans) +
-		" WHERE project = ? AND start >= ? AND start <= ? AND start_ns >= ? AND start_ns <= ? AND " + cond.q + " " + onePerSpan
+	inner := "SELECT " + strings.Join(cols, ", ") + " FROM " + d.from(t) +
+		" WHERE project = ? AND start >= ? AND start <= ? AND start_ns >= ? AND start_ns <= ? AND " + cond.q + d.end()
 	args = append(args, project, since.UTC().Truncate(time.Second), until.UTC(), uint64(since.UnixNano()), uint64(until.UnixNano()))
 	args = append(args, cond.args...)
 	bucket := "toInt64(intDiv(start_ns, " + strconv.FormatInt(int64(step), 10) + "))"

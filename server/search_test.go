@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/api"
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/query/traceql"
 )
 
 // searchRuns sends three runs through the OTel Go SDK, each named by its
@@ -464,4 +465,77 @@ func TestSavedQueries(t *testing.T) {
 	if got, want := list(), []string{`failed refunds: { tool = "refund_payment" && status = error }`}; !slices.Equal(got, want) {
 		t.Fatalf("saved %v, want %v", got, want)
 	}
+}
+
+// TestSearchBounds: each bound of a search answers, at its edge: a
+// statement over the rows limit is a 503 saying so; the examined-runs
+// limit answers the page so far with a cursor that goes on; a window over
+// the range limit and a query over the length limit are 400s.
+func TestSearchBounds(t *testing.T) {
+	tally := tallytest.Start(t, func(o *tallytest.Config) {
+		o.API.SearchLimits = query.SearchLimits{MaxExamined: 1, MaxRange: 3 * time.Hour, Query: traceql.Limits{MaxLength: 40}}
+	})
+	searchRuns(t, tally.URL)
+	// The three runs each have a tool span: one run examined a request.
+	var seen []string
+	cursor := ""
+	for range 4 {
+		resp, err := http.Get(tally.URL + "/api/v1/search?" + url.Values{"q": {`{ tool != nil }`}, "since": {"2h"}, "cursor": {cursor}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page query.SearchPage
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		if page.Examined != 1 && page.NextCursor != "" {
+			t.Fatalf("examined %d runs, want 1", page.Examined)
+		}
+		seen = append(seen, runNames(page)...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+		if !page.Partial {
+			t.Fatalf("a page stopped by the limit is not marked partial: %+v", page)
+		}
+	}
+	if want := []string{"research", "docs", "refunds"}; !slices.Equal(seen, want) {
+		t.Fatalf("pages found %v, want %v", seen, want)
+	}
+	for _, tc := range []struct {
+		q, since string
+		code     int
+		want     string
+	}{
+		{`{ tool != nil }`, "3h", http.StatusOK, ""},
+		{`{ tool != nil }`, "3h1m", http.StatusBadRequest, "longer than the limit of 3h0m0s"},
+		{`{ name = "` + strings.Repeat("x", 27) + `" }`, "1h", http.StatusOK, ""}, // 40 bytes
+		{`{ name = "` + strings.Repeat("x", 28) + `" }`, "1h", http.StatusBadRequest, "over the limit of 40"},
+	} {
+		code, body := searchSince(t, tally.URL, tc.q, tc.since)
+		if code != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s since %s: %d %s, want %d %q", tc.q, tc.since, code, body, tc.code, tc.want)
+		}
+	}
+
+	rows := tallytest.Start(t, func(o *tallytest.Config) { o.API.SearchLimits = query.SearchLimits{MaxRowsToRead: 1} })
+	searchRuns(t, rows.URL)
+	if code, body := searchSince(t, rows.URL, `{ tool != nil }`, "2h"); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "--search-max-rows") {
+		t.Fatalf("over the rows limit: %d %s", code, body)
+	}
+}
+
+// searchSince asks GET /api/v1/search over since and returns the status
+// and body.
+func searchSince(t *testing.T, base, q, since string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/search?" + url.Values{"q": {q}, "since": {since}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
 }
