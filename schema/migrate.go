@@ -80,9 +80,6 @@ var migrations = []migration{
 	{version: 9, name: "saved search queries", tables: func(s *Store) []tableDef {
 		return []tableDef{savedQueriesTable(s)}
 	}},
-	{version: 10, name: "search keys index", tables: func(s *Store) []tableDef {
-		return []tableDef{searchKeysTable(s)}
-	}, stmts: searchKeysStatements},
 }
 
 // statements are the migration's statements for this store, in order.

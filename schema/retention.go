@@ -42,7 +42,6 @@ func RetainedTables() []RetainedTable {
 		{Name: TableContent, Class: ClassContent, TimeColumn: "start", PerProject: true},
 		{Name: TableCostRollup, Class: ClassRollups, TimeColumn: "hour", Monthly: true},
 		{Name: TableCostRollupHours, Class: ClassRollups, TimeColumn: "hour", Monthly: true},
-		{Name: TableSearchKeys, Class: ClassSpans, TimeColumn: "hour", Monthly: true, PerProject: true},
 	}
 }
 
