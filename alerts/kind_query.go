@@ -3,8 +3,9 @@ package alerts
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ func queryKind() kindSpec {
 		},
 		summary: func(r *Rule, s sample, v, op, t string) string {
 			var who []string
-			for _, k := range sortedLabelKeys(s.subject) {
+			for _, k := range slices.Sorted(maps.Keys(s.subject)) {
 				who = append(who, k+"="+s.subject[k])
 			}
 			subject := ""
@@ -110,13 +111,4 @@ func queryLabelName(field string) string {
 		}
 	}
 	return b.String()
-}
-
-func sortedLabelKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

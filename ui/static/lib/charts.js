@@ -15,18 +15,12 @@ export function niceStep(max, ticks = 4) {
 }
 
 /**
- * stackedBars draws a time-series bar chart: buckets [{t (ms), parts:[{key, value}]}],
- * step (ms per bucket), fmt formats values, unit names the y axis.
+ * gridHTML draws a time chart's horizontal grid lines with their values
+ * (every ystep up to ytop) and seven time labels under the x axis: hours
+ * and minutes up to two days, month-day (and the hour, up to eight days)
+ * beyond.
  */
-export function stackedBars(buckets, { from, to, step, fmt, unit, keys }) {
-  const W = 1200, H = 240, L = 64, R = 12, T = 12, B = 36;
-  const totals = buckets.map((b) => b.parts.reduce((a, p) => a + p.value, 0));
-  const ymax = Math.max(...totals, 0);
-  const ystep = niceStep(ymax);
-  const ytop = Math.max(ystep * Math.ceil(ymax / ystep), ystep);
-  const x = (t) => L + ((t - from) / (to - from)) * (W - L - R);
-  const y = (v) => H - B - (v / ytop) * (H - T - B);
-  const bw = Math.max(((W - L - R) * step) / (to - from) - 1, 1);
+function gridHTML({ from, to, ytop, ystep, x, y, fmt, W, H, L, R, B }) {
   const g = [];
   for (let v = 0; v <= ytop + 1e-12; v += ystep) {
     g.push(html`<g class="grid"><line x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"/></g><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${esc(fmt(v))}</text>`);
@@ -39,6 +33,23 @@ export function stackedBars(buckets, { from, to, step, fmt, unit, keys }) {
     const label = span > 2 * 864e5 ? `${pad(d.getMonth() + 1)}-${pad(d.getDate())}${span < 8 * 864e5 ? ` ${pad(d.getHours())}:00` : ''}` : `${pad(d.getHours())}:${pad(d.getMinutes())}`;
     g.push(html`<text x="${x(t)}" y="${H - B + 16}" text-anchor="${k === 0 ? 'start' : k === nt ? 'end' : 'middle'}">${label}</text>`);
   }
+  return g;
+}
+
+/**
+ * stackedBars draws a time-series bar chart: buckets [{t (ms), parts:[{key, value}]}],
+ * step (ms per bucket), fmt formats values, unit names the y axis.
+ */
+export function stackedBars(buckets, { from, to, step, fmt, unit, keys }) {
+  const W = 1200, H = 240, L = 64, R = 12, T = 12, B = 36;
+  const totals = buckets.map((b) => b.parts.reduce((a, p) => a + p.value, 0));
+  const ymax = Math.max(...totals, 0);
+  const ystep = niceStep(ymax);
+  const ytop = Math.max(ystep * Math.ceil(ymax / ystep), ystep);
+  const x = (t) => L + ((t - from) / (to - from)) * (W - L - R);
+  const y = (v) => H - B - (v / ytop) * (H - T - B);
+  const bw = Math.max(((W - L - R) * step) / (to - from) - 1, 1);
+  const g = gridHTML({ from, to, ytop, ystep, x, y, fmt, W, H, L, R, B });
   const bars = [];
   buckets.forEach((b, i) => {
     let acc = 0;
@@ -91,18 +102,7 @@ export function lineChart(series, { from, to, step, fmt, unit }) {
   const ytop = Math.max(ystep * Math.ceil(ymax / ystep), ystep);
   const x = (t) => L + ((t - from) / Math.max(to - from, 1)) * (W - L - R);
   const y = (v) => H - B - (v / ytop) * (H - T - B);
-  const g = [];
-  for (let v = 0; v <= ytop + 1e-12; v += ystep) {
-    g.push(html`<g class="grid"><line x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"/></g><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${esc(fmt(v))}</text>`);
-  }
-  const span = to - from;
-  const nt = 6;
-  for (let k = 0; k <= nt; k++) {
-    const t = from + (span * k) / nt;
-    const d = new Date(t);
-    const label = span > 2 * 864e5 ? `${pad(d.getMonth() + 1)}-${pad(d.getDate())}${span < 8 * 864e5 ? ` ${pad(d.getHours())}:00` : ''}` : `${pad(d.getHours())}:${pad(d.getMinutes())}`;
-    g.push(html`<text x="${x(t)}" y="${H - B + 16}" text-anchor="${k === 0 ? 'start' : k === nt ? 'end' : 'middle'}">${label}</text>`);
-  }
+  const g = gridHTML({ from, to, ytop, ystep, x, y, fmt, W, H, L, R, B });
   const lines = series.map((s, i) => {
     const color = PALETTE[i % PALETTE.length];
     const segs = [];

@@ -62,7 +62,7 @@ const WORD = /[A-Za-z0-9_.:\-/@$#"]*$/;
  */
 export function setupQueryBar(input, list, windowParams) {
   let keys = null; // [{key, type, doc, spans}], once per page
-  let keysReq = null;
+  let keysLoad = null; // the request of them, shared by whoever waits for them
   const values = new Map(); // field → [{value, spans}]
   let valuesReq = null;
   let items = [];
@@ -76,14 +76,15 @@ export function setupQueryBar(input, list, windowParams) {
     input.setAttribute('aria-expanded', 'true');
     if (active >= 0) input.setAttribute('aria-activedescendant', `qs-${active}`);
   };
-  const loadKeys = async () => {
-    if (keys || keysReq) return;
-    keysReq = new AbortController();
-    try {
-      keys = (await api(`/api/v1/search/keys?${windowParams()}`, { signal: keysReq.signal })).keys || [];
-    } catch (err) {
-      if (!aborted(err)) keys = [];
-    } finally { keysReq = null; }
+  // loadKeys resolves once the keys are here: a keystroke while the
+  // request (started on focus) is in flight waits for it, not for nothing.
+  const loadKeys = () => {
+    if (!keysLoad) {
+      keysLoad = api(`/api/v1/search/keys?${windowParams()}`)
+        .then((body) => { keys = (body && body.keys) || []; })
+        .catch(() => { keys = []; });
+    }
+    return keysLoad;
   };
   const loadValues = async (field) => {
     if (values.has(field)) return values.get(field);
