@@ -63,6 +63,9 @@ func (l SearchLimits) withDefaults() SearchLimits {
 	if l.MaxExamined <= 0 {
 		l.MaxExamined = DefaultSearchMaxExamined
 	}
+	if l.MaxSeries <= 0 {
+		l.MaxSeries = DefaultMaxSeries
+	}
 	return l
 }
 
@@ -206,9 +209,6 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 	ctx = searchSettings(ctx, lim)
 
 	page := SearchPage{Kind: "runs", Runs: []SearchRun{}}
-	if req.WithSQL {
-		page.SQL = compiled(searchCandidatesSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), c, req.Project, req.Since, req.Until, after, max(limit*2, 100)))
-	}
 	type match struct {
 		cand    *searchCandidate
 		results []traceql.Result
@@ -216,47 +216,19 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 	}
 	var found []match
 	batch := max(limit*2, 100)
-	for len(found) < limit {
-		if page.Examined >= lim.MaxExamined {
-			page.Partial = true
-			break
-		}
-		n := min(batch, lim.MaxExamined-page.Examined)
-		cands, err := r.searchCandidates(ctx, c, req, plan, after, n)
-		if err != nil {
-			return SearchPage{}, err
-		}
-		var sums map[string]runLevelFacts
-		if hasRunLevel(plan) {
-			if sums, err = r.runFactsOf(ctx, req.Project, plan, cands); err != nil {
-				return SearchPage{}, err
-			}
-		}
-		for i := range cands {
-			cd := &cands[i]
-			page.Examined++
-			after = &cursor{Ns: cd.first, Key: cd.traceID}
-			if sums != nil {
-				sum, ok := sums[cd.traceID]
-				if !ok {
-					continue // no longer stored (retention), or not readable as a run
-				}
-				setRunLevel(plan, cd.spans, sum)
-			}
-			if res := plan.Eval(cd.spans); len(res) > 0 {
-				found = append(found, match{cand: cd, results: res, sum: sums[cd.traceID].RunSummary})
-				if len(found) == limit {
-					break
-				}
-			}
-		}
-		if len(cands) < n {
-			after = nil // the window is exhausted
-			break
-		}
+	if req.WithSQL {
+		page.SQL = compiled(searchCandidatesSQL(r.store, dedupFor(r.store.Capabilities(), req.Since, req.Until), c, req.Project, req.Since, req.Until, after, batch))
 	}
-	if after != nil && (len(found) == limit || page.Partial) {
-		page.NextCursor = cursor{Ns: after.Ns, Key: after.Key}.encode()
+	page.Examined, after, page.Partial, err = r.evalCandidates(ctx, plan, c, req, after, batch, lim.MaxExamined,
+		func(cd *searchCandidate, res []traceql.Result, facts runLevelFacts) bool {
+			found = append(found, match{cand: cd, results: res, sum: facts.RunSummary})
+			return len(found) < limit
+		})
+	if err != nil {
+		return SearchPage{}, err
+	}
+	if after != nil {
+		page.NextCursor = after.encode()
 	}
 	if len(found) == 0 {
 		return page, nil
@@ -288,6 +260,58 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		return SearchPage{}, err
 	}
 	return page, nil
+}
+
+// evalCandidates reads the candidate runs after the cursor in batches of
+// at most batch, evaluates the query over each and hands each matching
+// run to each (with its run-level facts when the query reads any), until
+// each returns false, the window is exhausted, or maxExamined runs were
+// evaluated. It returns the runs evaluated, the cursor after the last of
+// them (nil when the window is exhausted) and whether it stopped at
+// maxExamined with runs left. Search and the metrics evaluated in Go share
+// it.
+func (r SearchReader) evalCandidates(ctx context.Context, plan *traceql.Plan, c searchPlanSQL, req SearchRequest, after *cursor, batch, maxExamined int,
+	each func(cd *searchCandidate, res []traceql.Result, facts runLevelFacts) bool) (examined int, last *cursor, partial bool, err error) {
+	last = after
+	runLevel := readsRunLevel(plan)
+	for {
+		if examined >= maxExamined {
+			return examined, last, true, nil
+		}
+		n := min(batch, maxExamined-examined)
+		cands, err := r.searchCandidates(ctx, c, req, plan, last, n)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		var facts map[string]runLevelFacts
+		if runLevel {
+			if facts, err = r.runFactsOf(ctx, req.Project, plan, cands); err != nil {
+				return 0, nil, false, err
+			}
+		}
+		for i := range cands {
+			cd := &cands[i]
+			examined++
+			last = &cursor{Ns: cd.first, Key: cd.traceID}
+			var f runLevelFacts
+			if runLevel {
+				var ok bool
+				if f, ok = facts[cd.traceID]; !ok {
+					continue // no longer stored (retention), or not readable as a run
+				}
+				setRunLevel(plan, cd.spans, f)
+			}
+			if res := plan.Eval(cd.spans); len(res) > 0 && !each(cd, res, f) {
+				if i == len(cands)-1 && len(cands) < n {
+					return examined, nil, false, nil // the last run of the window
+				}
+				return examined, last, false, nil
+			}
+		}
+		if len(cands) < n {
+			return examined, nil, false, nil
+		}
+	}
 }
 
 // searchSettings bounds a search's statements in ClickHouse.
@@ -342,7 +366,7 @@ func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req
 			s.Duration = ends[i] - min(starts[i], ends[i])
 			s.Values = make([]traceql.Value, len(values))
 			for f := range values {
-				s.Values[f] = fieldValue(plan.Fields[f], values[f][i])
+				s.Values[f] = fieldValue(values[f][i])
 			}
 		}
 		out = append(out, cd)
@@ -355,7 +379,7 @@ func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req
 			return nil, err
 		}
 	}
-	if usesToolLevel(plan) && len(out) > 0 {
+	if planReads(plan, toolLevel) && len(out) > 0 {
 		facts, err := r.toolFactsOf(ctx, req.Project, out)
 		if err != nil {
 			return nil, err
@@ -369,7 +393,7 @@ func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req
 
 // fieldValue reads a value the candidate read selected: "" when the
 // span lacks the field, else "1" and the value as text.
-func fieldValue(f traceql.Expr, s string) traceql.Value {
+func fieldValue(s string) traceql.Value {
 	text, ok := strings.CutPrefix(s, "1")
 	if !ok {
 		return traceql.Value{}
@@ -390,7 +414,7 @@ func (r SearchReader) searchTrees(ctx context.Context, project string, cands []s
 		byID[cands[i].traceID] = &cands[i]
 		ids[i] = cands[i].traceID
 	}
-	q, args := searchTreeSQL(r.store, dedupFor(r.store.Capabilities(), time.Time{}, time.Time{}), project, ids)
+	q, args := searchTreeSQL(r.store, project, ids)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("search: read the runs' trees: %w", err)
@@ -420,20 +444,32 @@ func (r SearchReader) searchTrees(ctx context.Context, project string, cands []s
 	return rows.Err()
 }
 
-// hasRunLevel reports whether the plan has conditions on run-level
-// fields, read from the runs' summaries.
-func hasRunLevel(p *traceql.Plan) bool {
-	for _, c := range p.Conds {
-		if runLevel(c) {
-			return true
-		}
+// planReads reports whether any condition or field of the plan is one
+// reads (run-level fields, outcomes, the retry intrinsics).
+func planReads(p *traceql.Plan, reads func(traceql.Expr) bool) bool {
+	return slices.ContainsFunc(p.Conds, reads) || slices.ContainsFunc(p.Fields, reads)
+}
+
+// readsRunLevel reports whether the plan reads run-level fields, in a
+// condition or as a field: they come from the runs' summaries.
+func readsRunLevel(p *traceql.Plan) bool {
+	return planReads(p, func(e traceql.Expr) bool { return runLevel(e) || isTraceField(e) })
+}
+
+// isTraceField reports whether e is a run-level intrinsic field.
+func isTraceField(e traceql.Expr) bool {
+	in, ok := e.(*traceql.Intrinsic)
+	return ok && in.Def.Trace
+}
+
+// isOutcome reports whether e reads trace:outcome.<name>, as a field or
+// in a comparison.
+func isOutcome(e traceql.Expr) bool {
+	if b, ok := e.(*traceql.Binary); ok {
+		e = b.L
 	}
-	for _, f := range p.Fields {
-		if in, ok := f.(*traceql.Intrinsic); ok && in.Def.Trace {
-			return true
-		}
-	}
-	return false
+	in, ok := e.(*traceql.Intrinsic)
+	return ok && in.Def.WithArg
 }
 
 // searchSummaries reads the summaries of candidate runs, as the run list
@@ -477,23 +513,6 @@ type runLevelFacts struct {
 	outcomes []Outcome
 }
 
-// usesOutcomes reports whether the plan reads trace:outcome.
-func usesOutcomes(p *traceql.Plan) bool {
-	for _, c := range p.Conds {
-		if b, ok := c.(*traceql.Binary); ok {
-			if in, ok := b.L.(*traceql.Intrinsic); ok && in.Def.WithArg {
-				return true
-			}
-		}
-	}
-	for _, f := range p.Fields {
-		if in, ok := f.(*traceql.Intrinsic); ok && in.Def.WithArg {
-			return true
-		}
-	}
-	return false
-}
-
 // runFactsOf reads the run-level facts of candidate runs: their
 // summaries and, when the plan needs them, their outcomes.
 func (r SearchReader) runFactsOf(ctx context.Context, project string, p *traceql.Plan, cands []searchCandidate) (map[string]runLevelFacts, error) {
@@ -514,7 +533,7 @@ func (r SearchReader) runFactsOf(ctx context.Context, project string, p *traceql
 			hi = s.End
 		}
 	}
-	if usesOutcomes(p) && len(ids) > 0 {
+	if planReads(p, isOutcome) && len(ids) > 0 {
 		outs, err := r.outcomes(ctx, project, ids, lo, hi)
 		if err != nil {
 			return nil, fmt.Errorf("search: read outcomes: %w", err)
@@ -648,18 +667,31 @@ func outcomeHolds(b *traceql.Binary, s runLevelFacts) bool {
 
 // runCondHolds evaluates a comparison of a run-level field.
 func runCondHolds(b *traceql.Binary, s runLevelFacts) bool {
-	if in := b.L.(*traceql.Intrinsic); in.Def.WithArg {
+	in := b.L.(*traceql.Intrinsic)
+	if in.Def.WithArg {
 		return outcomeHolds(b, s)
 	}
-	v := runValue(b.L.(*traceql.Intrinsic), s)
+	return valueHolds(b, runValue(in, s))
+}
+
+// valueHolds evaluates a comparison of a field read in Go (run-level and
+// retry fields) as the SQL of span fields does: nil tests presence; any
+// other comparison of a field the span or run lacks is false; a number
+// or duration compares as a number, a boolean as its word, a string as
+// text.
+func valueHolds(b *traceql.Binary, v traceql.Value) bool {
 	lit := b.R.(*traceql.Literal)
-	switch lit.Type {
-	case traceql.TNil:
+	switch {
+	case lit.Type == traceql.TNil:
 		return v.Present == (b.Op == traceql.OpNeq)
-	case traceql.TNumber:
+	case !v.Present:
+		return false
+	case lit.Type == traceql.TNumber:
 		return v.IsNum && traceql.Compare(b.Op, v.Num, lit.Num)
-	case traceql.TDuration:
+	case lit.Type == traceql.TDuration:
 		return v.IsNum && traceql.Compare(b.Op, v.Num, float64(lit.Dur))
+	case lit.Type == traceql.TBool:
+		return textHolds(b, v.Str, strconv.FormatBool(lit.Bool))
 	}
 	return textHolds(b, v.Str, lit.Str)
 }
@@ -699,7 +731,7 @@ func matchesOf(p *traceql.Plan, cd *searchCandidate, results []traceql.Result) [
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
 	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmpU64(cd.spans[a].Start, cd.spans[b].Start)
+		return cmp.Compare(cd.spans[a].Start, cd.spans[b].Start)
 	})
 	out := make([]SpanMatch, 0, len(idx))
 	for _, i := range idx {
@@ -716,16 +748,6 @@ func matchesOf(p *traceql.Plan, cd *searchCandidate, results []traceql.Result) [
 		out = append(out, m)
 	}
 	return out
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // contentNeedles are the strings of the query's positive content
@@ -829,7 +851,7 @@ func foldedMatches(s string, needles []string) [][2]int {
 			j, k := i, 0
 			for k < len(nr) && j < len(s) {
 				r, w := utf8.DecodeRuneInString(s[j:])
-				if []rune(foldText(string(r)))[0] != nr[k] {
+				if foldRune(r) != nr[k] {
 					break
 				}
 				j += w
@@ -971,21 +993,6 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 	return out, rows.Err()
 }
 
-// usesToolLevel reports whether the plan reads the retry intrinsics.
-func usesToolLevel(p *traceql.Plan) bool {
-	for _, c := range p.Conds {
-		if toolLevel(c) {
-			return true
-		}
-	}
-	for _, f := range p.Fields {
-		if toolLevel(f) {
-			return true
-		}
-	}
-	return false
-}
-
 // toolFacts are a tool call's retry intrinsics.
 type toolFacts struct {
 	class attribution.Class
@@ -1001,7 +1008,7 @@ func (r SearchReader) toolFactsOf(ctx context.Context, project string, cands []s
 	for i := range cands {
 		ids[i] = cands[i].traceID
 	}
-	q, args := searchToolCallsSQL(r.store, dedupFor(r.store.Capabilities(), time.Time{}, time.Time{}), project, ids)
+	q, args := searchToolCallsSQL(r.store, project, ids)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read tool calls: %w", err)
@@ -1031,7 +1038,7 @@ func (r SearchReader) toolFactsOf(ctx context.Context, project string, cands []s
 	// The retry rules' order: by run, then start, then span id.
 	slices.SortStableFunc(order, func(a, b int) int {
 		ca, cb := &calls[a], &calls[b]
-		return cmp.Or(strings.Compare(ca.TraceID, cb.TraceID), cmpU64(ca.StartNs, cb.StartNs), strings.Compare(ca.SpanID, cb.SpanID))
+		return cmp.Or(strings.Compare(ca.TraceID, cb.TraceID), cmp.Compare(ca.StartNs, cb.StartNs), strings.Compare(ca.SpanID, cb.SpanID))
 	})
 	out := make(map[[2]string]toolFacts, len(calls))
 	var (
@@ -1097,21 +1104,11 @@ func setToolLevel(p *traceql.Plan, cd *searchCandidate, facts map[[2]string]tool
 			if !toolLevel(c) {
 				continue
 			}
-			b, isCmp := c.(*traceql.Binary)
 			var holds bool
-			if !isCmp { // a bare boolean: retry
+			if b, isCmp := c.(*traceql.Binary); isCmp {
+				holds = valueHolds(b, toolValue(b.L.(*traceql.Intrinsic), f, ok))
+			} else { // a bare boolean: retry
 				holds = toolValue(c.(*traceql.Intrinsic), f, ok).Str == "true"
-			} else {
-				v := toolValue(b.L.(*traceql.Intrinsic), f, ok)
-				lit := b.R.(*traceql.Literal)
-				switch lit.Type {
-				case traceql.TNil:
-					holds = v.Present == (b.Op == traceql.OpNeq)
-				case traceql.TBool:
-					holds = v.Present && (v.Str == strconv.FormatBool(lit.Bool)) == (b.Op == traceql.OpEq)
-				default:
-					holds = v.Present && textHolds(b, v.Str, lit.Str)
-				}
 			}
 			if holds {
 				s.Conds |= 1 << i

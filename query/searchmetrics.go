@@ -112,13 +112,12 @@ func metricsUnit(m *traceql.Metrics) string {
 }
 
 // metricsSimple reports whether the query can be answered in SQL as a
-// whole: one filter of span-level conditions, no stage before the
-// function, span-level labels.
+// whole: one filter of conditions SQL decides (not run-level fields, not
+// the retry intrinsics, whose SQL only narrows to tool spans), no stage
+// before the function, span-level labels.
 func metricsSimple(p *traceql.Plan) bool {
-	if _, ok := p.Query.Spans.(*traceql.Filter); !ok || len(p.Query.Stages) > 0 || hasRunLevel(p) {
-		return false
-	}
-	return true
+	_, oneFilter := p.Query.Spans.(*traceql.Filter)
+	return oneFilter && len(p.Query.Stages) == 0 && !readsRunLevel(p) && !planReads(p, toolLevel)
 }
 
 // metricsAcc accumulates one series' values, per step and whole.
@@ -238,7 +237,7 @@ func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step
 	if err != nil {
 		return MetricsResult{}, err
 	}
-	res.Series, res.Truncated = metricsSeries(q.Metrics, accs, req.Since, req.Until, st, cmp.Or(lim.MaxSeries, DefaultMaxSeries))
+	res.Series, res.Truncated = metricsSeries(q.Metrics, accs, req.Since, req.Until, st, lim.MaxSeries)
 	return res, nil
 }
 
@@ -268,75 +267,51 @@ func (r SearchReader) metricsInGo(ctx context.Context, plan *traceql.Plan, c sea
 	m := plan.Query.Metrics
 	accs := map[string]*metricsAcc{}
 	keep := m.Fn == "quantile_over_time"
-	var after *cursor
-	examined := 0
-	for {
-		if examined >= lim.MaxExamined {
-			return accs, examined, true, nil
+	add := func(s *traceql.Span) {
+		labels := make([]traceql.Value, len(m.By))
+		for li, e := range m.By {
+			labels[li] = s.Values[plan.FieldIndex(e)]
 		}
-		n := min(1000, lim.MaxExamined-examined)
-		cands, err := r.searchCandidates(ctx, c, req, plan, after, n)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		var sums map[string]runLevelFacts
-		if hasRunLevel(plan) {
-			if sums, err = r.runFactsOf(ctx, req.Project, plan, cands); err != nil {
-				return nil, 0, false, err
+		x := 1.0
+		if m.Arg != nil {
+			v := s.Values[plan.FieldIndex(m.Arg)]
+			if !v.Present || !v.IsNum {
+				return
 			}
+			x = v.Num * metricsScale(m)
 		}
-		for i := range cands {
-			cd := &cands[i]
-			examined++
-			after = &cursor{Ns: cd.first, Key: cd.traceID}
-			if sums != nil {
-				sum, ok := sums[cd.traceID]
-				if !ok {
-					continue
-				}
-				setRunLevel(plan, cd.spans, sum)
-			}
-			seen := map[int]bool{}
-			for _, res := range plan.Eval(cd.spans) {
-				for _, si := range res.Spans {
-					if seen[si] {
-						continue
-					}
-					seen[si] = true
-					s := cd.spans[si]
-					labels := make([]traceql.Value, len(m.By))
-					for li, e := range m.By {
-						labels[li] = s.Values[plan.FieldIndex(e)]
-					}
-					x := 1.0
-					if m.Arg != nil {
-						v := s.Values[plan.FieldIndex(m.Arg)]
-						if !v.Present || !v.IsNum {
-							continue
-						}
-						x = v.Num * metricsScale(m)
-					}
-					key := labelsKey(labels)
-					acc := accs[key]
-					if acc == nil {
-						acc = &metricsAcc{labels: labelsMap(m, labels), steps: map[int64]*metricsCell{}}
-						accs[key] = acc
-					}
-					b := int64(s.Start) / int64(step)
-					cell := acc.steps[b]
-					if cell == nil {
-						cell = &metricsCell{}
-						acc.steps[b] = cell
-					}
-					cell.add(x, keep)
-					acc.total.add(x, keep)
-				}
-			}
+		key := labelsKey(labels)
+		acc := accs[key]
+		if acc == nil {
+			acc = &metricsAcc{labels: labelsMap(m, labels), steps: map[int64]*metricsCell{}}
+			accs[key] = acc
 		}
-		if len(cands) < n {
-			return accs, examined, false, nil
+		b := int64(s.Start) / int64(step)
+		cell := acc.steps[b]
+		if cell == nil {
+			cell = &metricsCell{}
+			acc.steps[b] = cell
 		}
+		cell.add(x, keep)
+		acc.total.add(x, keep)
 	}
+	examined, _, partial, err := r.evalCandidates(ctx, plan, c, req, nil, 1000, lim.MaxExamined,
+		func(cd *searchCandidate, res []traceql.Result, _ runLevelFacts) bool {
+			seen := map[int]bool{}
+			for _, rs := range res {
+				for _, si := range rs.Spans {
+					if !seen[si] {
+						seen[si] = true
+						add(&cd.spans[si])
+					}
+				}
+			}
+			return true
+		})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return accs, examined, partial, nil
 }
 
 // metricsInSQL answers a one-filter query in ClickHouse: the figures per
@@ -369,8 +344,8 @@ func (r SearchReader) metricsInSQL(ctx context.Context, plan *traceql.Plan, c se
 				return nil, fmt.Errorf("search metrics: %w", err)
 			}
 			labels := make([]traceql.Value, len(m.By))
-			for i, e := range m.By {
-				labels[i] = fieldValue(e, rawLabel[i])
+			for i := range m.By {
+				labels[i] = fieldValue(rawLabel[i])
 			}
 			key := labelsKey(labels)
 			acc := accs[key]

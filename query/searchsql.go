@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tallyhq/tally/query/traceql"
 	"github.com/tallyhq/tally/schema"
@@ -156,8 +157,16 @@ func attrSQL(a *traceql.Attr) (value, present sqlExpr) {
 // case folding does.
 func fold(e string) string { return "replaceAll(lowerUTF8(" + e + "), 'ς', 'σ')" }
 
-// foldText is fold's twin in Go, for the needle.
-func foldText(s string) string { return strings.ReplaceAll(strings.ToLower(s), "ς", "σ") }
+// foldText is fold's twin in Go: each code point lowered, ς as σ.
+func foldText(s string) string { return strings.Map(foldRune, s) }
+
+// foldRune folds one code point as foldText does.
+func foldRune(r rune) rune {
+	if r = unicode.ToLower(r); r == 'ς' {
+		return 'σ'
+	}
+	return r
+}
 
 // compareText is the SQL comparison of a text value with a string.
 func compareText(v sqlExpr, b *traceql.Binary, lit string) sqlExpr {
@@ -493,16 +502,19 @@ func searchCandidatesSQL(t tables, d spanDedup, c searchPlanSQL, project string,
 
 // searchToolCallsSQL reads the tool calls of the runs, for the retry
 // rules.
-func searchToolCallsSQL(t tables, d spanDedup, project string, ids []string) (string, []any) {
+func searchToolCallsSQL(t tables, project string, ids []string) (string, []any) {
 	return "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status = 'error', start_ns, duration_ns, attempt FROM " +
-		d.from(t) + " WHERE project = ? AND trace_id IN ? AND span_type = 'tool'" + d.end(), []any{project, traceSet(ids)}
+		t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = 'tool' " + onePerSpan, []any{project, traceSet(ids)}
 }
 
 // searchTreeSQL reads the parent links of every span of the runs, for the
-// structural operators that look through spans no filter matched.
-func searchTreeSQL(t tables, d spanDedup, project string, ids []string) (string, []any) {
-	return "SELECT trace_id, span_id, parent_span_id, start_ns, end_ns FROM " + d.from(t) +
-		" WHERE project = ? AND trace_id IN ?" + d.end(), []any{project, traceSet(ids)}
+// structural operators that look through spans no filter matched. Like
+// every read of a few runs by key, it deduplicates with LIMIT 1 BY on both
+// stores: its set is a few thousand spans, where FINAL on the embedded
+// engine measured 475 ms p99 for a >> query at 10M spans against 319 ms.
+func searchTreeSQL(t tables, project string, ids []string) (string, []any) {
+	return "SELECT trace_id, span_id, parent_span_id, start_ns, end_ns FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND trace_id IN ? " + onePerSpan, []any{project, traceSet(ids)}
 }
 
 // spanDedup is how a search's reads of spans see each span once: FINAL
@@ -516,14 +528,9 @@ func searchTreeSQL(t tables, d spanDedup, project string, ids []string) (string,
 // windows over three days, LIMIT 1 BY otherwise.
 type spanDedup bool
 
-// dedupFor chooses the deduplication of a read of [since, until]; a
-// read of a few runs by key (zero times) takes LIMIT 1 BY on every store:
-// its set is a few thousand spans, where FINAL on the embedded engine
-// measured 475 ms p99 for a >> query at 10M spans against 319 ms.
+// dedupFor chooses the deduplication of a read of the window [since,
+// until]. (Reads of a few runs by key use LIMIT 1 BY: see searchTreeSQL.)
 func dedupFor(caps schema.Capabilities, since, until time.Time) spanDedup {
-	if since.IsZero() && until.IsZero() {
-		return false
-	}
 	return spanDedup(caps.Major >= 20 || until.Sub(since) > 72*time.Hour)
 }
 

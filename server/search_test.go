@@ -154,6 +154,8 @@ func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 		{"regex is anchored", `{ name =~ "re" }`, nil},
 		{"regex", `{ name =~ "re.*" }`, []string{"research", "refunds"}},
 		{"nil", `{ span.gen_ai.agent.name = nil && operation = "invoke_agent" }`, []string{"docs"}},
+		// No run has a conversation id: != compares only a field that is there.
+		{"a run-level field the runs lack", `{ trace:conversation != "x" && operation = "invoke_agent" }`, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +204,37 @@ func TestSearchMatchesAndHighlights(t *testing.T) {
 	}
 	if v := page.Runs[1].Matches[0].Values; v["span.gen_ai.tool.name"] != "refund_payment" || v["duration"] != "1000000000" {
 		t.Fatalf("values %v", v)
+	}
+}
+
+// TestSearchPagesByCursor: a page full before its batch of candidate
+// runs is goes on from its last run: the three runs of searchRuns, one a
+// page, newest first.
+func TestSearchPagesByCursor(t *testing.T) {
+	tally := tallytest.Start(t)
+	searchRuns(t, tally.URL)
+	// A page full before its batch of candidates is: the cursor goes on
+	// from its last run (the three runs fit in one batch of candidates).
+	var seen []string
+	cursor := ""
+	for range 4 {
+		resp, err := http.Get(tally.URL + "/api/v1/search?" + url.Values{"q": {`{ tool != nil }`}, "since": {"2h"}, "limit": {"1"}, "cursor": {cursor}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page query.SearchPage
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		seen = append(seen, runNames(page)...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if want := []string{"research", "docs", "refunds"}; !slices.Equal(seen, want) {
+		t.Fatalf("pages of one run found %v, want %v", seen, want)
 	}
 }
 
@@ -302,6 +335,13 @@ func TestSearchMetrics(t *testing.T) {
 	a = metrics(t, tally.URL, `{ trace:task = "research" && trace:status = error } | sum_over_time(cost) by (model)`, "")
 	if got := seriesTotals(a); a.InSQL || !slices.Equal(got, []string{" 0", "model=gpt-4o 0.0276"}) || a.Unit != "USD" {
 		t.Fatalf("cost by model: in SQL %v, %v", a.InSQL, got)
+	}
+	// A retry condition is decided in Go, so the query is evaluated over
+	// the runs, not counted in SQL (where it narrows to tool spans only):
+	// one retry (docs' second search_docs) of the six tool calls.
+	a = metrics(t, tally.URL, `{ retry } | count_over_time()`, "")
+	if got := seriesTotals(a); a.InSQL || !slices.Equal(got, []string{" 1"}) {
+		t.Fatalf("retries: in SQL %v, %v", a.InSQL, got)
 	}
 	// The same question both ways. Durations by tool: refund_payment
 	// 1, 2, 1 s; search_docs 1, 1.5 s; web_search 1 s. quantileExact
