@@ -29,6 +29,12 @@ const (
 	ClassRepeat Class = "repeat"
 )
 
+// Classes lists the classes in the order the retry rules try them, the
+// original and the repeat last.
+func Classes() []Class {
+	return []Class{ClassRetryAttempt, ClassRetryCallID, ClassRetryStep, ClassRetryAfterError, ClassRepeat, ClassOriginal}
+}
+
 // Retry reports whether the class counts as a retry.
 func (c Class) Retry() bool {
 	switch c {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -289,6 +290,10 @@ func (r SearchReader) evalCandidates(ctx context.Context, plan *traceql.Plan, c 
 				return 0, nil, false, err
 			}
 		}
+		spanFacts, err := r.spanFactsOf(ctx, req.Project, plan, cands)
+		if err != nil {
+			return 0, nil, false, err
+		}
 		for i := range cands {
 			cd := &cands[i]
 			examined++
@@ -300,6 +305,9 @@ func (r SearchReader) evalCandidates(ctx context.Context, plan *traceql.Plan, c 
 					continue // no longer stored (retention), or not readable as a run
 				}
 				setRunLevel(plan, cd.spans, f)
+			}
+			if spanFacts != nil {
+				setGoSpanLevel(plan, cd, spanFacts, f)
 			}
 			if res := plan.Eval(cd.spans); len(res) > 0 && !each(cd, res, f) {
 				if i == len(cands)-1 && len(cands) < n {
@@ -379,15 +387,6 @@ func (r SearchReader) searchCandidates(ctx context.Context, c searchPlanSQL, req
 			return nil, err
 		}
 	}
-	if planReads(plan, toolLevel) && len(out) > 0 {
-		facts, err := r.toolFactsOf(ctx, req.Project, out)
-		if err != nil {
-			return nil, err
-		}
-		for i := range out {
-			setToolLevel(plan, &out[i], facts)
-		}
-	}
 	return out, nil
 }
 
@@ -453,7 +452,21 @@ func planReads(p *traceql.Plan, reads func(traceql.Expr) bool) bool {
 // readsRunLevel reports whether the plan reads run-level fields, in a
 // condition or as a field: they come from the runs' summaries.
 func readsRunLevel(p *traceql.Plan) bool {
-	return planReads(p, func(e traceql.Expr) bool { return runLevel(e) || isTraceField(e) })
+	return planReads(p, func(e traceql.Expr) bool { return runLevel(e) || isTraceField(e) }) || planReads(p, readsReview)
+}
+
+// readsReview reports whether e reads what the safety review computes of
+// a run: a step's effect class or terminal status, the run's signals.
+func readsReview(e traceql.Expr) bool { return intrinsicIn(e, "effect", "step", "trace:signal") }
+
+// intrinsicIn reports whether e is, or compares, one of the named
+// intrinsics.
+func intrinsicIn(e traceql.Expr, names ...string) bool {
+	if b, ok := e.(*traceql.Binary); ok {
+		e = b.L
+	}
+	in, ok := e.(*traceql.Intrinsic)
+	return ok && slices.Contains(names, in.Name)
 }
 
 // isTraceField reports whether e is a run-level intrinsic field.
@@ -511,6 +524,14 @@ func (r SearchReader) searchSummaries(ctx context.Context, project string, cands
 type runLevelFacts struct {
 	RunSummary
 	outcomes []Outcome
+	// What the safety review found, when the query reads it: each tool
+	// step by span id, and the kinds of signal raised, sorted and
+	// distinct.
+	steps   map[string]safety.Step
+	signals []string
+	// fingerprint is the run's configuration fingerprint, when the query
+	// reads trace:version.
+	fingerprint string
 }
 
 // runFactsOf reads the run-level facts of candidate runs: their
@@ -531,6 +552,40 @@ func (r SearchReader) runFactsOf(ctx context.Context, project string, p *traceql
 		}
 		if s.End.After(hi) {
 			hi = s.End
+		}
+	}
+	if planReads(p, readsReview) && len(ids) > 0 {
+		runs := make([]RunSummary, 0, len(ids))
+		for _, id := range ids {
+			runs = append(runs, out[id].RunSummary)
+		}
+		err := r.reviewRuns(ctx, project, runs, func(run *RunSummary, rv *runReview) {
+			f := out[run.TraceID]
+			f.steps = make(map[string]safety.Step, len(rv.run.Steps))
+			for _, st := range rv.run.Steps {
+				f.steps[st.SpanID] = st
+			}
+			f.signals = []string{}
+			for _, sg := range rv.signals {
+				f.signals = append(f.signals, string(sg.Kind))
+			}
+			slices.Sort(f.signals)
+			f.signals = slices.Compact(f.signals)
+			out[run.TraceID] = f
+		})
+		if err != nil {
+			return nil, fmt.Errorf("search: review the runs: %w", err)
+		}
+	}
+	if planReads(p, func(e traceql.Expr) bool { return intrinsicIn(e, "trace:version") }) && len(ids) > 0 {
+		configs, err := r.runConfigs(ctx, project, ids, lo, hi)
+		if err != nil {
+			return nil, fmt.Errorf("search: read the runs' configurations: %w", err)
+		}
+		for id, c := range configs {
+			f := out[id]
+			f.fingerprint = c.Fingerprint
+			out[id] = f
 		}
 	}
 	if planReads(p, isOutcome) && len(ids) > 0 {
@@ -591,6 +646,10 @@ func runValue(in *traceql.Intrinsic, s runLevelFacts) traceql.Value {
 		return str(s.ConversationID)
 	case "trace:user":
 		return str(s.UserID)
+	case "trace:version":
+		return str(s.fingerprint)
+	case "trace:signal":
+		return str(strings.Join(s.signals, ","))
 	case "trace:outcome":
 		if o := s.outcome(in.Arg); o != nil {
 			v := traceql.Value{Present: true, Str: o.Label}
@@ -668,10 +727,39 @@ func outcomeHolds(b *traceql.Binary, s runLevelFacts) bool {
 // runCondHolds evaluates a comparison of a run-level field.
 func runCondHolds(b *traceql.Binary, s runLevelFacts) bool {
 	in := b.L.(*traceql.Intrinsic)
-	if in.Def.WithArg {
+	switch {
+	case in.Def.WithArg:
 		return outcomeHolds(b, s)
+	case in.Name == "trace:signal":
+		return signalHolds(b, s.signals)
 	}
 	return valueHolds(b, runValue(in, s))
+}
+
+// signalHolds compares trace:signal, a run's list of signal kinds: = nil
+// holds when the run raised none; = and =~ (and the ordering operators)
+// when any kind satisfies them; != and !~ when none is equal or matches,
+// so that { trace:signal != "unsafe_retry" } is every run without one.
+func signalHolds(b *traceql.Binary, kinds []string) bool {
+	lit := b.R.(*traceql.Literal)
+	if lit.Type == traceql.TNil {
+		return (len(kinds) > 0) == (b.Op == traceql.OpNeq)
+	}
+	if lit.Type != traceql.TString {
+		return false
+	}
+	positive := *b
+	switch b.Op {
+	case traceql.OpNeq:
+		positive.Op = traceql.OpEq
+	case traceql.OpNre:
+		positive.Op = traceql.OpRe
+	}
+	hit := slices.ContainsFunc(kinds, func(k string) bool { return textHolds(&positive, k, lit.Str) })
+	if positive.Op != b.Op {
+		return !hit
+	}
+	return hit
 }
 
 // valueHolds evaluates a comparison of a field read in Go (run-level and
@@ -967,6 +1055,15 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 		return nil, &traceql.Error{Pos: 0, Msg: fmt.Sprintf("%q is not a field: an intrinsic or an attribute such as span.gen_ai.tool.name", field)}
 	}
 	e := q.Stages[0].(*traceql.Select).Exprs[0]
+	if in, ok := e.(*traceql.Intrinsic); ok {
+		if vocab := vocabulary(in.Name); vocab != nil {
+			out := make([]SearchValue, len(vocab))
+			for i, v := range vocab {
+				out[i].Value = v
+			}
+			return out, nil
+		}
+	}
 	if in, ok := e.(*traceql.Intrinsic); ok && (in.Def.Trace || in.Name == "content") {
 		return nil, &traceql.Error{Pos: 0, Msg: field + " has no list of values"}
 	}
@@ -991,6 +1088,37 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 		out = append(out, sv)
 	}
 	return out, rows.Err()
+}
+
+// vocabulary lists the values of an intrinsic computed in Go, whose
+// values are a fixed set: autocomplete offers them all (with no span
+// count: counting them would mean reviewing every run of the window).
+func vocabulary(name string) []string {
+	words := func(in ...string) []string { return in }
+	switch name {
+	case "effect":
+		return stringsOf(safety.Effects())
+	case "step":
+		return stringsOf(safety.Statuses())
+	case "trace:signal":
+		return stringsOf(safety.Kinds())
+	case "retry_class":
+		return stringsOf(attribution.Classes())
+	case "retry_args":
+		return words("same", "changed")
+	case "retry", "counted":
+		return words("true", "false")
+	}
+	return nil
+}
+
+// stringsOf converts a list of string-typed words.
+func stringsOf[S ~string](in []S) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // toolFacts are a tool call's retry intrinsics.
@@ -1094,29 +1222,127 @@ func toolValue(in *traceql.Intrinsic, f toolFacts, ok bool) traceql.Value {
 	return traceql.Value{}
 }
 
-// setToolLevel sets, on each span of a candidate run, the bits of the
-// retry conditions that hold for it, and the retry fields' values.
-func setToolLevel(p *traceql.Plan, cd *searchCandidate, facts map[[2]string]toolFacts) {
+// goSpanFacts are the Go-read span-level facts of a batch of candidate
+// runs, keyed by (trace id, span id): the retry intrinsics of tool calls
+// and whether each span's usage counts. Effect and step come from the
+// runs' reviews (runLevelFacts.steps).
+type goSpanFacts struct {
+	tools   map[[2]string]toolFacts
+	counted map[[2]string]bool
+}
+
+// spanFactsOf reads what the plan's Go-read span-level intrinsics need of
+// candidate runs; nil when it reads none.
+func (r SearchReader) spanFactsOf(ctx context.Context, project string, p *traceql.Plan, cands []searchCandidate) (*goSpanFacts, error) {
+	if !planReads(p, goSpanLevel) || len(cands) == 0 {
+		return nil, nil
+	}
+	out := &goSpanFacts{}
+	var err error
+	if planReads(p, func(e traceql.Expr) bool { return intrinsicIn(e, "retry", "retry_class", "retry_args") }) {
+		if out.tools, err = r.toolFactsOf(ctx, project, cands); err != nil {
+			return nil, err
+		}
+	}
+	if planReads(p, func(e traceql.Expr) bool { return intrinsicIn(e, "counted") }) {
+		if out.counted, err = r.countedOf(ctx, project, cands); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// countedOf applies the counting rule (attribution.CountedUsage) to the
+// spans with usage of candidate runs: the spans whose usage counts.
+func (r SearchReader) countedOf(ctx context.Context, project string, cands []searchCandidate) (map[[2]string]bool, error) {
+	ids := make([]string, len(cands))
+	for i := range cands {
+		ids[i] = cands[i].traceID
+	}
+	q, args := searchUsageSpansSQL(r.store, project, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: read usage: %w", err)
+	}
+	byRun := map[string][]attribution.UsageSpan{}
+	for rows.Next() {
+		var (
+			trace  string
+			u      attribution.UsageSpan
+			record uint8
+		)
+		if err := rows.Scan(&trace, &u.ID, &u.ParentID, &u.SpanType, &u.UsageMode, &record, &u.StartNs, &u.EndNs,
+			&u.Input, &u.CacheRead, &u.CacheWrite, &u.Output); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search: read usage: %w", err)
+		}
+		u.Record = record == 1
+		byRun[trace] = append(byRun[trace], u)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("search: read usage: %w", err)
+	}
+	out := map[[2]string]bool{}
+	for trace, spans := range byRun {
+		counted, _ := attribution.CountedUsage(spans)
+		for i, c := range counted {
+			if c {
+				out[[2]string{trace, spans[i].ID}] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// goSpanValue is a Go-read span-level intrinsic's value on a span of a
+// run: the retry fields on tool calls, effect and step on reviewed tool
+// steps, counted on every span.
+func goSpanValue(in *traceql.Intrinsic, key [2]string, sf *goSpanFacts, run runLevelFacts) traceql.Value {
+	switch in.Name {
+	case "retry", "retry_class", "retry_args":
+		f, ok := sf.tools[key]
+		return toolValue(in, f, ok)
+	case "effect", "step":
+		st, ok := run.steps[key[1]]
+		if !ok {
+			return traceql.Value{}
+		}
+		if in.Name == "effect" {
+			return traceql.Value{Present: true, Str: string(st.Effect)}
+		}
+		return traceql.Value{Present: true, Str: string(st.Status)}
+	case "counted":
+		return traceql.Value{Present: true, Str: strconv.FormatBool(sf.counted[key])}
+	}
+	return traceql.Value{}
+}
+
+// setGoSpanLevel sets, on each span of a candidate run, the bits of the
+// conditions on Go-read span-level intrinsics that hold for it, and those
+// fields' values.
+func setGoSpanLevel(p *traceql.Plan, cd *searchCandidate, sf *goSpanFacts, run runLevelFacts) {
 	for si := range cd.spans {
 		s := &cd.spans[si]
-		f, ok := facts[[2]string{cd.traceID, s.ID}]
+		key := [2]string{cd.traceID, s.ID}
 		for i, c := range p.Conds {
-			if !toolLevel(c) {
+			if !goSpanLevel(c) {
 				continue
 			}
 			var holds bool
 			if b, isCmp := c.(*traceql.Binary); isCmp {
-				holds = valueHolds(b, toolValue(b.L.(*traceql.Intrinsic), f, ok))
-			} else { // a bare boolean: retry
-				holds = toolValue(c.(*traceql.Intrinsic), f, ok).Str == "true"
+				holds = valueHolds(b, goSpanValue(b.L.(*traceql.Intrinsic), key, sf, run))
+			} else { // a bare boolean: retry, counted
+				holds = goSpanValue(c.(*traceql.Intrinsic), key, sf, run).Str == "true"
 			}
 			if holds {
 				s.Conds |= 1 << i
 			}
 		}
 		for fi, e := range p.Fields {
-			if in, isIn := e.(*traceql.Intrinsic); isIn && toolLevelIntrinsics[in.Name] {
-				s.Values[fi] = toolValue(in, f, ok)
+			if in, isIn := e.(*traceql.Intrinsic); isIn && goSpanIntrinsics[in.Name] {
+				s.Values[fi] = goSpanValue(in, key, sf, run)
 			}
 		}
 	}

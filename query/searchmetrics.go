@@ -117,7 +117,7 @@ func metricsUnit(m *traceql.Metrics) string {
 // before the function, span-level labels.
 func metricsSimple(p *traceql.Plan) bool {
 	_, oneFilter := p.Query.Spans.(*traceql.Filter)
-	return oneFilter && len(p.Query.Stages) == 0 && !readsRunLevel(p) && !planReads(p, toolLevel)
+	return oneFilter && len(p.Query.Stages) == 0 && !readsRunLevel(p) && !planReads(p, goSpanLevel)
 }
 
 // metricsAcc accumulates one series' values, per step and whole.

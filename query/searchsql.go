@@ -46,25 +46,48 @@ func join(sep string, parts ...sqlExpr) sqlExpr {
 
 func not(e sqlExpr) sqlExpr { return sqlExpr{"NOT (" + e.q + ")", e.args} }
 
-// unsupportedIntrinsics are tally's intrinsics that the review computes
-// per run in Go and search cannot read yet.
-var unsupportedIntrinsics = map[string]bool{
-	"effect": true, "step": true, "counted": true, "trace:signal": true, "trace:version": true,
+// goSpanIntrinsics are span-level intrinsics read in Go from a run's
+// spans as a whole: the retry rules classify each tool call against the
+// run's earlier calls, the safety review gives each tool step its effect
+// class and terminal status, and the counting rule decides which spans'
+// usage counts. SQL only narrows them (goNarrowSQL).
+var goSpanIntrinsics = map[string]bool{
+	"retry": true, "retry_class": true, "retry_args": true, "effect": true, "step": true, "counted": true,
 }
 
-// toolLevelIntrinsics are read in Go from a run's tool calls (the retry
-// rules classify each call against the run's earlier calls): SQL only
-// narrows them to tool spans.
-var toolLevelIntrinsics = map[string]bool{"retry": true, "retry_class": true, "retry_args": true}
-
-// toolLevel reports whether an atomic condition (or a field) reads a
-// tool-level intrinsic.
-func toolLevel(e traceql.Expr) bool {
+// goSpanLevel reports whether an atomic condition (or a field) reads a
+// span-level intrinsic computed in Go.
+func goSpanLevel(e traceql.Expr) bool {
 	if b, ok := e.(*traceql.Binary); ok {
 		e = b.L
 	}
 	in, ok := e.(*traceql.Intrinsic)
-	return ok && toolLevelIntrinsics[in.Name]
+	return ok && goSpanIntrinsics[in.Name]
+}
+
+// goNarrowSQL is what a span must be for a condition on a Go-read
+// intrinsic to hold for it: a tool span for the retry, effect and step
+// fields (which other spans lack, so that only = nil holds there), a span
+// with usage for counted (true only there); "1" where the condition may
+// hold for any span.
+func goNarrowSQL(e traceql.Expr) sqlExpr {
+	b, isCmp := e.(*traceql.Binary)
+	var name string
+	if isCmp {
+		name = b.L.(*traceql.Intrinsic).Name
+	} else {
+		name = e.(*traceql.Intrinsic).Name
+	}
+	if name == "counted" {
+		if !isCmp || b.R.(*traceql.Literal).Type == traceql.TBool && b.R.(*traceql.Literal).Bool == (b.Op == traceql.OpEq) {
+			return sqlf("usage_mode != ''")
+		}
+		return sqlf("1")
+	}
+	if isCmp && b.R.(*traceql.Literal).Type == traceql.TNil && b.Op == traceql.OpEq {
+		return sqlf("1")
+	}
+	return sqlf("span_type = 'tool'")
 }
 
 // spanColumn is the spans column (or expression) of a span-level
@@ -194,9 +217,6 @@ func condSQL(t tables, e traceql.Expr, project string, since, until time.Time) (
 		v, p := attrSQL(e)
 		return join(" AND ", p, sqlExpr{v.q + " = 'true'", v.args}), nil
 	case *traceql.Intrinsic:
-		if unsupportedIntrinsics[e.Name] {
-			return sqlExpr{}, &traceql.Error{Pos: e.Pos, Msg: e.Name + " cannot be searched yet"}
-		}
 		return sqlExpr{}, &traceql.Error{Pos: e.Pos, Msg: e.Name + " is not a condition"}
 	case *traceql.Binary:
 		lit := e.R.(*traceql.Literal)
@@ -256,9 +276,6 @@ func eventAttrSQL(a *traceql.Attr, b *traceql.Binary, lit *traceql.Literal) sqlE
 
 // intrinsicSQL compiles a comparison of a span-level intrinsic.
 func intrinsicSQL(t tables, f *traceql.Intrinsic, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) (sqlExpr, error) {
-	if unsupportedIntrinsics[f.Name] {
-		return sqlExpr{}, &traceql.Error{Pos: f.Pos, Msg: f.Name + " cannot be searched yet"}
-	}
 	switch f.Name {
 	case "event:name":
 		if lit.Type == traceql.TNil {
@@ -333,8 +350,8 @@ func relaxed(p *traceql.Plan, e traceql.Expr, neg bool, cond []sqlExpr) sqlExpr 
 	}
 	c := cond[p.CondIndex(e)]
 	if c.q == "" { // read in Go
-		if toolLevel(e) && !neg {
-			return sqlf("span_type = 'tool'")
+		if goSpanLevel(e) && !neg {
+			return goNarrowSQL(e)
 		}
 		return sqlf("1")
 	}
@@ -365,7 +382,7 @@ func valueSQL(e traceql.Expr) (sqlExpr, error) {
 		v, p := attrSQL(f)
 		return sqlExpr{"if(" + p.q + ", concat('1', " + v.q + "), '')", append(append([]any{}, p.args...), v.args...)}, nil
 	case *traceql.Intrinsic:
-		if f.Def.Trace || toolLevelIntrinsics[f.Name] {
+		if f.Def.Trace || goSpanIntrinsics[f.Name] {
 			return sqlf("''"), nil // read in Go
 		}
 		col, numeric := spanColumn(f.Name)
@@ -392,7 +409,7 @@ type searchPlanSQL struct {
 func compileSearch(t tables, p *traceql.Plan, project string, since, until time.Time) (searchPlanSQL, error) {
 	var out searchPlanSQL
 	for _, c := range p.Conds {
-		if runLevel(c) || toolLevel(c) {
+		if runLevel(c) || goSpanLevel(c) {
 			out.conds = append(out.conds, sqlExpr{})
 			continue
 		}
@@ -505,6 +522,14 @@ func searchCandidatesSQL(t tables, d spanDedup, c searchPlanSQL, project string,
 func searchToolCallsSQL(t tables, project string, ids []string) (string, []any) {
 	return "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status = 'error', start_ns, duration_ns, attempt FROM " +
 		t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = 'tool' " + onePerSpan, []any{project, traceSet(ids)}
+}
+
+// searchUsageSpansSQL reads what the counting rule needs of the spans
+// with usage of the runs.
+func searchUsageSpansSQL(t tables, project string, ids []string) (string, []any) {
+	return "SELECT trace_id, span_id, parent_span_id, span_type, usage_mode, usage_record, start_ns, end_ns, " +
+		"input_tokens, cache_read_tokens, cache_write_tokens, output_tokens FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND trace_id IN ? AND usage_mode != '' " + onePerSpan, []any{project, traceSet(ids)}
 }
 
 // searchTreeSQL reads the parent links of every span of the runs, for the

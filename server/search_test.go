@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/query/traceql"
+	"github.com/tallyhq/tally/safety"
 )
 
 // searchRuns sends three runs through the OTel Go SDK, each named by its
@@ -174,6 +175,103 @@ func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 	}
 }
 
+// TestSearchReviewIntrinsics: the fields the safety review, the
+// configuration and the counting rule compute per run. Beside searchRuns'
+// three runs (no signals; search_docs a read under the policy, the other
+// tools unknown; each one chat of gpt-4o, so one configuration), the
+// cashier run of tallytest.SendSafetyRun 20 minutes ago (the newest run:
+// no model, so another configuration; duplicate_side_effect and
+// unsafe_retry; charge_card irreversible; refund1 and search1 timed out,
+// ambiguous) and a run "wrapped" 10 minutes ago whose chat "outer" wraps
+// a chat "inner" of the same usage: only inner's usage counts.
+func TestSearchReviewIntrinsics(t *testing.T) {
+	policy, err := safety.ParsePolicy(tallytest.SafetyPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := tallytest.Start(t, func(o *tallytest.Config) { o.Reader = query.NewReader(o.Store, query.WithToolEffects(policy)) })
+	searchRuns(t, tally.URL)
+	now := time.Now().Truncate(time.Millisecond)
+	tallytest.SendSafetyRun(t, tally.URL, now.Add(-20*time.Minute))
+	outer := tallytest.Chat("outer", "root", "gpt-4o", 1000, 5000, "", 300, 20)
+	outer.Name = "outer"
+	inner := tallytest.Chat("inner", "outer", "gpt-4o", 1500, 4500, "", 300, 20)
+	inner.Name = "inner"
+	tallytest.SendSpans(t, tally.URL, "shop", now.Add(-10*time.Minute), []tallytest.Span{
+		{Key: "root", Name: "wrapped", End: 6000}, outer, inner})
+
+	// The configuration fingerprint of refunds, as /versions lists it.
+	resp, err := http.Get(tally.URL + "/api/v1/versions?since=2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions api.VersionsReport
+	err = json.NewDecoder(resp.Body).Decode(&versions)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fp string
+	for _, task := range versions.Tasks {
+		if task.Task == "refunds" && len(task.Versions) == 1 {
+			fp = task.Versions[0].Fingerprint
+		}
+	}
+	if fp == "" {
+		t.Fatalf("no version of refunds: %+v", versions)
+	}
+	const cashier = "invoke_agent cashier"
+	tests := []struct {
+		name, q string
+		want    []string
+	}{
+		{"irreversible steps", `{ effect = "irreversible" }`, []string{cashier}},
+		{"reads that ended ambiguous", `{ effect = "read" && step = "ambiguous" }`, []string{cashier, "docs"}},
+		{"unknown tools that succeeded", `{ effect = "unknown" && step = "ok" }`, []string{"research", "refunds"}},
+		{"a step nobody declared", `{ step = "escalated" }`, nil},
+		{"an effect is a tool step's", `{ effect = nil && name = "wrapped" }`, []string{"wrapped"}},
+		{"a signal", `{ trace:signal = "unsafe_retry" }`, []string{cashier}},
+		{"a signal by pattern", `{ trace:signal =~ "duplicate.*" }`, []string{cashier}},
+		{"runs without that signal", `{ trace:signal != "unsafe_retry" && operation = "invoke_agent" }`, []string{"research", "docs", "refunds"}},
+		{"runs without signals", `{ trace:signal = nil && span:parentID = "" }`, []string{"wrapped", "research", "docs", "refunds"}},
+		// wrapped's one model is gpt-4o too: the same configuration.
+		{"a version", `{ trace:version = "` + fp + `" && span:parentID = "" }`, []string{"wrapped", "research", "docs", "refunds"}},
+		{"another version", `{ trace:version != "` + fp + `" && span:parentID = "" }`, []string{cashier}},
+		{"the wrapped call counts", `{ name = "inner" && counted }`, []string{"wrapped"}},
+		{"its wrapper does not", `{ name = "outer" && counted }`, nil},
+		{"its wrapper, not counted", `{ name = "outer" && counted = false }`, []string{"wrapped"}},
+		{"counted chats", `{ counted && name = "chat gpt-4o" }`, []string{"research", "docs", "refunds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var page query.SearchPage
+			code, body := search(t, tally.URL, tc.q, &page)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			if got := runNames(page); !slices.Equal(got, tc.want) {
+				t.Fatalf("runs %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The matches are the steps themselves: the two charges.
+	var page query.SearchPage
+	if code, body := search(t, tally.URL, `{ effect = "irreversible" } | select(step)`, &page); code != http.StatusOK || len(page.Runs) != 1 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if m := page.Runs[0].Matches; len(m) != 2 || m[0].Name != "execute_tool charge_card" || m[1].Name != "execute_tool charge_card" {
+		t.Fatalf("matches %+v", m)
+	}
+	// Autocomplete offers the vocabulary of a field computed per run.
+	var values struct{ Values []query.SearchValue }
+	if code := getJSON(t, tally.URL+"/api/v1/search/values?since=2h&key=step", &values); code != http.StatusOK {
+		t.Fatalf("values: %d", code)
+	}
+	if v := values.Values; len(v) != len(safety.Statuses()) || v[0].Value != string(safety.Statuses()[0]) || v[0].Spans != 0 {
+		t.Fatalf("values of step: %+v", v)
+	}
+}
+
 // TestSearchMatchesAndHighlights: a match lists the spans that matched,
 // and a content match is highlighted where it is, folded case and all.
 func TestSearchMatchesAndHighlights(t *testing.T) {
@@ -251,7 +349,7 @@ func TestSearchErrorsSayWhere(t *testing.T) {
 		{`{ duration > "slow" }`, 13, "duration"},
 		{`{ span.x =~ "(" }`, 12, "regular expression"},
 		{`{ tool = "a" } | count() >`, 26, "expected a field or a value"},
-		{`{ effect = "write" }`, 2, "cannot be searched yet"},
+		{`{ effect = }`, 11, "expected a field or a value"},
 	} {
 		code, body := search(t, tally.URL, tc.q, nil)
 		var e api.SearchError

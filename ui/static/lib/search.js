@@ -116,7 +116,7 @@ export function setupQueryBar(input, list, windowParams) {
       if (!vals || input.value.slice(0, input.selectionStart ?? input.value.length) !== before) return; // typed on
       const typed = word.replace(/^"/, '').toLowerCase();
       items = vals.filter((v) => v.value.toLowerCase().startsWith(typed)).slice(0, 12)
-        .map((v) => ({ label: v.value, note: `${v.spans} span${v.spans === 1 ? '' : 's'}`, insert: tqlString(v.value), word }));
+        .map((v) => ({ label: v.value, note: v.spans ? `${v.spans} span${v.spans === 1 ? '' : 's'}` : '', insert: tqlString(v.value), word }));
     } else {
       if (!word || word.startsWith('"')) { close(); return; }
       await loadKeys();
