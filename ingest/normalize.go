@@ -647,10 +647,17 @@ func (n *normalizer) attributes(out *schema.Span, attrs []wire.KeyValue, dropped
 	n.pairs = n.pairs[:0]
 	maxAttrs, dropped, i := n.lim.MaxAttrsPerSpan, 0, 0
 	noContent := n.opts.Privacy.NoContent
+	var columnKeys []string
 	for _, a := range attrs {
 		k, v := a.Key, a.Value
 		m := n.meta[i]
 		i++
+		if m.act != ActionDrop && m.f != fNone && n.consumed[m.f] && !isContentField(m.f) {
+			if ck := clean(k, n.lim.MaxAttrValueBytes); !slices.Contains(columnKeys, ck) {
+				columnKeys = append(columnKeys, ck)
+			}
+			continue
+		}
 		if m.act == ActionDrop || (m.f != fNone && (n.consumed[m.f] || isContentField(m.f))) {
 			continue
 		}
@@ -674,6 +681,8 @@ func (n *normalizer) attributes(out *schema.Span, attrs []wire.KeyValue, dropped
 	}
 	n.pairs = append(n.pairs, n.notes...)
 	out.AttrKeys, out.AttrValues = splitSorted(n.pairs)
+	slices.Sort(columnKeys)
+	out.ColumnKeys = columnKeys
 }
 
 // events fills the event columns, up to MaxEventsPerSpan, and returns how

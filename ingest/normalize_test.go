@@ -690,7 +690,7 @@ func TestNormalizeSpanColumns(t *testing.T) {
 		t.Fatalf("got %d spans", len(batch.Spans))
 	}
 	root, s := batch.Spans[0], batch.Spans[1]
-	if root.ParentSpanID != "" || root.SpanType != "other" || root.Kind != "internal" || root.Status != "unset" {
+	if root.ParentSpanID != "" || root.SpanType != "other" || root.Kind != "internal" || root.Status != "unset" || root.ColumnKeys != nil {
 		t.Errorf("root: parent %q type %q kind %q status %q", root.ParentSpanID, root.SpanType, root.Kind, root.Status)
 	}
 	checks := []struct {
@@ -721,6 +721,9 @@ func TestNormalizeSpanColumns(t *testing.T) {
 		{"CostSource", s.CostSource, ""},
 		{"AttrKeys", s.AttrKeys, []string{"count", "flag", "ratio", "tags"}},
 		{"AttrValues", s.AttrValues, []string{"7", "true", "0.5", `["a","b"]`}},
+		// Every attribute stored in a column, by the key the span sent.
+		{"ColumnKeys", s.ColumnKeys, []string{"error.type", "gen_ai.agent.id", "gen_ai.operation.name", "gen_ai.response.finish_reasons",
+			"gen_ai.response.time_to_first_chunk", "gen_ai.step.id", "task.name"}},
 		{"ResourceKeys", s.ResourceKeys, []string{"deployment.environment.name", "service.name"}},
 		{"ResourceValues", s.ResourceValues, []string{"prod", "svc"}},
 		{"EventNames", s.EventNames, []string{"exception"}},

@@ -132,24 +132,53 @@ func spanColumn(name string) (string, bool) {
 	return "", false
 }
 
-// columnAliases are the attribute keys tally stores in a column when a
-// span sends them (the winner of an alias chain, verbatim): a query naming
-// one by its key reads the column when the span's attributes do not hold
-// it (ingest/normalize.go).
-var columnAliases = map[string]string{
-	"gen_ai.response.model": "response_model", "gen_ai.request.model": "request_model",
-	"llm.model_name": "model", "ai.response.model": "response_model", "ai.model.id": "request_model",
-	"gen_ai.provider.name": "provider", "gen_ai.system": "provider", "llm.provider": "provider", "llm.system": "provider",
-	"gen_ai.agent.name": "agent_name", "agent.name": "agent_name", "ai.telemetry.functionId": "agent_name",
-	"gen_ai.agent.id": "agent_id", "agent.id": "agent_id",
-	"gen_ai.conversation.id": "conversation_id", "session.id": "conversation_id", "langfuse.session.id": "conversation_id",
-	"traceloop.association.properties.session_id": "conversation_id", "ai.telemetry.metadata.sessionId": "conversation_id",
-	"user.id": "user_id", "langfuse.user.id": "user_id", "traceloop.association.properties.user_id": "user_id",
-	"ai.telemetry.metadata.userId": "user_id", "task.name": "task_name",
-	"gen_ai.tool.name": "tool_name", "tool.name": "tool_name", "ai.toolCall.name": "tool_name",
-	"gen_ai.tool.call.id": "tool_call_id", "tool_call.id": "tool_call_id", "tool.id": "tool_call_id", "ai.toolCall.id": "tool_call_id",
-	"gen_ai.tool.type": "tool_type", "gen_ai.step.id": "step_id", "step.id": "step_id", "step_id": "step_id",
-	"tally.tool.idempotency_key": "step_id", "error.type": "error_type", "gen_ai.operation.name": "operation",
+// columnAttr is how a span attribute that ingest stores in a column
+// reads back from it: its value as the span sent it (as text), and
+// whether the column holds anything (for rows that predate column_keys).
+type columnAttr struct{ value, filled string }
+
+// textColumn is a string column that holds the attribute as sent.
+func textColumn(col string) columnAttr { return columnAttr{col, col + " != ''"} }
+
+// finishReasonsJSON renders finish_reasons as the JSON list the span sent
+// (ingest stores an attribute's list as JSON).
+const finishReasonsJSON = `concat('[', arrayStringConcat(arrayMap(x -> concat('"', replaceAll(replaceAll(x, '\\', '\\\\'), '"', '\\"'), '"'), finish_reasons), ','), ']')`
+
+// columnAttrs are the span attribute keys ingest stores in a column when a
+// span sends them and they win their alias chain (ingest/normalize.go), by
+// the key as sent: a query naming one reads the column when the span's
+// column_keys record that it sent that key. Rows stored before tally
+// recorded column_keys hold [schema.ColumnKeysUnknown]: for them, any
+// value in the column counts as the key's.
+var columnAttrs = map[string]columnAttr{
+	"gen_ai.response.model": textColumn("response_model"), "ai.response.model": textColumn("response_model"),
+	"gen_ai.request.model": textColumn("request_model"), "ai.model.id": textColumn("request_model"),
+	"llm.model_name": textColumn("model"), "langfuse.observation.model.name": textColumn("model"),
+	"gen_ai.provider.name": textColumn("provider"), "gen_ai.system": textColumn("provider"),
+	"llm.provider": textColumn("provider"), "llm.system": textColumn("provider"),
+	"gen_ai.agent.name": textColumn("agent_name"), "agent.name": textColumn("agent_name"), "ai.telemetry.functionId": textColumn("agent_name"),
+	"traceloop.entity.name": {"if(span_type = 'tool', tool_name, agent_name)", "if(span_type = 'tool', tool_name, agent_name) != ''"},
+	"gen_ai.agent.id":       textColumn("agent_id"), "agent.id": textColumn("agent_id"),
+	"gen_ai.conversation.id": textColumn("conversation_id"), "session.id": textColumn("conversation_id"),
+	"langfuse.session.id": textColumn("conversation_id"), "traceloop.association.properties.session_id": textColumn("conversation_id"),
+	"ai.telemetry.metadata.sessionId": textColumn("conversation_id"),
+	"user.id":                         textColumn("user_id"), "langfuse.user.id": textColumn("user_id"),
+	"traceloop.association.properties.user_id": textColumn("user_id"), "ai.telemetry.metadata.userId": textColumn("user_id"),
+	"task.name":        textColumn("task_name"),
+	"gen_ai.tool.name": textColumn("tool_name"), "tool.name": textColumn("tool_name"), "ai.toolCall.name": textColumn("tool_name"),
+	"gen_ai.tool.call.id": textColumn("tool_call_id"), "tool_call.id": textColumn("tool_call_id"),
+	"tool.id": textColumn("tool_call_id"), "ai.toolCall.id": textColumn("tool_call_id"),
+	"gen_ai.tool.type": textColumn("tool_type"),
+	"gen_ai.step.id":   textColumn("step_id"), "step.id": textColumn("step_id"), "step_id": textColumn("step_id"),
+	"tally.tool.idempotency_key": textColumn("step_id"),
+	"error.type":                 textColumn("error_type"), "gen_ai.operation.name": textColumn("operation"),
+	"gen_ai.tool.call.attempt": {"toString(attempt)", "attempt != 0"}, "retry.attempt": {"toString(attempt)", "attempt != 0"},
+	"attempt":                        {"toString(attempt)", "attempt != 0"},
+	"gen_ai.response.finish_reasons": {finishReasonsJSON, "notEmpty(finish_reasons)"},
+	"ai.response.finishReason":       {"finish_reasons[1]", "notEmpty(finish_reasons)"},
+	// Seconds as sent; ingest keeps milliseconds.
+	"gen_ai.response.time_to_first_chunk": {"toString(ttfc_ms / 1000)", "ttfc_ms != 0"},
+	"ai.response.msToFirstChunk":          {"toString(ttfc_ms)", "ttfc_ms != 0"},
 }
 
 // attrSQL is the value (as text) and presence of an attribute on a span.
@@ -158,9 +187,10 @@ func attrSQL(a *traceql.Attr) (value, present sqlExpr) {
 	spanP := sqlf("has(attr_keys, ?)", a.Name)
 	resV := sqlf("resource_values[indexOf(resource_keys, ?)]", a.Name)
 	resP := sqlf("has(resource_keys, ?)", a.Name)
-	if col, ok := columnAliases[a.Name]; ok && a.Scope != traceql.ScopeResource {
-		spanV = sqlExpr{"if(" + spanP.q + ", " + spanV.q + ", " + col + ")", append(append([]any{}, spanP.args...), spanV.args...)}
-		spanP = join(" OR ", spanP, sqlf(col+" != ''"))
+	if col, ok := columnAttrs[a.Name]; ok && a.Scope != traceql.ScopeResource {
+		spanV = sqlExpr{"if(" + spanP.q + ", " + spanV.q + ", " + col.value + ")", append(append([]any{}, spanP.args...), spanV.args...)}
+		spanP = join(" OR ", spanP, sqlf("has(column_keys, ?)", a.Name),
+			sqlf("(has(column_keys, ?) AND "+col.filled+")", schema.ColumnKeysUnknown))
 	}
 	if a.Name == "service.name" && a.Scope != traceql.ScopeSpan {
 		resV, resP = sqlf("service"), sqlf("service != ''")

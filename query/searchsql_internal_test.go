@@ -69,7 +69,7 @@ func FuzzSearchSQL(f *testing.F) {
 		// word may also be a column's, so only the others are looked for).
 		for _, name := range attrNames(q) {
 			if strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" && strings.Contains(sql, name) {
-				if _, ok := columnAliases[name]; !ok && name != "service.name" {
+				if _, ok := columnAttrs[name]; !ok && name != "service.name" {
 					t.Fatalf("%q: the attribute name %q is in the SQL text\n%s", s, name, sql)
 				}
 			}

@@ -203,6 +203,7 @@ var spanColumns = []column[Span]{
 	lowCol("price_version", func(s *Span) string { return s.PriceVersion }),
 	strsCol("attr_keys", func(s *Span) []string { return s.AttrKeys }),
 	strsCol("attr_values", func(s *Span) []string { return s.AttrValues }),
+	columnKeysCol(),
 	strsCol("resource_keys", func(s *Span) []string { return s.ResourceKeys }),
 	strsCol("resource_values", func(s *Span) []string { return s.ResourceValues }),
 	strsCol("event_names", func(s *Span) []string { return s.EventNames }),
@@ -224,6 +225,17 @@ var contentColumns = []column[Content]{
 	strCol("value", func(c *Content) string { return c.Value }),
 	u8Col("truncated", func(c *Content) uint8 { return c.Truncated }),
 	u64Col("version", func(c *Content) uint64 { return c.Version }),
+}
+
+// columnKeysCol is spans.column_keys: a few keys of a small vocabulary
+// (LowCardinality where the server has it), defaulting to
+// [ColumnKeysUnknown] in the rows written before the column existed. Every
+// insert writes it.
+func columnKeysCol() column[Span] {
+	c := strsCol("column_keys", func(s *Span) []string { return s.ColumnKeys })
+	c.typ = "Array(String) DEFAULT ['" + ColumnKeysUnknown + "']"
+	c.modern = "Array(LowCardinality(String)) DEFAULT ['" + ColumnKeysUnknown + "']"
+	return c
 }
 
 func columnDDL[R any](cols []column[R], caps Capabilities) string {

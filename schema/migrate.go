@@ -80,6 +80,9 @@ var migrations = []migration{
 	{version: 9, name: "saved search queries", tables: func(s *Store) []tableDef {
 		return []tableDef{savedQueriesTable(s)}
 	}},
+	{version: 10, name: "span column keys", columns: func(s *Store) []addedColumn {
+		return addColumns(s, TableSpans, spanColumns, "column_keys")
+	}},
 }
 
 // statements are the migration's statements for this store, in order.

@@ -139,6 +139,12 @@ type Span struct {
 
 	AttrKeys       []string `ch:"attr_keys"` // remaining span attributes, values as strings (JSON for non-scalars)
 	AttrValues     []string `ch:"attr_values"`
+	// ColumnKeys are the span attributes tally stored in columns instead
+	// of AttrKeys, by the key the span sent (the winner of each alias
+	// chain: gen_ai.request.model, ai.toolCall.name, …), sorted: what lets
+	// a query name such an attribute as sent. Rows written before tally
+	// recorded them hold ColumnKeysUnknown.
+	ColumnKeys     []string `ch:"column_keys"`
 	ResourceKeys   []string `ch:"resource_keys"`
 	ResourceValues []string `ch:"resource_values"`
 
@@ -198,7 +204,7 @@ func (s *Span) DataBytes() int64 {
 		len(s.ToolName) + len(s.ToolCallID) + len(s.ToolType) + len(s.StepID) + len(s.ArgsHash) +
 		len(s.ErrorType) + len(s.UsageMode) + len(s.CostSource) + len(s.CostConfidence) + len(s.PriceEntry) + len(s.PriceVersion) +
 		len(s.LinksJSON) + 8*len(s.EventTimeNs)
-	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ResourceKeys, s.ResourceValues,
+	for _, ss := range [...][]string{s.FinishReasons, s.AttrKeys, s.AttrValues, s.ColumnKeys, s.ResourceKeys, s.ResourceValues,
 		s.EventNames, s.EventAttrs} {
 		for _, v := range ss {
 			n += len(v)
@@ -206,6 +212,12 @@ func (s *Span) DataBytes() int64 {
 	}
 	return int64(n)
 }
+
+// ColumnKeysUnknown is the one element of Span.ColumnKeys in a row
+// written before tally recorded them (the column's default): which
+// attributes such a row's columns came from is not known. Not "": the
+// 26.x engine's has() does not find "" in an Array(LowCardinality(String)).
+const ColumnKeysUnknown = "?"
 
 // DataBytes is the content row's data, measured like Span.DataBytes.
 func (c *Content) DataBytes() int64 {

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,60 @@ func columnOrder(t *testing.T, s *schema.Store, table string) string {
 		b.WriteString(c.Name() + " " + c.DatabaseTypeName() + "\n")
 	}
 	return b.String()
+}
+
+// TestUpgradeRecordsColumnKeysUnknown: migration 10 adds spans.column_keys
+// where the store lacks it, in a new store's place; the rows written
+// before read [ColumnKeysUnknown] (their keys were not recorded), the rows
+// written after hold what ingest recorded, none included.
+func TestUpgradeRecordsColumnKeysUnknown(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	conn := s.Conn()
+	fresh := columnOrder(t, s, schema.TableSpans)
+	if err := conn.Exec(ctx, "ALTER TABLE "+s.Table(schema.TableSpans)+" DROP COLUMN column_keys"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if err := conn.Exec(ctx, "INSERT INTO "+s.Table(schema.TableSpans)+" (project, trace_id, span_id, start, request_model) SELECT 'p', 'old', 's', toDateTime('"+now.Format(time.DateTime)+"', 'UTC'), 'm'"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := schema.ApplyMigration(ctx, s, 10); err != nil {
+			t.Fatalf("migration 10 on a store before it: %v", err)
+		}
+	}
+	if got := columnOrder(t, s, schema.TableSpans); got != fresh {
+		t.Errorf("spans after the upgrade:\n%s\nwant the new store's\n%s", got, fresh)
+	}
+	spans := []schema.Span{
+		{Project: "p", TraceID: "new", SpanID: "s", Start: now, ColumnKeys: []string{"gen_ai.request.model"}},
+		{Project: "p", TraceID: "none", SpanID: "s", Start: now},
+	}
+	if err := s.InsertSpans(ctx, spans); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"old": {schema.ColumnKeysUnknown}, "new": {"gen_ai.request.model"}, "none": {}}
+	rows, err := conn.Query(ctx, "SELECT trace_id, column_keys FROM "+s.Table(schema.TableSpans))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string][]string{}
+	for rows.Next() {
+		var id string
+		var keys []string
+		if err := rows.Scan(&id, &keys); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = keys
+	}
+	if len(got) != 3 {
+		t.Fatalf("rows %v", got)
+	}
+	for id, w := range want {
+		if !slices.Equal(got[id], w) {
+			t.Errorf("%s: column_keys %q, want %q", id, got[id], w)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Package rowcodec is a compact, fast binary encoding of ingest.Batch: how a
 // batch is stored as one record of the durable log (package ingest/wal).
 //
-// Layout (version 2): a version byte, then the spans (uvarint count, then
+// Layout (version 3): a version byte, then the spans (uvarint count, then
 // each span's fields in declaration order of schema.Span), then the contents
 // (uvarint count, then each schema.Content's fields in order). Strings are a
 // uvarint length and the bytes; []string and []uint64 are a uvarint count and
@@ -15,7 +15,10 @@
 // added to encode and decode here with a new version byte; the round-trip
 // test fails until it is. Version 1, written before Span.UsageRecord and
 // Span.CostConfidence, lacks those two fields; Decode still reads it (a
-// durable log written by an older tally), leaving them zero.
+// durable log written by an older tally), leaving them zero. Version 2,
+// written before Span.ColumnKeys, lacks that field: Decode reads it (and
+// version 1) as [schema.ColumnKeysUnknown], as the spans table does its
+// older rows.
 package rowcodec
 
 import (
@@ -31,19 +34,25 @@ import (
 )
 
 // Version is the format version written as the first byte.
-const Version byte = 2
+const Version byte = 3
 
-// version1 is the format without UsageRecord and CostConfidence.
-const version1 byte = 1
+// The older versions Decode reads: version1 without UsageRecord,
+// CostConfidence and ColumnKeys, version2 without ColumnKeys.
+const (
+	version1 byte = 1
+	version2 byte = 2
+)
 
 // Smallest encodings of one zero-valued row: every string and slice is one
-// length byte. A span has 34 strings, 7 string slices and 1 uint64 slice
-// (42 length bytes); 9 uint64, 6 float64, 1 uint32 and 2 uint8 (72+48+4+2 =
-// 126 bytes); and 2 times (24 bytes): 192 (190 in version 1). A content row has 6 strings (6),
+// length byte. A span has 34 strings, 8 string slices and 1 uint64 slice
+// (43 length bytes); 9 uint64, 6 float64, 1 uint32 and 2 uint8 (72+48+4+2 =
+// 126 bytes); and 2 times (24 bytes): 193 (192 in version 2, 190 in
+// version 1). A content row has 6 strings (6),
 // a uint8 and a uint64 (9) and a time (12): 27. Decode uses them to bound
 // counts before it allocates.
 const (
-	minSpanBytes    = 192
+	minSpanBytes    = 193
+	minSpanBytesV2  = 192
 	minSpanBytesV1  = 190
 	minContentBytes = 27
 )
@@ -142,6 +151,9 @@ func appendSpan(d []byte, s *schema.Span, v byte) []byte {
 
 	d = appendStrings(d, s.AttrKeys)
 	d = appendStrings(d, s.AttrValues)
+	if v >= 3 {
+		d = appendStrings(d, s.ColumnKeys)
+	}
 	d = appendStrings(d, s.ResourceKeys)
 	d = appendStrings(d, s.ResourceValues)
 
@@ -213,8 +225,8 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	if len(data) == 0 {
 		return dst, fmt.Errorf("%w: empty input", ErrMalformed)
 	}
-	if data[0] != Version && data[0] != version1 {
-		return dst, fmt.Errorf("%w: unknown version %d (this build reads %d and %d)", ErrMalformed, data[0], version1, Version)
+	if !known(data[0]) {
+		return dst, fmt.Errorf("%w: unknown version %d (this build reads %d to %d)", ErrMalformed, data[0], version1, Version)
 	}
 	// One copy of the input backs every decoded string (substrings of it),
 	// instead of one allocation per string.
@@ -246,13 +258,16 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 // SpanCount is the number of spans an encoded batch holds, read from its
 // header without decoding it (0 and an error when the header is damaged).
 func SpanCount(data []byte) (int, error) {
-	if len(data) == 0 || data[0] != Version && data[0] != version1 {
+	if len(data) == 0 || !known(data[0]) {
 		return 0, fmt.Errorf("%w: bad header", ErrMalformed)
 	}
 	d := decoder{buf: data, pos: 1, version: data[0]}
 	n := d.count(d.minSpan(), "spans")
 	return n, d.err
 }
+
+// known reports whether Decode reads format version v.
+func known(v byte) bool { return v == Version || v == version2 || v == version1 }
 
 // decoder reads fields in order; the first problem sticks in err and every
 // later read returns zero values.
@@ -270,8 +285,11 @@ type decoder struct {
 
 // minSpan is the smallest encoding of a span in d's version.
 func (d *decoder) minSpan() int {
-	if d.version == version1 {
+	switch d.version {
+	case version1:
 		return minSpanBytesV1
+	case version2:
+		return minSpanBytesV2
 	}
 	return minSpanBytes
 }
@@ -481,6 +499,11 @@ func (d *decoder) span(s *schema.Span) {
 
 	s.AttrKeys = d.strings("attr_keys")
 	s.AttrValues = d.strings("attr_values")
+	if d.version >= 3 {
+		s.ColumnKeys = d.strings("column_keys")
+	} else {
+		s.ColumnKeys = []string{schema.ColumnKeysUnknown}
+	}
 	s.ResourceKeys = d.strings("resource_keys")
 	s.ResourceValues = d.strings("resource_values")
 

@@ -109,8 +109,8 @@ func TestReadsVersion1(t *testing.T) {
 	if enc := encode(nil, want, version1); !bytes.Equal(enc, old) {
 		t.Fatal("encode(version1) differs from what the version 1 encoder wrote")
 	}
-	if _, err := Decode(append([]byte{3}, old[1:]...)); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("version 3 decoded: %v", err)
+	if _, err := Decode(append([]byte{Version + 1}, old[1:]...)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("version %d decoded: %v", Version+1, err)
 	}
 }
 
@@ -131,6 +131,8 @@ func version1Batch() ingest.Batch {
 		CostInput: 0.1, CostCacheRead: 0.2, CostCacheWrite: 0.3, CostOutput: 0.4, CostTotal: 1.0,
 		CostSource: schema.CostCatalog, PriceEntry: "openai/gpt-4o", PriceVersion: "2024-08-06",
 		AttrKeys: []string{"k1", "k2"}, AttrValues: []string{"v1", "é"}, ResourceKeys: []string{"service.name"}, ResourceValues: []string{"svc"},
+		// Not in version 1: its rows' column keys are not known.
+		ColumnKeys: []string{schema.ColumnKeysUnknown},
 		EventNames: []string{"e"}, EventTimeNs: []uint64{3}, EventAttrs: []string{`{"x":1}`}, LinksJSON: `[]`,
 		IngestedAt: at, Version: 42,
 	}}, Contents: []schema.Content{{Project: "p", TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16),
@@ -157,9 +159,13 @@ func TestSpecialValuesRoundTrip(t *testing.T) {
 }
 
 func TestMinimumRowSizes(t *testing.T) {
-	// version + span count + one zero span + content count = 1+1+192+1.
-	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 195 {
-		t.Fatalf("batch of one zero span encodes to %d bytes, want 195", n)
+	// version + span count + one zero span + content count = 1+1+193+1.
+	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 196 {
+		t.Fatalf("batch of one zero span encodes to %d bytes, want 196", n)
+	}
+	// Version 2 had no column_keys.
+	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version2)); n != 195 {
+		t.Fatalf("version 2: batch of one zero span encodes to %d bytes, want 195", n)
 	}
 	// Version 1 had no usage_record byte and no cost_confidence string.
 	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version1)); n != 193 {
@@ -177,7 +183,7 @@ func TestContentLayout(t *testing.T) {
 		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 1, Version: 258,
 	}}}
 	want := []byte{
-		2,                      // version
+		3,                      // version
 		0,                      // no spans
 		1,                      // one content
 		1, 'p', 1, 't', 1, 's', // project, trace_id, span_id
@@ -193,8 +199,8 @@ func TestContentLayout(t *testing.T) {
 
 func TestEmptyBatch(t *testing.T) {
 	enc := Encode(nil, ingest.Batch{Spans: []schema.Span{}})
-	if !bytes.Equal(enc, []byte{2, 0, 0}) {
-		t.Fatalf("empty batch encodes to %v, want [2 0 0]", enc)
+	if !bytes.Equal(enc, []byte{3, 0, 0}) {
+		t.Fatalf("empty batch encodes to %v, want [3 0 0]", enc)
 	}
 	got, err := Decode(enc)
 	if err != nil || got.Spans != nil || got.Contents != nil {
@@ -209,7 +215,7 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		in   []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{3}, valid[1:]...)},
+		{"unknown version", append([]byte{4}, valid[1:]...)},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
 		{"span count too large for input", []byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0}}, // 1<<32 spans in 1 byte
 		{"overlong uvarint", []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
