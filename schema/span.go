@@ -137,8 +137,8 @@ type Span struct {
 	PriceEntry     string `ch:"price_entry"` // catalog entry id that priced the span
 	PriceVersion   string `ch:"price_version"`
 
-	AttrKeys       []string `ch:"attr_keys"` // remaining span attributes, values as strings (JSON for non-scalars)
-	AttrValues     []string `ch:"attr_values"`
+	AttrKeys   []string `ch:"attr_keys"` // remaining span attributes, values as strings (JSON for non-scalars)
+	AttrValues []string `ch:"attr_values"`
 	// ColumnKeys are the span attributes tally stored in columns instead
 	// of AttrKeys, by the key the span sent (the winner of each alias
 	// chain: gen_ai.request.model, ai.toolCall.name, …), sorted: what lets
