@@ -201,7 +201,7 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		after = &c
 	}
 	plan := traceql.NewPlan(q)
-	c, err := compileSearch(r.store, plan, req.Project, req.Since, req.Until)
+	c, err := compileSearch(searchTarget{r.store, r.store.Capabilities().TextIndex}, plan, req.Project, req.Since, req.Until)
 	if err != nil {
 		return SearchPage{}, err
 	}

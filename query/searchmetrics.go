@@ -210,7 +210,7 @@ func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step
 		return MetricsResult{}, err
 	}
 	plan := traceql.NewPlan(q)
-	c, err := compileSearch(r.store, plan, req.Project, req.Since, req.Until)
+	c, err := compileSearch(searchTarget{r.store, r.store.Capabilities().TextIndex}, plan, req.Project, req.Since, req.Until)
 	if err != nil {
 		return MetricsResult{}, err
 	}

@@ -2,10 +2,12 @@ package query
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/tallyhq/tally/query/traceql"
 	"github.com/tallyhq/tally/schema"
@@ -241,7 +243,7 @@ func compareText(v sqlExpr, b *traceql.Binary, lit string) sqlExpr {
 }
 
 // condSQL compiles one atomic span-level condition (a Plan.Conds entry).
-func condSQL(t tables, e traceql.Expr, project string, since, until time.Time) (sqlExpr, error) {
+func condSQL(t searchTarget, e traceql.Expr, project string, since, until time.Time) (sqlExpr, error) {
 	switch e := e.(type) {
 	case *traceql.Attr:
 		v, p := attrSQL(e)
@@ -305,7 +307,7 @@ func eventAttrSQL(a *traceql.Attr, b *traceql.Binary, lit *traceql.Literal) sqlE
 }
 
 // intrinsicSQL compiles a comparison of a span-level intrinsic.
-func intrinsicSQL(t tables, f *traceql.Intrinsic, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) (sqlExpr, error) {
+func intrinsicSQL(t searchTarget, f *traceql.Intrinsic, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) (sqlExpr, error) {
 	switch f.Name {
 	case "event:name":
 		if lit.Type == traceql.TNil {
@@ -341,7 +343,7 @@ func intrinsicSQL(t tables, f *traceql.Intrinsic, b *traceql.Binary, lit *traceq
 // contentSQL matches the spans with captured content (messages, system
 // instructions, tool arguments and results) satisfying the comparison, in
 // the window.
-func contentSQL(t tables, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) sqlExpr {
+func contentSQL(t searchTarget, b *traceql.Binary, lit *traceql.Literal, project string, since, until time.Time) sqlExpr {
 	sub := "SELECT trace_id, span_id FROM " + t.Table(schema.TableContent) + " WHERE project = ? AND start >= ? AND start <= ?"
 	args := []any{project, since.UTC().Truncate(time.Second), until.UTC()}
 	if lit.Type == traceql.TNil {
@@ -352,8 +354,56 @@ func contentSQL(t tables, b *traceql.Binary, lit *traceql.Literal, project strin
 		return sqlExpr{"(trace_id, span_id) " + op + " (" + sub + ")", args}
 	}
 	cmp := compareText(sqlf("value"), b, lit.Str)
+	if t.textIndex && b.Op == traceql.OpContains {
+		for _, w := range indexWords(lit.Str) {
+			sub += " AND lowerUTF8(value) LIKE ?"
+			args = append(args, "%"+w+"%")
+		}
+	}
 	return sqlExpr{"(trace_id, span_id) IN (" + sub + " AND " + cmp.q + ")", append(args, cmp.args...)}
 }
+
+// searchTarget is where a search's SQL reads: the tables, and whether the
+// content table has a text index (schema.ContentTextIndex).
+type searchTarget struct {
+	tables
+	textIndex bool
+}
+
+// minIndexWord is the shortest word a content search looks up in the text
+// index: the server evaluates shorter LIKE patterns without it
+// (text_index_like_min_pattern_length).
+const minIndexWord = 4
+
+// indexWords are the words of a contains needle, folded, that narrow a
+// content search through the text index: its runs of token characters
+// (the index's tokenizer splits at each ASCII character that is not a
+// letter or digit), each of which lies within one token of any value
+// holding the needle, so LIKE '%word%' on the lowered value holds where
+// the needle does. Left out: the short words, and those with a letter the
+// server may lower otherwise than Go folds it (ambiguousCase).
+func indexWords(needle string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(needle, func(r rune) bool {
+		return r < utf8.RuneSelf && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		if strings.ContainsFunc(w, ambiguousCase) {
+			continue
+		}
+		if w = foldText(w); len(w) >= minIndexWord && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ambiguousCase reports whether a letter of a needle may be lowered by
+// the server otherwise than Go folds it: İ, which has a lowercase of two
+// code points (i and a combining dot) that Go's simple mapping shortens to
+// i, and the sigmas, which the server lowers by context (a word's final Σ
+// to ς; checked on the 26.x engine) and the fold maps to σ. Every other
+// code point has one lowercase, the same in both.
+func ambiguousCase(r rune) bool { return r == 'İ' || r == 'Σ' || r == 'σ' || r == 'ς' }
 
 // relaxed compiles a filter's condition so that it holds for every span
 // the exact condition may hold for: run-level conditions, read in Go, are
@@ -436,7 +486,7 @@ type searchPlanSQL struct {
 }
 
 // compileSearch compiles the plan's span-level conditions for the window.
-func compileSearch(t tables, p *traceql.Plan, project string, since, until time.Time) (searchPlanSQL, error) {
+func compileSearch(t searchTarget, p *traceql.Plan, project string, since, until time.Time) (searchPlanSQL, error) {
 	var out searchPlanSQL
 	for _, c := range p.Conds {
 		if runLevel(c) || goSpanLevel(c) {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,8 @@ func FuzzSearchSQL(f *testing.F) {
 			return
 		}
 		p := traceql.NewPlan(q)
-		c, err := compileSearch(dbTables{}, p, "tenant-a", since, since.Add(time.Hour))
+		// Half the inputs compile for a store with a text index.
+		c, err := compileSearch(searchTarget{tables: dbTables{}, textIndex: len(s)%2 == 1}, p, "tenant-a", since, since.Add(time.Hour))
 		if err != nil {
 			if _, ok := err.(*traceql.Error); !ok {
 				t.Fatalf("%q: %v", s, err)
@@ -58,7 +60,7 @@ func FuzzSearchSQL(f *testing.F) {
 		for _, lit := range literalsOf(q) {
 			lit.Str = "zz"
 		}
-		c2, err := compileSearch(dbTables{}, p, "tenant-a", since, since.Add(time.Hour))
+		c2, err := compileSearch(searchTarget{tables: dbTables{}, textIndex: len(s)%2 == 1}, p, "tenant-a", since, since.Add(time.Hour))
 		if err != nil {
 			t.Fatalf("%q with its strings changed: %v", s, err)
 		}
@@ -125,4 +127,58 @@ func walkExprs(q *traceql.Query, visit func(traceql.Expr)) {
 		}
 	}
 	set(q.Spans)
+}
+
+// TestIndexWords: the words of a folded needle that narrow a content
+// search through the text index, each lying within one token of any value
+// holding the needle.
+func TestIndexWords(t *testing.T) {
+	for _, tc := range []struct {
+		needle string
+		want   []string
+	}{
+		{"duplicate charge", []string{"duplicate", "charge"}},
+		{"refund polic", []string{"refund", "polic"}},
+		// Split where the index's tokenizer splits: ASCII that is not a
+		// letter or digit; other code points belong to words.
+		{`{"order":"1234"}`, []string{"order", "1234"}},
+		{"ОТМЕНИТЬ Заказ", []string{"отменить", "заказ"}},
+		{"退款政策", []string{"退款政策"}},
+		{"my_task: sms", []string{"task"}}, // "my" and "sms" are too short to look up
+		{"the the", []string{}},
+		// Sigmas, and letters lowered otherwise by the server, are left out.
+		{"ΠΕΡΙΟΔΟΣ ελεγχου", []string{"ελεγχου"}},
+		{"İstanbul Istanbul", []string{"istanbul"}},
+		{"µ-law", []string{}},
+	} {
+		got := indexWords(tc.needle)
+		if len(got) == 0 && len(tc.want) == 0 {
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("indexWords(%q) = %q, want %q", tc.needle, got, tc.want)
+		}
+	}
+	// With a text index, each word narrows the content read; without, none.
+	since := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := traceql.NewPlan(must(traceql.Parse(`{ content contains "Duplicate charge" }`, traceql.Limits{})))
+	for _, index := range []bool{true, false} {
+		c, err := compileSearch(searchTarget{tables: dbTables{}, textIndex: index}, p, "p", since, since.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cond := c.conds[0]
+		likes := strings.Count(cond.q, "lowerUTF8(value) LIKE ?")
+		if want := map[bool]int{true: 2, false: 0}[index]; likes != want ||
+			index && (!slices.Contains(cond.args, any("%duplicate%")) || !slices.Contains(cond.args, any("%charge%"))) {
+			t.Errorf("text index %v: %s %v", index, cond.q, cond.args)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -42,6 +42,14 @@ type Capabilities struct {
 	// single INSERT block", code 252). 0: no limit (18.16 has none, and 0
 	// turns it off). Known only from a connection (DetectCapabilities).
 	MaxPartitionsPerInsert int
+	// TextIndex: the server builds full-text (text) indexes and evaluates
+	// LIKE '%…%' through their token dictionary (26.x:
+	// enable_full_text_index and
+	// use_text_index_like_evaluation_by_dictionary_scan on), so the
+	// content table gets one and a content search narrows to the granules
+	// whose tokens can hold the words. Known only from a connection
+	// (DetectCapabilities).
+	TextIndex bool
 	// ZoneName is the server's time zone, in which toYYYYMMDD and toYYYYMM
 	// cut the partitions of DateTime columns, and Zone that zone loaded
 	// here: nil until detected, and when the zone database here lacks it.
@@ -83,6 +91,12 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	if c.MaxPartitionsPerInsert, err = maxPartitionsPerInsert(ctx, conn); err != nil {
 		return Capabilities{}, err
 	}
+	var on uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.settings WHERE name IN "+
+		"('enable_full_text_index', 'use_text_index_like_evaluation_by_dictionary_scan') AND value = '1'").Scan(&on); err != nil {
+		return Capabilities{}, fmt.Errorf("detect text indexes: %w", err)
+	}
+	c.TextIndex = on == 2
 	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&c.ZoneName); err != nil {
 		return Capabilities{}, fmt.Errorf("detect clickhouse time zone: %w", err)
 	}

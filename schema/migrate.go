@@ -83,6 +83,27 @@ var migrations = []migration{
 	{version: 10, name: "span column keys", columns: func(s *Store) []addedColumn {
 		return addColumns(s, TableSpans, spanColumns, "column_keys")
 	}},
+	{version: 11, name: "content text index", stmts: contentTextIndex},
+}
+
+// ContentTextIndex is the content table's full-text index, on servers
+// with Capabilities.TextIndex: the tokens of each value, lowered, split at
+// every ASCII character that is not a letter or digit (other code points,
+// Cyrillic, Greek and CJK included, are part of tokens). A content search
+// (package query) narrows with LIKE '%word%' on lowerUTF8(value), which
+// the server answers from the index's token dictionary.
+const ContentTextIndex = "value_tokens"
+
+// contentTextIndex adds ContentTextIndex where the server has text
+// indexes. Parts written before are not indexed until merged (a search
+// reads them whole, as without the index); ALTER TABLE … MATERIALIZE
+// INDEX indexes them at once.
+func contentTextIndex(s *Store) []string {
+	if !s.caps.TextIndex {
+		return nil
+	}
+	return []string{"ALTER TABLE " + s.LocalTable(TableContent) + s.onCluster() + " ADD INDEX IF NOT EXISTS " + ContentTextIndex +
+		" lowerUTF8(value) TYPE text(tokenizer = 'splitByNonAlpha')"}
 }
 
 // statements are the migration's statements for this store, in order.

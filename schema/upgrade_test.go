@@ -142,3 +142,25 @@ func TestUpgradeRecordsColumnKeysUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestContentTextIndex: on a server with text indexes (the embedded 26.x
+// engine) the content table has one; the 18.16 server has none and gets
+// none.
+func TestContentTextIndex(t *testing.T) {
+	s := migratedStore(t)
+	caps := s.Capabilities()
+	if caps.Major >= 26 != caps.TextIndex {
+		t.Fatalf("server %s: text indexes %v", caps.Version, caps.TextIndex)
+	}
+	if !caps.TextIndex {
+		return
+	}
+	var n uint64
+	if err := s.Conn().QueryRow(context.Background(), "SELECT count() FROM system.data_skipping_indices WHERE database = ? AND table = ? AND name = ? AND type = 'text'", s.Database(),
+		schema.TableContent, schema.ContentTextIndex).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d text indexes on content, want 1", n)
+	}
+}
