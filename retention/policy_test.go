@@ -68,6 +68,8 @@ func TestPlan(t *testing.T) {
 			"outcomes:delete:30d:all but[audit]", "runs:delete:30d:all but[audit]",
 			// content: audit's content is kept 7 days like all (the default content retention).
 			"content:drop:20261123",
+			// The search keys index goes with the spans.
+			"search_keys:delete:30d:all but[audit]",
 		}},
 		{"a project kept shorter", func() Policy {
 			p := base
@@ -78,6 +80,7 @@ func TestPlan(t *testing.T) {
 			"outcomes:drop:202609", "outcomes:drop:202610", "outcomes:delete:3d:[noisy]",
 			"runs:drop:20261031", "runs:delete:3d:[noisy]",
 			"content:drop:20261123", "content:delete:1d:[noisy]",
+			"search_keys:delete:3d:[noisy]",
 		}},
 		{"forever", Policy{}, nil},
 	} {

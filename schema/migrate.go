@@ -84,6 +84,9 @@ var migrations = []migration{
 		return addColumns(s, TableSpans, spanColumns, "column_keys")
 	}},
 	{version: 11, name: "content text index", stmts: contentTextIndex},
+	{version: 12, name: "search keys index", tables: func(s *Store) []tableDef {
+		return []tableDef{searchKeysTable(s)}
+	}},
 }
 
 // ContentTextIndex is the content table's full-text index, on servers

@@ -40,6 +40,7 @@ func RetainedTables() []RetainedTable {
 		{Name: TableOutcomes, Class: ClassSpans, TimeColumn: "run_start", Monthly: true, PerProject: true},
 		{Name: TableRuns, Class: ClassSpans, TimeColumn: "start", PerProject: true},
 		{Name: TableContent, Class: ClassContent, TimeColumn: "start", PerProject: true},
+		{Name: TableSearchKeys, Class: ClassSpans, TimeColumn: "hour", PerProject: true},
 		{Name: TableCostRollup, Class: ClassRollups, TimeColumn: "hour", Monthly: true},
 		{Name: TableCostRollupHours, Class: ClassRollups, TimeColumn: "hour", Monthly: true},
 	}

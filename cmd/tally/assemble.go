@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/wal"
 	"github.com/tallyhq/tally/ingest/writer"
+	"github.com/tallyhq/tally/keyindex"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/retention"
@@ -192,6 +193,8 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		return fail(err)
 	}
 	jobs = append(jobs, settleRun)
+	// The search keys index, for autocomplete.
+	jobs = append(jobs, keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
 	if catalog != nil {
 		apiOpts.Costs = query.NewCostReader(reader, catalog)
 		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/ingest/durable"
 	"github.com/tallyhq/tally/ingest/writer"
 	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/keyindex"
 	"github.com/tallyhq/tally/pricing"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
@@ -183,7 +184,7 @@ func assemble(c Config, catalog *pricing.Catalog) (*server.Server, error) {
 	fill[api.SavedQueryStore](&a.Saved, api.SavedQueries{SearchReader: reader.SearchReader, Store: store})
 	fill[api.OutcomeStore](&a.OutcomeStore, store)
 	fill[api.Explainer](&a.Explain, query.NewExplainer(reader, o.Normalize))
-	o.Jobs = append(o.Jobs, rollup.New(store, rollup.Config{}).Run)
+	o.Jobs = append(o.Jobs, rollup.New(store, rollup.Config{}).Run, keyindex.New(store, keyindex.Config{}).Run)
 	o.API = api.New(a)
 	return server.New(o)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/keyindex"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
@@ -164,12 +165,20 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 	cfg.logf("rollup: computing the cost rollup of %d spans", st.Spans)
 	began := time.Now()
 	rs, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, st.Since.Add(-time.Hour), time.Now())
-	store.Close()
 	if err != nil {
+		store.Close()
 		return fmt.Errorf("cost rollup: %w", err)
 	}
 	rollupTook := time.Since(began)
 	cfg.logf("rollup: %d hours, %d rows in %s", rs.HoursRecomputed, rs.RowsWritten, rollupTook.Round(time.Millisecond))
+	// The search keys index too, as tally's job keeps it.
+	began = time.Now()
+	ks, err := keyindex.New(store, keyindex.Config{}).RefreshRange(ctx, st.Since.Add(-time.Hour), time.Now())
+	store.Close()
+	if err != nil {
+		return fmt.Errorf("search keys index: %w", err)
+	}
+	cfg.logf("search keys index: %d hours in %d computations in %s", ks.HoursIndexed, ks.Computations, time.Since(began).Round(time.Millisecond))
 	if err := settleFigures(ctx, cfg, tg, res, db, st); err != nil {
 		return err
 	}

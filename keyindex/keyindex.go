@@ -1,0 +1,177 @@
+// Package keyindex keeps the search keys index (schema.TableSearchKeys):
+// per closed hour, the attribute keys the hour's spans carried and their
+// most frequent values, which search autocomplete (package query) reads
+// instead of scanning every span of its window.
+//
+// Why a job rather than materialized views: views on the spans table run
+// inside every INSERT — on ClickHouse 18.16 a keys view halved the INSERT
+// rate, and on the embedded engine an aggregating view hung a refused
+// INSERT. The job indexes an hour once it has closed, in one INSERT …
+// SELECT per part the server computes, off the ingest path, the way the
+// cost rollup (package rollup) notices change: each hour's mark records
+// the span fingerprint (rows and sum of versions of span_facts) it saw, and
+// an hour whose fingerprint differs — late spans, a reprice, a merge — is
+// indexed again. Reads answer the hours not indexed yet (the open hour
+// among them) from the spans, so autocomplete is always complete.
+package keyindex
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// Index keeps the search keys index up to date.
+type Index struct {
+	store  *schema.Store
+	reader *query.Reader
+	cfg    Config
+
+	mu       sync.Mutex          // serializes refreshes
+	versions schema.VersionClock // the versions of its computations
+}
+
+// Config tunes Index. Zero fields take the defaults.
+type Config struct {
+	Lookback     time.Duration // hours checked by Refresh; default 48h
+	FullLookback time.Duration // hours checked by the periodic full check; default 35 days
+	Interval     time.Duration // Run: time between refreshes; default 1 min
+	FullEvery    time.Duration // Run: time between full checks; default 1 h
+	// ChunkHours is how many consecutive hours one computation indexes
+	// (at most 24, the most schema.Store.IndexSearchKeys takes); default 24.
+	ChunkHours int
+	Logger     *slog.Logger // Run: where failed refreshes are logged; default slog.Default()
+	// KeptFrom is, at now, the oldest span start every project's spans are
+	// kept from (retention); hours before it are not indexed again: their
+	// spans may be gone. Nil or zero: all are kept.
+	KeptFrom func(now time.Time) time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Lookback <= 0 {
+		c.Lookback = 48 * time.Hour
+	}
+	if c.FullLookback <= 0 {
+		c.FullLookback = 35 * 24 * time.Hour
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Minute
+	}
+	if c.FullEvery <= 0 {
+		c.FullEvery = time.Hour
+	}
+	if c.ChunkHours <= 0 || c.ChunkHours > 24 {
+		c.ChunkHours = 24
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// New returns an Index over the store's spans and keys index.
+func New(store *schema.Store, cfg Config) *Index {
+	return &Index{store: store, reader: query.NewReader(store), cfg: cfg.withDefaults()}
+}
+
+// Stats says what a refresh did.
+type Stats struct {
+	HoursChecked int `json:"hours_checked"`
+	HoursIndexed int `json:"hours_indexed"`
+	Computations int `json:"computations"`
+}
+
+// Run refreshes the index every Interval, and checks the whole
+// FullLookback every FullEvery (first at start), until ctx ends. Failures
+// are logged and retried at the next tick.
+func (x *Index) Run(ctx context.Context) {
+	tick := time.NewTicker(x.cfg.Interval)
+	defer tick.Stop()
+	var lastFull time.Time
+	for {
+		now := time.Now()
+		var err error
+		if now.Sub(lastFull) >= x.cfg.FullEvery {
+			if _, err = x.RefreshRange(ctx, now.Add(-x.cfg.FullLookback), now); err == nil {
+				lastFull = now
+			}
+		} else {
+			_, err = x.Refresh(ctx, now)
+		}
+		if err != nil && ctx.Err() == nil {
+			x.cfg.Logger.Warn("search keys index refresh failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Refresh indexes the closed hours of the last Lookback before now whose
+// spans changed since they were last indexed, or that never were.
+func (x *Index) Refresh(ctx context.Context, now time.Time) (Stats, error) {
+	return x.RefreshRange(ctx, now.Add(-x.cfg.Lookback), now)
+}
+
+// RefreshRange indexes the closed hours (ending at or before until) that
+// start in [since, until) and whose spans changed since they were last
+// indexed, or that never were.
+func (x *Index) RefreshRange(ctx context.Context, since, until time.Time) (Stats, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var stats Stats
+	from, to := since.UTC().Truncate(time.Hour), until.UTC().Truncate(time.Hour)
+	if x.cfg.KeptFrom != nil {
+		if kept := x.cfg.KeptFrom(time.Now()); !kept.IsZero() {
+			if floor := kept.UTC().Truncate(time.Hour).Add(time.Hour); from.Before(floor) {
+				from = floor
+			}
+		}
+	}
+	if !to.After(from) {
+		return stats, nil
+	}
+	// Fingerprints first, marks second: a span arriving after the
+	// fingerprint was read changes it again, so it is never missed.
+	raw, err := x.reader.SpanFingerprints(ctx, from, to)
+	if err != nil {
+		return stats, err
+	}
+	marks, err := x.reader.SearchKeyMarks(ctx, from, to)
+	if err != nil {
+		return stats, err
+	}
+	var stale []time.Time
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		stats.HoursChecked++
+		fp := raw[h]
+		if m, ok := marks[h]; ok && m.Spans == fp.Rows && m.VersionSum == fp.VersionSum {
+			continue
+		}
+		stale = append(stale, h)
+	}
+	for len(stale) > 0 {
+		n := 1
+		for n < len(stale) && n < x.cfg.ChunkHours && stale[n].Equal(stale[n-1].Add(time.Hour)) {
+			n++
+		}
+		chunk := stale[:n]
+		stale = stale[n:]
+		fps := make(map[time.Time][2]uint64, n)
+		for _, h := range chunk {
+			fps[h] = [2]uint64{raw[h].Rows, raw[h].VersionSum}
+		}
+		if err := x.store.IndexSearchKeys(ctx, chunk[0], chunk[n-1].Add(time.Hour), x.versions.Next(), fps); err != nil {
+			return stats, err
+		}
+		stats.HoursIndexed += n
+		stats.Computations++
+	}
+	return stats, nil
+}

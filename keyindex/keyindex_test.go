@@ -1,0 +1,99 @@
+package keyindex_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/goldentest"
+	"github.com/tallyhq/tally/internal/testenv"
+	"github.com/tallyhq/tally/keyindex"
+	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/schema"
+)
+
+// TestMain stops the ClickHouse server the package's tests share.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestIndexAnswersAutocomplete: spans in two closed hours and the open
+// one; once indexed, keys and values over the window count every span —
+// the closed hours from the index, the open one from the spans. A late
+// span in an indexed hour is not counted until the next refresh finds the
+// hour's spans changed, which proves the reads use the index; then it is.
+func TestIndexAnswersAutocomplete(t *testing.T) {
+	ctx := context.Background()
+	store := goldentest.OpenStore(t)
+	now := time.Now().UTC()
+	open := now.Truncate(time.Hour)
+	first, second := open.Add(-3*time.Hour), open.Add(-2*time.Hour)
+	n := 0
+	span := func(project string, at time.Time, route string) schema.Span {
+		n++
+		return schema.Span{Project: project, TraceID: fmt.Sprintf("%032x", n), SpanID: fmt.Sprintf("%016x", n),
+			Start: at.Truncate(time.Second), StartNs: uint64(at.UnixNano()), EndNs: uint64(at.UnixNano()) + 1e6, Name: "GET",
+			AttrKeys: []string{"http.route"}, AttrValues: []string{route},
+			ResourceKeys: []string{"service.version"}, ResourceValues: []string{"1.2"}, IngestedAt: now}
+	}
+	goldentest.Insert(t, store, []schema.Span{
+		span("p", first.Add(time.Minute), "/a"), span("p", first.Add(2*time.Minute), "/a"), span("p", first.Add(3*time.Minute), "/b"),
+		span("p", second.Add(time.Minute), "/a"),
+		span("p", open.Add(time.Second), "/c"),
+		span("other", first.Add(time.Minute), "/secret"),
+	}, 1)
+	idx := keyindex.New(store, keyindex.Config{})
+	st, err := idx.Refresh(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 48 closed hours checked; on a store of its own every one is new.
+	if st.HoursChecked != 48 || st.HoursIndexed != 48 {
+		t.Fatalf("refresh: %+v", st)
+	}
+	r := query.NewReader(store)
+	since := first.Add(-30 * time.Minute)
+	values := func(field string) []query.SearchValue {
+		t.Helper()
+		v, err := r.SearchValues(ctx, "p", field, since, now, query.SearchLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := []query.SearchValue{{Value: "/a", Spans: 3}, {Value: "/b", Spans: 1}, {Value: "/c", Spans: 1}}
+	if got := values("span.http.route"); !slices.Equal(got, want) {
+		t.Fatalf("values %+v, want %+v", got, want)
+	}
+	keys, err := r.SearchKeys(ctx, "p", since, now, query.SearchLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs []query.SearchKey
+	for _, k := range keys {
+		if k.Type == "attribute" && k.Doc == "" {
+			attrs = append(attrs, k)
+		}
+	}
+	wantKeys := []query.SearchKey{{Key: "span.http.route", Type: "attribute", Spans: 5}, {Key: "resource.service.version", Type: "attribute", Spans: 5}}
+	if !slices.Equal(attrs, wantKeys) {
+		t.Fatalf("keys %+v, want %+v", attrs, wantKeys)
+	}
+
+	// A late span in the first hour: the index does not have it yet.
+	goldentest.Insert(t, store, []schema.Span{span("p", first.Add(4*time.Minute), "/a")}, 2)
+	if got := values("span.http.route"); !slices.Equal(got, want) {
+		t.Fatalf("before the refresh: values %+v, want the index's %+v", got, want)
+	}
+	if st, err = idx.Refresh(ctx, now); err != nil || st.HoursIndexed != 1 {
+		t.Fatalf("refresh after a late span: %+v %v", st, err)
+	}
+	want[0].Spans = 4
+	if got := values("span.http.route"); !slices.Equal(got, want) {
+		t.Fatalf("after the refresh: values %+v, want %+v", got, want)
+	}
+	// Nothing changed: nothing to index.
+	if st, err = idx.Refresh(ctx, now); err != nil || st.HoursIndexed != 0 {
+		t.Fatalf("idle refresh: %+v %v", st, err)
+	}
+}
