@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,55 @@ func TestIndexAnswersAutocomplete(t *testing.T) {
 	// Nothing changed: nothing to index.
 	if st, err = idx.Refresh(ctx, now); err != nil || st.HoursIndexed != 0 {
 		t.Fatalf("idle refresh: %+v %v", st, err)
+	}
+}
+
+// TestIndexKeepsAnHoursTopValues: an hour keeps its 50 most frequent values
+// of up to 200 bytes. In a closed hour, 51 routes once each (/v00…/v50), a
+// route of 200 bytes twice and one of 201 bytes; in the open hour /v50 and
+// the two long routes once more. The index keeps the closed hour's
+// 200-byte route (2) and /v00…/v48, the first 49 of the ties by value, and
+// drops /v49 and /v50; so the 200-byte route counts 3 and comes first,
+// /v50 counts its open-hour span only and sorts after /v00…/v48 — where
+// the list stops at 50. Had the hour kept every value, /v50 (2) would
+// come second. The 201-byte route is never listed, from the index or from
+// the spans (it would count 2).
+func TestIndexKeepsAnHoursTopValues(t *testing.T) {
+	ctx := context.Background()
+	store := goldentest.OpenStore(t)
+	now := time.Now().UTC()
+	open := now.Truncate(time.Hour)
+	closed := open.Add(-2 * time.Hour)
+	long, tooLong := strings.Repeat("x", schema.MaxSearchKeyValueBytes), strings.Repeat("y", schema.MaxSearchKeyValueBytes+1)
+	var spans []schema.Span
+	add := func(at time.Time, route string) {
+		n := len(spans) + 1
+		spans = append(spans, schema.Span{Project: "p", TraceID: fmt.Sprintf("%032x", n), SpanID: fmt.Sprintf("%016x", n),
+			Start: at.Truncate(time.Second), StartNs: uint64(at.UnixNano()), EndNs: uint64(at.UnixNano()) + 1e6, Name: "GET",
+			AttrKeys: []string{"http.route"}, AttrValues: []string{route}, IngestedAt: now})
+	}
+	for i := range schema.MaxSearchKeyValues + 1 {
+		add(closed.Add(time.Duration(i)*time.Second), fmt.Sprintf("/v%02d", i))
+	}
+	add(closed.Add(time.Minute), long)
+	add(closed.Add(time.Minute), long)
+	add(closed.Add(time.Minute), tooLong)
+	add(open.Add(time.Second), fmt.Sprintf("/v%02d", schema.MaxSearchKeyValues))
+	add(open.Add(time.Second), long)
+	add(open.Add(time.Second), tooLong)
+	goldentest.Insert(t, store, spans, 1)
+	if _, err := keyindex.New(store, keyindex.Config{}).Refresh(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := query.NewReader(store).SearchValues(ctx, "p", "span.http.route", closed, now, query.SearchLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []query.SearchValue{{Value: long, Spans: 3}}
+	for i := range schema.MaxSearchKeyValues - 1 {
+		want = append(want, query.SearchValue{Value: fmt.Sprintf("/v%02d", i), Spans: 1})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("values %+v\nwant %+v", got, want)
 	}
 }

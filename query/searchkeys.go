@@ -1,10 +1,8 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -35,62 +33,6 @@ const maxSearchKeys = 500
 // maxSearchValues is how many values SearchValues lists, the most
 // frequent first.
 const maxSearchValues = 50
-
-// stmt is a statement and its arguments as an sqlExpr.
-func stmt(q string, args []any) sqlExpr { return sqlExpr{q, args} }
-
-// keyWindow is a window of SearchKeys or SearchValues cut where the keys
-// index answers: the indexed hours, [first, last] (first zero for none),
-// and the ranges read from the spans.
-type keyWindow struct {
-	first, last time.Time
-	live        []keyRange
-}
-
-// keyRange is a range of span starts read live: [from, to), or [from, to]
-// when closed (the window's end).
-type keyRange struct {
-	from, to time.Time
-	closed   bool
-}
-
-// cond is the range's condition on start, with its arguments.
-func (k keyRange) cond() (string, []any) {
-	op := "<"
-	if k.closed {
-		op = "<="
-	}
-	return "start >= ? AND start " + op + " ?", []any{k.from.UTC().Truncate(time.Second), k.to.UTC()}
-}
-
-// splitKeyWindow cuts [since, until] into the whole hours the keys index
-// holds (package keyindex indexes closed hours) and the rest.
-func (r *core) splitKeyWindow(ctx context.Context, since, until time.Time) (keyWindow, error) {
-	var w keyWindow
-	marks, err := r.keyIndexMarks(ctx, ceilHour(since), until.Truncate(time.Hour))
-	if err != nil {
-		return w, err
-	}
-	hours := make([]time.Time, 0, len(marks))
-	for h := range marks {
-		hours = append(hours, h)
-	}
-	slices.SortFunc(hours, func(a, b time.Time) int { return a.Compare(b) })
-	cursor := since
-	for _, h := range hours {
-		if h.After(cursor) {
-			w.live = append(w.live, keyRange{from: cursor, to: h})
-		}
-		if w.first.IsZero() {
-			w.first = h
-		}
-		w.last, cursor = h, h.Add(time.Hour)
-	}
-	if !cursor.After(until) {
-		w.live = append(w.live, keyRange{from: cursor, to: until, closed: true})
-	}
-	return w, nil
-}
 
 // SearchKeyMarks reads the keys index's marks of the hours in [from, to):
 // each hour's latest computation, with the span fingerprint it saw
@@ -134,13 +76,21 @@ func keyIndexMarksSQL(t tables, from, to time.Time) (string, []any) {
 		[]any{from.UTC(), to.UTC()}
 }
 
-// indexedRows is the condition that keeps, of the keys index, the rows of
-// the latest marked computation of each hour in [first, last].
-func indexedRows(t tables, w keyWindow) (string, []any) {
+// keyWindowSQL is what a read of the keys over [since, until] reads of
+// each source, as conditions: of the keys index, the rows of the latest
+// computation of each hour it marked that lies wholly in the window; of
+// the spans, those of the window in the other hours (the open hour, the
+// window's edges, any hour not indexed yet). The two never overlap, and
+// one statement reads both, so the keys index costs no extra round trip.
+func keyWindowSQL(t tables, since, until time.Time) (index, live sqlExpr) {
 	table := t.Table(schema.TableSearchKeys)
-	return "hour >= ? AND hour <= ? AND (hour, version) IN (SELECT hour, max(version) FROM " + table +
-			" WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour <= ? GROUP BY hour)",
-		[]any{w.first, w.last, w.first, w.last}
+	first, end := ceilHour(since).UTC(), until.UTC().Truncate(time.Hour)
+	marked := "SELECT hour FROM " + table + " WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?"
+	index = sqlExpr{"hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM " + table +
+		" WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour)", []any{first, end, first, end}}
+	live = sqlExpr{"start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (" + marked + ")",
+		[]any{since.UTC().Truncate(time.Second), until.UTC(), first, end}}
+	return index, live
 }
 
 // SearchKeys lists the fields a query over the window can name: the
@@ -160,74 +110,46 @@ func (r SearchReader) SearchKeys(ctx context.Context, project string, since, unt
 		}
 		out = append(out, SearchKey{Key: name, Type: d.Type.String(), Doc: d.Doc})
 	}
-	w, err := r.splitKeyWindow(ctx, since, until)
+	q, args := searchKeysSQL(r.store, project, since, until)
+	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search keys: %w", err)
 	}
-	var stmts []sqlExpr
-	if !w.first.IsZero() {
-		stmts = append(stmts, stmt(indexedKeysSQL(r.store, project, w)))
-	}
-	for _, lr := range w.live {
-		stmts = append(stmts, stmt(liveKeysSQL(r.store, project, lr)))
-	}
-	counts := map[[2]string]uint64{}
-	for _, st := range stmts {
-		rows, err := r.store.Conn().Query(searchSettings(ctx, lim), st.q, st.args...)
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var scope, key string
+		var n uint64
+		if err := rows.Scan(&scope, &key, &n); err != nil {
 			return nil, fmt.Errorf("search keys: %w", err)
 		}
-		for rows.Next() {
-			var scope, key string
-			var n uint64
-			if err := rows.Scan(&scope, &key, &n); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("search keys: %w", err)
-			}
-			counts[[2]string{scope, key}] += n
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("search keys: %w", err)
-		}
+		out = append(out, SearchKey{Key: scope + "." + key, Type: "attribute", Spans: n})
 	}
-	keys := make([][2]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	// Span attributes first, then resource ones; the most frequent first.
-	slices.SortFunc(keys, func(a, b [2]string) int {
-		return cmp.Or(cmp.Compare(b[0], a[0]), cmp.Compare(counts[b], counts[a]), cmp.Compare(a[1], b[1]))
-	})
-	perScope := map[string]int{}
-	for _, k := range keys {
-		if perScope[k[0]]++; perScope[k[0]] <= maxSearchKeys {
-			out = append(out, SearchKey{Key: k[0] + "." + k[1], Type: "attribute", Spans: counts[k]})
-		}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search keys: %w", err)
 	}
 	return out, nil
 }
 
-// indexedKeysSQL reads the keys of the window's indexed hours with their
-// span counts, maxSearchKeys of each scope at most.
-func indexedKeysSQL(t tables, project string, w keyWindow) (string, []any) {
-	gen, args := indexedRows(t, w)
-	return "SELECT scope, key, sum(spans) AS n FROM " + t.Table(schema.TableSearchKeys) + " WHERE project = ? AND total = 1 AND " + gen +
-		" GROUP BY scope, key ORDER BY n DESC, key LIMIT " + strconv.Itoa(maxSearchKeys) + " BY scope", append([]any{project}, args...)
-}
-
-// liveKeysSQL lists the span and resource attribute keys of a range's
-// spans with their span counts, maxSearchKeys of each scope at most.
-func liveKeysSQL(t tables, project string, lr keyRange) (string, []any) {
-	rng, rargs := lr.cond()
+// searchKeysSQL lists the window's span and resource attribute keys with
+// their span counts, span keys first, maxSearchKeys of each scope at most:
+// the indexed hours' from the keys index, the others' from the spans'
+// key arrays.
+func searchKeysSQL(t tables, project string, since, until time.Time) (string, []any) {
+	index, live := keyWindowSQL(t, since, until)
 	one := func(scope, col string) string {
 		return "SELECT '" + scope + "' AS scope, k, count() AS n FROM " + t.Table(schema.TableSpans) + " ARRAY JOIN " + col + " AS k" +
-			" WHERE project = ? AND " + rng + " GROUP BY k ORDER BY n DESC, k LIMIT " + strconv.Itoa(maxSearchKeys)
+			" WHERE project = ? AND " + live.q + " GROUP BY k"
 	}
-	w := append([]any{project}, rargs...)
-	return "SELECT scope, k, n FROM (" + one("span", "attr_keys") + " UNION ALL " + one("resource", "resource_keys") + ")",
-		append(append([]any{}, w...), w...)
+	q := "SELECT scope, k, sum(n) AS spans FROM (" +
+		"SELECT toString(scope) AS scope, key AS k, toUInt64(sum(spans)) AS n FROM " + t.Table(schema.TableSearchKeys) +
+		" WHERE project = ? AND total = 1 AND " + index.q + " GROUP BY scope, k" +
+		" UNION ALL " + one("span", "attr_keys") + " UNION ALL " + one("resource", "resource_keys") +
+		") GROUP BY scope, k ORDER BY scope DESC, spans DESC, k LIMIT " + strconv.Itoa(maxSearchKeys) + " BY scope"
+	args := append([]any{project}, index.args...)
+	for range 2 {
+		args = append(append(args, project), live.args...)
+	}
+	return q, args
 }
 
 // SearchValues lists the most frequent values of a field (as a query
@@ -261,48 +183,22 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 	if err != nil {
 		return nil, err
 	}
-	w := keyWindow{live: []keyRange{{from: since, to: until, closed: true}}}
 	scope, key, indexed := indexedAttr(e)
-	if indexed {
-		if w, err = r.splitKeyWindow(ctx, since, until); err != nil {
+	stmt, args := searchValuesSQL(r.store, project, v, since, until, scope, key, indexed)
+	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), stmt, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search values of %s: %w", field, err)
+	}
+	defer rows.Close()
+	out := []SearchValue{}
+	for rows.Next() {
+		var sv SearchValue
+		if err := rows.Scan(&sv.Value, &sv.Spans); err != nil {
 			return nil, fmt.Errorf("search values of %s: %w", field, err)
 		}
+		out = append(out, sv)
 	}
-	var stmts []sqlExpr
-	if !w.first.IsZero() {
-		stmts = append(stmts, stmt(indexedValuesSQL(r.store, project, scope, key, w)))
-	}
-	for _, lr := range w.live {
-		stmts = append(stmts, stmt(liveValuesSQL(r.store, project, v, lr, indexed)))
-	}
-	counts := map[string]uint64{}
-	for _, st := range stmts {
-		rows, err := r.store.Conn().Query(searchSettings(ctx, lim), st.q, st.args...)
-		if err != nil {
-			return nil, fmt.Errorf("search values of %s: %w", field, err)
-		}
-		for rows.Next() {
-			var sv SearchValue
-			if err := rows.Scan(&sv.Value, &sv.Spans); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("search values of %s: %w", field, err)
-			}
-			counts[sv.Value] += sv.Spans
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("search values of %s: %w", field, err)
-		}
-	}
-	out := make([]SearchValue, 0, len(counts))
-	for v, n := range counts {
-		out = append(out, SearchValue{Value: v, Spans: n})
-	}
-	slices.SortFunc(out, func(a, b SearchValue) int {
-		return cmp.Or(cmp.Compare(b.Spans, a.Spans), cmp.Compare(a.Value, b.Value))
-	})
-	return out[:min(len(out), maxSearchValues)], nil
+	return out, rows.Err()
 }
 
 // indexedAttr reports whether the keys index holds a field's values: an
@@ -322,25 +218,28 @@ func indexedAttr(e traceql.Expr) (scope, key string, ok bool) {
 	return "", "", false
 }
 
-// indexedValuesSQL reads a key's values in the window's indexed hours.
-func indexedValuesSQL(t tables, project, scope, key string, w keyWindow) (string, []any) {
-	gen, args := indexedRows(t, w)
-	return "SELECT value, sum(spans) AS n FROM " + t.Table(schema.TableSearchKeys) + " WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND " + gen +
-		" GROUP BY value ORDER BY n DESC, value LIMIT " + strconv.Itoa(maxSearchValues), append([]any{project, scope, key}, args...)
-}
-
-// liveValuesSQL reads a field's values in a range's spans (v is the
-// field's valueSQL); for a field the index holds, only the values it
-// would keep (schema.MaxSearchKeyValueBytes), so that hours read either
-// way list alike.
-func liveValuesSQL(t tables, project string, v sqlExpr, lr keyRange, indexed bool) (string, []any) {
-	rng, rargs := lr.cond()
+// searchValuesSQL lists a field's most frequent values in the window (v
+// is the field's valueSQL). For a field the keys index holds (indexed,
+// with its scope and key), the indexed hours' values come from the index
+// and the others' from the spans, which then keep only the values the
+// index would (schema.MaxSearchKeyValueBytes), so that hours read either
+// way list alike; any other field is read from the window's spans.
+func searchValuesSQL(t tables, project string, v sqlExpr, since, until time.Time, scope, key string, indexed bool) (string, []any) {
 	keep := "v != ''"
+	rng := sqlExpr{"start >= ? AND start <= ?", []any{since.UTC().Truncate(time.Second), until.UTC()}}
+	var index sqlExpr
 	if indexed {
+		index, rng = keyWindowSQL(t, since, until)
 		// v is "1" and the value: one byte more than the value.
 		keep += " AND length(v) <= " + strconv.Itoa(schema.MaxSearchKeyValueBytes+1)
 	}
-	return "SELECT substring(v, 2) AS value, count() AS n FROM (SELECT " + v.q + " AS v FROM " + t.Table(schema.TableSpans) +
-			" WHERE project = ? AND " + rng + ") WHERE " + keep + " GROUP BY value ORDER BY n DESC, value LIMIT " + strconv.Itoa(maxSearchValues),
-		append(append(append([]any{}, v.args...), project), rargs...)
+	live := "SELECT substring(v, 2) AS value, count() AS n FROM (SELECT " + v.q + " AS v FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND " + rng.q + ") WHERE " + keep + " GROUP BY value"
+	args := append(append(append([]any{}, v.args...), project), rng.args...)
+	if indexed {
+		live = "SELECT value, toUInt64(sum(spans)) AS n FROM " + t.Table(schema.TableSearchKeys) +
+			" WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND " + index.q + " GROUP BY value UNION ALL " + live
+		args = append(append([]any{project, scope, key}, index.args...), args...)
+	}
+	return "SELECT value, sum(n) AS spans FROM (" + live + ") GROUP BY value ORDER BY spans DESC, value LIMIT " + strconv.Itoa(maxSearchValues), args
 }

@@ -189,6 +189,12 @@ func TestBuiltSQL(t *testing.T) {
 		{"outcomes_of_spans", built(spanOutcomesSQL(gt, "p", set, since, until))},
 		{"versions_config_spans", built(runConfigSpansSQL(gt, "p", set, since, until))},
 		{"versions_config_content", built(runConfigContentSQL(gt, "p", set, since, until))},
+		// searchkeys.go: the window's edges are not whole hours.
+		{"search_keys", built(searchKeysSQL(gt, "p", since.Add(90*time.Minute), until.Add(-30*time.Minute)))},
+		{"search_values_indexed", built(searchValuesSQL(gt, "p", sqlf("if(has(attr_keys, ?), concat('1', attr_values[indexOf(attr_keys, ?)]), '')", "k", "k"),
+			since.Add(90*time.Minute), until.Add(-30*time.Minute), "span", "k", true))},
+		{"search_values_live", built(searchValuesSQL(gt, "p", sqlf("if(model != '', concat('1', model), '')"), since, until, "", "", false))},
+		{"search_key_marks", built(keyIndexMarksSQL(gt, since, until))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

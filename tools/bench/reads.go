@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,6 +122,43 @@ func latencies(ctx context.Context, client *http.Client, url string, n int) ([]t
 	}
 	slices.Sort(out)
 	return out, size, nil
+}
+
+// readRetrying GETs url n times, each until it is answered 200: a 503
+// (the server's bound on concurrent run reads, whose wait a queue of
+// clients reading a large run outlasts) is retried after its Retry-After,
+// as a client should.
+func readRetrying(ctx context.Context, client *http.Client, url string, n int) error {
+	for range n {
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", url, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", url, err)
+			}
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+				return &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
+			}
+			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+			}
+		}
+	}
+	return nil
 }
 
 // httpError is a non-JSON or non-200 answer.
@@ -378,8 +416,7 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 	errs := make(chan error, bigReaders)
 	for range bigReaders {
 		go func() {
-			_, _, err := latencies(ctx, client, t.URL+"/api/v1/runs/"+id, 2)
-			errs <- err
+			errs <- readRetrying(ctx, client, t.URL+"/api/v1/runs/"+id, 2)
 		}()
 	}
 	var first error

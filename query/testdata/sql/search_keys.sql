@@ -1,0 +1,17 @@
+SELECT scope, k, sum(n) AS spans FROM (SELECT toString(scope) AS scope, key AS k, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND total = 1 AND hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour) GROUP BY scope, k UNION ALL SELECT 'span' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN attr_keys AS k WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?) GROUP BY k UNION ALL SELECT 'resource' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN resource_keys AS k WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?) GROUP BY k) GROUP BY scope, k ORDER BY scope DESC, spans DESC, k LIMIT 500 BY scope
+-- parameters:
+-- string p
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- string p
+-- time.Time 2026-12-01 01:30:00 +0000 UTC
+-- time.Time 2026-12-01 23:30:00 +0000 UTC
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- string p
+-- time.Time 2026-12-01 01:30:00 +0000 UTC
+-- time.Time 2026-12-01 23:30:00 +0000 UTC
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC

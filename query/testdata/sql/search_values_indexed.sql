@@ -1,0 +1,16 @@
+SELECT value, sum(n) AS spans FROM (SELECT value, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour) GROUP BY value UNION ALL SELECT substring(v, 2) AS value, count() AS n FROM (SELECT if(has(attr_keys, ?), concat('1', attr_values[indexOf(attr_keys, ?)]), '') AS v FROM `tally`.`spans` WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?)) WHERE v != '' AND length(v) <= 201 GROUP BY value) GROUP BY value ORDER BY spans DESC, value LIMIT 50
+-- parameters:
+-- string p
+-- string span
+-- string k
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- string k
+-- string k
+-- string p
+-- time.Time 2026-12-01 01:30:00 +0000 UTC
+-- time.Time 2026-12-01 23:30:00 +0000 UTC
+-- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- time.Time 2026-12-01 23:00:00 +0000 UTC
