@@ -81,6 +81,15 @@ type Run struct {
 	Start   time.Time
 }
 
+// Needle is a phrase found in the content of one run in NeedleEvery (the
+// first content row of runs NeedleEvery/2, NeedleEvery·1.5, …), and in no
+// other: what a search for a rare phrase finds (10 runs of the default
+// 500k, spread over the window).
+const (
+	Needle      = "chargeback dispute CB-77310"
+	NeedleEvery = 50_000
+)
+
 // Stats is what Load wrote and how fast.
 type Stats struct {
 	Spans    int
@@ -92,6 +101,8 @@ type Stats struct {
 	SpansPerSecond float64
 	// Large are the runs of Config.LargeRuns, in load order.
 	Large []Run
+	// Needles are the runs whose content holds Needle, in load order.
+	Needles []Run
 	// Since and Until bound the runs' start times.
 	Since, Until time.Time
 }
@@ -278,6 +289,11 @@ func generate(ctx context.Context, cfg Config, normal, bigs []template, work cha
 		}
 		before := len(b.contents)
 		b.spans, b.contents = t.clone(b.spans, b.contents, size, traceID, conv, splitmix(h2), startNs, version, cfg.Content)
+		if run%NeedleEvery == NeedleEvery/2 && len(b.contents) > before {
+			// A rare phrase, for the search of a needle in the content.
+			b.contents[before].Value += " " + Needle
+			st.Needles = append(st.Needles, Run{TraceID: traceID, Spans: size, Start: time.Unix(0, int64(startNs)).UTC()})
+		}
 		st.Spans += size
 		st.Contents += len(b.contents) - before
 		st.Runs++
