@@ -23,6 +23,7 @@ import (
 
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/schedule"
 )
 
 // Index keeps the search keys index up to date.
@@ -37,10 +38,10 @@ type Index struct {
 
 // Config tunes Index. Zero fields take the defaults.
 type Config struct {
-	Lookback     time.Duration // hours checked by Refresh; default 48h
-	FullLookback time.Duration // hours checked by the periodic full check; default 35 days
-	Interval     time.Duration // Run: time between refreshes; default 1 min
-	FullEvery    time.Duration // Run: time between full checks; default 1 h
+	// Periods: the hours Refresh checks (Lookback, 48h) and those of the
+	// periodic full check (FullLookback, 35 days), and how often Run does
+	// each (Interval, 1 min; FullEvery, 1 h).
+	schedule.Periods
 	// ChunkHours is how many consecutive hours one computation indexes
 	// (at most 24, the most schema.Store.IndexSearchKeys takes); default 24.
 	ChunkHours int
@@ -52,18 +53,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Lookback <= 0 {
-		c.Lookback = 48 * time.Hour
-	}
-	if c.FullLookback <= 0 {
-		c.FullLookback = 35 * 24 * time.Hour
-	}
-	if c.Interval <= 0 {
-		c.Interval = time.Minute
-	}
-	if c.FullEvery <= 0 {
-		c.FullEvery = time.Hour
-	}
+	c.Periods = c.Periods.WithDefaults()
 	if c.ChunkHours <= 0 || c.ChunkHours > 24 {
 		c.ChunkHours = 24
 	}
@@ -89,28 +79,10 @@ type Stats struct {
 // FullLookback every FullEvery (first at start), until ctx ends. Failures
 // are logged and retried at the next tick.
 func (x *Index) Run(ctx context.Context) {
-	tick := time.NewTicker(x.cfg.Interval)
-	defer tick.Stop()
-	var lastFull time.Time
-	for {
-		now := time.Now()
-		var err error
-		if now.Sub(lastFull) >= x.cfg.FullEvery {
-			if _, err = x.RefreshRange(ctx, now.Add(-x.cfg.FullLookback), now); err == nil {
-				lastFull = now
-			}
-		} else {
-			_, err = x.Refresh(ctx, now)
-		}
-		if err != nil && ctx.Err() == nil {
-			x.cfg.Logger.Warn("search keys index refresh failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	x.cfg.Periods.Run(ctx, x.cfg.Logger, "search keys index", func(ctx context.Context, since, until time.Time) error {
+		_, err := x.RefreshRange(ctx, since, until)
+		return err
+	})
 }
 
 // Refresh indexes the closed hours of the last Lookback before now whose

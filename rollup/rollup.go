@@ -14,6 +14,7 @@ import (
 
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
+	"github.com/tallyhq/tally/support/schedule"
 )
 
 // Rollup keeps the hourly cost rollup (schema.TableCostRollup) up to date.
@@ -63,11 +64,11 @@ type Rollup struct {
 
 // Config tunes Rollup. Zero fields take the defaults.
 type Config struct {
-	Lookback     time.Duration // hours checked by Refresh; default 48h
-	FullLookback time.Duration // hours checked by the periodic full check; default 35 days
-	Interval     time.Duration // Run: time between refreshes; default 1 min
-	FullEvery    time.Duration // Run: time between full checks; default 1 h
-	ChunkHours   int           // hours computed per load of raw spans; default 6
+	// Periods: the hours Refresh checks (Lookback, 48h) and those of the
+	// periodic full check (FullLookback, 35 days), and how often Run does
+	// each (Interval, 1 min; FullEvery, 1 h).
+	schedule.Periods
+	ChunkHours int // hours computed per load of raw spans; default 6
 	// MaxLoadSpans bounds the spans one load of raw spans holds (about
 	// 0.5–1 KB of memory each): hours with more, by their fingerprint, are
 	// loaded in that many parts of their runs. Default DefaultMaxLoadSpans.
@@ -87,18 +88,7 @@ type Config struct {
 const DefaultMaxLoadSpans = 50_000
 
 func (c Config) withDefaults() Config {
-	if c.Lookback <= 0 {
-		c.Lookback = 48 * time.Hour
-	}
-	if c.FullLookback <= 0 {
-		c.FullLookback = 35 * 24 * time.Hour
-	}
-	if c.Interval <= 0 {
-		c.Interval = time.Minute
-	}
-	if c.FullEvery <= 0 {
-		c.FullEvery = time.Hour
-	}
+	c.Periods = c.Periods.WithDefaults()
 	if c.MaxLoadSpans <= 0 {
 		c.MaxLoadSpans = DefaultMaxLoadSpans
 	}
@@ -132,28 +122,10 @@ type RefreshStats struct {
 // every FullEvery (first at start), until ctx ends. Failures are logged and
 // retried at the next tick.
 func (r *Rollup) Run(ctx context.Context) {
-	tick := time.NewTicker(r.cfg.Interval)
-	defer tick.Stop()
-	var lastFull time.Time
-	for {
-		now := time.Now()
-		var err error
-		if now.Sub(lastFull) >= r.cfg.FullEvery {
-			if _, err = r.RefreshRange(ctx, now.Add(-r.cfg.FullLookback), now); err == nil {
-				lastFull = now
-			}
-		} else {
-			_, err = r.Refresh(ctx, now)
-		}
-		if err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("cost rollup refresh failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	r.cfg.Periods.Run(ctx, r.cfg.Logger, "cost rollup", func(ctx context.Context, since, until time.Time) error {
+		_, err := r.RefreshRange(ctx, since, until)
+		return err
+	})
 }
 
 // Refresh recomputes the closed hours of the last Lookback before now whose

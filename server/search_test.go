@@ -121,15 +121,39 @@ func runNames(p query.SearchPage) []string {
 	return out
 }
 
+// searchCase is a query and the runs it finds, by root span name, newest
+// first.
+type searchCase struct {
+	name, q string
+	want    []string
+}
+
+// checkSearches asks each case's query and compares the runs found.
+func checkSearches(t *testing.T, base string, cases []searchCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var page query.SearchPage
+			// The runs are stored once the SDK's export returned, but a
+			// run's spans settle in the background: the answer holds
+			// whatever the state, so no wait is needed beyond the export.
+			code, body := search(t, base, tc.q, &page)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			if got := runNames(page); !slices.Equal(got, tc.want) {
+				t.Fatalf("runs %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestSearchAnswersTheIssuesQuestions: every expected list is worked out
 // from searchRuns' data by hand, newest run first.
 func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 	tally := tallytest.Start(t)
 	searchRuns(t, tally.URL)
-	tests := []struct {
-		name, q string
-		want    []string
-	}{
+	tests := []searchCase{
 		{"a tool by its intrinsic", `{ tool = "refund_payment" }`, []string{"research", "refunds"}},
 		{"a tool by the attribute it was sent as", `{ span.gen_ai.tool.name = "refund_payment" }`, []string{"research", "refunds"}},
 		{"called twice with the same arguments", `{ tool = "refund_payment" } | by(args) | count() >= 2`, []string{"refunds"}},
@@ -158,21 +182,7 @@ func TestSearchAnswersTheIssuesQuestions(t *testing.T) {
 		// No run has a conversation id: != compares only a field that is there.
 		{"a run-level field the runs lack", `{ trace:conversation != "x" && operation = "invoke_agent" }`, nil},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var page query.SearchPage
-			// The runs are stored once the SDK's export returned, but a
-			// run's spans settle in the background: the answer holds
-			// whatever the state, so no wait is needed beyond the export.
-			code, body := search(t, tally.URL, tc.q, &page)
-			if code != http.StatusOK {
-				t.Fatalf("%d %s", code, body)
-			}
-			if got := runNames(page); !slices.Equal(got, tc.want) {
-				t.Fatalf("runs %v, want %v", got, tc.want)
-			}
-		})
-	}
+	checkSearches(t, tally.URL, tests)
 }
 
 // TestSearchReviewIntrinsics: the fields the safety review, the
@@ -221,10 +231,7 @@ func TestSearchReviewIntrinsics(t *testing.T) {
 		t.Fatalf("no version of refunds: %+v", versions)
 	}
 	const cashier = "invoke_agent cashier"
-	tests := []struct {
-		name, q string
-		want    []string
-	}{
+	tests := []searchCase{
 		{"irreversible steps", `{ effect = "irreversible" }`, []string{cashier}},
 		{"reads that ended ambiguous", `{ effect = "read" && step = "ambiguous" }`, []string{cashier, "docs"}},
 		{"unknown tools that succeeded", `{ effect = "unknown" && step = "ok" }`, []string{"research", "refunds"}},
@@ -242,18 +249,7 @@ func TestSearchReviewIntrinsics(t *testing.T) {
 		{"its wrapper, not counted", `{ name = "outer" && counted = false }`, []string{"wrapped"}},
 		{"counted chats", `{ counted && name = "chat gpt-4o" }`, []string{"research", "docs", "refunds"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var page query.SearchPage
-			code, body := search(t, tally.URL, tc.q, &page)
-			if code != http.StatusOK {
-				t.Fatalf("%d %s", code, body)
-			}
-			if got := runNames(page); !slices.Equal(got, tc.want) {
-				t.Fatalf("runs %v, want %v", got, tc.want)
-			}
-		})
-	}
+	checkSearches(t, tally.URL, tests)
 	// The matches are the steps themselves: the two charges.
 	var page query.SearchPage
 	if code, body := search(t, tally.URL, `{ effect = "irreversible" } | select(step)`, &page); code != http.StatusOK || len(page.Runs) != 1 {

@@ -26,6 +26,7 @@ import (
 	"github.com/tallyhq/tally/rollup"
 	"github.com/tallyhq/tally/schema"
 	"github.com/tallyhq/tally/support/lease"
+	"github.com/tallyhq/tally/support/schedule"
 )
 
 const (
@@ -322,7 +323,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 
 	// The hourly rollup, computed by tally a from every shard and read by
 	// tally b, gives the same figures as the live path.
-	stats, err := rollup.New(a.store, rollup.Config{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
+	stats, err := rollup.New(a.store, rollup.Config{Periods: schedule.Periods{Lookback: 4 * time.Hour}}).Refresh(context.Background(), now)
 	if err != nil {
 		t.Fatalf("rollup: %v", err)
 	}
@@ -365,7 +366,7 @@ func TestClusterTwoShardsReplicatedTwoTallies(t *testing.T) {
 	// Runs 8–11 landed in the hour rolled up before: the next refresh (the
 	// server's rollup job runs one a minute) notices and recomputes it,
 	// with a replica down.
-	stats, err = rollup.New(a.store, rollup.Config{Lookback: 4 * time.Hour}).Refresh(context.Background(), now)
+	stats, err = rollup.New(a.store, rollup.Config{Periods: schedule.Periods{Lookback: 4 * time.Hour}}).Refresh(context.Background(), now)
 	if err != nil {
 		t.Fatalf("rollup, replica down: %v", err)
 	}
