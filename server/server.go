@@ -32,6 +32,7 @@ import (
 	"github.com/tallyhq/tally/ingest/receiver"
 	"github.com/tallyhq/tally/ingest/wire"
 	"github.com/tallyhq/tally/support/access"
+	"github.com/tallyhq/tally/support/procmem"
 )
 
 // ReadinessCheck reports why a component is not ready (nil when it is).
@@ -185,11 +186,12 @@ func (s *Server) guardWrites() gin.HandlerFunc {
 	}
 }
 
-// NewRegistry returns a metrics registry with the Go and process collectors,
-// for Options.Registry (build it first when other components register on it).
+// NewRegistry returns a metrics registry with the Go and process collectors
+// and the resident memory by kind (procmem), for Options.Registry (build it
+// first when other components register on it).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), procmem.Collector())
 	return reg
 }
 

@@ -133,8 +133,8 @@ func largeContentFigures(ctx context.Context, cfg Config, tg *target, res *Resul
 		Available: true,
 		Inputs: map[string]any{"requests": cfg.LargeContentRequests, "spans_per_request": 8, "tool_result_bytes": 1 << 20,
 			"concurrency": cfg.Concurrency, "gzip": true, "request_wire_bytes": wireBytes / max(1, cfg.LargeContentRequests)},
-		Detail: map[string]any{"source": "VmHWM", "sampled_peak_vmrss_mib": mib(sampled), "rss_after_mib": mib(idle),
-			"spans_stored_final": stored, "refused_429_503_retried": refused, "elapsed_s": elapsed.Seconds()}})
+		Detail: splitDetail(map[string]any{"source": "VmHWM", "rss_after_mib": mib(idle),
+			"spans_stored_final": stored, "refused_429_503_retried": refused, "elapsed_s": elapsed.Seconds()}, sampled)})
 	return nil
 }
 

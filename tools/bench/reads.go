@@ -446,7 +446,8 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 			first = err
 		}
 	}
-	peak := max(sampled(), before)
+	split := sampled()
+	peak := max(split.Total, before)
 	if first != nil {
 		return fmt.Errorf("%d concurrent reads of the run of %d spans: %w", bigReaders, n, first)
 	}
@@ -454,7 +455,7 @@ func bigReadMemory(ctx context.Context, cfg Config, tg *target, res *Results, t 
 	res.add(Figure{ID: tg.id(fmt.Sprintf("tree.%d.readers_rss", n)), Name: tg.name(fmt.Sprintf("peak RSS while %d clients read the run of %d spans", bigReaders, n)),
 		Value: mib(peak), Unit: "MiB", Available: true,
 		Inputs: map[string]any{"run_spans": n, "clients": bigReaders, "requests_per_client": 2, "endpoint": "GET /api/v1/runs/{trace_id}"},
-		Detail: map[string]any{"rss_before_mib": mib(before)}})
+		Detail: splitDetail(map[string]any{"rss_before_mib": mib(before)}, split)})
 	return nil
 }
 
