@@ -85,17 +85,32 @@ type kv struct {
 // splitSorted sorts pairs by key (stable, so duplicate keys keep their
 // order) and returns them as two parallel slices, nil when empty.
 func splitSorted(pairs []kv) (keys, values []string) {
-	if len(pairs) == 0 {
-		return nil, nil
+	keys, values, _ = splitSortedWith(pairs, nil)
+	return keys, values
+}
+
+// splitSortedWith is splitSorted with a third list, extra, copied into the
+// same allocation (sorted there; nil when empty): a span's keys, values
+// and column keys cost one allocation, not two.
+func splitSortedWith(pairs []kv, extra []string) (keys, values, extraOut []string) {
+	if len(pairs) == 0 && len(extra) == 0 {
+		return nil, nil, nil
 	}
 	slices.SortStableFunc(pairs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	// One allocation backs both slices; capacities are capped so an append
-	// to keys can never overwrite values.
-	n := len(pairs)
-	both := make([]string, 2*n)
-	keys, values = both[:n:n], both[n:]
-	for i, p := range pairs {
-		keys[i], values[i] = p.k, p.v
+	// One allocation backs the slices; capacities are capped so an append
+	// to one can never overwrite the next.
+	n, e := len(pairs), len(extra)
+	all := make([]string, 2*n+e)
+	if n > 0 {
+		keys, values = all[:n:n], all[n:2*n:2*n]
+		for i, p := range pairs {
+			keys[i], values[i] = p.k, p.v
+		}
 	}
-	return keys, values
+	if e > 0 {
+		extraOut = all[2*n:]
+		copy(extraOut, extra)
+		slices.Sort(extraOut)
+	}
+	return keys, values, extraOut
 }

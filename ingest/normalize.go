@@ -189,8 +189,11 @@ type normalizer struct {
 	meta     []attrMeta
 	consumed [fieldCount]bool
 	pairs    []kv
-	notes    []kv // tally.* attributes derive adds to the span
-	table    []Reading
+	// columnKeys are the current span's attribute keys stored in columns
+	// (reused from span to span; each span gets its own copy).
+	columnKeys []string
+	notes      []kv // tally.* attributes derive adds to the span
+	table      []Reading
 	// confidence is the cost confidence rules; corrected names the one
 	// whose correction derive made on the current span ("" for none).
 	confidence []ConfidenceRule
@@ -647,18 +650,18 @@ func (n *normalizer) attributes(out *schema.Span, attrs []wire.KeyValue, dropped
 	n.pairs = n.pairs[:0]
 	maxAttrs, dropped, i := n.lim.MaxAttrsPerSpan, 0, 0
 	noContent := n.opts.Privacy.NoContent
-	var columnKeys []string
+	n.columnKeys = n.columnKeys[:0]
 	for _, a := range attrs {
 		k, v := a.Key, a.Value
 		m := n.meta[i]
 		i++
-		if m.act != ActionDrop && m.f != fNone && n.consumed[m.f] && !isContentField(m.f) {
-			if ck := clean(k, n.lim.MaxAttrValueBytes); !slices.Contains(columnKeys, ck) {
-				columnKeys = append(columnKeys, ck)
-			}
+		if m.act == ActionDrop || m.f != fNone && isContentField(m.f) {
 			continue
 		}
-		if m.act == ActionDrop || (m.f != fNone && (n.consumed[m.f] || isContentField(m.f))) {
+		if m.f != fNone && n.consumed[m.f] { // stored in a column: its key is recorded
+			if ck := clean(k, n.lim.MaxAttrValueBytes); !slices.Contains(n.columnKeys, ck) {
+				n.columnKeys = append(n.columnKeys, ck)
+			}
 			continue
 		}
 		if noContent && isFlattenedContentKey(k) {
@@ -680,9 +683,7 @@ func (n *normalizer) attributes(out *schema.Span, attrs []wire.KeyValue, dropped
 		n.pairs = append(n.pairs, kv{k: AttrDroppedEvents, v: strconv.Itoa(droppedEvents)})
 	}
 	n.pairs = append(n.pairs, n.notes...)
-	out.AttrKeys, out.AttrValues = splitSorted(n.pairs)
-	slices.Sort(columnKeys)
-	out.ColumnKeys = columnKeys
+	out.AttrKeys, out.AttrValues, out.ColumnKeys = splitSortedWith(n.pairs, n.columnKeys)
 }
 
 // events fills the event columns, up to MaxEventsPerSpan, and returns how

@@ -133,13 +133,13 @@ func (x *Index) RefreshRange(ctx context.Context, since, until time.Time) (Stats
 		for n < len(stale) && n < x.cfg.ChunkHours && stale[n].Equal(stale[n-1].Add(time.Hour)) {
 			n++
 		}
-		chunk := stale[:n]
-		stale = stale[n:]
-		fps := make(map[time.Time][2]uint64, n)
-		for _, h := range chunk {
-			fps[h] = [2]uint64{raw[h].Rows, raw[h].VersionSum}
+		version := x.versions.Next()
+		marks := make([]schema.SearchKeyHour, n)
+		for i, h := range stale[:n] {
+			marks[i] = schema.SearchKeyHour{Hour: h, Version: version, Spans: raw[h].Rows, VersionSum: raw[h].VersionSum}
 		}
-		if err := x.store.IndexSearchKeys(ctx, chunk[0], chunk[n-1].Add(time.Hour), x.versions.Next(), fps); err != nil {
+		stale = stale[n:]
+		if err := x.store.IndexSearchKeys(ctx, marks); err != nil {
 			return stats, err
 		}
 		stats.HoursIndexed += n

@@ -201,7 +201,7 @@ func (r SearchReader) Search(ctx context.Context, req SearchRequest) (SearchPage
 		after = &c
 	}
 	plan := traceql.NewPlan(q)
-	c, err := compileSearch(searchTarget{r.store, r.store.Capabilities().TextIndex}, plan, req.Project, req.Since, req.Until)
+	c, err := compileSearch(r.target(), plan, req.Project, req.Since, req.Until)
 	if err != nil {
 		return SearchPage{}, err
 	}
@@ -290,7 +290,7 @@ func (r SearchReader) evalCandidates(ctx context.Context, plan *traceql.Plan, c 
 				return 0, nil, false, err
 			}
 		}
-		spanFacts, err := r.spanFactsOf(ctx, req.Project, plan, cands)
+		spanFacts, err := r.spanFactsOf(ctx, req, plan, cands)
 		if err != nil {
 			return 0, nil, false, err
 		}
@@ -452,7 +452,7 @@ func planReads(p *traceql.Plan, reads func(traceql.Expr) bool) bool {
 // readsRunLevel reports whether the plan reads run-level fields, in a
 // condition or as a field: they come from the runs' summaries.
 func readsRunLevel(p *traceql.Plan) bool {
-	return planReads(p, func(e traceql.Expr) bool { return runLevel(e) || isTraceField(e) }) || planReads(p, readsReview)
+	return planReads(p, func(e traceql.Expr) bool { return runLevel(e) || readsReview(e) })
 }
 
 // readsReview reports whether e reads what the safety review computes of
@@ -462,26 +462,14 @@ func readsReview(e traceql.Expr) bool { return intrinsicIn(e, "effect", "step", 
 // intrinsicIn reports whether e is, or compares, one of the named
 // intrinsics.
 func intrinsicIn(e traceql.Expr, names ...string) bool {
-	if b, ok := e.(*traceql.Binary); ok {
-		e = b.L
-	}
-	in, ok := e.(*traceql.Intrinsic)
+	in, ok := intrinsicOf(e)
 	return ok && slices.Contains(names, in.Name)
-}
-
-// isTraceField reports whether e is a run-level intrinsic field.
-func isTraceField(e traceql.Expr) bool {
-	in, ok := e.(*traceql.Intrinsic)
-	return ok && in.Def.Trace
 }
 
 // isOutcome reports whether e reads trace:outcome.<name>, as a field or
 // in a comparison.
 func isOutcome(e traceql.Expr) bool {
-	if b, ok := e.(*traceql.Binary); ok {
-		e = b.L
-	}
-	in, ok := e.(*traceql.Intrinsic)
+	in, ok := intrinsicOf(e)
 	return ok && in.Def.WithArg
 }
 
@@ -1013,11 +1001,7 @@ type toolFacts struct {
 // it retries: the latest earlier call with its call id or step id, else
 // the latest earlier call of its tool under its parent.
 func (r SearchReader) toolFactsOf(ctx context.Context, project string, cands []searchCandidate) (map[[2]string]toolFacts, error) {
-	ids := make([]string, len(cands))
-	for i := range cands {
-		ids[i] = cands[i].traceID
-	}
-	q, args := searchToolCallsSQL(r.store, project, ids)
+	q, args := searchToolCallsSQL(r.store, project, traceIDsOf(cands))
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read tool calls: %w", err)
@@ -1114,67 +1098,49 @@ type goSpanFacts struct {
 
 // spanFactsOf reads what the plan's Go-read span-level intrinsics need of
 // candidate runs; nil when it reads none.
-func (r SearchReader) spanFactsOf(ctx context.Context, project string, p *traceql.Plan, cands []searchCandidate) (*goSpanFacts, error) {
+func (r SearchReader) spanFactsOf(ctx context.Context, req SearchRequest, p *traceql.Plan, cands []searchCandidate) (*goSpanFacts, error) {
 	if !planReads(p, goSpanLevel) || len(cands) == 0 {
 		return nil, nil
 	}
 	out := &goSpanFacts{}
 	var err error
 	if planReads(p, func(e traceql.Expr) bool { return intrinsicIn(e, "retry", "retry_class", "retry_args") }) {
-		if out.tools, err = r.toolFactsOf(ctx, project, cands); err != nil {
+		if out.tools, err = r.toolFactsOf(ctx, req.Project, cands); err != nil {
 			return nil, err
 		}
 	}
 	if planReads(p, func(e traceql.Expr) bool { return intrinsicIn(e, "counted") }) {
-		if out.counted, err = r.countedOf(ctx, project, cands); err != nil {
+		if out.counted, err = r.countedOf(ctx, req.Project, cands, req.Since, req.Until); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// countedOf applies the counting rule (attribution.CountedUsage) to the
-// spans with usage of candidate runs: the spans whose usage counts.
-func (r SearchReader) countedOf(ctx context.Context, project string, cands []searchCandidate) (map[[2]string]bool, error) {
+// countedOf is whether each span of candidate runs starting in [since,
+// until] counts its usage, as attribution decides it for the run's detail
+// and its figures (loadRunSpans attributes each run whole).
+func (r SearchReader) countedOf(ctx context.Context, project string, cands []searchCandidate, since, until time.Time) (map[[2]string]bool, error) {
+	spans, err := r.loadRunSpans(ctx, project, traceIDsOf(cands), since, until.Add(time.Second), DefaultTraceWindow)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	out := make(map[[2]string]bool, len(spans))
+	for _, a := range spans {
+		if a.UsageCounted {
+			out[[2]string{a.TraceID, a.SpanID}] = true
+		}
+	}
+	return out, nil
+}
+
+// traceIDsOf lists candidate runs' trace ids.
+func traceIDsOf(cands []searchCandidate) []string {
 	ids := make([]string, len(cands))
 	for i := range cands {
 		ids[i] = cands[i].traceID
 	}
-	q, args := searchUsageSpansSQL(r.store, project, ids)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("search: read usage: %w", err)
-	}
-	byRun := map[string][]attribution.UsageSpan{}
-	for rows.Next() {
-		var (
-			trace  string
-			u      attribution.UsageSpan
-			record uint8
-		)
-		if err := rows.Scan(&trace, &u.ID, &u.ParentID, &u.SpanType, &u.UsageMode, &record, &u.StartNs, &u.EndNs,
-			&u.Input, &u.CacheRead, &u.CacheWrite, &u.Output); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("search: read usage: %w", err)
-		}
-		u.Record = record == 1
-		byRun[trace] = append(byRun[trace], u)
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return nil, fmt.Errorf("search: read usage: %w", err)
-	}
-	out := map[[2]string]bool{}
-	for trace, spans := range byRun {
-		counted, _ := attribution.CountedUsage(spans)
-		for i, c := range counted {
-			if c {
-				out[[2]string{trace, spans[i].ID}] = true
-			}
-		}
-	}
-	return out, nil
+	return ids
 }
 
 // goSpanValue is a Go-read span-level intrinsic's value on a span of a

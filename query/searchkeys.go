@@ -68,11 +68,15 @@ func (r *core) keyIndexMarks(ctx context.Context, from, to time.Time) (map[time.
 	return out, nil
 }
 
+// markRows selects the keys index's marks (schema.TableSearchKeys), one
+// row an hour and computation.
+const markRows = "project = '' AND scope = '' AND key = ''"
+
 // keyIndexMarksSQL builds keyIndexMarks' statement: per hour, the mark
 // of the highest version.
 func keyIndexMarksSQL(t tables, from, to time.Time) (string, []any) {
 	return "SELECT toUInt32(hour) AS h, max(version) AS v, argMax(spans, version), argMax(version_sum, version) FROM " +
-			t.Table(schema.TableSearchKeys) + " WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY h",
+			t.Table(schema.TableSearchKeys) + " WHERE " + markRows + " AND hour >= ? AND hour < ? GROUP BY h",
 		[]any{from.UTC(), to.UTC()}
 }
 
@@ -85,9 +89,9 @@ func keyIndexMarksSQL(t tables, from, to time.Time) (string, []any) {
 func keyWindowSQL(t tables, since, until time.Time) (index, live sqlExpr) {
 	table := t.Table(schema.TableSearchKeys)
 	first, end := ceilHour(since).UTC(), until.UTC().Truncate(time.Hour)
-	marked := "SELECT hour FROM " + table + " WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?"
+	marked := "SELECT hour FROM " + table + " WHERE " + markRows + " AND hour >= ? AND hour < ?"
 	index = sqlExpr{"hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM " + table +
-		" WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour)", []any{first, end, first, end}}
+		" WHERE " + markRows + " AND hour >= ? AND hour < ? GROUP BY hour)", []any{first, end, first, end}}
 	live = sqlExpr{"start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (" + marked + ")",
 		[]any{since.UTC().Truncate(time.Second), until.UTC(), first, end}}
 	return index, live

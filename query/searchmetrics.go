@@ -113,7 +113,7 @@ func metricsUnit(m *traceql.Metrics) string {
 
 // metricsSimple reports whether the query can be answered in SQL as a
 // whole: one filter of conditions SQL decides (not run-level fields, not
-// the retry intrinsics, whose SQL only narrows to tool spans), no stage
+// the span fields computed in Go, whose SQL only narrows), no stage
 // before the function, span-level labels.
 func metricsSimple(p *traceql.Plan) bool {
 	_, oneFilter := p.Query.Spans.(*traceql.Filter)
@@ -210,7 +210,7 @@ func (r SearchReader) SearchMetrics(ctx context.Context, req SearchRequest, step
 		return MetricsResult{}, err
 	}
 	plan := traceql.NewPlan(q)
-	c, err := compileSearch(searchTarget{r.store, r.store.Capabilities().TextIndex}, plan, req.Project, req.Since, req.Until)
+	c, err := compileSearch(r.target(), plan, req.Project, req.Since, req.Until)
 	if err != nil {
 		return MetricsResult{}, err
 	}

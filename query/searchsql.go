@@ -60,11 +60,18 @@ var goSpanIntrinsics = map[string]bool{
 // goSpanLevel reports whether an atomic condition (or a field) reads a
 // span-level intrinsic computed in Go.
 func goSpanLevel(e traceql.Expr) bool {
+	in, ok := intrinsicOf(e)
+	return ok && goSpanIntrinsics[in.Name]
+}
+
+// intrinsicOf is the intrinsic an atomic condition (or a field) reads:
+// itself, or the left side of its comparison.
+func intrinsicOf(e traceql.Expr) (*traceql.Intrinsic, bool) {
 	if b, ok := e.(*traceql.Binary); ok {
 		e = b.L
 	}
 	in, ok := e.(*traceql.Intrinsic)
-	return ok && goSpanIntrinsics[in.Name]
+	return in, ok
 }
 
 // goNarrowSQL is what a span must be for a condition on a Go-read
@@ -74,13 +81,7 @@ func goSpanLevel(e traceql.Expr) bool {
 // hold for any span.
 func goNarrowSQL(e traceql.Expr) sqlExpr {
 	b, isCmp := e.(*traceql.Binary)
-	var name string
-	if isCmp {
-		name = b.L.(*traceql.Intrinsic).Name
-	} else {
-		name = e.(*traceql.Intrinsic).Name
-	}
-	if name == "counted" {
+	if in, _ := intrinsicOf(e); in.Name == "counted" {
 		if !isCmp || b.R.(*traceql.Literal).Type == traceql.TBool && b.R.(*traceql.Literal).Bool == (b.Op == traceql.OpEq) {
 			return sqlf("usage_mode != ''")
 		}
@@ -370,6 +371,11 @@ type searchTarget struct {
 	textIndex bool
 }
 
+// target is the store's searchTarget.
+func (r SearchReader) target() searchTarget {
+	return searchTarget{r.store, r.store.Capabilities().TextIndex}
+}
+
 // minIndexWord is the shortest word a content search looks up in the text
 // index: the server evaluates shorter LIKE patterns without it
 // (text_index_like_min_pattern_length).
@@ -441,12 +447,10 @@ func relaxed(p *traceql.Plan, e traceql.Expr, neg bool, cond []sqlExpr) sqlExpr 
 	return c
 }
 
-// runLevel reports whether an atomic condition reads a run-level field.
+// runLevel reports whether an atomic condition (or a field) reads a
+// run-level field.
 func runLevel(e traceql.Expr) bool {
-	if b, ok := e.(*traceql.Binary); ok {
-		e = b.L
-	}
-	in, ok := e.(*traceql.Intrinsic)
+	in, ok := intrinsicOf(e)
 	return ok && in.Def.Trace
 }
 
@@ -602,14 +606,6 @@ func searchCandidatesSQL(t tables, d spanDedup, c searchPlanSQL, project string,
 func searchToolCallsSQL(t tables, project string, ids []string) (string, []any) {
 	return "SELECT trace_id, span_id, parent_span_id, tool_name, tool_call_id, step_id, args_hash, status = 'error', start_ns, duration_ns, attempt FROM " +
 		t.Table(schema.TableSpans) + " WHERE project = ? AND trace_id IN ? AND span_type = 'tool' " + onePerSpan, []any{project, traceSet(ids)}
-}
-
-// searchUsageSpansSQL reads what the counting rule needs of the spans
-// with usage of the runs.
-func searchUsageSpansSQL(t tables, project string, ids []string) (string, []any) {
-	return "SELECT trace_id, span_id, parent_span_id, span_type, usage_mode, usage_record, start_ns, end_ns, " +
-		"input_tokens, cache_read_tokens, cache_write_tokens, output_tokens FROM " + t.Table(schema.TableSpans) +
-		" WHERE project = ? AND trace_id IN ? AND usage_mode != '' " + onePerSpan, []any{project, traceSet(ids)}
 }
 
 // searchTreeSQL reads the parent links of every span of the runs, for the

@@ -52,16 +52,21 @@ func searchKeysTable(s *Store) tableDef {
 		OrderBy: "(project, scope, key, hour, total, value)", ShardBy: "cityHash64(project)"}
 }
 
-// IndexSearchKeys computes the index of the hours [from, to) (whole hours,
-// at most a day) from the spans, all projects, as computation version, and
-// then marks each hour with the fingerprint the caller read before (hours
-// without a fingerprint are marked with zeros: they had no spans). Spans
-// are counted as stored (a duplicate delivery counts until merged), as the
-// live read of the keys counts them.
-func (s *Store) IndexSearchKeys(ctx context.Context, from, to time.Time, version uint64, fingerprints map[time.Time][2]uint64) error {
-	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
-	if !to.After(from) || to.Sub(from) > 24*time.Hour {
-		return fmt.Errorf("index search keys: [%s, %s) is not one to 24 whole hours", from.Format(time.RFC3339), to.Format(time.RFC3339))
+// IndexSearchKeys computes the index of the consecutive hours marks name
+// (at most a day, one computation: one Version) from the spans, all
+// projects, then writes the marks, each with the span fingerprint the
+// caller read before the computation. Spans are counted as stored (a
+// duplicate delivery counts until merged), as the live read of the keys
+// counts them.
+func (s *Store) IndexSearchKeys(ctx context.Context, marks []SearchKeyHour) error {
+	if len(marks) == 0 || len(marks) > 24 {
+		return fmt.Errorf("index search keys: %d hours, want 1 to 24", len(marks))
+	}
+	from, to, version := marks[0].Hour.UTC(), marks[len(marks)-1].Hour.UTC().Add(time.Hour), marks[0].Version
+	for i, m := range marks {
+		if !m.Hour.Equal(from.Add(time.Duration(i)*time.Hour)) || m.Version != version {
+			return fmt.Errorf("index search keys: the hours are not consecutive whole hours of one computation (%s)", m.Hour.Format(time.RFC3339))
+		}
 	}
 	ver := strconv.FormatUint(version, 10)
 	spans := s.Table(TableSpans)
@@ -88,9 +93,8 @@ func (s *Store) IndexSearchKeys(ctx context.Context, from, to time.Time, version
 	if err != nil {
 		return fmt.Errorf("mark indexed hours: %w", err)
 	}
-	for h := from; h.Before(to); h = h.Add(time.Hour) {
-		fp := fingerprints[h]
-		if err := batch.Append("", h, "", "", "", uint8(0), fp[0], fp[1], version); err != nil {
+	for _, m := range marks {
+		if err := batch.Append("", m.Hour.UTC(), "", "", "", uint8(0), m.Spans, m.VersionSum, version); err != nil {
 			return fmt.Errorf("mark indexed hours: %w", err)
 		}
 	}

@@ -405,3 +405,20 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(512*b.N)/b.Elapsed().Seconds(), "spans/s")
 }
+
+// TestReadsVersion2: a record of format version 2 (before column keys)
+// decodes whole, its spans' column keys as not recorded, like the spans
+// table's older rows.
+func TestReadsVersion2(t *testing.T) {
+	want := filledBatch(t, 2, 1)
+	got, err := Decode(encode(nil, want, version2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Spans {
+		want.Spans[i].ColumnKeys = []string{schema.ColumnKeysUnknown}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 2 decoded as\n%+v\nwant\n%+v", got, want)
+	}
+}

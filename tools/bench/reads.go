@@ -95,26 +95,14 @@ func latencies(ctx context.Context, client *http.Client, url string, n int) ([]t
 	var out []time.Duration
 	size := 0
 	for i := -1; i < n; i++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		began := time.Now()
+		resp, body, err := getJSON(ctx, client, url)
+		took := time.Since(began)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = answerError(url, resp, body)
+		}
 		if err != nil {
 			return nil, 0, err
-		}
-		began := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, 0, fmt.Errorf("GET %s: %w", url, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		took := time.Since(began)
-		if err != nil {
-			return nil, 0, fmt.Errorf("GET %s: %w", url, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, 0, &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
-		}
-		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			return nil, 0, &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
 		}
 		if i >= 0 {
 			out = append(out, took)
@@ -125,21 +113,46 @@ func latencies(ctx context.Context, client *http.Client, url string, n int) ([]t
 	return out, size, nil
 }
 
-// searchRunCount is how many runs a search's first page lists.
-func searchRunCount(ctx context.Context, client *http.Client, url string) (int, error) {
+// getJSON GETs url and reads the whole answer: an error when the request
+// fails or the answer is not JSON, any status otherwise.
+func getJSON(ctx context.Context, client *http.Client, url string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return nil, nil, answerError(url, resp, body)
+	}
+	return resp, body, nil
+}
+
+// answerError is an answer's httpError.
+func answerError(url string, resp *http.Response, body []byte) error {
+	return &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
+}
+
+// searchRunCount is how many runs a search's first page lists.
+func searchRunCount(ctx context.Context, client *http.Client, url string) (int, error) {
+	resp, body, err := getJSON(ctx, client, url)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = answerError(url, resp, body)
+	}
+	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
 	var page struct {
 		Runs []json.RawMessage `json:"runs"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+	if err := json.Unmarshal(body, &page); err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}
 	return len(page.Runs), nil
@@ -152,24 +165,15 @@ func searchRunCount(ctx context.Context, client *http.Client, url string) (int, 
 func readRetrying(ctx context.Context, client *http.Client, url string, n int) error {
 	for range n {
 		for {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, body, err := getJSON(ctx, client, url)
 			if err != nil {
 				return err
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return fmt.Errorf("GET %s: %w", url, err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return fmt.Errorf("GET %s: %w", url, err)
 			}
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
 			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-				return &httpError{url: url, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(body[:min(len(body), 300)])}
+				return answerError(url, resp, body)
 			}
 			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 			select {
