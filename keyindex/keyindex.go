@@ -1,18 +1,20 @@
 // Package keyindex keeps the search keys index (schema.TableSearchKeys):
-// per closed hour, the attribute keys the hour's spans carried and their
-// most frequent values, which search autocomplete (package query) reads
-// instead of scanning every span of its window.
+// per hour, the attribute keys the hour's spans carried and their most
+// frequent values, which search autocomplete (package query) reads instead
+// of scanning every span of its window.
 //
 // Why a job rather than materialized views: views on the spans table run
 // inside every INSERT — on ClickHouse 18.16 a keys view halved the INSERT
 // rate, and on the embedded engine an aggregating view hung a refused
-// INSERT. The job indexes an hour once it has closed, in one INSERT …
+// INSERT. The job indexes an hour, the open one included, in one INSERT …
 // SELECT per part the server computes, off the ingest path, the way the
 // cost rollup (package rollup) notices change: each hour's mark records
 // the span fingerprint (rows and sum of versions of span_facts) it saw, and
-// an hour whose fingerprint differs — late spans, a reprice, a merge — is
-// indexed again. Reads answer the hours not indexed yet (the open hour
-// among them) from the spans, so autocomplete is always complete.
+// an hour whose fingerprint differs — new or late spans, a reprice, a
+// merge — is indexed again at the next refresh. Reads answer the hours not
+// indexed yet, and the spans newer than the newest computation, from the
+// spans, so autocomplete is always complete and the open hour costs a read
+// of a minute's spans, not an hour's.
 package keyindex
 
 import (
@@ -85,20 +87,21 @@ func (x *Index) Run(ctx context.Context) {
 	})
 }
 
-// Refresh indexes the closed hours of the last Lookback before now whose
-// spans changed since they were last indexed, or that never were.
+// Refresh indexes the hours of the last Lookback before now, the open one
+// included, whose spans changed since they were last indexed, or that never
+// were.
 func (x *Index) Refresh(ctx context.Context, now time.Time) (Stats, error) {
 	return x.RefreshRange(ctx, now.Add(-x.cfg.Lookback), now)
 }
 
-// RefreshRange indexes the closed hours (ending at or before until) that
-// start in [since, until) and whose spans changed since they were last
-// indexed, or that never were.
+// RefreshRange indexes the hours that start in [since, until) — the hour
+// since falls in to the one until falls in — whose spans changed since they
+// were last indexed, or that never were.
 func (x *Index) RefreshRange(ctx context.Context, since, until time.Time) (Stats, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var stats Stats
-	from, to := since.UTC().Truncate(time.Hour), until.UTC().Truncate(time.Hour)
+	from, to := since.UTC().Truncate(time.Hour), until.UTC().Add(time.Hour-1).Truncate(time.Hour)
 	if x.cfg.KeptFrom != nil {
 		if kept := x.cfg.KeptFrom(time.Now()); !kept.IsZero() {
 			if floor := kept.UTC().Truncate(time.Hour).Add(time.Hour); from.Before(floor) {
@@ -110,7 +113,9 @@ func (x *Index) RefreshRange(ctx context.Context, since, until time.Time) (Stats
 		return stats, nil
 	}
 	// Fingerprints first, marks second: a span arriving after the
-	// fingerprint was read changes it again, so it is never missed.
+	// fingerprint was read changes it again, so it is never missed. An
+	// hour is stale when its spans differ from what its latest computation
+	// read.
 	raw, err := x.reader.SpanFingerprints(ctx, from, to)
 	if err != nil {
 		return stats, err
@@ -133,10 +138,18 @@ func (x *Index) RefreshRange(ctx context.Context, since, until time.Time) (Stats
 		for n < len(stale) && n < x.cfg.ChunkHours && stale[n].Equal(stale[n-1].Add(time.Hour)) {
 			n++
 		}
+		// The computation reads the spans of versions up to
+		// SearchKeysUpTo(version); its marks record what it reads of them,
+		// so an hour with newer spans differs from its mark at the next
+		// refresh, and is indexed again until none is that new.
 		version := x.versions.Next()
+		seen, err := x.reader.SpanFingerprintsUpTo(ctx, stale[0], stale[n-1].Add(time.Hour), schema.SearchKeysUpTo(version))
+		if err != nil {
+			return stats, err
+		}
 		marks := make([]schema.SearchKeyHour, n)
 		for i, h := range stale[:n] {
-			marks[i] = schema.SearchKeyHour{Hour: h, Version: version, Spans: raw[h].Rows, VersionSum: raw[h].VersionSum}
+			marks[i] = schema.SearchKeyHour{Hour: h, Version: version, Spans: seen[h].Rows, VersionSum: seen[h].VersionSum}
 		}
 		stale = stale[n:]
 		if err := x.store.IndexSearchKeys(ctx, marks); err != nil {

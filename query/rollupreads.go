@@ -41,7 +41,14 @@ type HourFingerprint struct {
 // span_facts, the table AttributedSpans reads. Duplicates are not collapsed:
 // they are part of what the fingerprint records.
 func (r RollupSource) SpanFingerprints(ctx context.Context, from, to time.Time) (map[time.Time]HourFingerprint, error) {
-	q, args := spanFingerprintsSQL(r.store, from, to)
+	return r.SpanFingerprintsUpTo(ctx, from, to, 0)
+}
+
+// SpanFingerprintsUpTo is SpanFingerprints of the spans whose version is
+// at most upTo (0: all of them): what a computation that reads only those
+// (package keyindex) saw of each hour.
+func (r RollupSource) SpanFingerprintsUpTo(ctx context.Context, from, to time.Time, upTo uint64) (map[time.Time]HourFingerprint, error) {
+	q, args := spanFingerprintsSQL(r.store, from, to, upTo)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint spans: %w", err)
@@ -61,10 +68,14 @@ func (r RollupSource) SpanFingerprints(ctx context.Context, from, to time.Time) 
 	return out, nil
 }
 
-// spanFingerprintsSQL builds SpanFingerprints' statement.
-func spanFingerprintsSQL(t tables, from, to time.Time) (string, []any) {
+// spanFingerprintsSQL builds SpanFingerprintsUpTo's statement.
+func spanFingerprintsSQL(t tables, from, to time.Time, upTo uint64) (string, []any) {
+	where, args := " WHERE start >= ? AND start < ?", []any{from, to}
+	if upTo > 0 {
+		where, args = where+" AND version <= ?", append(args, upTo)
+	}
 	return "SELECT toUInt64(intDiv(toUInt32(start), 3600) * 3600) AS h, count(), sum(version) FROM " +
-		t.Table(schema.TableSpanFacts) + " WHERE start >= ? AND start < ? GROUP BY h", []any{from, to}
+		t.Table(schema.TableSpanFacts) + where + " GROUP BY h", args
 }
 
 // RollupFingerprints reads, for each hour in [from, to) the rollup has

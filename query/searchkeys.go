@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/query/traceql"
@@ -80,27 +81,72 @@ func keyIndexMarksSQL(t tables, from, to time.Time) (string, []any) {
 		[]any{from.UTC(), to.UTC()}
 }
 
-// keyWindowSQL is what a read of the keys over [since, until] reads of
-// each source, as conditions: of the keys index, the rows of the latest
-// computation of each hour it marked that lies wholly in the window; of
-// the spans, those of the window in the other hours (the open hour, the
-// window's edges, any hour not indexed yet). The two never overlap, and
-// one statement reads both, so the keys index costs no extra round trip.
-func keyWindowSQL(t tables, since, until time.Time) (index, live sqlExpr) {
-	table := t.Table(schema.TableSearchKeys)
-	first, end := ceilHour(since).UTC(), until.UTC().Truncate(time.Hour)
-	marked := "SELECT hour FROM " + table + " WHERE " + markRows + " AND hour >= ? AND hour < ?"
-	index = sqlExpr{"hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM " + table +
-		" WHERE " + markRows + " AND hour >= ? AND hour < ? GROUP BY hour)", []any{first, end, first, end}}
-	live = sqlExpr{"start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (" + marked + ")",
-		[]any{since.UTC().Truncate(time.Second), until.UTC(), first, end}}
+// keyWindow is what a read of the keys over [since, until] reads of each
+// source, as conditions (keyWindowSQL), from the index's marks of the
+// window's hours, read first.
+func (r *core) keyWindow(ctx context.Context, since, until time.Time) (index, live sqlExpr, err error) {
+	first, end := keyWindowHours(since, until)
+	marks, err := r.keyIndexMarks(ctx, first, end)
+	if err != nil {
+		return sqlExpr{}, sqlExpr{}, err
+	}
+	index, live = keyWindowSQL(first, end, marks)
+	return index, live, nil
+}
+
+// keyWindowHours is the window [since, until] in whole hours, the index's
+// unit: from the hour since falls in to the end of the hour until falls in.
+func keyWindowHours(since, until time.Time) (first, end time.Time) {
+	return since.UTC().Truncate(time.Hour), until.UTC().Truncate(time.Hour).Add(time.Hour)
+}
+
+// keyWindowSQL is what a read of the keys over the hours [first, end)
+// reads of each source, given the index's marks of those hours. Of the
+// keys index, the rows of each marked hour's latest computation; of the
+// spans, those of the hours not marked (not indexed yet) and, in every
+// hour, those the newest computation did not read: versions above
+// schema.SearchKeysUpTo of its version (the open hour's newest above all).
+// A computation reads no span that new, so nothing is counted twice; a
+// late span in an hour indexed before that is counted once the hour is
+// indexed again (the next refresh). The conditions name the marks'
+// hours, versions and bounds as values, so that the spans' condition is
+// one the engine checks on the start and version columns before reading
+// any key array, and no subquery reads the index's marks again. (Should a
+// new computation of an hour land and be merged over the one named
+// between the two reads, that hour's keys would be read short once.)
+func keyWindowSQL(first, end time.Time, marks map[time.Time]schema.SearchKeyHour) (index, live sqlExpr) {
+	index, live = sqlExpr{q: "0"}, sqlExpr{"start >= ? AND start < ?", []any{first, end}}
+	var pairs, unmarked []string
+	var unmarkedArgs []any
+	var newest uint64
+	for h := first; h.Before(end); h = h.Add(time.Hour) {
+		m, ok := marks[h]
+		switch {
+		case ok:
+			pairs = append(pairs, "(?, ?)")
+			index.args = append(index.args, h, m.Version)
+			newest = max(newest, m.Version)
+		case len(unmarkedArgs) > 0 && unmarkedArgs[len(unmarkedArgs)-1].(time.Time).Equal(h):
+			unmarkedArgs[len(unmarkedArgs)-1] = h.Add(time.Hour) // the range goes on
+		default:
+			unmarked = append(unmarked, "(start >= ? AND start < ?)")
+			unmarkedArgs = append(unmarkedArgs, h, h.Add(time.Hour))
+		}
+	}
+	if len(pairs) == 0 {
+		return index, live // nothing indexed: the spans of the whole window
+	}
+	index.q = "hour >= ? AND hour < ? AND (hour, version) IN (" + strings.Join(pairs, ", ") + ")"
+	index.args = append([]any{first, end}, index.args...)
+	live.q += " AND (" + strings.Join(append(unmarked, "version > ?"), " OR ") + ")"
+	live.args = append(append(live.args, unmarkedArgs...), schema.SearchKeysUpTo(newest))
 	return index, live
 }
 
 // SearchKeys lists the fields a query over the window can name: the
-// intrinsics, then the span and resource attribute keys the window's
-// spans carried, the most frequent first. The closed hours the keys index
-// holds are read from it, the rest of the window from the spans.
+// intrinsics, then the span and resource attribute keys the spans of the
+// window's hours carried, the most frequent first. The hours the keys
+// index holds are read from it, the rest from the spans (keyWindowSQL).
 func (r SearchReader) SearchKeys(ctx context.Context, project string, since, until time.Time, lim SearchLimits) ([]SearchKey, error) {
 	lim = lim.withDefaults()
 	if err := checkSearchWindow(since, until, lim); err != nil {
@@ -114,7 +160,11 @@ func (r SearchReader) SearchKeys(ctx context.Context, project string, since, unt
 		}
 		out = append(out, SearchKey{Key: name, Type: d.Type.String(), Doc: d.Doc})
 	}
-	q, args := searchKeysSQL(r.store, project, since, until)
+	index, live, err := r.keyWindow(ctx, since, until)
+	if err != nil {
+		return nil, fmt.Errorf("search keys: %w", err)
+	}
+	q, args := searchKeysSQL(r.store, project, index, live)
 	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search keys: %w", err)
@@ -138,8 +188,7 @@ func (r SearchReader) SearchKeys(ctx context.Context, project string, since, unt
 // their span counts, span keys first, maxSearchKeys of each scope at most:
 // the indexed hours' from the keys index, the others' from the spans'
 // key arrays.
-func searchKeysSQL(t tables, project string, since, until time.Time) (string, []any) {
-	index, live := keyWindowSQL(t, since, until)
+func searchKeysSQL(t tables, project string, index, live sqlExpr) (string, []any) {
 	one := func(scope, col string) string {
 		return "SELECT '" + scope + "' AS scope, k, count() AS n FROM " + t.Table(schema.TableSpans) + " ARRAY JOIN " + col + " AS k" +
 			" WHERE project = ? AND " + live.q + " GROUP BY k"
@@ -157,10 +206,10 @@ func searchKeysSQL(t tables, project string, since, until time.Time) (string, []
 }
 
 // SearchValues lists the most frequent values of a field (as a query
-// writes it) in the window's spans. A scoped attribute's values come from
-// the keys index for the closed hours it holds (each hour's 50 most
-// frequent, values of up to 200 bytes), the rest from the spans; other
-// fields are read from the spans.
+// writes it) in the window's spans. A scoped attribute's values are those
+// of the window's hours: from the keys index for the hours it holds (each
+// hour's 50 most frequent, values of up to 200 bytes), the rest from the
+// spans (keyWindowSQL); other fields are read from the window's spans.
 func (r SearchReader) SearchValues(ctx context.Context, project, field string, since, until time.Time, lim SearchLimits) ([]SearchValue, error) {
 	lim = lim.withDefaults()
 	if err := checkSearchWindow(since, until, lim); err != nil {
@@ -187,8 +236,17 @@ func (r SearchReader) SearchValues(ctx context.Context, project, field string, s
 	if err != nil {
 		return nil, err
 	}
-	scope, key, indexed := indexedAttr(e)
-	stmt, args := searchValuesSQL(r.store, project, v, since, until, scope, key, indexed)
+	var stmt string
+	var args []any
+	if scope, key, indexed := indexedAttr(e); indexed {
+		index, live, err := r.keyWindow(ctx, since, until)
+		if err != nil {
+			return nil, fmt.Errorf("search values of %s: %w", field, err)
+		}
+		stmt, args = searchValuesSQL(r.store, project, v, live, &indexedValues{scope: scope, key: key, index: index})
+	} else {
+		stmt, args = searchValuesSQL(r.store, project, v, sqlExpr{"start >= ? AND start <= ?", []any{since.UTC().Truncate(time.Second), until.UTC()}}, nil)
+	}
 	rows, err := r.store.Conn().Query(searchSettings(ctx, lim), stmt, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search values of %s: %w", field, err)
@@ -222,28 +280,31 @@ func indexedAttr(e traceql.Expr) (scope, key string, ok bool) {
 	return "", "", false
 }
 
-// searchValuesSQL lists a field's most frequent values in the window (v
-// is the field's valueSQL). For a field the keys index holds (indexed,
-// with its scope and key), the indexed hours' values come from the index
-// and the others' from the spans, which then keep only the values the
-// index would (schema.MaxSearchKeyValueBytes), so that hours read either
-// way list alike; any other field is read from the window's spans.
-func searchValuesSQL(t tables, project string, v sqlExpr, since, until time.Time, scope, key string, indexed bool) (string, []any) {
+// indexedValues says where the keys index holds a field's values: its
+// scope and key, and which of the index's rows to read (keyWindowSQL).
+type indexedValues struct {
+	scope, key string
+	index      sqlExpr
+}
+
+// searchValuesSQL lists a field's most frequent values (v is the field's
+// valueSQL) in the spans the live condition selects and, for a field the
+// keys index holds (indexed), in the index's rows; the spans then keep
+// only the values the index would (schema.MaxSearchKeyValueBytes), so
+// that hours read either way list alike.
+func searchValuesSQL(t tables, project string, v, live sqlExpr, indexed *indexedValues) (string, []any) {
 	keep := "v != ''"
-	rng := sqlExpr{"start >= ? AND start <= ?", []any{since.UTC().Truncate(time.Second), until.UTC()}}
-	var index sqlExpr
-	if indexed {
-		index, rng = keyWindowSQL(t, since, until)
+	if indexed != nil {
 		// v is "1" and the value: one byte more than the value.
 		keep += " AND length(v) <= " + strconv.Itoa(schema.MaxSearchKeyValueBytes+1)
 	}
-	live := "SELECT substring(v, 2) AS value, count() AS n FROM (SELECT " + v.q + " AS v FROM " + t.Table(schema.TableSpans) +
-		" WHERE project = ? AND " + rng.q + ") WHERE " + keep + " GROUP BY value"
-	args := append(append(append([]any{}, v.args...), project), rng.args...)
-	if indexed {
-		live = "SELECT value, toUInt64(sum(spans)) AS n FROM " + t.Table(schema.TableSearchKeys) +
-			" WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND " + index.q + " GROUP BY value UNION ALL " + live
-		args = append(append([]any{project, scope, key}, index.args...), args...)
+	q := "SELECT substring(v, 2) AS value, count() AS n FROM (SELECT " + v.q + " AS v FROM " + t.Table(schema.TableSpans) +
+		" WHERE project = ? AND " + live.q + ") WHERE " + keep + " GROUP BY value"
+	args := append(append(append([]any{}, v.args...), project), live.args...)
+	if indexed != nil {
+		q = "SELECT value, toUInt64(sum(spans)) AS n FROM " + t.Table(schema.TableSearchKeys) +
+			" WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND " + indexed.index.q + " GROUP BY value UNION ALL " + q
+		args = append(append([]any{project, indexed.scope, indexed.key}, indexed.index.args...), args...)
 	}
-	return "SELECT value, sum(n) AS spans FROM (" + live + ") GROUP BY value ORDER BY spans DESC, value LIMIT " + strconv.Itoa(maxSearchValues), args
+	return "SELECT value, sum(n) AS spans FROM (" + q + ") GROUP BY value ORDER BY spans DESC, value LIMIT " + strconv.Itoa(maxSearchValues), args
 }

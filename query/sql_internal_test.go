@@ -38,6 +38,20 @@ func TestBuiltSQL(t *testing.T) {
 	set := clickhouse.GroupSet{Value: []any{"t1", "t2"}}
 	pairs := clickhouse.GroupSet{Value: []any{clickhouse.GroupSet{Value: []any{"t1", "s1"}}, clickhouse.GroupSet{Value: []any{"t2", "s2"}}}}
 	ext := runExtent{lo: since, hi: since.Add(time.Hour), rows: 120}
+	// A keys window from 01:30 to 23:30: hours 01:00–23:00 (and 23:00–
+	// 24:00), of which 05:00 and 06:00 are not indexed; 09:00 and 19:00
+	// were indexed last.
+	first, end := keyWindowHours(since.Add(90*time.Minute), until.Add(-30*time.Minute))
+	marks := map[time.Time]schema.SearchKeyHour{}
+	for h := first; h.Before(end); h = h.Add(time.Hour) {
+		if h.Hour() != 5 && h.Hour() != 6 {
+			marks[h] = schema.SearchKeyHour{Hour: h, Version: 1764892800000000000 + uint64(h.Hour())%10}
+		}
+	}
+	var keyWindow struct{ index, live sqlExpr }
+	keyWindow.index, keyWindow.live = keyWindowSQL(first, end, marks)
+	var keyWindowNoMarks struct{ index, live sqlExpr }
+	keyWindowNoMarks.index, keyWindowNoMarks.live = keyWindowSQL(first, end, nil)
 	runList := func(f RunFilter, sort RunSort, dir SortDir, after *cursor) func() (string, []any, error) {
 		return func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, f)
@@ -159,7 +173,8 @@ func TestBuiltSQL(t *testing.T) {
 		{"cache_call_rows_filtered", built(cacheCallRowsSQL(gt, win, CacheFilter{Model: "gpt-4o", Agent: "planner"}, []uint64{11}, []uint64{1024}))},
 		{"cache_tasks", built(fillTasksSQL(gt, "p", set, since, until))},
 		// rollupreads.go
-		{"rollup_span_fingerprints", built(spanFingerprintsSQL(gt, since, until))},
+		{"rollup_span_fingerprints", built(spanFingerprintsSQL(gt, since, until, 0))},
+		{"search_key_fingerprints", built(spanFingerprintsSQL(gt, since, until, 1764892800000000000))},
 		// settle.go
 		{"settle_stale_runs", built(staleRunsSQL(gt, since, until, 0, 77))},
 		{"settle_stale_runs_after_mark", built(staleRunsSQL(gt, since, until, 1234, 77))},
@@ -189,11 +204,13 @@ func TestBuiltSQL(t *testing.T) {
 		{"outcomes_of_spans", built(spanOutcomesSQL(gt, "p", set, since, until))},
 		{"versions_config_spans", built(runConfigSpansSQL(gt, "p", set, since, until))},
 		{"versions_config_content", built(runConfigContentSQL(gt, "p", set, since, until))},
-		// searchkeys.go: the window's edges are not whole hours.
-		{"search_keys", built(searchKeysSQL(gt, "p", since.Add(90*time.Minute), until.Add(-30*time.Minute)))},
+		// searchkeys.go: the window's edges are not whole hours; of its
+		// hours, two are not indexed (one range), the others are.
+		{"search_keys", built(searchKeysSQL(gt, "p", keyWindow.index, keyWindow.live))},
 		{"search_values_indexed", built(searchValuesSQL(gt, "p", sqlf("if(has(attr_keys, ?), concat('1', attr_values[indexOf(attr_keys, ?)]), '')", "k", "k"),
-			since.Add(90*time.Minute), until.Add(-30*time.Minute), "span", "k", true))},
-		{"search_values_live", built(searchValuesSQL(gt, "p", sqlf("if(model != '', concat('1', model), '')"), since, until, "", "", false))},
+			keyWindow.live, &indexedValues{scope: "span", key: "k", index: keyWindow.index}))},
+		{"search_values_live", built(searchValuesSQL(gt, "p", sqlf("if(model != '', concat('1', model), '')"), sqlf("start >= ? AND start <= ?", since, until), nil))},
+		{"search_keys_nothing_indexed", built(searchKeysSQL(gt, "p", keyWindowNoMarks.index, keyWindowNoMarks.live))},
 		{"search_key_marks", built(keyIndexMarksSQL(gt, since, until))},
 	}
 	for _, c := range cases {

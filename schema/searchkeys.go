@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TableSearchKeys is the search keys index: per project and closed hour,
-// the span and resource attribute keys the hour's spans carried, with how
-// many spans carried each, and each key's most frequent values. Search
+// TableSearchKeys is the search keys index: per project and hour, the
+// span and resource attribute keys the hour's spans carried, with how many
+// spans carried each, and each key's most frequent values. Search
 // autocomplete (package query) reads it for the hours it holds instead of
 // the spans' attribute arrays; package keyindex writes it.
 //
@@ -29,8 +29,24 @@ const (
 	MaxSearchKeyValueBytes = 200
 )
 
+// SearchKeyLag is how old a span's version (the moment tally accepted it)
+// must be, when a computation of the index begins, for the computation to
+// read it: a computation at version V indexes the spans of versions up to
+// SearchKeysUpTo(V), and readers read the newer ones from the spans. The
+// lag keeps a span accepted just before a computation but written to the
+// store after the computation's read (in the writer's queue meanwhile)
+// out of the index, where it would be missed, and in the readers' part.
+const SearchKeyLag = 10 * time.Second
+
+// SearchKeysUpTo is the highest span version a computation of the keys
+// index at version v reads.
+func SearchKeysUpTo(v uint64) uint64 {
+	return v - min(v, uint64(SearchKeyLag))
+}
+
 // SearchKeyHour is an indexed hour's mark: the hour, the version of its
-// computation and the span fingerprint (rows, sum of versions) it saw.
+// computation and the span fingerprint (rows, sum of versions) of the
+// spans it read (those of versions up to SearchKeysUpTo(Version)).
 type SearchKeyHour struct {
 	Hour       time.Time
 	Version    uint64
@@ -53,11 +69,11 @@ func searchKeysTable(s *Store) tableDef {
 }
 
 // IndexSearchKeys computes the index of the consecutive hours marks name
-// (at most a day, one computation: one Version) from the spans, all
-// projects, then writes the marks, each with the span fingerprint the
-// caller read before the computation. Spans are counted as stored (a
-// duplicate delivery counts until merged), as the live read of the keys
-// counts them.
+// (at most a day, one computation: one Version) from the spans of versions
+// up to SearchKeysUpTo(Version), all projects, then writes the marks, each
+// with the span fingerprint the caller read of those spans before the
+// computation. Spans are counted as stored (a duplicate delivery counts
+// until merged), as the live read of the keys counts them.
 func (s *Store) IndexSearchKeys(ctx context.Context, marks []SearchKeyHour) error {
 	if len(marks) == 0 || len(marks) > 24 {
 		return fmt.Errorf("index search keys: %d hours, want 1 to 24", len(marks))
@@ -75,7 +91,7 @@ func (s *Store) IndexSearchKeys(ctx context.Context, marks []SearchKeyHour) erro
 	pairs := "SELECT project, toStartOfHour(start) AS hour, " +
 		"arrayConcat(arrayMap(k -> 'span', attr_keys), arrayMap(k -> 'resource', resource_keys)) AS scopes, " +
 		"arrayConcat(attr_keys, resource_keys) AS keys, arrayConcat(attr_values, resource_values) AS vals FROM " + spans +
-		" WHERE start >= ? AND start < ?"
+		" WHERE start >= ? AND start < ? AND version <= " + strconv.FormatUint(SearchKeysUpTo(version), 10)
 	into := "INSERT INTO " + s.Table(TableSearchKeys) + " (project, hour, scope, key, value, total, spans, version_sum, version) "
 	stmts := []string{
 		into + "SELECT project, hour, sc, k, '', 1, count(), 0, " + ver + " FROM (" + pairs + ") ARRAY JOIN scopes AS sc, keys AS k" +

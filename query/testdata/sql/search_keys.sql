@@ -1,17 +1,59 @@
-SELECT scope, k, sum(n) AS spans FROM (SELECT toString(scope) AS scope, key AS k, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND total = 1 AND hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour) GROUP BY scope, k UNION ALL SELECT 'span' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN attr_keys AS k WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?) GROUP BY k UNION ALL SELECT 'resource' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN resource_keys AS k WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?) GROUP BY k) GROUP BY scope, k ORDER BY scope DESC, spans DESC, k LIMIT 500 BY scope
+SELECT scope, k, sum(n) AS spans FROM (SELECT toString(scope) AS scope, key AS k, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND total = 1 AND hour >= ? AND hour < ? AND (hour, version) IN ((?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?)) GROUP BY scope, k UNION ALL SELECT 'span' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN attr_keys AS k WHERE project = ? AND start >= ? AND start < ? AND ((start >= ? AND start < ?) OR version > ?) GROUP BY k UNION ALL SELECT 'resource' AS scope, k, count() AS n FROM `tally`.`spans` ARRAY JOIN resource_keys AS k WHERE project = ? AND start >= ? AND start < ? AND ((start >= ? AND start < ?) OR version > ?) GROUP BY k) GROUP BY scope, k ORDER BY scope DESC, spans DESC, k LIMIT 500 BY scope
 -- parameters:
 -- string p
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- uint64 1764892800000000001
 -- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- uint64 1764892800000000002
+-- time.Time 2026-12-01 03:00:00 +0000 UTC
+-- uint64 1764892800000000003
+-- time.Time 2026-12-01 04:00:00 +0000 UTC
+-- uint64 1764892800000000004
+-- time.Time 2026-12-01 07:00:00 +0000 UTC
+-- uint64 1764892800000000007
+-- time.Time 2026-12-01 08:00:00 +0000 UTC
+-- uint64 1764892800000000008
+-- time.Time 2026-12-01 09:00:00 +0000 UTC
+-- uint64 1764892800000000009
+-- time.Time 2026-12-01 10:00:00 +0000 UTC
+-- uint64 1764892800000000000
+-- time.Time 2026-12-01 11:00:00 +0000 UTC
+-- uint64 1764892800000000001
+-- time.Time 2026-12-01 12:00:00 +0000 UTC
+-- uint64 1764892800000000002
+-- time.Time 2026-12-01 13:00:00 +0000 UTC
+-- uint64 1764892800000000003
+-- time.Time 2026-12-01 14:00:00 +0000 UTC
+-- uint64 1764892800000000004
+-- time.Time 2026-12-01 15:00:00 +0000 UTC
+-- uint64 1764892800000000005
+-- time.Time 2026-12-01 16:00:00 +0000 UTC
+-- uint64 1764892800000000006
+-- time.Time 2026-12-01 17:00:00 +0000 UTC
+-- uint64 1764892800000000007
+-- time.Time 2026-12-01 18:00:00 +0000 UTC
+-- uint64 1764892800000000008
+-- time.Time 2026-12-01 19:00:00 +0000 UTC
+-- uint64 1764892800000000009
+-- time.Time 2026-12-01 20:00:00 +0000 UTC
+-- uint64 1764892800000000000
+-- time.Time 2026-12-01 21:00:00 +0000 UTC
+-- uint64 1764892800000000001
+-- time.Time 2026-12-01 22:00:00 +0000 UTC
+-- uint64 1764892800000000002
 -- time.Time 2026-12-01 23:00:00 +0000 UTC
--- time.Time 2026-12-01 02:00:00 +0000 UTC
--- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- uint64 1764892800000000003
 -- string p
--- time.Time 2026-12-01 01:30:00 +0000 UTC
--- time.Time 2026-12-01 23:30:00 +0000 UTC
--- time.Time 2026-12-01 02:00:00 +0000 UTC
--- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 05:00:00 +0000 UTC
+-- time.Time 2026-12-01 07:00:00 +0000 UTC
+-- uint64 1764892790000000009
 -- string p
--- time.Time 2026-12-01 01:30:00 +0000 UTC
--- time.Time 2026-12-01 23:30:00 +0000 UTC
--- time.Time 2026-12-01 02:00:00 +0000 UTC
--- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 05:00:00 +0000 UTC
+-- time.Time 2026-12-01 07:00:00 +0000 UTC
+-- uint64 1764892790000000009

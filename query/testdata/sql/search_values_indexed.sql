@@ -1,16 +1,57 @@
-SELECT value, sum(n) AS spans FROM (SELECT value, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND hour >= ? AND hour < ? AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ? GROUP BY hour) GROUP BY value UNION ALL SELECT substring(v, 2) AS value, count() AS n FROM (SELECT if(has(attr_keys, ?), concat('1', attr_values[indexOf(attr_keys, ?)]), '') AS v FROM `tally`.`spans` WHERE project = ? AND start >= ? AND start <= ? AND toStartOfHour(start) NOT IN (SELECT hour FROM `tally`.`search_keys` WHERE project = '' AND scope = '' AND key = '' AND hour >= ? AND hour < ?)) WHERE v != '' AND length(v) <= 201 GROUP BY value) GROUP BY value ORDER BY spans DESC, value LIMIT 50
+SELECT value, sum(n) AS spans FROM (SELECT value, toUInt64(sum(spans)) AS n FROM `tally`.`search_keys` WHERE project = ? AND scope = ? AND key = ? AND total = 0 AND hour >= ? AND hour < ? AND (hour, version) IN ((?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?), (?, ?)) GROUP BY value UNION ALL SELECT substring(v, 2) AS value, count() AS n FROM (SELECT if(has(attr_keys, ?), concat('1', attr_values[indexOf(attr_keys, ?)]), '') AS v FROM `tally`.`spans` WHERE project = ? AND start >= ? AND start < ? AND ((start >= ? AND start < ?) OR version > ?)) WHERE v != '' AND length(v) <= 201 GROUP BY value) GROUP BY value ORDER BY spans DESC, value LIMIT 50
 -- parameters:
 -- string p
 -- string span
 -- string k
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- uint64 1764892800000000001
 -- time.Time 2026-12-01 02:00:00 +0000 UTC
+-- uint64 1764892800000000002
+-- time.Time 2026-12-01 03:00:00 +0000 UTC
+-- uint64 1764892800000000003
+-- time.Time 2026-12-01 04:00:00 +0000 UTC
+-- uint64 1764892800000000004
+-- time.Time 2026-12-01 07:00:00 +0000 UTC
+-- uint64 1764892800000000007
+-- time.Time 2026-12-01 08:00:00 +0000 UTC
+-- uint64 1764892800000000008
+-- time.Time 2026-12-01 09:00:00 +0000 UTC
+-- uint64 1764892800000000009
+-- time.Time 2026-12-01 10:00:00 +0000 UTC
+-- uint64 1764892800000000000
+-- time.Time 2026-12-01 11:00:00 +0000 UTC
+-- uint64 1764892800000000001
+-- time.Time 2026-12-01 12:00:00 +0000 UTC
+-- uint64 1764892800000000002
+-- time.Time 2026-12-01 13:00:00 +0000 UTC
+-- uint64 1764892800000000003
+-- time.Time 2026-12-01 14:00:00 +0000 UTC
+-- uint64 1764892800000000004
+-- time.Time 2026-12-01 15:00:00 +0000 UTC
+-- uint64 1764892800000000005
+-- time.Time 2026-12-01 16:00:00 +0000 UTC
+-- uint64 1764892800000000006
+-- time.Time 2026-12-01 17:00:00 +0000 UTC
+-- uint64 1764892800000000007
+-- time.Time 2026-12-01 18:00:00 +0000 UTC
+-- uint64 1764892800000000008
+-- time.Time 2026-12-01 19:00:00 +0000 UTC
+-- uint64 1764892800000000009
+-- time.Time 2026-12-01 20:00:00 +0000 UTC
+-- uint64 1764892800000000000
+-- time.Time 2026-12-01 21:00:00 +0000 UTC
+-- uint64 1764892800000000001
+-- time.Time 2026-12-01 22:00:00 +0000 UTC
+-- uint64 1764892800000000002
 -- time.Time 2026-12-01 23:00:00 +0000 UTC
--- time.Time 2026-12-01 02:00:00 +0000 UTC
--- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- uint64 1764892800000000003
 -- string k
 -- string k
 -- string p
--- time.Time 2026-12-01 01:30:00 +0000 UTC
--- time.Time 2026-12-01 23:30:00 +0000 UTC
--- time.Time 2026-12-01 02:00:00 +0000 UTC
--- time.Time 2026-12-01 23:00:00 +0000 UTC
+-- time.Time 2026-12-01 01:00:00 +0000 UTC
+-- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- time.Time 2026-12-01 05:00:00 +0000 UTC
+-- time.Time 2026-12-01 07:00:00 +0000 UTC
+-- uint64 1764892790000000009
