@@ -50,6 +50,16 @@ type Capabilities struct {
 	// whose tokens can hold the words. Known only from a connection
 	// (DetectCapabilities).
 	TextIndex bool
+	// AdaptiveWriteBuffers: the server can write each column stream of a
+	// part through a buffer that starts at 16 KiB and grows with what the
+	// stream holds (26.x, the MergeTree setting
+	// min_columns_to_activate_adaptive_write_buffer), instead of about
+	// 2 MiB a stream from the start. tally's spans table writes some 130
+	// streams (arrays and LowCardinality columns take two), so every
+	// INSERT and merge of a wide part held about 250 MiB of buffers before
+	// a byte was compressed; on the embedded store that is tally's own
+	// memory. Known only from a connection (DetectCapabilities).
+	AdaptiveWriteBuffers bool
 	// ZoneName is the server's time zone, in which toYYYYMMDD and toYYYYMM
 	// cut the partitions of DateTime columns, and Zone that zone loaded
 	// here: nil until detected, and when the zone database here lacks it.
@@ -97,6 +107,13 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 		return Capabilities{}, fmt.Errorf("detect text indexes: %w", err)
 	}
 	c.TextIndex = on == 2
+	if c.Major >= 25 { // system.merge_tree_settings is not on every old server
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.merge_tree_settings WHERE name = '"+adaptiveWriteBufferSetting+"'").Scan(&n); err != nil {
+			return Capabilities{}, fmt.Errorf("detect adaptive write buffers: %w", err)
+		}
+		c.AdaptiveWriteBuffers = n == 1
+	}
 	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&c.ZoneName); err != nil {
 		return Capabilities{}, fmt.Errorf("detect clickhouse time zone: %w", err)
 	}

@@ -173,8 +173,13 @@ func (s *Store) createTable(t tableDef) []string {
 		b.WriteString("\nPARTITION BY " + t.PartitionBy)
 	}
 	b.WriteString("\nORDER BY " + t.OrderBy)
+	var settings []string
 	if t.IndexGranularity > 0 {
-		b.WriteString("\nSETTINGS index_granularity = " + strconv.Itoa(t.IndexGranularity))
+		settings = append(settings, "index_granularity = "+strconv.Itoa(t.IndexGranularity))
+	}
+	settings = append(settings, s.tableSettings()...)
+	if len(settings) > 0 {
+		b.WriteString("\nSETTINGS " + strings.Join(settings, ", "))
 	}
 	stmts := []string{b.String()}
 	if s.cluster != "" {
@@ -182,6 +187,21 @@ func (s *Store) createTable(t tableDef) []string {
 			s.Table(t.Name), s.onCluster(), s.LocalTable(t.Name), s.cluster, s.db, t.Name+"_local", t.ShardBy))
 	}
 	return stmts
+}
+
+// adaptiveWriteBufferSetting is the MergeTree setting of
+// Capabilities.AdaptiveWriteBuffers: the number of columns from which a
+// part is written through adaptive buffers.
+const adaptiveWriteBufferSetting = "min_columns_to_activate_adaptive_write_buffer"
+
+// tableSettings are the MergeTree settings every table of tally gets on
+// this server, as "name = value": adaptive write buffers for all, where
+// the server has them (Capabilities.AdaptiveWriteBuffers).
+func (s *Store) tableSettings() []string {
+	if !s.caps.AdaptiveWriteBuffers {
+		return nil
+	}
+	return []string{adaptiveWriteBufferSetting + " = 1"}
 }
 
 // columnTables are the tables (unquoted names, in s's database) an ALTER

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -87,6 +88,29 @@ var migrations = []migration{
 	{version: 12, name: "search keys index", tables: func(s *Store) []tableDef {
 		return []tableDef{searchKeysTable(s)}
 	}},
+	{version: 13, name: "adaptive write buffers", stmts: modifyTableSettings},
+}
+
+// tallyTables are the tables of tally's schema (the views' targets among
+// them), for the migrations that change every table.
+func tallyTables(s *Store) []tableDef {
+	return []tableDef{spansTable(s), contentTable(s), costRollupTable(s), rollupHoursTable(s), apiKeysTable(s), leasesTable(s),
+		spanFactsTable(s), outcomesTable(s), runsTable(s), runMarksTable(s), savedQueriesTable(s), searchKeysTable(s), migrationsTable()}
+}
+
+// modifyTableSettings gives the tables of a store created before them the
+// MergeTree settings a new store's get (Store.tableSettings). A setting
+// applies to the parts written from then on: inserts and merges.
+func modifyTableSettings(s *Store) []string {
+	settings := s.tableSettings()
+	if len(settings) == 0 {
+		return nil
+	}
+	var out []string
+	for _, t := range tallyTables(s) {
+		out = append(out, "ALTER TABLE "+s.LocalTable(t.Name)+s.onCluster()+" MODIFY SETTING "+strings.Join(settings, ", "))
+	}
+	return out
 }
 
 // ContentTextIndex is the content table's full-text index, on servers

@@ -164,3 +164,66 @@ func TestContentTextIndex(t *testing.T) {
 		t.Fatalf("%d text indexes on content, want 1", n)
 	}
 }
+
+// TestAdaptiveWriteBuffers: on a server with adaptive write buffers (the
+// embedded 26.x engine) every table of tally writes its parts through
+// them, a new store's from its CREATE and an older store's once migration
+// 13 has run; the 18.16 server has none and its tables get no setting.
+func TestAdaptiveWriteBuffers(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	caps := s.Capabilities()
+	if caps.Major >= 26 != caps.AdaptiveWriteBuffers {
+		t.Fatalf("server %s: adaptive write buffers %v", caps.Version, caps.AdaptiveWriteBuffers)
+	}
+	const setting = "min_columns_to_activate_adaptive_write_buffer = 1"
+	tables := func() map[string]bool {
+		t.Helper()
+		rows, err := s.Conn().Query(ctx, "SELECT name, create_table_query FROM system.tables WHERE database = ? AND engine LIKE '%MergeTree'", s.Database())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]bool{}
+		for rows.Next() {
+			var name, create string
+			if err := rows.Scan(&name, &create); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = strings.Contains(create, setting)
+		}
+		return out
+	}
+	check := func(when string) {
+		t.Helper()
+		got := tables()
+		if len(got) != 13 { // every table of tally (the migrations table included)
+			t.Fatalf("%s: %d MergeTree tables: %v", when, len(got), got)
+		}
+		for name, has := range got {
+			if has != caps.AdaptiveWriteBuffers {
+				t.Errorf("%s: table %s has the setting: %v, want %v", when, name, has, caps.AdaptiveWriteBuffers)
+			}
+		}
+	}
+	check("a new store")
+	if !caps.AdaptiveWriteBuffers {
+		return
+	}
+	for name := range tables() {
+		if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(name)+" RESET SETTING min_columns_to_activate_adaptive_write_buffer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, has := range tables() {
+		if has {
+			t.Fatalf("%s kept the setting after RESET", name)
+		}
+	}
+	for range 2 {
+		if err := schema.ApplyMigration(ctx, s, 13); err != nil {
+			t.Fatalf("migration 13 on a store before it: %v", err)
+		}
+	}
+	check("after migration 13")
+}
