@@ -84,6 +84,9 @@ type Config struct {
 	// Embedded also measures the store-dependent figures on the embedded
 	// store (chDB in tally's process), beside the server's.
 	Embedded bool `json:"embedded"`
+	// SkipServer leaves out the server store's store-dependent figures:
+	// for quick rounds on the embedded store alone.
+	SkipServer bool `json:"skip_server,omitempty"`
 	// ProfileDir, when set, receives cpu.pprof and heap.pprof of tally
 	// serve under the sustained ingest load, and heap-overload.pprof at the
 	// end of the overload.
@@ -209,7 +212,10 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := decodeFigures(ctx, cfg, res); err != nil {
 		return finish(fmt.Errorf("decode: %w", err))
 	}
-	targets := []*target{serverTarget(cfg.CHAddr)}
+	var targets []*target
+	if !cfg.SkipServer {
+		targets = append(targets, serverTarget(cfg.CHAddr))
+	}
 	if cfg.Embedded {
 		tg, err := embeddedTarget(filepath.Join(cfg.WorkDir, "embedded"))
 		if err != nil {

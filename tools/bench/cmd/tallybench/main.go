@@ -56,10 +56,15 @@ func run(ctx context.Context) error {
 		return nil
 	})
 	flag.BoolVar(&cfg.Embedded, "embedded", true, "also measure the store-dependent figures on the embedded store (needs libchdb.so: make deps)")
+	server := flag.Bool("server", true, "measure the store-dependent figures on the ClickHouse server store (false: the embedded store's only)")
 	flag.BoolVar(&cfg.IngestOnly, "ingest-only", false, "measure the ingest figures only (compare builds with --tally)")
 	flag.BoolVar(&cfg.ReadsOnly, "reads-only", false, "measure the load, settle and read figures only")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of tally serve under ingest load here")
 	flag.Parse()
+	cfg.SkipServer = !*server
+	if cfg.SkipServer && !cfg.Embedded {
+		return fmt.Errorf("--server=false --embedded=false measures no store")
+	}
 	cfg.Log = os.Stdout
 
 	root, err := bench.ModuleRoot()
