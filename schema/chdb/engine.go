@@ -160,6 +160,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.all = append(e.all, c)
 		e.pool <- c
 	}
+	if before, after := releaseStartupPages(libPath); before > 0 {
+		e.logger.Info("gave the kernel back the engine's start-up code pages", "resident_mib_before", before>>20, "resident_mib_after", after>>20)
+	}
 	return e, nil
 }
 
