@@ -178,15 +178,20 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if err != nil {
 		return nil, fmt.Errorf("load runs to settle: %w", err)
 	}
+	// Each run's spans as a part of the one slice read (in the order
+	// read): a copy per run would hold every span twice.
+	slices.SortStableFunc(spans, func(a, b schema.Span) int { return strings.Compare(a.TraceID, b.TraceID) })
 	byRun := map[string][]schema.Span{}
-	for _, s := range spans {
-		byRun[s.TraceID] = append(byRun[s.TraceID], s)
+	var found []string
+	for i := 0; i < len(spans); {
+		j := i + 1
+		for j < len(spans) && spans[j].TraceID == spans[i].TraceID {
+			j++
+		}
+		byRun[spans[i].TraceID] = spans[i:j:j]
+		found = append(found, spans[i].TraceID)
+		i = j
 	}
-	found := make([]string, 0, len(byRun))
-	for id := range byRun {
-		found = append(found, id)
-	}
-	slices.Sort(found)
 	if len(found) == 0 {
 		return nil, nil
 	}

@@ -188,7 +188,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
 	}
 	// The run table: runs settled once quiet, under a lease like retention.
-	settleRun, err := buildSettler(cfg.Settle, store, reader, holder, policy.SpansKeptFrom, registry, log)
+	settleRun, err := buildSettler(cfg.Settle, cfg.MaxLoadSpans, store, reader, holder, policy.SpansKeptFrom, registry, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,7 +197,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	jobs = append(jobs, keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
 	if catalog != nil {
 		apiOpts.Costs = query.NewCostReader(reader, catalog)
-		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
+		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom, MaxLoadSpans: cfg.MaxLoadSpans}).Run)
 	}
 	if evaluator != nil {
 		jobs = append(jobs, evaluate)
@@ -453,12 +453,12 @@ const settleLease = "settle"
 
 // buildSettler builds the job that settles runs into the run table, run as
 // --settle-runner says.
-func buildSettler(sc settleConfig, store *schema.Store, reader *query.Reader, holder string, keptFrom func(time.Time) time.Time,
+func buildSettler(sc settleConfig, maxLoadSpans int, store *schema.Store, reader *query.Reader, holder string, keptFrom func(time.Time) time.Time,
 	reg prometheus.Registerer, log *slog.Logger) (func(context.Context), error) {
 	if sc.Quiet <= 0 || sc.Interval <= 0 || sc.Margin <= 0 {
 		return nil, fmt.Errorf("--settle-quiet, --settle-interval and --settle-margin must be > 0")
 	}
-	s := settle.New(reader.SettleSource, store, settle.Config{Quiet: sc.Quiet, Interval: sc.Interval, Margin: sc.Margin,
+	s := settle.New(reader.SettleSource, store, settle.Config{Quiet: sc.Quiet, Interval: sc.Interval, Margin: sc.Margin, MaxLoadSpans: maxLoadSpans,
 		KeptFrom: keptFrom, Logger: log.With("component", "settle")})
 	if err := s.Register(reg); err != nil {
 		return nil, err

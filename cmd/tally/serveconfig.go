@@ -31,8 +31,12 @@ type serveConfig struct {
 	Insecure    bool
 	ExternalURL string
 	MemoryLimit int64
-	GCPercent   int
-	NoMigrate   bool
+	// MemoryBudget is --memory-budget; MaxLoadSpans what it allows one
+	// load of the settler and of the cost rollup (applyMemoryBudget).
+	MemoryBudget int64
+	MaxLoadSpans int
+	GCPercent    int
+	NoMigrate    bool
 
 	Ingest  ingestConfig
 	Durable durableConfig
@@ -183,7 +187,8 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
 	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
-	fs.Int64Var(&c.MemoryLimit, "memory-limit", 216<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set")
+	fs.Int64Var(&c.MemoryLimit, "memory-limit", 216<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set. Unless given: 3/10 of --memory-budget on the embedded store, 27/64 on a server store")
+	fs.Int64Var(&c.MemoryBudget, "memory-budget", defaultMemoryBudget, "memory tally sizes its limits to stay within, the embedded store's engine included (its code pages, file-backed, on top): the defaults of --memory-limit, --embedded-max-memory, the engine's caches, --batch-bytes and --max-inflight-bytes are shares of it (a limit given itself wins), and the spans one load of the settler or the cost rollup holds; at least 128 MiB")
 	fs.IntVar(&c.GCPercent, "gc-percent", defaultGCPercent, "the Go collector's heap growth between collections, in percent (GOGC); the memory limit still bounds the heap; negative turns the collector off until the limit; GOGC wins when set")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", false, "do not apply migrations at start-up")
 
@@ -220,7 +225,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&in.Limits.MaxEventsPerSpan, "max-events-per-span", in.Limits.MaxEventsPerSpan, "most events kept per span")
 	fs.Var(dayDuration{d: &in.Limits.MaxSpanAge, zero: true}, "max-span-age", "refuse spans (partial success) that started longer than this before they arrive, e.g. 30d; 0: the longest span retention (--retention, --project-retention), none when spans are kept forever")
 	fs.Var(dayDuration{d: &in.Limits.MaxSpanFuture, zero: true}, "max-span-future", "refuse spans (partial success) that start more than this after they arrive (a clock ahead), e.g. 2h; 0: no bound")
-	fs.Int64Var(&in.MaxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above)")
+	fs.Int64Var(&in.MaxInFlight, "max-inflight-bytes", receiver.DefaultMaxInFlightBytes, "request bytes held by all requests at once (429 above); unless given, a sixteenth of --memory-budget")
 	fs.Int64Var(&in.MinBodyRate, "min-body-rate", receiver.DefaultMinBodyRate, "slowest a request body may arrive after --body-rate-grace, in bytes/s on the wire (408 below); 0 for none")
 	fs.DurationVar(&in.BodyRateGrace, "body-rate-grace", receiver.DefaultBodyRateGrace, "time any request body may take before --min-body-rate applies")
 
@@ -242,7 +247,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	w := &c.Writer
 	fs.IntVar(&w.QueueSpans, "queue-spans", w.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
 	fs.IntVar(&w.MaxBatchSpans, "batch-spans", w.MaxBatchSpans, "rows per ClickHouse INSERT")
-	fs.Int64Var(&w.MaxBatchBytes, "batch-bytes", w.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log")
+	fs.Int64Var(&w.MaxBatchBytes, "batch-bytes", w.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log; unless given, a 64th of --memory-budget")
 	fs.DurationVar(&w.FlushInterval, "flush-interval", w.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&w.AckTimeout, "ack-timeout", w.AckTimeout, "longest a request waits for its rows to be stored before 503")
 
