@@ -33,7 +33,9 @@ type budgetShare struct {
 // runtime, the engine's working memory and its caches share the budget
 // (the engine's code pages, file-backed and reclaimable, come on top); on
 // a server store the Go runtime has the process to itself, so it gets the
-// share of today's 216 MiB default of 512.
+// share of today's 216 MiB default of 512, and the drain's batches keep
+// their 16 MiB (a server store streams its INSERTs, in batches of
+// --wal-stream-batch-bytes).
 var budgetShares = []budgetShare{
 	{flag: "memory-limit", num: 3, den: 10, store: storeEmbedded},
 	{flag: "memory-limit", num: 27, den: 64, store: storeClickHouse},
@@ -41,7 +43,7 @@ var budgetShares = []budgetShare{
 	{setting: "mark_cache_size", num: 1, den: 16, store: storeEmbedded},
 	{setting: "primary_index_cache_size", num: 1, den: 32, store: storeEmbedded},
 	{setting: "index_mark_cache_size", num: 1, den: 64, store: storeEmbedded},
-	{flag: "batch-bytes", num: 1, den: 64},
+	{flag: "batch-bytes", num: 1, den: 64, store: storeEmbedded},
 	{flag: "max-inflight-bytes", num: 1, den: 16},
 }
 

@@ -34,7 +34,7 @@ func TestMemoryBudgetShares(t *testing.T) {
 			settings: []string{"mark_cache_size=16777216", "primary_index_cache_size=8388608", "index_mark_cache_size=4194304"},
 			load:     13107},
 		{name: "server store: today's 216 MiB for Go", store: storeClickHouse,
-			limit: 216 * mib, engine: 1 << 30, batch: 8 * mib, inflight: 32 * mib, load: 26214},
+			limit: 216 * mib, engine: 1 << 30, batch: 16 * mib, inflight: 32 * mib, load: 26214},
 		{name: "given limits win", store: storeEmbedded,
 			args:  []string{"--memory-limit", "100000000", "--batch-bytes", "2000000", "--embedded-setting", "mark_cache_size=5000000"},
 			limit: 100000000, engine: 536870912 / 5 * 2, batch: 2000000, inflight: 32 * mib,

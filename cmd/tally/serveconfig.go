@@ -247,7 +247,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	w := &c.Writer
 	fs.IntVar(&w.QueueSpans, "queue-spans", w.QueueSpans, "rows accepted but not yet written to ClickHouse (503 above)")
 	fs.IntVar(&w.MaxBatchSpans, "batch-spans", w.MaxBatchSpans, "rows per ClickHouse INSERT")
-	fs.Int64Var(&w.MaxBatchBytes, "batch-bytes", w.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log; unless given, a 64th of --memory-budget")
+	fs.Int64Var(&w.MaxBatchBytes, "batch-bytes", w.MaxBatchBytes, "row data per ClickHouse INSERT and per batch drained from the durable log; unless given, on the embedded store, a 64th of --memory-budget")
 	fs.DurationVar(&w.FlushInterval, "flush-interval", w.FlushInterval, "longest a row waits before its INSERT")
 	fs.DurationVar(&w.AckTimeout, "ack-timeout", w.AckTimeout, "longest a request waits for its rows to be stored before 503")
 
