@@ -242,6 +242,13 @@ const loggerKey = "tally.api.logger"
 // in X-Request-Id).
 func fail(c *gin.Context, code int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	if code == http.StatusInternalServerError && slices.ContainsFunc(args, func(a any) bool { err, ok := a.(error); return ok && schema.OutOfMemory(err) }) {
+		// Not tally's fault: the store refused the read for its memory.
+		c.Header("Retry-After", "5")
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, Error{Error: "the store refused the read for lack of memory (on the embedded " +
+			"store its cap is --embedded-max-memory, by default --memory-budget): try a shorter window, or again later"})
+		return
+	}
 	if code == http.StatusInternalServerError {
 		id := rand.Text()
 		log, _ := c.Value(loggerKey).(*slog.Logger)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -61,6 +62,33 @@ func TestSearchBoundsAnswer503(t *testing.T) {
 			if w.Code != tc.want || !strings.Contains(w.Body.String(), tc.says) {
 				t.Errorf("code %d, %s: %d %s, want %d saying %q", tc.code, q, w.Code, w.Body, tc.want, tc.says)
 			}
+		}
+	}
+}
+
+// TestFailOutOfMemory: a read the store refused for its memory limit is
+// a 503 with Retry-After that says so, not a 500; another failure
+// wrapped the same way stays a 500.
+func TestFailOutOfMemory(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, tc := range []struct {
+		code int32
+		want int
+		says string
+	}{
+		{241, http.StatusServiceUnavailable, "--embedded-max-memory"},
+		{60, http.StatusInternalServerError, "internal error"},
+	} {
+		r := gin.New()
+		r.GET("/x", func(c *gin.Context) {
+			fail(c, http.StatusInternalServerError, "signals: %v", fmt.Errorf("read: %w", &clickhouse.Exception{Code: tc.code, Message: "x"}))
+		})
+		w := serve(r, "/x")
+		if w.Code != tc.want || !strings.Contains(w.Body.String(), tc.says) {
+			t.Errorf("code %d: %d %s, want %d saying %q", tc.code, w.Code, w.Body, tc.want, tc.says)
+		}
+		if retry := w.Header().Get("Retry-After"); (tc.want == http.StatusServiceUnavailable) != (retry == "5") {
+			t.Errorf("code %d: Retry-After %q", tc.code, retry)
 		}
 	}
 }

@@ -50,6 +50,18 @@ var transientCodes = map[int32]bool{
 // rows themselves).
 const tooManyParts = 252
 
+// OutOfMemory reports whether err is the store refusing a statement for
+// its memory limit (MEMORY_LIMIT_EXCEEDED): on the embedded store
+// --embedded-max-memory, on a server its own limits. The statement may
+// pass later, or over a shorter window.
+func OutOfMemory(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == memoryLimitExceeded
+}
+
+// memoryLimitExceeded is ClickHouse's MEMORY_LIMIT_EXCEEDED.
+const memoryLimitExceeded = 241
+
 // Unstorable reports whether err is the server refusing the rows of a
 // write for what they are, so that the same rows would be refused again:
 // a ClickHouse exception that is not one of the transient ones (the

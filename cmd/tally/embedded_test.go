@@ -220,9 +220,9 @@ func TestEmbeddedStoreHasOneProcess(t *testing.T) {
 	if used, err := p.metric("tally_store_engine_memory_bytes"); err != nil || used <= 0 {
 		t.Errorf("tally_store_engine_memory_bytes = %v, %v; want the engine's memory in use", used, err)
 	}
-	// Two fifths of the default --memory-budget: 536,870,912 / 5 × 2.
-	if limit, err := p.metric("tally_store_engine_memory_limit_bytes"); err != nil || limit != 214748364 {
-		t.Errorf("tally_store_engine_memory_limit_bytes = %v, %v; want two fifths of the default --memory-budget, 214748364", limit, err)
+	// The default --memory-budget, 512 MiB.
+	if limit, err := p.metric("tally_store_engine_memory_limit_bytes"); err != nil || limit != 512<<20 {
+		t.Errorf("tally_store_engine_memory_limit_bytes = %v, %v; want the default --memory-budget, 512 MiB", limit, err)
 	}
 	resp, err := http.Get(p.url + "/readyz")
 	if err != nil {

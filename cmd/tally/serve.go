@@ -53,7 +53,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet, dataDir *string) {
 	fs.StringVar(&f.kind, "store", "", "where data lives: embedded (the ClickHouse engine in-process, data under --data-dir) or clickhouse (a server or cluster at --clickhouse-addr); default embedded, or clickhouse when --clickhouse-addr is set")
 	fs.StringVar(&f.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded store; default $"+chdb.LibraryEnv+", next to the tally binary, or .tally/lib (make deps)")
 	fs.IntVar(&f.embeddedConns, "embedded-conns", 4, "statements the embedded store runs at once (chDB connections)")
-	fs.Int64Var(&f.embeddedMaxMemory, "embedded-max-memory", 1<<30, "bytes the embedded store's engine may use (max_server_memory_usage; a statement that would pass it fails and the writer retries it); 0 for the engine's default, 90% of the machine's memory. tally serve: two fifths of --memory-budget unless given")
+	fs.Int64Var(&f.embeddedMaxMemory, "embedded-max-memory", 1<<30, "bytes the embedded store's engine may use (max_server_memory_usage; a statement that would pass it fails and the writer retries it); 0 for the engine's default, 90% of the machine's memory. tally serve: --memory-budget unless given")
 	fs.StringSliceVar(&f.embeddedSettings, "embedded-setting", nil, "a ClickHouse setting for every statement of the embedded store, or of its engine, NAME=VALUE (max_threads=2, mark_cache_size=268435456; repeatable, or comma-separated; tally.yaml: a list)")
 	fs.StringVar(&f.addr, "clickhouse-addr", "127.0.0.1:9000", "ClickHouse native protocol address (host:port); several comma-separated nodes of a cluster fail over in order")
 	fs.StringVar(&f.database, "clickhouse-database", "tally", "ClickHouse database (on either store)")

@@ -63,7 +63,7 @@ func serverSettingsMain(maxMemory string) int {
 	}
 	defer e.Close()
 	r, err := e.Exec(context.Background(), chdb.Statement{SQL: []byte("SELECT name, value FROM system.server_settings WHERE name IN " +
-		"('max_server_memory_usage', 'mark_cache_size', 'primary_index_cache_size', 'index_mark_cache_size', "+
+		"('max_server_memory_usage', 'mark_cache_size', 'primary_index_cache_size', 'index_mark_cache_size', " +
 		"'memory_worker_dynamic_hard_limit', 'memory_worker_purge_dirty_pages_threshold_ratio') ORDER BY name FORMAT TSV")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -67,6 +67,12 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 		return countFinal(ctx, s)
 	}
 	profiling := cfg.ProfileDir != ""
+	// The peak RSS goals: tally alone on a server store; with the engine
+	// in its process (its code, its memory) on the embedded store.
+	rssGoal := 300.0
+	if tg.kind == storeEmbedded {
+		rssGoal = 512
+	}
 
 	// Sustained load.
 	t, err := cfg.startTally(ctx, tg, db, "ingest", profiling)
@@ -213,7 +219,7 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 	res.add(Figure{ID: tg.id("ingest.ack_latency_p99"), Name: tg.name("ack latency p99 per request"),
 		Value: ms(lg.LatencyP99), Unit: "ms", Available: true, Inputs: inputs})
 	res.add(Figure{ID: tg.id("memory.sustained_peak_rss"), Name: tg.name("tally serve peak RSS at maximum sustained ingest"),
-		Value: mib(peak), Unit: "MiB", Goal: "≤ 300", Met: atMost(mib(peak), 300), Available: true, Inputs: inputs,
+		Value: mib(peak), Unit: "MiB", Goal: fmt.Sprintf("≤ %.0f", rssGoal), Met: atMost(mib(peak), rssGoal), Available: true, Inputs: inputs,
 		Detail: splitDetail(withEntries(peaks, map[string]any{"source": "VmHWM"}), sampledPeak)})
 
 	// Twice the concurrency and the rate.
@@ -277,7 +283,7 @@ func ingestFigures(ctx context.Context, cfg Config, tg *target, res *Results) er
 		}()
 	}
 	res.add(Figure{ID: tg.id("memory.overload_peak_rss"), Name: tg.name("tally serve peak RSS under 2× overload"),
-		Value: mib(peak), Unit: "MiB", Goal: "≤ 300", Met: atMost(mib(peak), 300), Available: true, Inputs: over,
+		Value: mib(peak), Unit: "MiB", Goal: fmt.Sprintf("≤ %.0f", rssGoal), Met: atMost(mib(peak), rssGoal), Available: true, Inputs: over,
 		Detail: splitDetail(withEntries(peaks, map[string]any{"source": "VmHWM",
 			"requests": ol.Sent, "acknowledged": ol.Acknowledged, "refused_429_503": ol.Statuses[429] + ol.Statuses[503],
 			"failed_network": ol.Statuses[0], "acknowledged_spans_per_s": ol.SpansPerSecond,
