@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -680,8 +681,9 @@ func (t *Tally) waitWritten(ctx context.Context, want uint64) (uint64, time.Dura
 	}
 }
 
-// gauges reads every unlabelled gauge of tally's /metrics.
-func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
+// families reads tally's /metrics, parsed with Prometheus's own text
+// parser.
+func (t *Tally) families(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -695,6 +697,15 @@ func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("tally metrics: %w", err)
+	}
+	return families, nil
+}
+
+// gauges reads every unlabelled gauge of tally's /metrics.
+func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
+	families, err := t.families(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]float64{}
 	for name, mf := range families {
@@ -706,21 +717,11 @@ func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
 }
 
 // metrics reads the named unlabelled gauges and counters from tally's
-// /metrics (parsed with Prometheus's own text parser).
+// /metrics.
 func (t *Tally) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+"/metrics", nil)
+	families, err := t.families(ctx)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("tally metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("tally metrics: %w", err)
 	}
 	out := map[string]float64{}
 	for _, name := range names {
