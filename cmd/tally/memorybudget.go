@@ -44,7 +44,7 @@ var budgetShares = []budgetShare{
 	// 10M-span store failed on it, and its memory under ingest is what the
 	// other shares bound.
 	{flag: "embedded-max-memory", num: 1, den: 1, store: storeEmbedded},
-	{setting: "mark_cache_size", num: 1, den: 16, store: storeEmbedded},
+	{setting: "mark_cache_size", num: 1, den: 8, store: storeEmbedded},
 	{setting: "primary_index_cache_size", num: 1, den: 32, store: storeEmbedded},
 	{setting: "index_mark_cache_size", num: 1, den: 64, store: storeEmbedded},
 	{flag: "batch-bytes", num: 1, den: 64, store: storeEmbedded},
