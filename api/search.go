@@ -185,7 +185,6 @@ const (
 	chTooManyRows      = 158 // TOO_MANY_ROWS: max_rows_to_read
 	chTimeoutExceeded  = 159 // TIMEOUT_EXCEEDED: max_execution_time
 	chTooManyRowsBytes = 396 // TOO_MANY_ROWS_OR_BYTES
-	chMemoryLimit      = 241 // MEMORY_LIMIT_EXCEEDED
 )
 
 // failSearch answers a failed search: 400 with the position for a query
@@ -201,7 +200,7 @@ func failSearch(c *gin.Context, err error) {
 		fail(c, http.StatusBadRequest, "%v", err)
 	case errors.As(err, &ex) && (ex.Code == chTooManyRows || ex.Code == chTooManyRowsBytes):
 		fail(c, http.StatusServiceUnavailable, "the query would read more rows than a search may (--search-max-rows): narrow the window or the query")
-	case errors.As(err, &ex) && ex.Code == chMemoryLimit:
+	case schema.OutOfMemory(err):
 		fail(c, http.StatusServiceUnavailable, "the query needs more memory than the store allows a statement: narrow the window or the query")
 	case errors.As(err, &ex) && ex.Code == chTimeoutExceeded, errors.Is(err, context.DeadlineExceeded):
 		fail(c, http.StatusServiceUnavailable, "the query ran longer than a search may (--search-max-time): narrow the window or the query")

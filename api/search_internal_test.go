@@ -50,7 +50,7 @@ func TestSearchBoundsAnswer503(t *testing.T) {
 		{chTooManyRows, http.StatusServiceUnavailable, "--search-max-rows"},
 		{chTooManyRowsBytes, http.StatusServiceUnavailable, "--search-max-rows"},
 		{chTimeoutExceeded, http.StatusServiceUnavailable, "--search-max-time"},
-		{chMemoryLimit, http.StatusServiceUnavailable, "more memory"},
+		{241, http.StatusServiceUnavailable, "more memory"}, // MEMORY_LIMIT_EXCEEDED
 		{60, http.StatusInternalServerError, "internal error"},
 	} {
 		for _, q := range []string{"{ }", "{ } | rate()"} {

@@ -116,8 +116,8 @@ func keyWindowHours(since, until time.Time) (first, end time.Time) {
 // between the two reads, that hour's keys would be read short once.)
 func keyWindowSQL(first, end time.Time, marks map[time.Time]schema.SearchKeyHour) (index, live sqlExpr) {
 	index, live = sqlExpr{q: "0"}, sqlExpr{"start >= ? AND start < ?", []any{first, end}}
-	var pairs, unmarked []string
-	var unmarkedArgs []any
+	var pairs []string
+	var unmarked [][2]time.Time // runs of consecutive hours not indexed
 	var newest uint64
 	for h := first; h.Before(end); h = h.Add(time.Hour) {
 		m, ok := marks[h]
@@ -126,11 +126,10 @@ func keyWindowSQL(first, end time.Time, marks map[time.Time]schema.SearchKeyHour
 			pairs = append(pairs, "(?, ?)")
 			index.args = append(index.args, h, m.Version)
 			newest = max(newest, m.Version)
-		case len(unmarkedArgs) > 0 && unmarkedArgs[len(unmarkedArgs)-1].(time.Time).Equal(h):
-			unmarkedArgs[len(unmarkedArgs)-1] = h.Add(time.Hour) // the range goes on
+		case len(unmarked) > 0 && unmarked[len(unmarked)-1][1].Equal(h):
+			unmarked[len(unmarked)-1][1] = h.Add(time.Hour)
 		default:
-			unmarked = append(unmarked, "(start >= ? AND start < ?)")
-			unmarkedArgs = append(unmarkedArgs, h, h.Add(time.Hour))
+			unmarked = append(unmarked, [2]time.Time{h, h.Add(time.Hour)})
 		}
 	}
 	if len(pairs) == 0 {
@@ -138,8 +137,13 @@ func keyWindowSQL(first, end time.Time, marks map[time.Time]schema.SearchKeyHour
 	}
 	index.q = "hour >= ? AND hour < ? AND (hour, version) IN (" + strings.Join(pairs, ", ") + ")"
 	index.args = append([]any{first, end}, index.args...)
-	live.q += " AND (" + strings.Join(append(unmarked, "version > ?"), " OR ") + ")"
-	live.args = append(append(live.args, unmarkedArgs...), schema.SearchKeysUpTo(newest))
+	var or []string
+	for _, r := range unmarked {
+		or = append(or, "(start >= ? AND start < ?)")
+		live.args = append(live.args, r[0], r[1])
+	}
+	live.q += " AND (" + strings.Join(append(or, "version > ?"), " OR ") + ")"
+	live.args = append(live.args, schema.SearchKeysUpTo(newest))
 	return index, live
 }
 

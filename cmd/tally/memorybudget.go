@@ -51,11 +51,11 @@ var budgetShares = []budgetShare{
 	{flag: "max-inflight-bytes", num: 1, den: 16},
 }
 
-// loadSpansPerBudgetByte is the spans one load of the settler and of the
-// cost rollup may hold per byte of --memory-budget: a loaded span takes
-// 0.5–1 KB while it is attributed, and a load may take a twentieth of the
-// budget (26,214 spans at 512 MiB).
-const loadSpansPerBudgetByte = 1.0 / (20 << 10)
+// budgetBytesPerLoadSpan is the bytes of --memory-budget that let one load
+// of the settler or of the cost rollup hold one more span: a loaded span
+// takes 0.5–1 KB while it is attributed, and a load may take a twentieth
+// of the budget (26,214 spans at 512 MiB, 6,553 at the least budget).
+const budgetBytesPerLoadSpan = 20 << 10
 
 // applyMemoryBudget sets every limit budgetShares names that was not
 // given itself (on the command line, in TALLY_*, in tally.yaml) to its
@@ -86,6 +86,6 @@ func (c *serveConfig) applyMemoryBudget(fs *pflag.FlagSet, store string) error {
 			c.Store.embeddedSettings = append(c.Store.embeddedSettings, sh.setting+"="+v)
 		}
 	}
-	c.MaxLoadSpans = max(int(float64(b)*loadSpansPerBudgetByte), 1000)
+	c.MaxLoadSpans = int(b / budgetBytesPerLoadSpan)
 	return nil
 }

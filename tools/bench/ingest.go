@@ -552,25 +552,33 @@ func countFinal(ctx context.Context, store *schema.Store) (uint64, error) {
 // its split into anonymous and file-backed memory: the embedded engine's
 // code pages are file-backed, and reclaimable).
 func sampleRSS(t *Tally, every time.Duration) func() procmem.Resident {
-	stop := make(chan struct{})
-	done := make(chan procmem.Resident, 1)
+	var peak procmem.Resident
+	stop := poll(every, func() {
+		if r, err := procmem.Read(t.PID); err == nil && r.Total > peak.Total {
+			peak = r
+		}
+	})
+	return func() procmem.Resident { stop(); return peak }
+}
+
+// poll calls sample now and every interval until the returned function
+// is called, which returns once the last call is done.
+func poll(every time.Duration, sample func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		var peak procmem.Resident
+		defer close(done)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			if r, err := procmem.Read(t.PID); err == nil && r.Total > peak.Total {
-				peak = r
-			}
+			sample()
 			select {
-			case <-stop:
-				done <- peak
+			case <-quit:
 				return
 			case <-tick.C:
 			}
 		}
 	}()
-	return func() procmem.Resident { close(stop); return <-done }
+	return func() { close(quit); <-done }
 }
 
 // memoryGauges are the gauges of tally's /metrics whose peaks a memory
@@ -586,31 +594,21 @@ var memoryGauges = map[string]string{
 // function is called, which returns each one's highest value in MiB by
 // detail key (a gauge this tally does not export is left out).
 func sampleGauges(ctx context.Context, t *Tally, every time.Duration) func() map[string]any {
-	stop := make(chan struct{})
-	done := make(chan map[string]any, 1)
-	go func() {
-		peak := map[string]any{}
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			if m, err := t.gauges(ctx); err == nil {
-				for name, key := range memoryGauges {
-					if v, ok := m[name]; ok && !math.IsNaN(v) {
-						if old, _ := peak[key].(float64); mib(uint64(v)) > old {
-							peak[key] = mib(uint64(v))
-						}
-					}
+	peak := map[string]any{}
+	stop := poll(every, func() {
+		m, err := t.gauges(ctx)
+		if err != nil {
+			return
+		}
+		for name, key := range memoryGauges {
+			if v, ok := m[name]; ok && !math.IsNaN(v) {
+				if old, _ := peak[key].(float64); mib(uint64(v)) > old {
+					peak[key] = mib(uint64(v))
 				}
 			}
-			select {
-			case <-stop:
-				done <- peak
-				return
-			case <-tick.C:
-			}
 		}
-	}()
-	return func() map[string]any { close(stop); return <-done }
+	})
+	return func() map[string]any { stop(); return peak }
 }
 
 // withEntries is d with e's entries added.
