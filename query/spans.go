@@ -26,17 +26,17 @@ func (r TreeReader) Spans(ctx context.Context, project, traceID string) ([]schem
 // spans is Spans reading at most limit spans (the earliest; 0: all), and
 // whether the run has more.
 func (r *core) spans(ctx context.Context, project, traceID string, limit int) ([]schema.Span, bool, error) {
-	return r.readSpans(ctx, project, traceID, schema.SpanSelectList(), limit)
+	return r.readSpans(ctx, project, traceID, schema.SpanColumnsAll(), limit)
 }
 
-// readSpans is spans selecting list (schema.SpanSelectList or
-// schema.SpanOutlineList).
-func (r *core) readSpans(ctx context.Context, project, traceID, list string, limit int) ([]schema.Span, bool, error) {
+// readSpans is spans reading the columns of cols (every one, or an
+// outline: schema.SpanOutline).
+func (r *core) readSpans(ctx context.Context, project, traceID string, cols schema.SpanProjection, limit int) ([]schema.Span, bool, error) {
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil || ext.rows == 0 {
 		return nil, false, err
 	}
-	return r.readExtent(ctx, project, traceID, list, ext, limit)
+	return r.readExtent(ctx, project, traceID, cols, ext, limit)
 }
 
 // runExtent is where a run's spans are: the first and last start second
@@ -65,7 +65,7 @@ func locateSQL(t tables, project, traceID string) (string, []any) {
 
 // readExtent reads a located run's spans selecting list, at most limit
 // (the earliest; 0: all), and whether the run has more.
-func (r *core) readExtent(ctx context.Context, project, traceID, list string, ext runExtent, limit int) ([]schema.Span, bool, error) {
+func (r *core) readExtent(ctx context.Context, project, traceID string, cols schema.SpanProjection, ext runExtent, limit int) ([]schema.Span, bool, error) {
 	traceID = strings.ToLower(traceID)
 	// count() counts duplicate deliveries not yet merged: above the limit,
 	// read one span more than it to know whether the run really has more.
@@ -74,7 +74,7 @@ func (r *core) readExtent(ctx context.Context, project, traceID, list string, ex
 	if more {
 		read = limit + 1
 	}
-	q, args := readExtentSQL(r.store, project, traceID, list, ext, read)
+	q, args := readExtentSQL(r.store, project, traceID, cols.List(), ext, read)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
@@ -84,7 +84,7 @@ func (r *core) readExtent(ctx context.Context, project, traceID, list string, ex
 	if more {
 		want = limit + 1
 	}
-	spans, err := schema.ScanSpansCap(rows, want)
+	spans, err := cols.Scan(rows, want)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}

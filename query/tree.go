@@ -91,16 +91,15 @@ func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
 func newNode(s *schema.Span) *SpanNode {
 	n := &SpanNode{
 		SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name, Type: s.SpanType,
-		Operation: s.Operation, Kind: s.Kind, Status: s.Status, StatusMessage: s.StatusMessage,
+		Operation: s.Operation, Status: s.Status, StatusMessage: s.StatusMessage,
 		Service: s.Service, Start: nsTime(s.StartNs), End: nsTime(s.EndNs),
 		DurationMs: float64(s.DurationNs) / 1e6, Provider: s.Provider, Model: s.Model,
-		RequestModel: s.RequestModel, AgentName: s.AgentName, ToolName: s.ToolName,
-		ToolCallID: s.ToolCallID, Attempt: s.Attempt, ErrorType: s.ErrorType,
-		FinishReasons: s.FinishReasons, TTFCMs: s.TTFCMs, UsageMode: s.UsageMode,
+		AgentName: s.AgentName, ToolName: s.ToolName,
+		ToolCallID: s.ToolCallID, Attempt: s.Attempt, ErrorType: s.ErrorType, UsageMode: s.UsageMode,
 		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource, CostConfidence: s.CostConfidence,
 		UsageRecord: s.UsageRecord == 1,
-		PriceEntry:  s.PriceEntry, PriceVersion: s.PriceVersion, ArgsHash: s.ArgsHash,
-		Children: []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
+		ArgsHash:    s.ArgsHash,
+		Children:    []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
 	}
 	n.setWide(s)
 	u := attribution.Usage{Input: s.InputTokens, CacheRead: s.CacheReadTokens, CacheWrite: s.CacheWriteTokens,
@@ -115,9 +114,12 @@ func newNode(s *schema.Span) *SpanNode {
 	return n
 }
 
-// setWide sets the node's attributes, resource and events from s: the wide
-// columns, which an outline read (schema.SpanOutlineList) leaves empty.
+// setWide sets what an outline (schema.SpanOutline) leaves out from s, the
+// span's whole row: the attributes, resource and events, and the columns a
+// node shows that no figure of the whole run reads.
 func (n *SpanNode) setWide(s *schema.Span) {
+	n.Kind, n.RequestModel, n.FinishReasons, n.TTFCMs = s.Kind, s.RequestModel, s.FinishReasons, s.TTFCMs
+	n.PriceEntry, n.PriceVersion = s.PriceEntry, s.PriceVersion
 	n.Attributes, n.Resource = pairs(s.AttrKeys, s.AttrValues), pairs(s.ResourceKeys, s.ResourceValues)
 	n.Events = nil
 	for i, name := range s.EventNames {
@@ -137,8 +139,12 @@ func (n *SpanNode) setWide(s *schema.Span) {
 // (attribution.CostCounts). Children are summed before their parents, by
 // walking a breadth-first order backwards, so deep runs need no recursion.
 func sumSubtrees(roots []*SpanNode) {
+	// order is breadth-first, so a node's children are contiguous in it,
+	// from kids[i] on: the sums are kept by position, not in a map.
 	order := append([]*SpanNode(nil), roots...)
+	kids := make([]int, 0, len(order))
 	for i := 0; i < len(order); i++ {
+		kids = append(kids, len(order))
 		order = append(order, order[i].Children...)
 	}
 	type sums struct {
@@ -146,10 +152,9 @@ func sumSubtrees(roots []*SpanNode) {
 		cost   attribution.Cost
 		priced bool
 	}
-	acc := make(map[*SpanNode]*sums, len(order))
+	acc := make([]sums, len(order))
 	for i := len(order) - 1; i >= 0; i-- {
-		n := order[i]
-		s := &sums{}
+		n, s := order[i], &acc[i]
 		if n.Counted && n.Usage != nil {
 			s.usage.Add(*n.Usage)
 		}
@@ -157,13 +162,12 @@ func sumSubtrees(roots []*SpanNode) {
 			s.cost.Add(*n.Cost)
 			s.priced = true
 		}
-		for _, c := range n.Children {
-			cs := acc[c]
+		for k := range n.Children {
+			cs := &acc[kids[i]+k]
 			s.usage.Add(cs.usage)
 			s.cost.Add(cs.cost)
 			s.priced = s.priced || cs.priced
 		}
-		acc[n] = s
 		if !s.usage.IsZero() {
 			u := s.usage
 			n.SubtreeUsage = &u

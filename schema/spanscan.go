@@ -20,9 +20,10 @@ import (
 
 // spanRead is how one spans column is selected and scanned.
 type spanRead struct {
-	expr  string // the SELECT expression
-	field int    // index of the Span field it fills
-	kind  byte   // 0 plain, 's' encoded []string, 'u' encoded []uint64
+	expr   string // the SELECT expression
+	column int    // index of the column in spanColumns
+	field  int    // index of the Span field it fills
+	kind   byte   // 0 plain, 's' encoded []string, 'u' encoded []uint64
 }
 
 // spanReads follows spanColumns; built once from the ch tags of Span.
@@ -38,7 +39,7 @@ var spanReads = func() []spanRead {
 		if !ok {
 			panic("schema: spans column " + c.name + " has no Span field")
 		}
-		r := spanRead{expr: c.name, field: f}
+		r := spanRead{expr: c.name, column: i, field: f}
 		switch c.typ {
 		case "Array(String)":
 			r.kind = 's'
@@ -52,24 +53,43 @@ var spanReads = func() []spanRead {
 	return out
 }()
 
-// SpanSelectList is the SELECT list ScanSpans reads, in spans column order.
-func SpanSelectList() string {
-	exprs := make([]string, len(spanReads))
-	for i, r := range spanReads {
+// A SpanProjection is a SELECT list over spans columns and the scan that
+// reads its rows into Spans: every column (SpanSelectList, ScanSpans), or
+// a run's outline (SpanOutline), whose left-out columns stay zero.
+type SpanProjection struct {
+	reads []spanRead
+}
+
+// SpanColumnsAll is the projection of every spans column, as stored.
+func SpanColumnsAll() SpanProjection { return SpanProjection{reads: spanReads} }
+
+// List is the projection's SELECT list.
+func (p SpanProjection) List() string {
+	exprs := make([]string, len(p.reads))
+	for i, r := range p.reads {
 		exprs[i] = r.expr
 	}
 	return strings.Join(exprs, ", ")
 }
 
-// outlineOmits are the wide spans columns SpanOutlineList leaves empty:
-// the resource and events that make up, with the attributes (kept for
-// tool spans only), most of a span's bytes.
-var outlineOmits = map[string]bool{"resource_keys": true,
-	"resource_values": true, "event_names": true, "event_time_ns": true, "event_attrs": true, "links_json": true}
+// SpanSelectList is the SELECT list ScanSpans reads, in spans column order.
+func SpanSelectList() string { return SpanColumnsAll().List() }
 
-// OutlineKeep is what an outline keeps of the wide columns of spans that
-// are not tool spans (whose attributes it keeps whole): the attributes
-// named in Attrs, on inference spans also those starting with
+// outlineOmits are the spans columns an outline leaves out: the resource
+// and links that make up, with the attributes and events (kept where
+// OutlineKeep says), most of a span's bytes, and the columns a tree shows
+// but no figure of a whole run reads (a kept node gets them from its whole
+// row). Every column a run's summary, counted flags, subtree figures,
+// retry classes, landmarks, cost confidence, review or settled row reads
+// stays: the tests that hold an answer in part and a settled row to the
+// whole run's figures fail when one goes.
+var outlineOmits = map[string]bool{"resource_keys": true, "resource_values": true, "links_json": true,
+	"kind": true, "scope_name": true, "scope_version": true, "request_model": true, "response_model": true,
+	"agent_id": true, "finish_reasons": true, "ttfc_ms": true, "price_entry": true, "price_version": true,
+	"column_keys": true, "ingested_at": true}
+
+// OutlineKeep is what an outline keeps of the wide columns: the
+// attributes named in Attrs, on inference spans also those starting with
 // InferencePrefix, and all events of a span holding an event named Event.
 // Empty fields keep nothing.
 type OutlineKeep struct {
@@ -78,14 +98,13 @@ type OutlineKeep struct {
 	Event           string
 }
 
-// SpanOutlineList is SpanSelectList with the wide columns (attributes —
-// but a tool span's and those keep names —, resource, events — but keep's
-// —, links) selected as empty values, so that ScanSpans reads a run's
-// outline — ids, names, times, status, usage, cost — at a fraction of the
-// bytes: what a big run's tree needs for all its spans, the wide columns
-// being read for the spans an answer shows. keep's names are written into
-// the SQL and must be plain attribute names (no quotes).
-func SpanOutlineList(keep OutlineKeep) string {
+// SpanOutline is the projection of a run's outline: ids, names, times,
+// status, usage, cost and the few wide values keep names — what a big
+// run's tree, figures and review need for all its spans, at a fraction of
+// the bytes and columns; the wide columns are read for the spans an
+// answer shows. keep's names are written into the SQL and must be plain
+// attribute names (no quotes).
+func SpanOutline(keep OutlineKeep) SpanProjection {
 	cond := "0"
 	if len(keep.Attrs) > 0 {
 		cond = "has(['" + strings.Join(keep.Attrs, "', '") + "'], k)"
@@ -97,37 +116,43 @@ func SpanOutlineList(keep OutlineKeep) string {
 		"attr_keys":   "arrayFilter(k -> " + cond + ", attr_keys)",
 		"attr_values": "arrayFilter((v, k) -> " + cond + ", attr_values, attr_keys)",
 	}
-	exprs := make([]string, len(spanReads))
-	for i, r := range spanReads {
-		exprs[i] = r.expr
-		switch name := spanColumns[i].name; {
-		case name == "attr_keys" || name == "attr_values":
-			// Tool spans keep their attributes: their effect class and
-			// terminal status are read from them for the whole run.
-			exprs[i] = "if(span_type = 'tool', " + r.expr + ", " + strings.Replace(r.expr, name, filtered[name], 1) + ") AS outlined_" + name
-		case keep.Event != "" && (name == "event_names" || name == "event_time_ns" || name == "event_attrs"):
-			exprs[i] = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '') AS outlined_" + name
+	var p SpanProjection
+	for _, r := range spanReads {
+		switch name := spanColumns[r.column].name; {
 		case outlineOmits[name]:
-			exprs[i] = "'' AS omitted_" + name
+			continue
+		case name == "attr_keys" || name == "attr_values":
+			r.expr = strings.Replace(r.expr, name, filtered[name], 1) + " AS outlined_" + name
+		case name == "event_names" || name == "event_time_ns" || name == "event_attrs":
+			if keep.Event == "" {
+				continue
+			}
+			r.expr = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '') AS outlined_" + name
 		}
+		p.reads = append(p.reads, r)
 	}
-	return strings.Join(exprs, ", ")
+	return p
 }
 
-// ScanSpans reads every row of rows, which must select SpanSelectList or
-// SpanOutlineList.
-func ScanSpans(rows driver.Rows) ([]Span, error) { return ScanSpansCap(rows, 0) }
+// ScanSpans reads every row of rows, which must select SpanSelectList.
+func ScanSpans(rows driver.Rows) ([]Span, error) { return SpanColumnsAll().Scan(rows, 0) }
 
-// ScanSpansCap is ScanSpans into a slice made for capacity spans (the rows
-// the caller expects), sparing a big run the copies of a growing slice.
+// ScanSpansCap is ScanSpans into a slice made for capacity spans.
 func ScanSpansCap(rows driver.Rows, capacity int) ([]Span, error) {
+	return SpanColumnsAll().Scan(rows, capacity)
+}
+
+// Scan reads every row of rows, which must select p.List(), into a slice
+// made for capacity spans (the rows the caller expects), sparing a big run
+// the copies of a growing slice.
+func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 	out := make([]Span, 0, capacity)
-	dest := make([]any, len(spanReads))
-	encoded := make([]string, len(spanReads))
+	dest := make([]any, len(p.reads))
+	encoded := make([]string, len(p.reads))
 	for rows.Next() {
 		out = append(out, Span{})
 		v := reflect.ValueOf(&out[len(out)-1]).Elem()
-		for i, r := range spanReads {
+		for i, r := range p.reads {
 			if r.kind == 0 {
 				dest[i] = v.Field(r.field).Addr().Interface()
 			} else {
@@ -137,7 +162,7 @@ func ScanSpansCap(rows driver.Rows, capacity int) ([]Span, error) {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("scan span: %w", err)
 		}
-		for i, r := range spanReads {
+		for i, r := range p.reads {
 			var err error
 			switch r.kind {
 			case 's':
@@ -150,7 +175,7 @@ func ScanSpansCap(rows driver.Rows, capacity int) ([]Span, error) {
 				v.Field(r.field).Set(reflect.ValueOf(us))
 			}
 			if err != nil {
-				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[i].name, err)
+				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
 			}
 		}
 	}
