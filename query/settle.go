@@ -173,7 +173,9 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if err != nil {
 		return nil, fmt.Errorf("load runs to settle: %w", err)
 	}
-	spans, err := schema.ScanSpansCap(rows, 0)
+	// n counts duplicate deliveries not yet merged, so it bounds the rows
+	// read: one slice of that size spares the copies of a growing one.
+	spans, err := schema.SpanOutline(reviewOutline()).Scan(rows, int(min(n, maxSettleCapacity)))
 	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("load runs to settle: %w", err)
@@ -229,6 +231,10 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	return out, nil
 }
 
+// maxSettleCapacity bounds the slice Settle makes up front for a load's
+// spans (the settler's MaxLoadSpans bounds the load itself).
+const maxSettleCapacity = 1 << 20
+
 // settleExtentSQL builds Settle's first read: the first and last start
 // (second) of the runs ids' spans within [lo, hi], and their rows.
 func settleExtentSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
@@ -242,7 +248,7 @@ func settleExtentSQL(t tables, project string, ids []string, lo, hi time.Time) (
 // reviewed from (reviewOutline: the wide columns only where the review
 // reads them), in run and start order.
 func settleSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
-	q := "SELECT " + schema.SpanOutlineList(reviewOutline()) + " FROM " + final(t.Table(schema.TableSpans)) +
+	q := "SELECT " + schema.SpanOutline(reviewOutline()).List() + " FROM " + final(t.Table(schema.TableSpans)) +
 		" PREWHERE project = ? AND trace_id IN ? WHERE start >= ? AND start <= ? ORDER BY trace_id, start_ns, span_id"
 	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC()}
 }

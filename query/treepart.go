@@ -46,7 +46,7 @@ type Partial struct {
 
 // wideChunk is how many span ids one read of the wide columns names
 // (ClickHouse's max_query_size is 256 KiB; 1,000 ids are about 20 KB).
-const wideChunk = 1000
+const wideChunk = 4000
 
 // RunTree loads one run's summary and span tree within o's bounds. A run of
 // at most MaxNodes spans is read whole in one query, like Run.
@@ -62,7 +62,7 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 		return nil, ErrNotFound
 	}
 	if ext.rows <= uint64(o.MaxNodes) && (o.MaxSpans <= 0 || ext.rows <= uint64(o.MaxSpans)) {
-		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanSelectList(), ext, 0)
+		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +80,7 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 		return nil, err
 	}
 	total := len(spans)
+	review := r.detailContent(ctx, project, d)
 	pins := append([]string{d.CostliestSpanID, d.FirstErrorSpanID}, o.Focus...)
 	roots, kept := prune(d.Roots, o.MaxNodes, pins)
 	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
@@ -89,7 +90,7 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 		d.Partial = &Partial{TotalSpans: total, ReturnedSpans: len(kept), HiddenRoots: len(d.Roots) - len(roots)}
 	}
 	d.Roots = roots
-	if err := r.reviewDetail(ctx, project, d, spans); err != nil {
+	if err := review(spans); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -99,7 +100,7 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 // builds its detail: tree, counted flags, subtree figures, retry classes,
 // and the whole run's summary.
 func (r *core) outline(ctx context.Context, project, traceID string, ext runExtent, maxSpans int) (*RunDetail, []schema.Span, error) {
-	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutlineList(reviewOutline()), ext, maxSpans)
+	spans, more, err := r.readExtent(ctx, project, traceID, schema.SpanOutline(reviewOutline()), ext, maxSpans)
 	if err != nil {
 		return nil, nil, err
 	}
