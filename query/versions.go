@@ -158,14 +158,24 @@ func (r *core) runConfigs(ctx context.Context, project string, traceIDs []string
 		if err != nil {
 			return nil, fmt.Errorf("read run configurations: %w", err)
 		}
+		// The attributes are read as encoded strings into slices and a map
+		// reused from row to row (spanConfig keeps none of them).
+		var traceID, spanType, agent, req, resp, service, encKeys, encValues string
+		var keys, values []string
+		attrs := map[string]string{}
 		for rows.Next() {
-			var traceID, spanType, agent, req, resp, service string
-			var keys, values []string
-			if err := rows.Scan(&traceID, &spanType, &agent, &req, &resp, &service, &keys, &values); err != nil {
+			if err := rows.Scan(&traceID, &spanType, &agent, &req, &resp, &service, &encKeys, &encValues); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("read run configurations: %w", err)
 			}
-			attrs := make(map[string]string, len(keys))
+			if keys, err = schema.AppendDecodedStrings(keys[:0], encKeys); err == nil {
+				values, err = schema.AppendDecodedStrings(values[:0], encValues)
+			}
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read run configurations: attributes: %w", err)
+			}
+			clear(attrs)
 			for i := range min(len(keys), len(values)) {
 				attrs[keys[i]] = values[i]
 			}
@@ -218,7 +228,8 @@ func runConfigSpansSQL(t tables, project string, set clickhouse.GroupSet, lo, hi
 	keep := "(has([" + strings.TrimSuffix(strings.Repeat("?, ", len(wanted)), ", ") + "], k) OR k LIKE 'llm.tools.%')"
 	q := "SELECT trace_id, span_type, agent_name, request_model, response_model, " +
 		"resource_values[indexOf(resource_keys, 'service.version')], " +
-		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys) FROM " +
+		schema.EncodedStrings("arrayFilter(k -> "+keep+", attr_keys)") + ", " +
+		schema.EncodedStrings("arrayFilter((v, k) -> "+keep+", attr_values, attr_keys)") + " FROM " +
 		t.Table(schema.TableSpans) + " PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
 		" ORDER BY trace_id, start_ns, span_id LIMIT 1 BY trace_id, span_id"
 	return q, append(append(append([]any{}, wanted...), wanted...), project, set, lo.UTC().Truncate(time.Second), hi.UTC())
