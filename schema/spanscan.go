@@ -40,7 +40,8 @@ var spanReads = func() []spanRead {
 			panic("schema: spans column " + c.name + " has no Span field")
 		}
 		r := spanRead{expr: c.name, column: i, field: f}
-		switch c.typ {
+		// The type up to its default (column_keys has one).
+		switch typ, _, _ := strings.Cut(c.typ, " DEFAULT "); typ {
 		case "Array(String)":
 			r.kind = 's'
 			r.expr = EncodedStrings(c.name)

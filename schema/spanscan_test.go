@@ -31,6 +31,7 @@ func TestScanSpansMatchesSelect(t *testing.T) {
 	tricky.EventNames = []string{"exception", "retry"}
 	tricky.EventTimeNs = []uint64{0, 18446744073709551615}
 	tricky.EventAttrs = []string{`{"a":"1:2"}`, `{}`}
+	tricky.ColumnKeys = []string{"gen_ai.request.model", "3:x"}
 	empty := base
 	empty.SpanID = strings.Repeat("2", 16)
 	if err := s.InsertSpans(ctx, []schema.Span{tricky, empty}); err != nil {
