@@ -84,12 +84,15 @@ func staleRunsSQL(t tables, from, to time.Time, after, digest uint64) (string, [
 		args = append(args, after)
 	}
 	spans += " GROUP BY project, trace_id"
-	rowsQ := "SELECT project, trace_id, toUInt32(start) AS row_start, max_version AS row_v, review AS row_review FROM (SELECT project, trace_id, start, max_version, review, deleted FROM " +
-		final(t.Table(schema.TableRuns)) + " WHERE start >= ? AND start < ?) WHERE deleted = 0"
+	rowsQ := "SELECT project, trace_id, toUInt32(start) AS row_start, max_version AS row_v, review AS row_review, " +
+		"row_spans, row_tree FROM (SELECT project, trace_id, start, max_version, review, deleted, spans AS row_spans, " +
+		"notEmpty(tree) AS row_tree FROM " + final(t.Table(schema.TableRuns)) + " WHERE start >= ? AND start < ?) WHERE deleted = 0"
 	args = append(args, from.UTC().Truncate(time.Second).Add(-RunReach), to.UTC())
+	// A big run's row settled before rows kept trees (schema 14) is stale
+	// too: a full pass (tally migrate) gives it its tree.
 	q := "SELECT project, trace_id, min_v, max_v, max_end, n, row_start FROM (" + spans + ") AS s ANY LEFT JOIN (" + rowsQ +
-		") AS r USING (project, trace_id) WHERE max_v > row_v OR row_review != ? ORDER BY project, trace_id"
-	return q, append(args, digest)
+		") AS r USING (project, trace_id) WHERE max_v > row_v OR row_review != ? OR (row_spans >= ? AND row_tree = 0) ORDER BY project, trace_id"
+	return q, append(args, digest, uint64(SettledTreeMinSpans))
 }
 
 // SpanDays lists the UTC days in [from, to) on which spans start, with
@@ -147,7 +150,9 @@ type SettledRun struct {
 // [lo, hi], from their spans — read as the outline a big run's detail is
 // built and reviewed from —: the summary and tool classes of runDetail, the
 // safety review of reviewDetail, the configuration of runConfigs, the
-// approvals' waits and the spans' own evaluation results (spanOutcomes). quietNs is the
+// approvals' waits and the spans' own evaluation results (spanOutcomes),
+// and for a run of at least SettledTreeMinSpans spans its tree (RunRow.Tree:
+// the detail, reviewed, as RunTree reads it back). quietNs is the
 // time (Unix ns) before which a run's last span must have ended and been
 // written for its row to be final (SettledRun.Quiet). Runs without spans
 // (deleted since) are left out.
@@ -219,6 +224,14 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 		signals := safety.Review(review, cfg)
 		row := runRowOf(project, d.Summary, run, review, signals, configs[id], outcomes[id])
 		row.Review = digest
+		if len(run) >= SettledTreeMinSpans {
+			// The tree a part of the run's page is answered from: the
+			// detail as reviewDetail leaves it, on every node.
+			applyReview(d, &runReview{run: review, signals: signals})
+			if row.Tree, err = encodeSettledTree(d); err != nil {
+				return nil, fmt.Errorf("settle run %s: %w", id, err)
+			}
+		}
 		quiet := true
 		for i := range run {
 			row.MaxVersion = max(row.MaxVersion, run[i].Version)

@@ -41,17 +41,19 @@ func (r *core) readSpans(ctx context.Context, project, traceID string, cols sche
 
 // runExtent is where a run's spans are: the first and last start second
 // (partition pruning for the wide read) and the rows stored, duplicate
-// deliveries not yet merged included.
+// deliveries not yet merged included, and the newest span version (a
+// settled tree computed before it does not hold).
 type runExtent struct {
-	lo, hi time.Time
-	rows   uint64
+	lo, hi     time.Time
+	rows       uint64
+	maxVersion uint64
 }
 
 // locate finds a run's extent from the two narrow key columns.
 func (r *core) locate(ctx context.Context, project, traceID string) (runExtent, error) {
 	var ext runExtent
 	q, args := locateSQL(r.store, project, traceID)
-	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&ext.lo, &ext.hi, &ext.rows); err != nil {
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&ext.lo, &ext.hi, &ext.rows, &ext.maxVersion); err != nil {
 		return ext, fmt.Errorf("locate run %s: %w", traceID, err)
 	}
 	return ext, nil
@@ -59,7 +61,7 @@ func (r *core) locate(ctx context.Context, project, traceID string) (runExtent, 
 
 // locateSQL builds locate's statement.
 func locateSQL(t tables, project, traceID string) (string, []any) {
-	return "SELECT min(start), max(start), count() FROM " + t.Table(schema.TableSpans) +
+	return "SELECT min(start), max(start), count(), max(version) FROM " + t.Table(schema.TableSpans) +
 		" PREWHERE project = ? AND trace_id = ?", []any{project, strings.ToLower(traceID)}
 }
 

@@ -166,6 +166,8 @@ func TestBuiltSQL(t *testing.T) {
 		{"spans_extent_limit", built(readExtentSQL(gt, "p", "t1", schema.SpanOutline(reviewOutline()).List(), ext, 101))},
 		{"spans_wide", built(fillWideSQL(gt, "p", "T1", clickhouse.GroupSet{Value: []any{"s1", "s2"}}, ext))},
 		{"run_summary_whole", built(summarizeWholeSQL(gt, "p", "T1", since))},
+		// settledtree.go
+		{"settled_tree", built(settledTreeSQL(gt, "p", "T1", ext))},
 		// cache.go
 		{"cache_prefixes", built(cachePrefixesSQL(gt, win, ""))},
 		{"cache_prefixes_one_model", built(cachePrefixesSQL(gt, win, "gpt-4o"))},

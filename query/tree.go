@@ -89,35 +89,24 @@ type SpanNode struct {
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
 
 func newNode(s *schema.Span) *SpanNode {
-	n := &SpanNode{
-		SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name, Type: s.SpanType,
-		Operation: s.Operation, Status: s.Status, StatusMessage: s.StatusMessage,
-		Service: s.Service, Start: nsTime(s.StartNs), End: nsTime(s.EndNs),
-		DurationMs: float64(s.DurationNs) / 1e6, Provider: s.Provider, Model: s.Model,
-		AgentName: s.AgentName, ToolName: s.ToolName,
-		ToolCallID: s.ToolCallID, Attempt: s.Attempt, ErrorType: s.ErrorType, UsageMode: s.UsageMode,
-		Unreconciled: s.UsageUnreconciled == 1, CostSource: s.CostSource, CostConfidence: s.CostConfidence,
-		UsageRecord: s.UsageRecord == 1,
-		ArgsHash:    s.ArgsHash,
-		Children:    []*SpanNode{}, ConversationID: s.ConversationID, UserID: s.UserID, TaskName: s.TaskName,
-	}
-	n.setWide(s)
-	u := attribution.Usage{Input: s.InputTokens, CacheRead: s.CacheReadTokens, CacheWrite: s.CacheWriteTokens,
-		Output: s.OutputTokens, Reasoning: s.ReasoningTokens}
-	if !u.IsZero() {
-		n.Usage = &u
-	}
-	if s.CostSource != schema.CostNone {
-		n.Cost = &attribution.Cost{Total: s.CostTotal, Input: s.CostInput, CacheRead: s.CostCacheRead,
-			CacheWrite: s.CostCacheWrite, Output: s.CostOutput}
-	}
+	n := &SpanNode{Children: []*SpanNode{}}
+	n.setSpan(s)
 	return n
 }
 
-// setWide sets what an outline (schema.SpanOutline) leaves out from s, the
-// span's whole row: the attributes, resource and events, and the columns a
-// node shows that no figure of the whole run reads.
-func (n *SpanNode) setWide(s *schema.Span) {
+// setSpan sets every field of the node that is the span's own (all but the
+// children and the figures of the run around it) from s: a node of a big
+// run's part, built from the run's outline or settled tree, gets them again
+// from its whole row (fillRows).
+func (n *SpanNode) setSpan(s *schema.Span) {
+	n.SpanID, n.ParentSpanID, n.Name, n.Type = s.SpanID, s.ParentSpanID, s.Name, s.SpanType
+	n.Operation, n.Status, n.StatusMessage, n.Service = s.Operation, s.Status, s.StatusMessage, s.Service
+	n.Start, n.End, n.DurationMs = nsTime(s.StartNs), nsTime(s.EndNs), float64(s.DurationNs)/1e6
+	n.Provider, n.Model, n.AgentName, n.ToolName = s.Provider, s.Model, s.AgentName, s.ToolName
+	n.ToolCallID, n.Attempt, n.ErrorType, n.UsageMode = s.ToolCallID, s.Attempt, s.ErrorType, s.UsageMode
+	n.Unreconciled, n.CostSource, n.CostConfidence = s.UsageUnreconciled == 1, s.CostSource, s.CostConfidence
+	n.UsageRecord, n.ArgsHash = s.UsageRecord == 1, s.ArgsHash
+	n.ConversationID, n.UserID, n.TaskName = s.ConversationID, s.UserID, s.TaskName
 	n.Kind, n.RequestModel, n.FinishReasons, n.TTFCMs = s.Kind, s.RequestModel, s.FinishReasons, s.TTFCMs
 	n.PriceEntry, n.PriceVersion = s.PriceEntry, s.PriceVersion
 	n.Attributes, n.Resource = pairs(s.AttrKeys, s.AttrValues), pairs(s.ResourceKeys, s.ResourceValues)
@@ -131,6 +120,16 @@ func (n *SpanNode) setWide(s *schema.Span) {
 			e.Attributes = decodeObject(s.EventAttrs[i])
 		}
 		n.Events = append(n.Events, e)
+	}
+	n.Usage, n.Cost = nil, nil
+	u := attribution.Usage{Input: s.InputTokens, CacheRead: s.CacheReadTokens, CacheWrite: s.CacheWriteTokens,
+		Output: s.OutputTokens, Reasoning: s.ReasoningTokens}
+	if !u.IsZero() {
+		n.Usage = &u
+	}
+	if s.CostSource != schema.CostNone {
+		n.Cost = &attribution.Cost{Total: s.CostTotal, Input: s.CostInput, CacheRead: s.CostCacheRead,
+			CacheWrite: s.CostCacheWrite, Output: s.CostOutput}
 	}
 }
 

@@ -44,15 +44,22 @@ type Partial struct {
 	HiddenRoots   int `json:"hidden_roots,omitempty"`
 }
 
-// wideChunk is how many span ids one read of the wide columns names
+// wideChunk is how many span ids one read of whole rows names
 // (ClickHouse's max_query_size is 256 KiB; 1,000 ids are about 20 KB).
 const wideChunk = 4000
 
 // RunTree loads one run's summary and span tree within o's bounds. A run of
-// at most MaxNodes spans is read whole in one query, like Run.
+// at most MaxNodes spans is read whole in one query, like Run. A bigger
+// run's part takes the whole run's figures from its settled tree when one
+// holds (see SettledTreeMinSpans), else from its outline.
 func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o TreeOptions) (*RunDetail, error) {
+	return r.runTree(ctx, project, traceID, o, true)
+}
+
+// runTree is RunTree, reading no settled tree unless settled is true.
+func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptions, settled bool) (*RunDetail, error) {
 	if o.MaxNodes <= 0 {
-		return r.RunWithin(ctx, project, traceID, o.MaxSpans)
+		return TreeReader{r}.RunWithin(ctx, project, traceID, o.MaxSpans)
 	}
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil {
@@ -69,21 +76,31 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 		if len(spans) == 0 {
 			return nil, ErrNotFound
 		}
+		if settled {
+			// A big run read whole takes its figures from its settled tree
+			// too, sparing their computation and the review's content read.
+			d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
+			if err != nil || ok {
+				return d, err
+			}
+		}
 		d := runDetail(spans)
 		if err := r.reviewDetail(ctx, project, d, spans); err != nil {
 			return nil, err
 		}
 		return d, nil
 	}
-	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
+	d, spans, total, err := r.wholeFigures(ctx, project, traceID, ext, o.MaxSpans, settled)
 	if err != nil {
 		return nil, err
 	}
-	total := len(spans)
-	review := r.detailContent(ctx, project, d)
+	review := func([]schema.Span) error { return nil } // a settled tree holds its review
+	if spans != nil {
+		review = r.detailContent(ctx, project, d)
+	}
 	pins := append([]string{d.CostliestSpanID, d.FirstErrorSpanID}, o.Focus...)
 	roots, kept := prune(d.Roots, o.MaxNodes, pins)
-	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
+	if err := r.fillRows(ctx, project, traceID, ext, kept); err != nil {
 		return nil, err
 	}
 	if len(kept) < total {
@@ -94,6 +111,57 @@ func (r TreeReader) RunTree(ctx context.Context, project, traceID string, o Tree
 		return nil, err
 	}
 	return d, nil
+}
+
+// settledWhole is the detail of a run read whole (spans, every column)
+// from its settled tree: ok is false when it has none that holds, or the
+// tree's spans are not the spans read.
+func (r *core) settledWhole(ctx context.Context, project, traceID string, ext runExtent, spans []schema.Span) (*RunDetail, bool, error) {
+	if len(spans) < SettledTreeMinSpans {
+		return nil, false, nil
+	}
+	d, total, ok, err := r.settledTree(ctx, project, traceID, ext)
+	if err != nil || !ok || total != len(spans) {
+		return nil, false, err
+	}
+	byID := make(map[string]*SpanNode, total)
+	stack := append([]*SpanNode(nil), d.Roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		byID[n.SpanID] = n
+		stack = append(stack, n.Children...)
+	}
+	for i := range spans {
+		n := byID[spans[i].SpanID]
+		if n == nil {
+			return nil, false, nil
+		}
+		n.setSpan(&spans[i])
+		delete(byID, spans[i].SpanID)
+	}
+	return d, len(byID) == 0, nil
+}
+
+// wholeFigures is a big run's detail with the whole run's figures on every
+// node, and the number of nodes: from its settled tree when settled is true
+// and one holds (spans nil; the nodes' step classes and the summary's
+// review set), else from its outline (spans; not yet reviewed).
+func (r *core) wholeFigures(ctx context.Context, project, traceID string, ext runExtent, maxSpans int, settled bool) (d *RunDetail, spans []schema.Span, total int, err error) {
+	if settled {
+		d, total, ok, err := r.settledTree(ctx, project, traceID, ext)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if ok && (maxSpans <= 0 || total <= maxSpans) {
+			return d, nil, total, nil
+		}
+	}
+	d, spans, err = r.outline(ctx, project, traceID, ext, maxSpans)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return d, spans, len(spans), nil
 }
 
 // outline reads a run's outline (at most maxSpans spans, the earliest) and
@@ -141,6 +209,11 @@ type ChildrenPart struct {
 // flags, subtree cost, retry classes) are those of the whole run's tree.
 // A span the run does not hold is ErrNotFound.
 func (r TreeReader) Children(ctx context.Context, project, traceID, spanID string, o ChildrenOptions) (*ChildrenPart, error) {
+	return r.children(ctx, project, traceID, spanID, o, true)
+}
+
+// children is Children, reading no settled tree unless settled is true.
+func (r *core) children(ctx context.Context, project, traceID, spanID string, o ChildrenOptions, settled bool) (*ChildrenPart, error) {
 	ext, err := r.locate(ctx, project, traceID)
 	if err != nil {
 		return nil, err
@@ -148,7 +221,7 @@ func (r TreeReader) Children(ctx context.Context, project, traceID, spanID strin
 	if ext.rows == 0 {
 		return nil, ErrNotFound
 	}
-	d, spans, err := r.outline(ctx, project, traceID, ext, o.MaxSpans)
+	d, spans, _, err := r.wholeFigures(ctx, project, traceID, ext, o.MaxSpans, settled)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +256,12 @@ func (r TreeReader) Children(ctx context.Context, project, traceID, spanID strin
 		budget = math.MaxInt
 	}
 	kids, kept := prune(page, max(budget, len(page)), nil)
-	if err := r.fillWide(ctx, project, traceID, ext, kept); err != nil {
+	if err := r.fillRows(ctx, project, traceID, ext, kept); err != nil {
 		return nil, err
 	}
-	r.stepFacts(project, d.Summary, kids, spans)
+	if spans != nil {
+		r.stepFacts(project, d.Summary, kids, spans)
+	}
 	part.Children = kids
 	if part.Children == nil {
 		part.Children = []*SpanNode{}
@@ -278,9 +353,10 @@ func prune(roots []*SpanNode, max int, pins []string) (keptRoots, kept []*SpanNo
 	return keptRoots, kept
 }
 
-// fillWide reads the wide columns (attributes, resource, events) of the
-// given nodes of a run and sets them.
-func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExtent, nodes []*SpanNode) error {
+// fillRows reads the whole rows of the given nodes' spans and sets each
+// node's own fields from its row (SpanNode.setSpan): the wide columns an
+// outline leaves out, and all of them for a node of a settled tree.
+func (r *core) fillRows(ctx context.Context, project, traceID string, ext runExtent, nodes []*SpanNode) error {
 	byID := make(map[string]*SpanNode, len(nodes))
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
@@ -306,14 +382,14 @@ func (r *core) fillWide(ctx context.Context, project, traceID string, ext runExt
 		}
 		for i := range spans {
 			if n := byID[spans[i].SpanID]; n != nil {
-				n.setWide(&spans[i])
+				n.setSpan(&spans[i])
 			}
 		}
 	}
 	return nil
 }
 
-// fillWideSQL builds fillWide's statement: the whole rows of the located
+// fillWideSQL builds fillRows' statement: the whole rows of the located
 // run's spans in set.
 func fillWideSQL(t tables, project, traceID string, set clickhouse.GroupSet, ext runExtent) (string, []any) {
 	q := "SELECT " + schema.SpanSelectList() + " FROM " + final(t.Table(schema.TableSpans)) +

@@ -89,6 +89,9 @@ var migrations = []migration{
 		return []tableDef{searchKeysTable(s)}
 	}},
 	{version: 13, name: "adaptive write buffers", stmts: modifyTableSettings},
+	{version: 14, name: "settled run trees", columns: func(s *Store) []addedColumn {
+		return addColumns(s, TableRuns, runColumns, "tree")
+	}},
 }
 
 // tallyTables are the tables of tally's schema (the views' targets among

@@ -100,6 +100,13 @@ type RunRow struct {
 	// the same order, which is what grading a run reads.
 	Outcomes string   `ch:"outcomes"`
 	Verdicts []string `ch:"verdicts"`
+	// Tree is, for a run of many spans, its tree as settled: the shape,
+	// each span's figures over the whole run (counted flags, subtree
+	// figures, retry and step classes) and the detail's summary, in
+	// package query's encoding; empty for a smaller run. A big run's page
+	// is answered in part from it and the rows of the spans it shows,
+	// without reading the whole run, while MaxVersion and Review hold.
+	Tree string `ch:"tree"`
 
 	// MaxVersion is the highest span version the row reflects: a span of
 	// the run with a higher one makes the row stale. Review identifies the
@@ -173,6 +180,7 @@ var runColumns = slices.Concat([]column[RunRow]{
 	u64Col("wait_ns", func(r *RunRow) uint64 { return r.WaitNs }),
 	strCol("outcomes", func(r *RunRow) string { return r.Outcomes }),
 	strsCol("verdicts", func(r *RunRow) []string { return r.Verdicts }),
+	strCol("tree", func(r *RunRow) string { return r.Tree }),
 	u64Col("max_version", func(r *RunRow) uint64 { return r.MaxVersion }),
 	u64Col("review", func(r *RunRow) uint64 { return r.Review }),
 	u8Col("deleted", func(r *RunRow) uint8 { return r.Deleted }),
