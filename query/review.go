@@ -481,40 +481,14 @@ func (r *core) stepFacts(project string, sum RunSummary, roots []*SpanNode, span
 // from (read whole, or as an outline keeping reviewOutline) and the run's
 // recorded tool content, and applies the review.
 func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, spans []schema.Span) error {
-	return r.detailContent(ctx, project, d)(spans)
-}
-
-// detailContent starts reading the recorded tool content of a detail's run
-// and returns what reviews the run once it is read: a big run's tree is
-// pruned and its wide columns read meanwhile, ClickHouse reading one while
-// Go works on the other. The detail's summary must not change before the
-// review.
-func (r *core) detailContent(ctx context.Context, project string, d *RunDetail) (review func(spans []schema.Span) error) {
-	type read struct {
-		content *reviewedContent
-		err     error
-	}
-	done := make(chan read, 1)
 	ids, lo, hi := runsExtent(1, func(int) *RunSummary { return &d.Summary })
-	go func() {
-		c, err := r.reviewContent(ctx, project, ids, lo, hi)
-		done <- read{c, err}
-	}()
-	return func(spans []schema.Span) error {
-		got := <-done
-		if got.err != nil {
-			return got.err
-		}
-		r.applyDetailReview(project, d, spans, got.content)
-		return nil
+	content, err := r.reviewContent(ctx, project, ids, lo, hi)
+	if err != nil {
+		return err
 	}
-}
-
-// applyDetailReview reviews the run of d from its spans and content and
-// applies the review.
-func (r *core) applyDetailReview(project string, d *RunDetail, spans []schema.Span, content *reviewedContent) {
 	run := buildReview(project, &d.Summary, spans, content, r.effects)
 	applyReview(d, &runReview{run: run, signals: safety.Review(run, r.reviewConfig())})
+	return nil
 }
 
 // SignalFilter selects the runs whose signals GET /signals counts: those

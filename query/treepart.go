@@ -94,10 +94,6 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 	if err != nil {
 		return nil, err
 	}
-	review := func([]schema.Span) error { return nil } // a settled tree holds its review
-	if spans != nil {
-		review = r.detailContent(ctx, project, d)
-	}
 	pins := append([]string{d.CostliestSpanID, d.FirstErrorSpanID}, o.Focus...)
 	roots, kept := prune(d.Roots, o.MaxNodes, pins)
 	if err := r.fillRows(ctx, project, traceID, ext, kept); err != nil {
@@ -107,8 +103,10 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 		d.Partial = &Partial{TotalSpans: total, ReturnedSpans: len(kept), HiddenRoots: len(d.Roots) - len(roots)}
 	}
 	d.Roots = roots
-	if err := review(spans); err != nil {
-		return nil, err
+	if spans != nil { // a settled tree holds its review
+		if err := r.reviewDetail(ctx, project, d, spans); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
