@@ -22,16 +22,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // test ClickHouse.
 func openStore(t testing.TB) *schema.Store {
 	t.Helper()
-	db := testenv.NewStoreDatabase(t)
-	ctx := context.Background()
-	s, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.OpenStore(t)
 	return s
 }
 

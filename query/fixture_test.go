@@ -24,16 +24,7 @@ var updateDemoFixture = flag.Bool("update", false, "rewrite ../replay/testdata/d
 // fixtureReader returns a reader and store over a fresh, migrated database.
 func fixtureReader(t *testing.T) (*query.Reader, *schema.Store) {
 	t.Helper()
-	db := testenv.NewStoreDatabase(t)
-	ctx := context.Background()
-	store, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := testenv.OpenStore(t)
 	return query.NewReader(store), store
 }
 

@@ -20,15 +20,7 @@ import (
 // not read and the part holds the new span.
 func TestSettledTreeAnswersAsTheOutline(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.NewStoreDatabase(t)
-	store, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := testenv.OpenStore(t)
 	const project, size = "bench", 2500
 	st, err := loader.Load(ctx, store, loader.Config{Spans: size + 200, Days: 1, LargeRuns: []int{size}, Seed: 5,
 		Project: project, End: time.Now().Add(-time.Hour), Content: true})

@@ -18,16 +18,7 @@ import (
 // store over a fresh, migrated database.
 func openReader(t *testing.T) (*query.Reader, *schema.Store) {
 	t.Helper()
-	db := testenv.NewStoreDatabase(t)
-	ctx := context.Background()
-	s, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.OpenStore(t)
 	return query.NewReader(s), s
 }
 

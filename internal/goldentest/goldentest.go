@@ -27,16 +27,7 @@ import (
 // OpenStore returns a migrated store on a fresh database.
 func OpenStore(t testing.TB) *schema.Store {
 	t.Helper()
-	db := testenv.NewStoreDatabase(t)
-	ctx := context.Background()
-	s, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.OpenStore(t)
 	return s
 }
 

@@ -79,6 +79,23 @@ func NewStoreDatabase(t testing.TB) Database {
 	return Database{Name: name, Engine: engine}
 }
 
+// OpenStore opens a migrated store on a fresh database of this test's
+// store, closed when the test ends: what most tests of the packages over
+// the store start from.
+func OpenStore(t testing.TB) *schema.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := schema.Open(ctx, NewStoreDatabase(t).StoreConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // StoreConfig is the schema.Config that opens the database on its store.
 func (d Database) StoreConfig() schema.Config {
 	c := schema.Config{Addr: d.Addr, Database: d.Name}

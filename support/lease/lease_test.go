@@ -24,16 +24,7 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 func openStore(t *testing.T) *schema.Store {
 	t.Helper()
-	db := testenv.NewStoreDatabase(t)
-	ctx := context.Background()
-	s, err := schema.Open(ctx, db.StoreConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.OpenStore(t)
 	return s
 }
 
