@@ -45,7 +45,7 @@ type Partial struct {
 }
 
 // wideChunk is how many span ids one read of whole rows names
-// (ClickHouse's max_query_size is 256 KiB; 1,000 ids are about 20 KB).
+// (ClickHouse's max_query_size is 256 KiB; 4,000 ids are about 80 KB).
 const wideChunk = 4000
 
 // RunTree loads one run's summary and span tree within o's bounds. A run of
