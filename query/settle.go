@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -185,9 +184,9 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if err != nil {
 		return nil, fmt.Errorf("load runs to settle: %w", err)
 	}
-	// Each run's spans as a part of the one slice read (in the order
-	// read): a copy per run would hold every span twice.
-	slices.SortStableFunc(spans, func(a, b schema.Span) int { return strings.Compare(a.TraceID, b.TraceID) })
+	// Each run's spans as a part of the one slice read, which comes in
+	// run order (settleSpansSQL): a copy per run would hold every span
+	// twice.
 	byRun := map[string][]schema.Span{}
 	var found []string
 	for i := 0; i < len(spans); {

@@ -53,8 +53,9 @@ type settledTreeHead struct {
 }
 
 // settledShape fingerprints the Go types a settled tree's head decodes
-// into, so that a tree written by a build whose summary had other fields is
-// not read as if it had this build's.
+// into and the usage and cost its nodes encode field by field, so that a
+// tree written by a build whose summary or buckets had other fields is not
+// read as if it had this build's.
 var settledShape = sync.OnceValue(func() uint64 {
 	h := fnv.New64a()
 	seen := map[reflect.Type]bool{}

@@ -41,14 +41,7 @@ func TestSubtreeFigures(t *testing.T) {
 		llm(span("llm-b", "wrapper", schema.TypeInference, 23, 79), 200, 20, 0.002),
 	}
 	d := runDetail(spans)
-	nodes := map[string]*SpanNode{}
-	stack := append([]*SpanNode(nil), d.Roots...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		nodes[n.SpanID] = n
-		stack = append(stack, n.Children...)
-	}
+	nodes := nodesByID(d.Roots)
 	for _, c := range []struct {
 		span    string
 		in, out uint64

@@ -133,6 +133,19 @@ func (n *SpanNode) setSpan(s *schema.Span) {
 	}
 }
 
+// nodesByID indexes every node of the trees under roots by span id.
+func nodesByID(roots []*SpanNode) map[string]*SpanNode {
+	byID := map[string]*SpanNode{}
+	stack := append([]*SpanNode(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		byID[n.SpanID] = n
+		stack = append(stack, n.Children...)
+	}
+	return byID
+}
+
 // sumSubtrees sets every node's SubtreeUsage and SubtreeCost from the
 // Counted flags: usage of counted spans, cost of spans whose cost counts
 // (attribution.CostCounts). Children are summed before their parents, by

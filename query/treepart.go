@@ -115,21 +115,11 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 // from its settled tree: ok is false when it has none that holds, or the
 // tree's spans are not the spans read.
 func (r *core) settledWhole(ctx context.Context, project, traceID string, ext runExtent, spans []schema.Span) (*RunDetail, bool, error) {
-	if len(spans) < SettledTreeMinSpans {
-		return nil, false, nil
-	}
 	d, total, ok, err := r.settledTree(ctx, project, traceID, ext)
 	if err != nil || !ok || total != len(spans) {
 		return nil, false, err
 	}
-	byID := make(map[string]*SpanNode, total)
-	stack := append([]*SpanNode(nil), d.Roots...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		byID[n.SpanID] = n
-		stack = append(stack, n.Children...)
-	}
+	byID := nodesByID(d.Roots)
 	for i := range spans {
 		n := byID[spans[i].SpanID]
 		if n == nil {

@@ -138,11 +138,6 @@ func SpanOutline(keep OutlineKeep) SpanProjection {
 // ScanSpans reads every row of rows, which must select SpanSelectList.
 func ScanSpans(rows driver.Rows) ([]Span, error) { return SpanColumnsAll().Scan(rows, 0) }
 
-// ScanSpansCap is ScanSpans into a slice made for capacity spans.
-func ScanSpansCap(rows driver.Rows, capacity int) ([]Span, error) {
-	return SpanColumnsAll().Scan(rows, capacity)
-}
-
 // Scan reads every row of rows, which must select p.List(), into a slice
 // made for capacity spans (the rows the caller expects), sparing a big run
 // the copies of a growing slice.
