@@ -32,7 +32,10 @@ type migration struct {
 // after the column it follows in a table created new, so that both have
 // the same column order.
 type addedColumn struct {
-	table, name, typ, after string
+	table, name, after string
+	// typ is the column's type, what a Distributed table takes; def adds
+	// its codec, what the table holding the rows takes.
+	typ, def string
 }
 
 // addColumns lists the columns of cols named in names, each to be added to
@@ -41,7 +44,7 @@ func addColumns[R any](s *Store, table string, cols []column[R], names ...string
 	var out []addedColumn
 	for i, c := range cols {
 		if i > 0 && slices.Contains(names, c.name) {
-			out = append(out, addedColumn{table: table, name: c.name, typ: c.typeFor(s.caps), after: cols[i-1].name})
+			out = append(out, addedColumn{table: table, name: c.name, typ: c.typeFor(s.caps), def: c.definition(s.caps), after: cols[i-1].name})
 		}
 	}
 	return out
@@ -92,6 +95,46 @@ var migrations = []migration{
 	{version: 14, name: "settled run trees", columns: func(s *Store) []addedColumn {
 		return addColumns(s, TableRuns, runColumns, "tree")
 	}},
+	{version: 15, name: ColumnCodecsMigration, stmts: columnCodecs},
+}
+
+// ColumnCodecsMigration is the name of the migration that gives the tables
+// of a store created before it their columns' codecs; parts written before
+// it keep their compression until merged or recompressed (Recompress).
+const ColumnCodecsMigration = "column codecs"
+
+// columnCodecs gives every column of the tables with typed columns the
+// codec a new store's get (column.definition), on servers with codecs. A
+// codec applies to the parts written from then on (inserts and merges); the
+// change is metadata only, so it is quick on any size of table. The
+// Distributed tables of cluster mode store nothing and keep their columns.
+// The hand-written small tables (api keys, search keys, migrations) keep
+// the server's default compression.
+func columnCodecs(s *Store) []string {
+	if !s.caps.Codecs {
+		return nil
+	}
+	return slices.Concat(
+		modifyCodecs(s, TableSpans, spanColumns),
+		modifyCodecs(s, TableSpanFacts, factColumns()),
+		modifyCodecs(s, TableContent, contentColumns),
+		modifyCodecs(s, TableRuns, runColumns),
+		modifyCodecs(s, TableRunMarks, runMarkColumns),
+		modifyCodecs(s, TableOutcomes, outcomeColumns),
+		modifyCodecs(s, TableCostRollup, costRollupColumns),
+		modifyCodecs(s, TableCostRollupHours, rollupHourColumns),
+		modifyCodecs(s, TableLeases, leaseColumns),
+		modifyCodecs(s, TableSavedQueries, savedQueryColumns))
+}
+
+// modifyCodecs is the one ALTER that gives table's columns their
+// definitions (type unchanged, codec added).
+func modifyCodecs[R any](s *Store, table string, cols []column[R]) []string {
+	clauses := make([]string, len(cols))
+	for i, c := range cols {
+		clauses[i] = "MODIFY COLUMN " + c.name + " " + c.definition(s.caps)
+	}
+	return []string{"ALTER TABLE " + s.LocalTable(table) + s.onCluster() + " " + strings.Join(clauses, ", ")}
 }
 
 // tallyTables are the tables of tally's schema (the views' targets among
@@ -280,8 +323,12 @@ func (s *Store) missingColumns(ctx context.Context, m migration) ([]alteration, 
 				return nil, err
 			}
 			if !has {
+				def := c.def
+				if s.cluster != "" && table == c.table { // the Distributed table
+					def = c.typ
+				}
 				out = append(out, alteration{table: table, name: c.name,
-					stmt: "ALTER TABLE `" + s.db + "`.`" + table + "`" + s.onCluster() + " ADD COLUMN " + c.name + " " + c.typ + " AFTER " + c.after})
+					stmt: "ALTER TABLE `" + s.db + "`.`" + table + "`" + s.onCluster() + " ADD COLUMN " + c.name + " " + def + " AFTER " + c.after})
 			}
 		}
 	}

@@ -2,11 +2,14 @@ package schema_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/internal/goldentest"
+	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -226,4 +229,214 @@ func TestAdaptiveWriteBuffers(t *testing.T) {
 		}
 	}
 	check("after migration 13")
+}
+
+// TestColumnCodecs checks the columns' codecs: a new store's on a server
+// with codecs are the ones chosen for them (none on 18.16, which has no
+// codecs); a store whose columns lost them, as one created before migration
+// 15, gets them back from it (applied twice); and Recompress rewrites the
+// partitions written before a time once, the rows reading the same after.
+func TestColumnCodecs(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	caps := s.Capabilities()
+	if caps.Major >= 20 != caps.Codecs {
+		t.Fatalf("server %s: codecs %v", caps.Version, caps.Codecs)
+	}
+	if caps.Codecs {
+		codecs := func() map[string]string {
+			t.Helper()
+			rows, err := s.Conn().Query(ctx, "SELECT concat(table, '.', name), compression_codec FROM system.columns WHERE database = ?", s.Database())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			out := map[string]string{}
+			for rows.Next() {
+				var name, codec string
+				if err := rows.Scan(&name, &codec); err != nil {
+					t.Fatal(err)
+				}
+				out[name] = codec
+			}
+			return out
+		}
+		fresh := codecs()
+		for name, want := range map[string]string{
+			"spans.start":                   "CODEC(Delta(4), ZSTD(3))",
+			"spans.start_ns":                "CODEC(Delta(8), ZSTD(3))",
+			"spans.duration_ns":             "CODEC(ZSTD(3))",
+			"spans.input_tokens":            "CODEC(T64, ZSTD(3))",
+			"spans.attempt":                 "CODEC(T64, ZSTD(3))",
+			"spans.trace_id":                "CODEC(ZSTD(3))",
+			"spans.attr_values":             "CODEC(ZSTD(3))",
+			"spans.column_keys":             "CODEC(ZSTD(3))",
+			"span_facts.end_ns":             "CODEC(Delta(8), ZSTD(3))",
+			"span_facts.output_tokens":      "CODEC(T64, ZSTD(3))",
+			"content.start":                 "CODEC(Delta(4), ZSTD(3))",
+			"content.value":                 "CODEC(ZSTD(3))",
+			"runs.start_ns":                 "CODEC(Delta(8), ZSTD(3))",
+			"runs.tree":                     "CODEC(ZSTD(3))",
+			"cost_rollup_hourly.cost_total": "CODEC(ZSTD(3))",
+		} {
+			if got := fresh[name]; got != want {
+				t.Errorf("a new store's %s: codec %q, want %q", name, got, want)
+			}
+		}
+		for _, table := range []string{schema.TableSpans, schema.TableRuns} {
+			var cols []string
+			for name := range fresh {
+				if c, ok := strings.CutPrefix(name, table+"."); ok {
+					cols = append(cols, "MODIFY COLUMN "+c+" CODEC(LZ4)")
+				}
+			}
+			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(table)+" "+strings.Join(cols, ", ")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := codecs()["spans.start_ns"]; got != "CODEC(LZ4)" {
+			t.Fatalf("spans.start_ns after setting LZ4: %q", got)
+		}
+		for range 2 {
+			if err := schema.ApplyMigration(ctx, s, 15); err != nil {
+				t.Fatalf("migration 15 on a store before it: %v", err)
+			}
+		}
+		got := codecs()
+		for name, want := range fresh {
+			if got[name] != want {
+				t.Errorf("after migration 15, %s: codec %q, want the new store's %q", name, got[name], want)
+			}
+		}
+	} else if create := createQuery(t, s, schema.TableSpans); strings.Contains(create, "CODEC") {
+		t.Errorf("server %s without codecs, spans created with one: %s", caps.Version, create)
+	}
+	if since, ok, err := s.CodecsSince(ctx); err != nil || ok != caps.Codecs || ok && time.Since(since) > time.Hour {
+		t.Errorf("CodecsSince = %v, %v, %v; want now-ish, %v, nil", since, ok, err, caps.Codecs)
+	}
+
+	// Two days of spans: two partitions of spans and two of span_facts
+	// (its view fills it from the same INSERT), each one part.
+	rows := blockRows()
+	for i := range rows[5:] {
+		r := &rows[5+i]
+		r.Start = r.Start.Add(24 * time.Hour)
+		r.StartNs += uint64(24 * time.Hour)
+	}
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	partNames := func() []string {
+		t.Helper()
+		var names []string
+		r, err := s.Conn().Query(ctx, "SELECT concat(table, '/', name) FROM system.parts WHERE database = ? AND active AND table IN ('spans', 'span_facts') ORDER BY 1", s.Database())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var n string
+			if err := r.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		return names
+	}
+	beforeParts := partNames()
+	start := time.Now().Truncate(time.Second)
+	var seen []string
+	n, err := s.Recompress(ctx, start.Add(time.Hour), func(w schema.Rewrite) {
+		seen = append(seen, w.Table+"/"+w.Partition)
+		if w.Done != len(seen) || w.Total != 4 || w.Rows != 5 {
+			t.Errorf("progress %+v, want done %d of 4, 5 rows", w, len(seen))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"span_facts/20261101", "span_facts/20261102", "spans/20261101", "spans/20261102"}; n != 4 || !slices.Equal(seen, want) {
+		t.Errorf("Recompress rewrote %d: %v, want %v", n, seen, want)
+	}
+	after := partNames()
+	for _, p := range after {
+		if slices.Contains(beforeParts, p) {
+			t.Errorf("part %s is still active after its partition was rewritten (all parts: %v)", p, after)
+		}
+	}
+	var count, spans uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count(), uniqExact(span_id, name, start_ns) FROM "+s.Table(schema.TableSpans)).Scan(&count, &spans); err != nil {
+		t.Fatal(err)
+	}
+	if count != 10 || spans != 10 {
+		t.Errorf("after Recompress: %d rows, %d distinct spans; want 10, 10", count, spans)
+	}
+	// Resumed: everything is newer than when the first call started.
+	n, err = s.Recompress(ctx, start, func(w schema.Rewrite) { t.Errorf("rewrote %+v again", w) })
+	if err != nil || n != 0 {
+		t.Errorf("second Recompress = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// createQuery is the CREATE statement of one of s's tables.
+func createQuery(t *testing.T, s *schema.Store, table string) string {
+	t.Helper()
+	var q string
+	if err := s.Conn().QueryRow(context.Background(), "SELECT create_table_query FROM system.tables WHERE database = ? AND name = ?", s.Database(), table).Scan(&q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestRecompressReadsTheSame is the upgrade's promise on data: a store's
+// costs, run list and run details read the same before and after its
+// partitions are rewritten (the golden corpus, delivered twice, so the
+// rewrite also collapses duplicates the reads were deduplicating).
+func TestRecompressReadsTheSame(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	spans := goldentest.LoadCorpus(t, "../query/testdata/golden.json", "golden", goldentest.Builtin(t))
+	goldentest.Insert(t, s, spans, 1)
+	goldentest.Insert(t, s, spans, 2)
+	r := query.NewReader(s)
+	since, until := goldentest.MustTime(t, "2026-01-10T00:00:00Z"), goldentest.MustTime(t, "2026-01-11T00:00:00Z")
+	answers := func() string {
+		t.Helper()
+		var out []any
+		for _, by := range []string{query.ByAgent, query.ByModel} {
+			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rep)
+		}
+		page, err := r.Runs(ctx, query.RunFilter{Project: "golden", Since: since, Until: until, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page)
+		for _, run := range page.Runs {
+			d, err := r.Run(ctx, "golden", run.TraceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := answers()
+	if !strings.Contains(before, `"trace_id"`) {
+		t.Fatalf("no runs read: %s", before)
+	}
+	n, err := s.Recompress(ctx, time.Now().Add(time.Hour), nil)
+	if err != nil || n == 0 {
+		t.Fatalf("Recompress = %d, %v; want the corpus's partitions rewritten", n, err)
+	}
+	if after := answers(); after != before {
+		t.Errorf("answers changed by the rewrite:\nbefore %s\nafter  %s", before, after)
+	}
 }

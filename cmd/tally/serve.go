@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -379,12 +380,36 @@ func openWithRetry(ctx context.Context, st *storeFlags, log *slog.Logger) (*sche
 	}
 }
 
+// recompressStore rewrites the partitions of store written before its
+// column codecs, printing each (schema.Store.Recompress).
+func recompressStore(ctx context.Context, store *schema.Store, out io.Writer) error {
+	since, ok, err := store.CodecsSince(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	n, err := store.Recompress(ctx, since, func(w schema.Rewrite) {
+		fmt.Fprintf(out, "recompressed %s partition %s (%d rows): %d of %d\n", w.Table, w.Partition, w.Rows, w.Done, w.Total)
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(out, "partitions recompressed: %d\n", n)
+	}
+	return nil
+}
+
 func newMigrateCmd() *cobra.Command {
 	var st storeFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade tally's ClickHouse schema (idempotent), and settle the runs stored before",
 		Long: `Create or upgrade tally's ClickHouse schema. Every step is idempotent.
+
+Then, unless --recompress=false, rewrite the partitions written before the
+column codecs (schema 15) were applied, so the data stored before takes them
+too: a partition at a time, printing each one done; resumable the same way.
+Only on servers with column codecs (19.10+, the embedded store).
 
 Then, unless --settle=false, settle every stored run not yet in the run table
 (the backfill after an upgrade that added it): a day at a time, a few hundred
@@ -398,6 +423,7 @@ serve reviews the runs again under its own.`,
 	st.register(cmd.Flags(), nil)
 	var review apiConfig
 	bindReview(cmd.Flags(), &review)
+	recompress := cmd.Flags().Bool("recompress", true, "rewrite the partitions written before the column codecs, so they take them")
 	settleRuns := cmd.Flags().Bool("settle", true, "settle the stored runs the run table does not hold yet")
 	quiet := cmd.Flags().Duration("settle-quiet", settle.DefaultQuiet, "a run whose last span ended or was written more recently is left to tally serve's settler")
 	margin := cmd.Flags().Duration("settle-margin", time.Minute, "as tally serve's: spans written within it stay read live")
@@ -424,6 +450,11 @@ serve reviews the runs again under its own.`,
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "schema at version %d (clickhouse %s, database %s)\n", v, store.Capabilities().Version, st.database)
+		if *recompress {
+			if err := recompressStore(ctx, store, out); err != nil {
+				return err
+			}
+		}
 		if !*settleRuns {
 			return nil
 		}
