@@ -38,28 +38,39 @@ func (c column[R]) typeFor(caps Capabilities) string {
 	return c.typ
 }
 
-// defaultCodec is how a column is compressed on servers with column codecs
-// (Capabilities.Codecs) unless it says otherwise. ZSTD at level 3 against
-// the server's default LZ4: 351 → 211 bytes a span over spans, span_facts
-// and content on the embedded engine (1M spans of make bench's loader after
-// OPTIMIZE … FINAL), at the same load rate; levels above 3 gained little
-// more there. The repetitive columns gain most: a run's resource and
-// attribute arrays repeat within its rows, which ZSTD's wider window finds.
-const defaultCodec = "ZSTD(3)"
+// spanCodec is how the span tables' columns (spans, span_facts, content)
+// are compressed on servers with column codecs (Capabilities.Codecs)
+// unless a column says otherwise: ZSTD at level 3 against the server's
+// default LZ4 took them from 351.7 to 204.1 bytes a span on the embedded
+// engine (make bench's 10M loaded spans after OPTIMIZE … FINAL) at the same
+// load rate; levels above 3 gained little more. The repetitive columns gain
+// most: a run's resource and attribute arrays repeat within its rows, which
+// ZSTD's wider window finds. The other tables keep the server's LZ4: the
+// run table is what the Reliability, Tasks, Versions and Caps pages read,
+// and ZSTD's slower decompression made those reads 30–50% slower at 10M
+// spans, for bytes the bytes-per-span figure does not count.
+const spanCodec = "ZSTD(3)"
 
 // definition is the column's type on caps and, where the server has column
-// codecs, its CODEC clause: what CREATE TABLE, ADD COLUMN and MODIFY COLUMN
-// write after the name.
+// codecs and the column has one, its CODEC clause: what CREATE TABLE, ADD
+// COLUMN and MODIFY COLUMN write after the name.
 func (c column[R]) definition(caps Capabilities) string {
 	d := c.typeFor(caps)
-	if !caps.Codecs {
+	if !caps.Codecs || c.codec == "" {
 		return d
 	}
-	codec := c.codec
-	if codec == "" {
-		codec = defaultCodec
+	return d + " CODEC(" + c.codec + ")"
+}
+
+// compressed gives every column of cols without a codec spanCodec: the
+// span tables' columns.
+func compressed[R any](cols []column[R]) []column[R] {
+	for i := range cols {
+		if cols[i].codec == "" {
+			cols[i].codec = spanCodec
+		}
 	}
-	return d + " CODEC(" + codec + ")"
+	return cols
 }
 
 // timeline compresses a time column by its differences first (Delta): in
@@ -67,7 +78,7 @@ func (c column[R]) definition(caps Capabilities) string {
 // the differences are small numbers (spans' start_ns and end_ns: 6.6 →
 // 4.9 bytes a span, against ZSTD alone).
 func timeline[R any](c column[R]) column[R] {
-	c.codec = "Delta, " + defaultCodec
+	c.codec = "Delta, " + spanCodec
 	return c
 }
 
@@ -75,7 +86,7 @@ func timeline[R any](c column[R]) column[R] {
 // which drops the high bytes every value of a block leaves zero (tokens:
 // ~10–20% smaller than ZSTD alone). Durations gained nothing from it.
 func counts[R any](c column[R]) column[R] {
-	c.codec = "T64, " + defaultCodec
+	c.codec = "T64, " + spanCodec
 	return c
 }
 
@@ -192,7 +203,7 @@ func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
 }
 
 // spanColumns is the spans table, in order.
-var spanColumns = []column[Span]{
+var spanColumns = compressed([]column[Span]{
 	strCol("project", func(s *Span) string { return s.Project }),
 	strCol("trace_id", func(s *Span) string { return s.TraceID }),
 	strCol("span_id", func(s *Span) string { return s.SpanID }),
@@ -256,10 +267,10 @@ var spanColumns = []column[Span]{
 	strCol("links_json", func(s *Span) string { return s.LinksJSON }),
 	timeline(timeCol("ingested_at", func(s *Span) time.Time { return s.IngestedAt })),
 	u64Col("version", func(s *Span) uint64 { return s.Version }),
-}
+})
 
 // contentColumns is the content table, in order.
-var contentColumns = []column[Content]{
+var contentColumns = compressed([]column[Content]{
 	strCol("project", func(c *Content) string { return c.Project }),
 	strCol("trace_id", func(c *Content) string { return c.TraceID }),
 	strCol("span_id", func(c *Content) string { return c.SpanID }),
@@ -269,7 +280,7 @@ var contentColumns = []column[Content]{
 	strCol("value", func(c *Content) string { return c.Value }),
 	u8Col("truncated", func(c *Content) uint8 { return c.Truncated }),
 	u64Col("version", func(c *Content) uint64 { return c.Version }),
-}
+})
 
 // columnKeysCol is spans.column_keys: a few keys of a small vocabulary
 // (LowCardinality where the server has it), defaulting to

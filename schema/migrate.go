@@ -103,13 +103,12 @@ var migrations = []migration{
 // it keep their compression until merged or recompressed (Recompress).
 const ColumnCodecsMigration = "column codecs"
 
-// columnCodecs gives every column of the tables with typed columns the
-// codec a new store's get (column.definition), on servers with codecs. A
-// codec applies to the parts written from then on (inserts and merges); the
-// change is metadata only, so it is quick on any size of table. The
-// Distributed tables of cluster mode store nothing and keep their columns.
-// The hand-written small tables (api keys, search keys, migrations) keep
-// the server's default compression.
+// columnCodecs gives every column of the span tables (spans, span_facts,
+// content) the codec a new store's get (column.definition), on servers
+// with codecs. A codec applies to the parts written from then on (inserts
+// and merges); the change is metadata only, so it is quick on any size of
+// table. The Distributed tables of cluster mode store nothing and keep
+// their columns.
 func columnCodecs(s *Store) []string {
 	if !s.caps.Codecs {
 		return nil
@@ -117,14 +116,7 @@ func columnCodecs(s *Store) []string {
 	return slices.Concat(
 		modifyCodecs(s, TableSpans, spanColumns),
 		modifyCodecs(s, TableSpanFacts, factColumns()),
-		modifyCodecs(s, TableContent, contentColumns),
-		modifyCodecs(s, TableRuns, runColumns),
-		modifyCodecs(s, TableRunMarks, runMarkColumns),
-		modifyCodecs(s, TableOutcomes, outcomeColumns),
-		modifyCodecs(s, TableCostRollup, costRollupColumns),
-		modifyCodecs(s, TableCostRollupHours, rollupHourColumns),
-		modifyCodecs(s, TableLeases, leaseColumns),
-		modifyCodecs(s, TableSavedQueries, savedQueryColumns))
+		modifyCodecs(s, TableContent, contentColumns))
 }
 
 // modifyCodecs is the one ALTER that gives table's columns their

@@ -9,8 +9,7 @@ import (
 
 // codecTables are the tables whose columns get codecs (columnCodecs), the
 // ones Recompress rewrites.
-var codecTables = []string{TableSpans, TableSpanFacts, TableContent, TableRuns, TableRunMarks, TableOutcomes,
-	TableCostRollup, TableCostRollupHours, TableLeases, TableSavedQueries}
+var codecTables = []string{TableSpans, TableSpanFacts, TableContent}
 
 // CodecsSince is when the column codecs migration was applied to this
 // store: parts written before then keep the compression they were written
@@ -39,7 +38,7 @@ type Rewrite struct {
 }
 
 // Recompress rewrites, one partition at a time, every partition of the
-// tables with codecs that holds an active part last written before
+// span tables (the ones with codecs) that holds an active part last written before
 // `before` (CodecsSince, for a store upgraded to codecs), so that the data
 // stored before the upgrade takes the codecs too (OPTIMIZE … PARTITION …
 // FINAL: the merge writes the partition anew, which also collapses its
