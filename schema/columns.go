@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -14,10 +15,12 @@ type column[R any] struct {
 	name   string
 	typ    string
 	modern string // type on servers with LowCardinality and codecs; "" = same as typ
-	// codec is the column's compression on servers with codecs (see
-	// definition); "" compresses it with defaultCodec.
-	codec   string
-	extract func(rows []R) any // the column's values, for one Append
+	// transform and codec are the column's compression on servers with
+	// codecs (see definition): a transform applied first (Delta, T64) and
+	// the general-purpose codec after it; "" for the server's default.
+	transform string
+	codec     string
+	extract   func(rows []R) any // the column's values, for one Append
 	// appendRows, when set instead of extract, appends the column row by
 	// row: clickhouse-go appends a whole Array column through reflection,
 	// one reflect.Value and boxed element per item, but takes a typed
@@ -38,55 +41,64 @@ func (c column[R]) typeFor(caps Capabilities) string {
 	return c.typ
 }
 
-// spanCodec is how the span tables' columns (spans, span_facts, content)
-// are compressed on servers with column codecs (Capabilities.Codecs)
-// unless a column says otherwise: ZSTD at level 3 against the server's
-// default LZ4 took them from 351.7 to 204.1 bytes a span on the embedded
-// engine (make bench's 10M loaded spans after OPTIMIZE … FINAL) at the same
-// load rate; levels above 3 gained little more. The repetitive columns gain
-// most: a run's resource and attribute arrays repeat within its rows, which
-// ZSTD's wider window finds. The other tables keep the server's LZ4: the
-// run table is what the Reliability, Tasks, Versions and Caps pages read,
-// and ZSTD's slower decompression made those reads 30–50% slower at 10M
-// spans, for bytes the bytes-per-span figure does not count.
-const spanCodec = "ZSTD(3)"
+// factsCodec compresses every column of span_facts on servers with column
+// codecs (Capabilities.Codecs): ZSTD at level 3 against the server's
+// default LZ4 took it from 101 to 55 bytes a span (make bench's loader,
+// 1M spans after OPTIMIZE … FINAL). Its reads are narrow and an hour or a
+// few long (a report's open hour, the rollup, a tool's p95), so ZSTD's
+// slower decompression costs them little. The other tables keep LZ4:
+// with ZSTD on spans and content the searches of attributes and content
+// and the Tasks, Versions and Caps pages, which read whole span rows,
+// were 30–90% slower at 10M spans (attribute equality over 24 hours 216 →
+// 414 ms, a frequent phrase over 7 days 810 → 1,497 ms on the embedded
+// store), for 90 more bytes a span saved.
+const factsCodec = "ZSTD(3)"
 
 // definition is the column's type on caps and, where the server has column
 // codecs and the column has one, its CODEC clause: what CREATE TABLE, ADD
-// COLUMN and MODIFY COLUMN write after the name.
+// COLUMN and MODIFY COLUMN write after the name. A column with only a
+// transform (timeline, counts) is compressed by LZ4 after it, the server's
+// default.
 func (c column[R]) definition(caps Capabilities) string {
 	d := c.typeFor(caps)
-	if !caps.Codecs || c.codec == "" {
+	if !caps.Codecs || c.transform == "" && c.codec == "" {
 		return d
 	}
-	return d + " CODEC(" + c.codec + ")"
-}
-
-// compressed gives every column of cols without a codec spanCodec: the
-// span tables' columns.
-func compressed[R any](cols []column[R]) []column[R] {
-	for i := range cols {
-		if cols[i].codec == "" {
-			cols[i].codec = spanCodec
-		}
+	var codecs []string
+	if c.transform != "" {
+		codecs = append(codecs, c.transform)
 	}
-	return cols
+	if c.codec != "" {
+		codecs = append(codecs, c.codec)
+	} else {
+		codecs = append(codecs, "LZ4")
+	}
+	return d + " CODEC(" + strings.Join(codecs, ", ") + ")"
 }
 
-// timeline compresses a time column by its differences first (Delta): in
-// tables sorted by run or by time, consecutive rows' times are close, so
-// the differences are small numbers (spans' start_ns and end_ns: 6.6 →
-// 4.9 bytes a span, against ZSTD alone).
+// compressedWith is cols, each compressed with codec after its transform.
+func compressedWith[R any](cols []column[R], codec string) []column[R] {
+	out := slices.Clone(cols)
+	for i := range out {
+		out[i].codec = codec
+	}
+	return out
+}
+
+// timeline stores a time column by its differences (Delta) before it is
+// compressed: in tables sorted by run or by time, consecutive rows' times
+// are close, so the differences are small numbers (spans' start_ns with
+// ZSTD: 6.6 → 4.9 bytes a span; with LZ4 7.1 → 6.7).
 func timeline[R any](c column[R]) column[R] {
-	c.codec = "Delta, " + spanCodec
+	c.transform = "Delta"
 	return c
 }
 
-// counts compresses a counter column (tokens, attempts) with T64 first,
-// which drops the high bytes every value of a block leaves zero (tokens:
-// ~10–20% smaller than ZSTD alone). Durations gained nothing from it.
+// counts stores a counter column (tokens, attempts) through T64 before it
+// is compressed, which drops the high bytes every value of a block leaves
+// zero (tokens: 10–25% smaller). Durations gained nothing from it.
 func counts[R any](c column[R]) column[R] {
-	c.codec = "T64, " + spanCodec
+	c.transform = "T64"
 	return c
 }
 
@@ -203,7 +215,7 @@ func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
 }
 
 // spanColumns is the spans table, in order.
-var spanColumns = compressed([]column[Span]{
+var spanColumns = []column[Span]{
 	strCol("project", func(s *Span) string { return s.Project }),
 	strCol("trace_id", func(s *Span) string { return s.TraceID }),
 	strCol("span_id", func(s *Span) string { return s.SpanID }),
@@ -267,10 +279,10 @@ var spanColumns = compressed([]column[Span]{
 	strCol("links_json", func(s *Span) string { return s.LinksJSON }),
 	timeline(timeCol("ingested_at", func(s *Span) time.Time { return s.IngestedAt })),
 	u64Col("version", func(s *Span) uint64 { return s.Version }),
-})
+}
 
 // contentColumns is the content table, in order.
-var contentColumns = compressed([]column[Content]{
+var contentColumns = []column[Content]{
 	strCol("project", func(c *Content) string { return c.Project }),
 	strCol("trace_id", func(c *Content) string { return c.TraceID }),
 	strCol("span_id", func(c *Content) string { return c.SpanID }),
@@ -280,7 +292,7 @@ var contentColumns = compressed([]column[Content]{
 	strCol("value", func(c *Content) string { return c.Value }),
 	u8Col("truncated", func(c *Content) uint8 { return c.Truncated }),
 	u64Col("version", func(c *Content) uint64 { return c.Version }),
-})
+}
 
 // columnKeysCol is spans.column_keys: a few keys of a small vocabulary
 // (LowCardinality where the server has it), defaulting to

@@ -57,7 +57,8 @@ func spanFactsTable(s *Store) tableDef {
 // mode on each node, from its local spans into its local span_facts, so a
 // row lands on its run's shard) and copy the spans stored before it. Both
 // are idempotent: a second copy of a row collapses with the first.
-// factColumns are span_facts' columns, in the spans table's order.
+// factColumns are span_facts' columns, in the spans table's order, each
+// compressed with factsCodec after its transform.
 func factColumns() []column[Span] {
 	var cols []column[Span]
 	for _, c := range spanColumns {
@@ -65,7 +66,7 @@ func factColumns() []column[Span] {
 			cols = append(cols, c)
 		}
 	}
-	return cols
+	return compressedWith(cols, factsCodec)
 }
 
 func spanFactsStatements(s *Store) []string {

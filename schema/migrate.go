@@ -103,8 +103,8 @@ var migrations = []migration{
 // it keep their compression until merged or recompressed (Recompress).
 const ColumnCodecsMigration = "column codecs"
 
-// columnCodecs gives every column of the span tables (spans, span_facts,
-// content) the codec a new store's get (column.definition), on servers
+// columnCodecs gives the columns of the span tables (spans, span_facts,
+// content) the codecs a new store's get (column.definition), on servers
 // with codecs. A codec applies to the parts written from then on (inserts
 // and merges); the change is metadata only, so it is quick on any size of
 // table. The Distributed tables of cluster mode store nothing and keep
@@ -119,12 +119,18 @@ func columnCodecs(s *Store) []string {
 		modifyCodecs(s, TableContent, contentColumns))
 }
 
-// modifyCodecs is the one ALTER that gives table's columns their
-// definitions (type unchanged, codec added).
+// modifyCodecs is the one ALTER that gives table's columns with a codec
+// their definitions (type unchanged, codec added); none when no column has
+// one.
 func modifyCodecs[R any](s *Store, table string, cols []column[R]) []string {
-	clauses := make([]string, len(cols))
-	for i, c := range cols {
-		clauses[i] = "MODIFY COLUMN " + c.name + " " + c.definition(s.caps)
+	var clauses []string
+	for _, c := range cols {
+		if def := c.definition(s.caps); def != c.typeFor(s.caps) {
+			clauses = append(clauses, "MODIFY COLUMN "+c.name+" "+def)
+		}
+	}
+	if len(clauses) == 0 {
+		return nil
 	}
 	return []string{"ALTER TABLE " + s.LocalTable(table) + s.onCluster() + " " + strings.Join(clauses, ", ")}
 }
