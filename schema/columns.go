@@ -43,15 +43,14 @@ func (c column[R]) typeFor(caps Capabilities) string {
 
 // factsCodec compresses every column of span_facts on servers with column
 // codecs (Capabilities.Codecs): ZSTD at level 3 against the server's
-// default LZ4 took it from 101 to 55 bytes a span (make bench's loader,
-// 1M spans after OPTIMIZE … FINAL). Its reads are narrow and an hour or a
-// few long (a report's open hour, the rollup, a tool's p95), so ZSTD's
-// slower decompression costs them little. The other tables keep LZ4:
-// with ZSTD on spans and content the searches of attributes and content
-// and the Tasks, Versions and Caps pages, which read whole span rows,
-// were 30–90% slower at 10M spans (attribute equality over 24 hours 216 →
-// 414 ms, a frequent phrase over 7 days 810 → 1,497 ms on the embedded
-// store), for 90 more bytes a span saved.
+// default LZ4 took it from 101 to 55 bytes a span (make bench, 10M spans
+// after OPTIMIZE … FINAL). Its reads are narrow and an hour or a few long
+// (a report's open hour, the rollup, a tool's p95), so ZSTD's slower
+// decompression costs them nothing measurable. The other tables keep LZ4:
+// with ZSTD on spans and content too, the reads of span rows and content
+// were 17–65% slower at 10M spans on the embedded store (attribute
+// equality over 24 hours 267 → 441 ms, a frequent phrase over 7 days
+// 1,190 → 1,558 ms), for 95 more bytes a span saved.
 const factsCodec = "ZSTD(3)"
 
 // definition is the column's type on caps and, where the server has column

@@ -98,9 +98,10 @@ var migrations = []migration{
 	{version: 15, name: ColumnCodecsMigration, stmts: columnCodecs},
 }
 
-// ColumnCodecsMigration is the name of the migration that gives the tables
-// of a store created before it their columns' codecs; parts written before
-// it keep their compression until merged or recompressed (Recompress).
+// ColumnCodecsMigration is the name of the migration that gives the span
+// tables of a store created before it their columns' codecs; parts written
+// before it keep their compression until merged or recompressed
+// (Recompress).
 const ColumnCodecsMigration = "column codecs"
 
 // columnCodecs gives the columns of the span tables (spans, span_facts,

@@ -38,16 +38,17 @@ type Rewrite struct {
 }
 
 // Recompress rewrites, one partition at a time, every partition of the
-// span tables (the ones with codecs) that holds an active part last written before
-// `before` (CodecsSince, for a store upgraded to codecs), so that the data
-// stored before the upgrade takes the codecs too (OPTIMIZE … PARTITION …
-// FINAL: the merge writes the partition anew, which also collapses its
-// duplicate rows as merges always do). A store's readers and writers go on
-// meanwhile; the memory is one merge's, bounded as every merge. It is
-// resumable: a partition rewritten has parts newer than before, so a
-// second call skips it. progress, when not nil, is called after each
-// partition. In cluster mode it lists every node's parts and rewrites ON
-// CLUSTER.
+// span tables (the ones with codecs) that holds an active part last
+// written before `before` (CodecsSince, for a store upgraded to codecs),
+// so that the data stored before the upgrade takes the codecs too
+// (OPTIMIZE … PARTITION … FINAL: the merge writes the partition anew,
+// which also collapses its duplicate rows as merges always do). A store's
+// readers and writers go on meanwhile; the memory is one merge's, bounded
+// as every merge. It is resumable: a partition rewritten has parts newer
+// than before, so a second call skips it. progress, when not nil, is
+// called after each partition. In cluster mode it lists every node's parts
+// and rewrites ON CLUSTER. On a server without codecs it rewrites with the
+// server's compression.
 //
 // The answer is the number of partitions rewritten.
 func (s *Store) Recompress(ctx context.Context, before time.Time, progress func(Rewrite)) (int, error) {
