@@ -14,7 +14,10 @@ var codecTables = []string{TableSpans, TableSpanFacts, TableContent}
 // CodecsSince is when the column codecs migration was applied to this
 // store: parts written before then keep the compression they were written
 // with until a merge or Recompress rewrites them. ok is false on a server
-// without column codecs, and before the migration.
+// without column codecs, and before the migration. The time is tally's
+// clock and the parts' times the server's: a skew between them leaves a
+// few parts to their next merge or rewrites a few twice, harmless either
+// way.
 func (s *Store) CodecsSince(ctx context.Context) (since time.Time, ok bool, err error) {
 	if !s.caps.Codecs {
 		return time.Time{}, false, nil
