@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"slices"
 	"strings"
 	"time"
 )
@@ -63,25 +62,14 @@ func (c column[R]) definition(caps Capabilities) string {
 	if !caps.Codecs || c.transform == "" && c.codec == "" {
 		return d
 	}
-	var codecs []string
+	codec := c.codec
+	if codec == "" {
+		codec = "LZ4"
+	}
 	if c.transform != "" {
-		codecs = append(codecs, c.transform)
+		codec = c.transform + ", " + codec
 	}
-	if c.codec != "" {
-		codecs = append(codecs, c.codec)
-	} else {
-		codecs = append(codecs, "LZ4")
-	}
-	return d + " CODEC(" + strings.Join(codecs, ", ") + ")"
-}
-
-// compressedWith is cols, each compressed with codec after its transform.
-func compressedWith[R any](cols []column[R], codec string) []column[R] {
-	out := slices.Clone(cols)
-	for i := range out {
-		out[i].codec = codec
-	}
-	return out
+	return d + " CODEC(" + codec + ")"
 }
 
 // timeline stores a time column by its differences (Delta) before it is

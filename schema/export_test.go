@@ -29,5 +29,5 @@ func SpanFactsViewStatements(s *Store, names []string) []string {
 // ViewSpanFacts is the facts view's name.
 const ViewSpanFacts = viewSpanFacts
 
-// SpanFactNames lists span_facts' columns, comma-separated.
-func SpanFactNames() string { return columnNames(factColumns()) }
+// SpanFactNames lists span_facts' columns.
+func SpanFactNames() []string { return spanFactNames }

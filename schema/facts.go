@@ -63,10 +63,11 @@ func factColumns() []column[Span] {
 	var cols []column[Span]
 	for _, c := range spanColumns {
 		if slices.Contains(spanFactNames, c.name) {
+			c.codec = factsCodec
 			cols = append(cols, c)
 		}
 	}
-	return compressedWith(cols, factsCodec)
+	return cols
 }
 
 func spanFactsStatements(s *Store) []string {
