@@ -27,7 +27,8 @@ type ConversationSummary struct {
 	Cost           attribution.Cost  `json:"cost"`
 }
 
-// ConversationFilter selects conversations by their runs' span start times.
+// ConversationFilter selects conversations by their runs' starts: a run is
+// filed under its start, as everywhere (docs/api.md).
 type ConversationFilter struct {
 	Project      string
 	Since, Until time.Time
@@ -43,7 +44,9 @@ type ConversationPage struct {
 
 // Conversations lists conversations, most recently active first. A run
 // belongs to the conversation named on any of its spans; its totals follow
-// the run rules (usage from inference spans only).
+// the run rules (usage from inference spans only). The settled runs are
+// read from the run table and the live ones from their spans, as in the
+// run list, and a conversation's totals add up both.
 func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (ConversationPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
@@ -57,7 +60,14 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 		}
 		after = &c
 	}
-	q, args := conversationsSQL(r.store, f, after)
+	lv, err := r.liveRuns(ctx, f.Project, f.Since)
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	q, args, err := conversationsSQL(r.store, f, lv, after)
+	if err != nil {
+		return ConversationPage{}, err
+	}
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
@@ -89,40 +99,64 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	return page, nil
 }
 
+// conversationRunColumns are what a conversation's totals read of each of
+// its runs, under runAggregates' names: the live runs' aggregates and the
+// run table's rows (settledColumns' aliases) both give them, so that one
+// GROUP BY adds up a conversation's settled and live runs.
+const conversationRunColumns = "conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out"
+
+// settledConversationColumns read conversationRunColumns of the run
+// table's rows, with what the conditions on them name (trace_id, deleted).
+const settledConversationColumns = `trace_id, deleted, conversation_id AS conv, start_ns AS s_ns, end_ns AS e_ns,
+	errors AS n_err, input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t,
+	output_tokens AS out_t, reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in,
+	cost_cache_read AS c_cr, cost_cache_write AS c_cw, cost_output AS c_out`
+
 // conversationsSQL builds the statement of a page of f's conversations
-// (at most f.Limit+1), after the cursor when there is one.
-func conversationsSQL(t tables, f ConversationFilter, after *cursor) (string, []any) {
-	where := []string{"project = ?"}
-	args := []any{f.Project}
-	if !f.Since.IsZero() {
-		where = append(where, "start >= ?")
-		args = append(args, f.Since.UTC().Truncate(time.Second))
+// (at most f.Limit+1), after the cursor when there is one: the live runs
+// (lv) aggregated from their spans, the others read from the run table,
+// added up by conversation.
+func conversationsSQL(t tables, f ConversationFilter, lv liveSet, after *cursor) (string, []any, error) {
+	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
+	if err != nil {
+		return "", nil, err
 	}
-	if !f.Until.IsZero() {
-		where = append(where, "start <= ?")
-		args = append(args, f.Until.UTC())
+	var parts []string
+	var args []any
+	if !lv.none() {
+		live := sel
+		if !lv.all {
+			live = lv.narrow(sel)
+		}
+		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+runAggregation(t, live, "", "conv != ''")+")")
+		args = append(args, live.args()...)
+	}
+	if !lv.all {
+		where, wargs := settledWindow(sel.project, sel)
+		cond := append([]string{"deleted = 0", "conv != ''"}, sel.rows...)
+		args = append(append(args, wargs...), sel.rowArgs...)
+		if c, cargs := lv.cond(false); c != "" {
+			cond = append(cond, c)
+			args = append(args, cargs...)
+		}
+		parts = append(parts, "SELECT "+conversationRunColumns+" FROM (SELECT "+settledConversationColumns+" FROM "+
+			final(t.Table(schema.TableRuns))+where+")\nWHERE "+strings.Join(cond, " AND "))
 	}
 	having := ""
-	var hargs []any
 	if after != nil {
 		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
-		hargs = []any{after.Ns, after.Ns, after.Key}
+		args = append(args, after.Ns, after.Ns, after.Key)
 	}
-	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
+	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
-	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
-		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,` + runCountedSQL + `
-	FROM ` + final(t.Table(schema.TableSpans)) + `
-	WHERE ` + strings.Join(where, " AND ") + `
-	GROUP BY trace_id
-	HAVING conv != ''
+` + strings.Join(parts, "\nUNION ALL\n") + `
 )
 GROUP BY conv` + having + `
 ORDER BY last_ns DESC, conv DESC
 LIMIT ` + strconv.Itoa(f.Limit+1)
-	return q, append(args, hargs...)
+	return q, args, nil
 }
 
 // ConversationDetail is one conversation: its runs in order, with totals.

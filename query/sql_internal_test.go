@@ -197,9 +197,16 @@ func TestBuiltSQL(t *testing.T) {
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
 		{"spans_attributed_runs", built(loadRunSpansSQL(gt, "p", []string{"t1", "t2"}, since, until, DefaultTraceWindow))},
 		// conversations.go
-		{"conversations_default", built(conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, nil))},
-		{"conversations_window_after", built(conversationsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until, Limit: 20},
-			&cursor{Ns: 42, Key: "c1"}))},
+		{"conversations_default", func() (string, []any, error) {
+			return conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, liveSet{all: true}, nil)
+		}},
+		{"conversations_settled", func() (string, []any, error) {
+			return conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, liveSet{}, nil)
+		}},
+		{"conversations_window_after", func() (string, []any, error) {
+			return conversationsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until, Limit: 20},
+				liveSet{ids: []string{"t1", "t2"}}, &cursor{Ns: 42, Key: "c1"})
+		}},
 		{"conversations_transcript_calls", built(transcriptCallsSQL(gt, "p", set, since, until))},
 		// outcomes.go and versions.go
 		{"outcomes_posted", built(postedOutcomesSQL(gt, "p", set, since, until))},

@@ -10,10 +10,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/attribution"
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/goldentest"
@@ -140,6 +142,16 @@ func TestSettledRunsEqualLive(t *testing.T) {
 			}
 		}
 	}
+	// Every project's conversations, a page of one at a time: the same
+	// conversations, in the same order, with the same totals either way.
+	convsBefore, convs := map[string][]query.ConversationSummary{}, 0
+	for _, p := range projects {
+		convsBefore[p] = conversations(t, r, p, since, until)
+		convs += len(convsBefore[p])
+	}
+	if convs < 2 {
+		t.Fatalf("%d conversations in the corpora, want some to compare", convs)
+	}
 	// The golden project's run lists under every order and filter, paged
 	// three runs at a time: the same runs in the same order either way.
 	filters := listFilters(t, store, since, until)
@@ -186,6 +198,11 @@ func TestSettledRunsEqualLive(t *testing.T) {
 	for name, f := range filters {
 		if got := pagedIDs(t, r, f); !slices.Equal(got, listed[name]) {
 			t.Errorf("run list %s: settled %v, live %v", name, got, listed[name])
+		}
+	}
+	for _, p := range projects {
+		if err := sameConversations(conversations(t, r, p, since, until), convsBefore[p]); err != nil {
+			t.Errorf("project %s: conversations settled vs live: %v", p, err)
 		}
 	}
 	// Settled once: a second check finds nothing stale.
@@ -257,6 +274,99 @@ func pagedIDs(t *testing.T, r *query.Reader, f query.RunFilter) []string {
 		if f.Cursor = page.NextCursor; f.Cursor == "" {
 			return ids
 		}
+	}
+}
+
+// conversations reads every conversation of project in the window, one a
+// page (every cursor is followed).
+func conversations(t *testing.T, r *query.Reader, project string, since, until time.Time) []query.ConversationSummary {
+	t.Helper()
+	var out []query.ConversationSummary
+	f := query.ConversationFilter{Project: project, Since: since, Until: until, Limit: 1}
+	for {
+		page, err := r.Conversations(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Conversations...)
+		if f.Cursor = page.NextCursor; f.Cursor == "" {
+			return out
+		}
+	}
+}
+
+// sameConversations compares two lists of conversations, every figure
+// (costs up to float rounding).
+func sameConversations(got, want []query.ConversationSummary) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d conversations, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
+	}
+	for i := range got {
+		a, b := got[i], want[i]
+		if !goldentest.Near(a.Cost.Total, b.Cost.Total) || !goldentest.Near(a.Cost.Input, b.Cost.Input) ||
+			!goldentest.Near(a.Cost.CacheRead, b.Cost.CacheRead) || !goldentest.Near(a.Cost.CacheWrite, b.Cost.CacheWrite) ||
+			!goldentest.Near(a.Cost.Output, b.Cost.Output) {
+			return fmt.Errorf("conversation %s: cost %+v, want %+v", a.ConversationID, a.Cost, b.Cost)
+		}
+		a.Cost = b.Cost
+		if !reflect.DeepEqual(a, b) {
+			return fmt.Errorf("conversation %d:\n got %+v\nwant %+v", i, a, b)
+		}
+	}
+	return nil
+}
+
+// TestConversationsAddUpSettledAndLive: a conversation whose runs are
+// partly settled and partly live is listed once, with the totals of all
+// its runs, at the place its newest (live) run gives it. Runs, by start:
+// A (conversation x, settled, an error span), C (y, settled), B (x, live:
+// written after the settler's cycle, an inference span of 1,000 input
+// tokens), D (z, settled, but starting before the window: left out, as a
+// run is filed under its start).
+func TestConversationsAddUpSettledAndLive(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	run := func(trace, conv string, start time.Time) []schema.Span {
+		root := span("p", trace, "00000000000000a1", "", "agent run", start, 10*time.Second)
+		child := span("p", trace, "00000000000000a2", "00000000000000a1", "chat", start.Add(time.Second), 2*time.Second)
+		root.ConversationID, child.ConversationID = conv, conv
+		return []schema.Span{root, child}
+	}
+	a, c := run(strings.Repeat("a", 32), "x", base), run(strings.Repeat("c", 32), "y", base.Add(10*time.Minute))
+	a[1].Status = schema.StatusError
+	d := run(strings.Repeat("d", 32), "z", base.Add(-2*time.Hour))
+	goldentest.Insert(t, store, slices.Concat(a, c, d), uint64(base.Add(11*time.Minute).UnixNano()))
+	s := settle.New(r.SettleSource, store, settle.Config{})
+	if st, err := s.Cycle(ctx, time.Now()); err != nil || st.Settled != 3 {
+		t.Fatalf("cycle: %+v, %v; want 3 runs settled", st, err)
+	}
+	b := run(strings.Repeat("b", 32), "x", base.Add(20*time.Minute))
+	b[1].SpanType, b[1].UsageMode, b[1].InputTokens = schema.TypeInference, schema.UsageInclusive, 1000
+	goldentest.Insert(t, store, b, uint64(time.Now().UnixNano()))
+	page, err := r.Runs(ctx, query.RunFilter{Project: "p", Since: base.Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 3 || page.Runs[0].Settled || !page.Runs[1].Settled || !page.Runs[2].Settled {
+		t.Fatalf("run list: %+v, want B live, C and A settled", page.Runs)
+	}
+	got := conversations(t, r, "p", base.Add(-time.Minute), time.Time{})
+	want := []query.ConversationSummary{
+		{ConversationID: "x", Runs: 2, First: base, Last: base.Add(20*time.Minute + 10*time.Second), Errors: 1,
+			Usage: attribution.Usage{Input: 1000}},
+		{ConversationID: "y", Runs: 1, First: base.Add(10 * time.Minute), Last: base.Add(10*time.Minute + 10*time.Second)},
+	}
+	if err := sameConversations(got, want); err != nil {
+		t.Error(err)
+	}
+	// Without a window, D's conversation is listed last (its last run
+	// ended first).
+	got = conversations(t, r, "p", time.Time{}, time.Time{})
+	want = append(want, query.ConversationSummary{ConversationID: "z", Runs: 1, First: base.Add(-2 * time.Hour), Last: base.Add(-2*time.Hour + 10*time.Second)})
+	if err := sameConversations(got, want); err != nil {
+		t.Error(err)
 	}
 }
 

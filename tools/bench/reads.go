@@ -282,7 +282,8 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 				"rollup_hours_recomputed_before": rs.HoursRecomputed, "rollup_refresh_s": rollupTook.Seconds()}})
 	}
 	// Consistency, versions, the safety review and caps read every run of
-	// the range, with their outcomes, configurations or reviews; the run
+	// the range, with their outcomes, configurations or reviews; the
+	// conversations add up every run of the range by conversation; the run
 	// list one page of the range's runs under each order. All from the run
 	// table (issue #39's goal: p99 ≤ 300 ms).
 	pages := []struct{ id, name, path, window string }{
@@ -291,6 +292,8 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 		{"signals.24h.p99", "safety review of 24 hours: signals by kind and tool, p99", "/api/v1/signals?since=24h", "24h"},
 		{"signals.7d.p99", "safety review of 7 days: signals by kind and tool, p99", "/api/v1/signals?since=7d", "7d"},
 		{"caps.7d.p99", "caps from data per task over 7 days, p99", "/api/v1/caps?since=7d", "7d"},
+		{"conversations.7d.p99", "conversations over 7 days, first page of 50, p99", "/api/v1/conversations?since=7d", "7d"},
+		{"conversations.30d.p99", "conversations over 30 days, first page of 50, p99", "/api/v1/conversations?since=30d", "30d"},
 	}
 	for _, sort := range []string{"start", "cost", "duration", "tokens", "errors", "retries"} {
 		for _, w := range []string{"7d", "30d"} {

@@ -1,9 +1,27 @@
-SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(errs),
+SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
-	SELECT trace_id, anyIf(conversation_id, conversation_id != '') AS conv,
-		min(start_ns) AS s_ns, max(end_ns) AS e_ns, countIf(status = 'error') AS errs,
+SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT 
+	trace_id,
+	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
+	argMin(name, start_ns) AS first_name,
+	anyIf(task_name, task_name != '') AS task,
+	argMin(service, start_ns) AS svc,
+	arraySort(groupUniqArrayIf(agent_name, agent_name != '')) AS agents,
+	arraySort(groupUniqArrayIf(model, model != '' AND span_type = 'inference')) AS models,
+	anyIf(conversation_id, conversation_id != '') AS conv,
+	anyIf(user_id, user_id != '') AS usr,
+	min(start_ns) AS s_ns,
+	max(end_ns) AS e_ns,
+	count() AS n_spans,
+	toUInt64(countIf(span_type = 'inference') - length(_sup) - least(countIf(span_type = 'inference' AND usage_record = 1),
+		countIf(span_type = 'inference' AND usage_record = 0 AND usage_mode = ''))) AS n_llm,
+	countIf(span_type = 'tool') AS n_tool,
+	countIf(status = 'error') AS n_err,
+	toUInt8(if(countIf(parent_span_id = '') > 0, argMinIf(status, start_ns, parent_span_id = '') = 'error',
+		n_err > 0 AND maxIf(end_ns, status = 'error') = e_ns)) AS run_err,
+	
 	groupArrayIf((span_id, parent_span_id, start_ns, end_ns,
 		input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 		cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_confidence),
@@ -41,11 +59,24 @@ FROM (
 	toFloat64(sumIf(cost_input, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 11), _sup)) + if(from_agg = 1, tupleElement(_agg, 7), 0)) AS c_in,
 	toFloat64(sumIf(cost_cache_read, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 12), _sup)) + if(from_agg = 1, tupleElement(_agg, 8), 0)) AS c_cr,
 	toFloat64(sumIf(cost_cache_write, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 13), _sup)) + if(from_agg = 1, tupleElement(_agg, 9), 0)) AS c_cw,
-	toFloat64(sumIf(cost_output, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 14), _sup)) + if(from_agg = 1, tupleElement(_agg, 10), 0)) AS c_out
-	FROM `tally`.`spans` FINAL
-	WHERE project = ? AND start >= ? AND start <= ?
-	GROUP BY trace_id
-	HAVING conv != ''
+	toFloat64(sumIf(cost_output, usage_mode != 'aggregated') - arraySum(arrayMap(x -> tupleElement(x, 14), _sup)) + if(from_agg = 1, tupleElement(_agg, 10), 0)) AS c_out,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'exact') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'exact', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'exact', tupleElement(_agg, 6), 0)) AS cf_exact,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'upper_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'upper_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'upper_bound', tupleElement(_agg, 6), 0)) AS cf_upper,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'lower_bound') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'lower_bound', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'lower_bound', tupleElement(_agg, 6), 0)) AS cf_lower,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'corrected') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'corrected', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'corrected', tupleElement(_agg, 6), 0)) AS cf_corr,
+	toFloat64(sumIf(cost_total, usage_mode != 'aggregated' AND cost_confidence = 'approximate') - arraySum(arrayMap(x -> if(tupleElement(x, 15) = 'approximate', tupleElement(x, 10), 0), _sup)) + if(from_agg = 1 AND tupleElement(_agg, 11) = 'approximate', tupleElement(_agg, 6), 0)) AS cf_approx,
+	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
+	countIf(usage_unreconciled = 1) AS n_unrec
+FROM `tally`.`spans` FINAL
+WHERE project = ? AND trace_id IN ?
+GROUP BY trace_id
+HAVING s_ns >= ? AND s_ns <= ? AND conv != '')
+UNION ALL
+SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT trace_id, deleted, conversation_id AS conv, start_ns AS s_ns, end_ns AS e_ns,
+	errors AS n_err, input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t,
+	output_tokens AS out_t, reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in,
+	cost_cache_read AS c_cr, cost_cache_write AS c_cw, cost_output AS c_out FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
+WHERE deleted = 0 AND conv != '' AND s_ns >= ? AND s_ns <= ? AND trace_id NOT IN ?
 )
 GROUP BY conv
 HAVING last_ns < ? OR (last_ns = ? AND conv < ?)
@@ -53,8 +84,15 @@ ORDER BY last_ns DESC, conv DESC
 LIMIT 21
 -- parameters:
 -- string p
+-- clickhouse.GroupSet {[t1 t2]}
+-- uint64 1796083200000000000
+-- uint64 1796169600000000000
+-- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
 -- time.Time 2026-12-02 00:00:00 +0000 UTC
+-- uint64 1796083200000000000
+-- uint64 1796169600000000000
+-- clickhouse.GroupSet {[t1 t2]}
 -- uint64 42
 -- uint64 42
 -- string c1
