@@ -1,8 +1,10 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,12 +66,25 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if err != nil {
 		return ConversationPage{}, err
 	}
-	q, args, err := conversationsSQL(r.store, f, lv, after)
+	runs, runArgs, err := conversationRunsSQL(r.store, f, lv)
 	if err != nil {
 		return ConversationPage{}, err
 	}
+	q, args := conversationPageSQL(runs, runArgs, f.Limit, after)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
+		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
+	}
+	ids, err := scanAll(rows, func(id *string) []any { return []any{id} })
+	if err != nil {
+		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
+	}
+	page := ConversationPage{Conversations: make([]ConversationSummary, 0, len(ids))}
+	if len(ids) == 0 {
+		return page, nil
+	}
+	q, args = conversationTotalsSQL(runs, runArgs, ids)
+	if rows, err = r.store.Conn().Query(ctx, q, args...); err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
 	type row struct {
@@ -85,12 +100,16 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
-	page := ConversationPage{Conversations: make([]ConversationSummary, 0, len(found))}
 	for _, r := range found {
 		c := r.c
 		c.Runs, c.Errors, c.First, c.Last = int(r.runs), int(r.errs), nsTime(r.firstNs), nsTime(r.lastNs)
 		page.Conversations = append(page.Conversations, c)
 	}
+	// The page in order, by the totals' last activity (the first read's,
+	// unless a run was settled between the two).
+	slices.SortFunc(page.Conversations, func(a, b ConversationSummary) int {
+		return cmp.Or(b.Last.Compare(a.Last), strings.Compare(b.ConversationID, a.ConversationID))
+	})
 	if len(page.Conversations) > f.Limit {
 		page.Conversations = page.Conversations[:f.Limit]
 		last := page.Conversations[f.Limit-1]
@@ -101,8 +120,8 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 
 // conversationRunColumns are what a conversation's totals read of each of
 // its runs, under runAggregates' names: the live runs' aggregates and the
-// run table's rows (settledColumns' aliases) both give them, so that one
-// GROUP BY adds up a conversation's settled and live runs.
+// run table's rows (settledConversationColumns) both give them, so that
+// one GROUP BY adds up a conversation's settled and live runs.
 const conversationRunColumns = "conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out"
 
 // settledConversationColumns read conversationRunColumns of the run
@@ -112,11 +131,10 @@ const settledConversationColumns = `trace_id, deleted, conversation_id AS conv, 
 	output_tokens AS out_t, reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in,
 	cost_cache_read AS c_cr, cost_cache_write AS c_cw, cost_output AS c_out`
 
-// conversationsSQL builds the statement of a page of f's conversations
-// (at most f.Limit+1), after the cursor when there is one: the live runs
-// (lv) aggregated from their spans, the others read from the run table,
-// added up by conversation.
-func conversationsSQL(t tables, f ConversationFilter, lv liveSet, after *cursor) (string, []any, error) {
+// conversationRunsSQL builds the subquery of f's runs that belong to a
+// conversation, one row each (conversationRunColumns): the live runs (lv)
+// aggregated from their spans, the others read from the run table.
+func conversationRunsSQL(t tables, f ConversationFilter, lv liveSet) (string, []any, error) {
 	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
 	if err != nil {
 		return "", nil, err
@@ -142,21 +160,43 @@ func conversationsSQL(t tables, f ConversationFilter, lv liveSet, after *cursor)
 		parts = append(parts, "SELECT "+conversationRunColumns+" FROM (SELECT "+settledConversationColumns+" FROM "+
 			final(t.Table(schema.TableRuns))+where+")\nWHERE "+strings.Join(cond, " AND "))
 	}
-	having := ""
+	return strings.Join(parts, "\nUNION ALL\n"), args, nil
+}
+
+// conversationPageSQL builds the first of a page's two reads: the ids of
+// the conversations of runs (conversationRunsSQL's, with runArgs) most
+// recently active, at most limit+1 after the cursor. It orders the runs
+// by their end and keeps each conversation's latest, its last activity,
+// so that nothing is added up for the conversations off the page: over a
+// month of 500k runs, each its own conversation, adding up every
+// conversation's totals in one GROUP BY outgrew the embedded engine's
+// memory for it and spilled to disk (5 s, against 0.1 s for this read).
+func conversationPageSQL(runs string, runArgs []any, limit int, after *cursor) (string, []any) {
+	args := slices.Clip(runArgs)
+	where := ""
 	if after != nil {
-		having = "\nHAVING last_ns < ? OR (last_ns = ? AND conv < ?)"
+		where = "\nWHERE last_ns < ? OR (last_ns = ? AND conv < ?)"
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
-	q := `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
+	return "SELECT conv FROM (\nSELECT conv, e_ns AS last_ns FROM (\n" + runs + "\n)\nORDER BY last_ns DESC, conv DESC\nLIMIT 1 BY conv\n)" +
+		where + "\nORDER BY last_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(limit+1), args
+}
+
+// conversationTotalsSQL builds the second read of a page: the totals of
+// the conversations ids over runs (conversationRunsSQL's, with runArgs).
+func conversationTotalsSQL(runs string, runArgs []any, ids []string) (string, []any) {
+	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
+	for i, id := range ids {
+		set.Value[i] = id
+	}
+	return `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
-` + strings.Join(parts, "\nUNION ALL\n") + `
+` + runs + `
 )
-GROUP BY conv` + having + `
-ORDER BY last_ns DESC, conv DESC
-LIMIT ` + strconv.Itoa(f.Limit+1)
-	return q, args, nil
+WHERE conv IN ?
+GROUP BY conv`, append(slices.Clip(runArgs), set)
 }
 
 // ConversationDetail is one conversation: its runs in order, with totals.

@@ -197,15 +197,25 @@ func TestBuiltSQL(t *testing.T) {
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
 		{"spans_attributed_runs", built(loadRunSpansSQL(gt, "p", []string{"t1", "t2"}, since, until, DefaultTraceWindow))},
 		// conversations.go
-		{"conversations_default", func() (string, []any, error) {
-			return conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, liveSet{all: true}, nil)
+		{"conversations_page_all_live", func() (string, []any, error) {
+			runs, args, err := conversationRunsSQL(gt, ConversationFilter{Project: "p"}, liveSet{all: true})
+			q, args := conversationPageSQL(runs, args, 50, nil)
+			return q, args, err
 		}},
-		{"conversations_settled", func() (string, []any, error) {
-			return conversationsSQL(gt, ConversationFilter{Project: "p", Limit: 50}, liveSet{}, nil)
+		{"conversations_page_settled", func() (string, []any, error) {
+			runs, args, err := conversationRunsSQL(gt, ConversationFilter{Project: "p"}, liveSet{})
+			q, args := conversationPageSQL(runs, args, 50, nil)
+			return q, args, err
 		}},
-		{"conversations_window_after", func() (string, []any, error) {
-			return conversationsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until, Limit: 20},
-				liveSet{ids: []string{"t1", "t2"}}, &cursor{Ns: 42, Key: "c1"})
+		{"conversations_page_window_after", func() (string, []any, error) {
+			runs, args, err := conversationRunsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, liveSet{ids: []string{"t1", "t2"}})
+			q, args := conversationPageSQL(runs, args, 20, &cursor{Ns: 42, Key: "c1"})
+			return q, args, err
+		}},
+		{"conversations_totals", func() (string, []any, error) {
+			runs, args, err := conversationRunsSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}})
+			q, args := conversationTotalsSQL(runs, args, []string{"c1", "c2"})
+			return q, args, err
 		}},
 		{"conversations_transcript_calls", built(transcriptCallsSQL(gt, "p", set, since, until))},
 		// outcomes.go and versions.go

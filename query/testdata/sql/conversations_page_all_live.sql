@@ -1,7 +1,5 @@
-SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
-	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
-	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
-FROM (
+SELECT conv FROM (
+SELECT conv, e_ns AS last_ns FROM (
 SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT 
 	trace_id,
 	argMinIf(name, start_ns, parent_span_id = '') AS root_name,
@@ -68,31 +66,14 @@ SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ?
+WHERE project = ?
 GROUP BY trace_id
-HAVING s_ns >= ? AND s_ns <= ? AND conv != '')
-UNION ALL
-SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT trace_id, deleted, conversation_id AS conv, start_ns AS s_ns, end_ns AS e_ns,
-	errors AS n_err, input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t,
-	output_tokens AS out_t, reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in,
-	cost_cache_read AS c_cr, cost_cache_write AS c_cw, cost_output AS c_out FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
-WHERE deleted = 0 AND conv != '' AND s_ns >= ? AND s_ns <= ? AND trace_id NOT IN ?
+HAVING conv != '')
 )
-GROUP BY conv
-HAVING last_ns < ? OR (last_ns = ? AND conv < ?)
 ORDER BY last_ns DESC, conv DESC
-LIMIT 21
+LIMIT 1 BY conv
+)
+ORDER BY last_ns DESC, conv DESC
+LIMIT 51
 -- parameters:
 -- string p
--- clickhouse.GroupSet {[t1 t2]}
--- uint64 1796083200000000000
--- uint64 1796169600000000000
--- string p
--- time.Time 2026-12-01 00:00:00 +0000 UTC
--- time.Time 2026-12-02 00:00:00 +0000 UTC
--- uint64 1796083200000000000
--- uint64 1796169600000000000
--- clickhouse.GroupSet {[t1 t2]}
--- uint64 42
--- uint64 42
--- string c1
