@@ -147,6 +147,21 @@ func TestBuiltSQL(t *testing.T) {
 		// retries.go
 		{"runs_retries", built(runRetriesSQL(gt, "p", "trace_id IN ? AND start >= ? AND start <= ?", []any{set, since, until}))},
 		// review.go
+		{"review_settled_tasks", func() (string, []any, error) {
+			sel, err := selectRuns(gt, RunFilter{Project: "p", Since: since, Until: until, Agent: "planner"})
+			q, args := settledTasksSQL(gt, "p", sel, liveSet{ids: []string{"t1"}})
+			return q, args, err
+		}},
+		{"review_settled_steps_of_tool", func() (string, []any, error) {
+			sel, err := selectRuns(gt, RunFilter{Project: "p", Since: since})
+			q, args := settledStepsSQL(gt, "p", sel, liveSet{}, "fetch_url")
+			return q, args, err
+		}},
+		{"review_settled_signals", func() (string, []any, error) {
+			sel, err := selectRuns(gt, RunFilter{Project: "p", Since: since, Task: "triage"})
+			q, args := settledSignalsSQL(gt, "p", sel, liveSet{ids: []string{"t1", "t2"}})
+			return q, args, err
+		}},
 		{"review_spans", built(reviewSpansSQL(gt, "p", ids, since, until))},
 		{"review_content", built(reviewContentSQL(gt, "p", ids, since, until))},
 		{"review_definitions", built(reviewDefinitionsSQL(gt, "p", ids, since, until))},

@@ -51,31 +51,9 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 	if err != nil {
 		return err
 	}
-	var live []windowRun
-	if !lv.none() {
-		lsel := sel
-		if !lv.all {
-			lsel = lv.narrow(sel)
-		}
-		q, args := runSummarySQL(r.store, lsel)
-		rows, err := r.store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("list runs: %w", err)
-		}
-		found, err := scanAll(rows, (*runRow).dest)
-		if err != nil {
-			return fmt.Errorf("list runs: %w", err)
-		}
-		live = make([]windowRun, len(found))
-		for i := range found {
-			live[i] = windowRun{RunSummary: found[i].summary()}
-		}
-		slices.SortFunc(live, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
-		if prepare != nil {
-			if err := prepare(live); err != nil {
-				return err
-			}
-		}
+	live, err := r.liveWindowRuns(ctx, sel, lv, prepare)
+	if err != nil {
+		return err
 	}
 	next := 0 // the next live run to hand on
 	if !lv.all {
@@ -157,6 +135,61 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 		}
 	}
 	return nil
+}
+
+// liveWindowRuns reads the live runs (lv) sel selects, newest first (see
+// newer), from their spans, and lets prepare, when set, give them facts.
+func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet, prepare func(live []windowRun) error) ([]windowRun, error) {
+	if lv.none() {
+		return nil, nil
+	}
+	if !lv.all {
+		sel = lv.narrow(sel)
+	}
+	q, args := runSummarySQL(r.store, sel)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	found, err := scanAll(rows, (*runRow).dest)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	live := make([]windowRun, len(found))
+	for i := range found {
+		live[i] = windowRun{RunSummary: found[i].summary()}
+	}
+	slices.SortFunc(live, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
+	if prepare != nil {
+		if err := prepare(live); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// settledCurrentSQL builds a subquery of the current rows (FINAL) of
+// project's settled runs that sel selects and are not live (lv), under
+// settledColumns' names with the run table's columns extra: for the
+// reports that add up settled runs in ClickHouse instead of reading each
+// (its args, then condArgs, go with it).
+func settledCurrentSQL(t tables, project string, sel runSelection, lv liveSet, extra string) (string, []any) {
+	cols := settledColumns
+	if len(sel.rowCols) > 0 {
+		cols += ", " + strings.Join(sel.rowCols, ", ")
+	}
+	if extra != "" {
+		cols += ", " + extra
+	}
+	where, args := settledWindow(project, sel)
+	cond := append([]string{"deleted = 0"}, sel.rows...)
+	args = append(args, sel.rowArgs...)
+	if c, cargs := lv.cond(false); c != "" {
+		cond = append(cond, c)
+		args = append(args, cargs...)
+	}
+	return "SELECT * FROM (SELECT " + cols + " FROM " + final(t.Table(schema.TableRuns)) + where + ")\nWHERE " +
+		strings.Join(cond, " AND "), args
 }
 
 // cloneInt is a copy of *p (nil for nil).

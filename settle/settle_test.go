@@ -614,6 +614,19 @@ func TestDemoReportsEqualWhenSettled(t *testing.T) {
 		add("caps", caps, err)
 		signals, err := r.Signals(ctx, query.SignalFilter{Project: "default", Since: since, Until: until})
 		add("signals", signals, err)
+		// The same review grouped otherwise and filtered by the first
+		// group's kind and tool (the groups are in a fixed order).
+		for _, by := range []string{"task", "agent"} {
+			grouped, err := r.Signals(ctx, query.SignalFilter{Project: "default", Since: since, Until: until, By: by})
+			add("signals by "+by, grouped, err)
+		}
+		if len(signals.Groups) > 0 {
+			g := signals.Groups[0]
+			ofTool, err := r.Signals(ctx, query.SignalFilter{Project: "default", Since: since, Until: until, Tool: g.Tool})
+			add("signals of tool "+g.Tool, ofTool, err)
+			ofKind, err := r.Signals(ctx, query.SignalFilter{Project: "default", Since: since, Until: until, Kind: g.Kind})
+			add("signals of kind "+string(g.Kind), ofKind, err)
+		}
 		return out
 	}
 	before := reports()

@@ -1,0 +1,18 @@
+SELECT step_tool, step_status, step_effect, count() FROM (SELECT * FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
+	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
+	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
+	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
+	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
+	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
+	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
+	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, step_tools, step_statuses, step_effects FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ?)
+WHERE deleted = 0 AND s_ns >= ?)
+ARRAY JOIN step_tools AS step_tool, step_statuses AS step_status, step_effects AS step_effect
+WHERE step_tool = ?
+GROUP BY step_tool, step_status, step_effect
+-- parameters:
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- uint64 1796083200000000000
+-- string fetch_url
