@@ -78,7 +78,11 @@ func byTaskVersion(runs []versionedRun) map[string]map[string][]versionedRun {
 // stream by (eachGradedRun): a window's runs are never held at once.
 func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
 	byTask := map[string]map[string]*versionAcc{}
-	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, facts{config: true},
+	// A version's configuration is its newest run's, dataset case
+	// included: the settled runs' cases are read after, for those runs
+	// only.
+	var caseOf []*versionAcc
+	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, facts{fingerprint: true},
 		func(run *windowRun, verdict *bool) error {
 			versions := byTask[run.Task]
 			if versions == nil {
@@ -90,12 +94,28 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 			if acc == nil {
 				acc = &versionAcc{v: VersionStats{Fingerprint: fp, Config: run.facts.config, FirstSeen: run.Start, LastSeen: run.Start}}
 				versions[fp] = acc
+				if run.Settled {
+					acc.newest = run.TraceID
+					acc.newestStart = uint32(run.Start.Unix())
+					caseOf = append(caseOf, acc)
+				}
 			}
 			acc.add(&run.RunSummary, verdict)
 			return nil
 		})
 	if err != nil {
 		return nil, err
+	}
+	ids, starts := make([]string, len(caseOf)), make([]uint32, len(caseOf))
+	for i, acc := range caseOf {
+		ids[i], starts[i] = acc.newest, acc.newestStart
+	}
+	cases, err := r.settledCases(ctx, f.Project, starts, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, acc := range caseOf {
+		acc.v.Config.Case = cases[acc.newest]
 	}
 	out := []TaskVersions{}
 	for task, versions := range byTask {
@@ -117,6 +137,8 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 // (newSide's rule).
 type versionAcc struct {
 	v                                  VersionStats // Fingerprint, Config (the newest run's), first and last seen
+	newest                             string       // the newest run when settled (its case is read after), else ""
+	newestStart                        uint32       // its start, seconds
 	cost                               float64
 	durs                               []float64
 	byVerdict, passedByVerdict, okRuns int

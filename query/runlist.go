@@ -600,6 +600,13 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 // (runColumns, the retries and repeats) of project's runs ids, which
 // start at the given seconds: a key lookup.
 func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
+	return "SELECT " + runColumns + ", n_retries, n_repeats FROM (SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) +
+		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
+}
+
+// startList is the distinct seconds of starts as a list of DateTime
+// literals, in order: the key starts of a lookup of the run table.
+func startList(starts []uint32) string {
 	secs := make([]string, 0, len(starts))
 	seen := map[uint32]bool{}
 	for _, s := range starts {
@@ -609,8 +616,7 @@ func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (st
 		}
 	}
 	slices.Sort(secs)
-	return "SELECT " + runColumns + ", n_retries, n_repeats FROM (SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) +
-		" WHERE project = ? AND start IN (" + strings.Join(secs, ", ") + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
+	return strings.Join(secs, ", ")
 }
 
 // tables names a table of the database a statement reads (*schema.Store

@@ -85,6 +85,7 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids})
 			return q, args, err
 		}},
+		{"runs_settled_cases", built(settledCasesSQL(gt, "p", []uint32{1796083200, 1796083260}, ids))},
 		{"runs_settled_rows", built(settledRowsSQL(gt, "p", []uint32{1796083200, 1796083200, 1796083260}, ids))},
 		{"runs_settled_retries_after", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p"})

@@ -167,7 +167,13 @@ type gradedRun struct {
 // signals), the spans' outcomes. Settled runs bring them from the run
 // table (where retries are always read); live runs' are read from their
 // spans.
-type facts struct{ config, retries, approvals, review, outcomes bool }
+//
+// fingerprint is config without the settled runs' dataset cases (each
+// case is read out of the run's configuration JSON, the costliest column
+// of the read): the fingerprint's configuration, its Case empty for a
+// settled run; a report that shows the case of a few runs reads it after
+// (settledCases).
+type facts struct{ config, fingerprint, retries, approvals, review, outcomes bool }
 
 // gradedRuns reads the runs f selects (newest first) with their verdicts
 // by the named outcome (RunVerdict) and the facts want names, held at once

@@ -1,9 +1,4 @@
-SELECT trace_id, root_name, '' AS first_name, task, '' AS svc, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), agents)) AS agents_enc,
-	'' AS conv, '' AS usr, s_ns, e_ns, toUInt64(0) AS n_spans, n_llm, n_tool, n_err, run_err, toUInt64(0) AS n_usage,
-	toUInt8(0) AS from_agg, in_t, toUInt64(0) AS cr_t, toUInt64(0) AS cw_t, out_t, toUInt64(0) AS rs_t, c_total,
-	toFloat64(0) AS c_in, toFloat64(0) AS c_cr, toFloat64(0) AS c_cw, toFloat64(0) AS c_out,
-	toFloat64(0) AS cf_exact, toFloat64(0) AS cf_upper, toFloat64(0) AS cf_lower, toFloat64(0) AS cf_corr, toFloat64(0) AS cf_approx,
-	toUInt64(0) AS n_unpriced, toUInt64(0) AS n_unrec, n_retries, n_repeats, fingerprint, config_case, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_tools)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_statuses)), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), step_effects)), signals, active_ns, wait_ns, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), verdicts)),
+SELECT trace_id, root_name, task, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), agents)), s_ns, e_ns, n_llm, n_tool, n_err, run_err, in_t, out_t, c_total, n_retries, n_repeats, fingerprint, visitParamExtractString(config, 'case'), arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), verdicts)),
 	toUInt8(deleted = 0 AND s_ns >= ? AND s_ns <= ? AND task = ?) AS keep, toUInt32(row_start) AS row_start_s FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
 	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
@@ -12,7 +7,7 @@ SELECT trace_id, root_name, '' AS first_name, task, '' AS svc, arrayStringConcat
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, fingerprint, visitParamExtractString(config, 'case') AS config_case, emptyArrayString() AS step_tools, emptyArrayString() AS step_statuses, emptyArrayString() AS step_effects, '' AS signals, toUInt64(0) AS active_ns, toUInt64(0) AS wait_ns, verdicts, start AS row_start, version AS row_version FROM `tally`.`runs` WHERE project = ? AND start >= ? AND start <= ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, fingerprint, config, verdicts, start AS row_start, version AS row_version FROM `tally`.`runs` WHERE project = ? AND start >= ? AND start <= ?)
 ORDER BY row_start_s DESC, trace_id DESC, row_version DESC
 -- parameters:
 -- uint64 1796083200000000000
