@@ -286,10 +286,14 @@ type UnmatchedModel struct {
 }
 
 // view is one grouping of an aggregation: a rollup grain and the columns
-// (see dimValue) groups are keyed on.
+// (see dimValue) groups are keyed on. A view of unpriced spans only
+// (unpriced) reads, from the rollup, only the groups with unpriced spans
+// and only their unpriced figures (UnpricedSpans and the unpriced tokens):
+// all a report's list of unmatched models needs of them.
 type view struct {
-	grain uint8
-	dims  []string
+	grain    uint8
+	dims     []string
+	unpriced bool
 }
 
 type bucketKey struct {
@@ -539,6 +543,9 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 		for i := range r.vals {
 			dest = append(dest, &r.vals[i])
 		}
+		if v.unpriced {
+			return append(dest, &r.t.UnpricedSpans, &r.t.unpricedInput, &r.t.unpricedOutput)
+		}
 		return append(dest, r.t.dest()...)
 	})
 	if err != nil {
@@ -546,8 +553,8 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 	}
 	for i := range found {
 		r := &found[i]
-		if r.t.Spans == 0 {
-			continue // a tombstone
+		if r.t.Spans == 0 && !v.unpriced {
+			continue // a tombstone (an unpriced view reads none: see readRollupSQL)
 		}
 		b := bucketStart(time.Unix(int64(r.h), 0).UTC(), bucket)
 		agg.at(bucketKey{b, strings.Join(r.vals, "\x00")}).add(&r.t)
@@ -564,16 +571,21 @@ func readRollupSQL(t tables, project string, hours []time.Time, v view) (string,
 		list[i] = strconv.FormatInt(h.Unix(), 10)
 	}
 	table := t.Table(schema.TableCostRollup)
-	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + rollupMeasures +
+	measures, having := rollupMeasures, ""
+	if v.unpriced {
+		measures = "sum(unpriced_spans) AS n_unpriced, sum(unpriced_input_tokens), sum(unpriced_output_tokens)"
+		having = "\nHAVING n_unpriced > 0"
+	}
+	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + measures +
 		"\nFROM " + table +
 		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (" + strings.Join(list, ",") + ")" +
 		"\n  AND " + latestGeneration(table) +
-		"\nGROUP BY h, " + strings.Join(v.dims, ", ")
+		"\nGROUP BY h, " + strings.Join(v.dims, ", ") + having
 	first, last := hours[0], hours[len(hours)-1]
 	return q, []any{project, v.grain, first, last, first, last}
 }
 
-var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}}
+var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}, true}
 
 // Costs reports cost and tokens per value of f.By over [f.Since, f.Until),
 // as totals and, with a bucket, as time series. Closed hours come from the
@@ -591,7 +603,7 @@ func (r SpendReader) Costs(ctx context.Context, f CostFilter) (CostReport, error
 		match = f.match
 	}
 	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket,
-		[]view{{dim.grain, []string{dim.column}}, unmatchedView}, match)
+		[]view{{grain: dim.grain, dims: []string{dim.column}}, unmatchedView}, match)
 	if err != nil {
 		return CostReport{}, err
 	}

@@ -207,7 +207,8 @@ func TestBuiltSQL(t *testing.T) {
 		// costs.go
 		{"costs_rolled_hours", built(rolledHoursSQL(gt, since, until))},
 		{"costs_read_rollup", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour), since.Add(3 * time.Hour)},
-			view{schema.GrainModel, []string{"provider", "model"}}))},
+			view{grain: schema.GrainModel, dims: []string{"provider", "model"}}))},
+		{"costs_read_rollup_unpriced", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, unmatchedView))},
 		// attributed.go
 		{"spans_attributed", built(loadSpansShardSQL(gt, "", since, until, DefaultTraceWindow, Shard{}))},
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
