@@ -120,16 +120,9 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 
 // conversationRunColumns are what a conversation's totals read of each of
 // its runs, under runAggregates' names: the live runs' aggregates and the
-// run table's rows (settledConversationColumns) both give them, so that
-// one GROUP BY adds up a conversation's settled and live runs.
+// run table's rows (settledColumns' aliases) both give them, so that one
+// GROUP BY adds up a conversation's settled and live runs.
 const conversationRunColumns = "conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out"
-
-// settledConversationColumns read conversationRunColumns of the run
-// table's rows, with what the conditions on them name (trace_id, deleted).
-const settledConversationColumns = `trace_id, deleted, conversation_id AS conv, start_ns AS s_ns, end_ns AS e_ns,
-	errors AS n_err, input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t,
-	output_tokens AS out_t, reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in,
-	cost_cache_read AS c_cr, cost_cache_write AS c_cw, cost_output AS c_out`
 
 // conversationRunsSQL builds the subquery of f's runs that belong to a
 // conversation, one row each (conversationRunColumns): the live runs (lv)
@@ -150,15 +143,9 @@ func conversationRunsSQL(t tables, f ConversationFilter, lv liveSet) (string, []
 		args = append(args, live.args()...)
 	}
 	if !lv.all {
-		where, wargs := settledWindow(sel.project, sel)
-		cond := append([]string{"deleted = 0", "conv != ''"}, sel.rows...)
-		args = append(append(args, wargs...), sel.rowArgs...)
-		if c, cargs := lv.cond(false); c != "" {
-			cond = append(cond, c)
-			args = append(args, cargs...)
-		}
-		parts = append(parts, "SELECT "+conversationRunColumns+" FROM (SELECT "+settledConversationColumns+" FROM "+
-			final(t.Table(schema.TableRuns))+where+")\nWHERE "+strings.Join(cond, " AND "))
+		settled, sargs := settledCurrentSQL(t, sel.project, sel, lv, "")
+		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+settled+")\nWHERE conv != ''")
+		args = append(args, sargs...)
 	}
 	return strings.Join(parts, "\nUNION ALL\n"), args, nil
 }

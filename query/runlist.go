@@ -521,6 +521,14 @@ const settledColumns = `trace_id, name AS root_name, name AS first_name, task, s
 // key's start (row_start) and the row's version (row_version), and the run
 // table's columns extra.
 func settledRunsSQL(t tables, project string, sel runSelection, extra string) (string, []any) {
+	where, args := settledWindow(project, sel)
+	return "SELECT " + settledSelectList(sel, extra) + ", start AS row_start, version AS row_version FROM " + t.Table(schema.TableRuns) + where, args
+}
+
+// settledSelectList is what a read of the run table selects: settledColumns,
+// the columns sel's filters read (rowCols) and the run table's columns
+// extra.
+func settledSelectList(sel runSelection, extra string) string {
 	cols := settledColumns
 	if len(sel.rowCols) > 0 {
 		cols += ", " + strings.Join(sel.rowCols, ", ")
@@ -528,8 +536,7 @@ func settledRunsSQL(t tables, project string, sel runSelection, extra string) (s
 	if extra != "" {
 		cols += ", " + extra
 	}
-	where, args := settledWindow(project, sel)
-	return "SELECT " + cols + ", start AS row_start, version AS row_version FROM " + t.Table(schema.TableRuns) + where, args
+	return cols
 }
 
 // settledWindow is the WHERE clause selecting project's rows of the run

@@ -174,13 +174,7 @@ func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet,
 // reports that add up settled runs in ClickHouse instead of reading each
 // (its args, then condArgs, go with it).
 func settledCurrentSQL(t tables, project string, sel runSelection, lv liveSet, extra string) (string, []any) {
-	cols := settledColumns
-	if len(sel.rowCols) > 0 {
-		cols += ", " + strings.Join(sel.rowCols, ", ")
-	}
-	if extra != "" {
-		cols += ", " + extra
-	}
+	cols := settledSelectList(sel, extra)
 	where, args := settledWindow(project, sel)
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args = append(args, sel.rowArgs...)
