@@ -657,12 +657,12 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		minute time.Time
 	}
 	perMinute := map[minuteKey]int{}
-	// The runs that raised signals, newest first (live and settled
-	// merged): example runs come out newest first too.
-	flagged := slices.Concat(live, settled.flagged)
-	slices.SortStableFunc(flagged, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
-	for i := range flagged {
-		run, rv := &flagged[i].RunSummary, flagged[i].facts
+	// The live runs and the settled runs that raised signals, merged
+	// newest first: example runs come out newest first too.
+	reviewed := slices.Concat(live, settled.flagged)
+	slices.SortStableFunc(reviewed, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
+	for i := range reviewed {
+		run, rv := &reviewed[i].RunSummary, reviewed[i].facts
 		raised := false
 		kindsRaised := map[safety.SignalKind]bool{}
 		for _, sig := range rv.signals {

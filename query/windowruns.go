@@ -171,8 +171,9 @@ func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet,
 // settledCurrentSQL builds a subquery of the current rows (FINAL) of
 // project's settled runs that sel selects and are not live (lv), under
 // settledColumns' names with the run table's columns extra: for the
-// reports that add up settled runs in ClickHouse instead of reading each
-// (its args, then condArgs, go with it).
+// reports that add up settled runs in ClickHouse instead of reading each.
+// Its filters stand outside the FINAL subquery, so that an older version
+// never matches in the current one's place.
 func settledCurrentSQL(t tables, project string, sel runSelection, lv liveSet, extra string) (string, []any) {
 	cols := settledSelectList(sel, extra)
 	where, args := settledWindow(project, sel)
