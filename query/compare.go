@@ -96,7 +96,6 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 				versions[fp] = acc
 				if run.Settled {
 					acc.newest = run.TraceID
-					acc.newestStart = uint32(run.Start.Unix())
 					caseOf = append(caseOf, acc)
 				}
 			}
@@ -108,7 +107,9 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 	}
 	ids, starts := make([]string, len(caseOf)), make([]uint32, len(caseOf))
 	for i, acc := range caseOf {
-		ids[i], starts[i] = acc.newest, acc.newestStart
+		// The runs come newest first: the newest run's start is the
+		// version's last seen.
+		ids[i], starts[i] = acc.newest, uint32(acc.v.LastSeen.Unix())
 	}
 	cases, err := r.settledCases(ctx, f.Project, starts, ids)
 	if err != nil {
@@ -138,7 +139,6 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 type versionAcc struct {
 	v                                  VersionStats // Fingerprint, Config (the newest run's), first and last seen
 	newest                             string       // the newest run when settled (its case is read after), else ""
-	newestStart                        uint32       // its start, seconds
 	cost                               float64
 	durs                               []float64
 	byVerdict, passedByVerdict, okRuns int

@@ -585,7 +585,7 @@ func readRollupSQL(t tables, project string, hours []time.Time, v view) (string,
 	return q, []any{project, v.grain, first, last, first, last}
 }
 
-var unmatchedView = view{schema.GrainModel, []string{"provider", "model"}, true}
+var unmatchedView = view{grain: schema.GrainModel, dims: []string{"provider", "model"}, unpriced: true}
 
 // Costs reports cost and tokens per value of f.By over [f.Since, f.Until),
 // as totals and, with a bucket, as time series. Closed hours come from the

@@ -175,6 +175,10 @@ type gradedRun struct {
 // (settledCases).
 type facts struct{ config, fingerprint, retries, approvals, review, outcomes bool }
 
+// configs reports whether a report wants the runs' configurations, with
+// their cases (config) or without (fingerprint).
+func (w facts) configs() bool { return w.config || w.fingerprint }
+
 // gradedRuns reads the runs f selects (newest first) with their verdicts
 // by the named outcome (RunVerdict) and the facts want names, held at once
 // for the reports that regroup them (comparisons); the others aggregate as

@@ -70,7 +70,7 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 		// fingerprint and its dataset case, which the fingerprint leaves
 		// out.
 		var configs map[string]RunConfig
-		if want.config || want.fingerprint {
+		if want.configs() {
 			if configs, err = r.settledConfigs(ctx, f.Project, sel); err != nil {
 				return err
 			}
@@ -210,7 +210,8 @@ type settledRow struct {
 }
 
 // settledField is one column of the settled read (settledFactsSQL): its
-// expression over settledRunsSQL's columns, where it scans to, and the
+// expression over settledRunsSQL's columns, the run table's column it
+// reads beyond settledColumns ("" for none), where it scans to, and the
 // fact that wants it (nil: every report). A column no report of the read
 // wants is not read at all, its field left zero: 117k rows of 7 days
 // move through the embedded store's transport column by column, and 47
@@ -218,6 +219,7 @@ type settledRow struct {
 // used took 0.07 s.
 type settledField struct {
 	expr   string
+	column string
 	dest   func(r *settledRow) any
 	wanted func(w facts) bool
 }
@@ -242,15 +244,15 @@ var settledFields = []settledField{
 	{expr: "c_total", dest: func(r *settledRow) any { return &r.run.CTotal }},
 	{expr: "n_retries", dest: func(r *settledRow) any { return &r.retries }},
 	{expr: "n_repeats", dest: func(r *settledRow) any { return &r.repeats }},
-	{expr: "fingerprint", dest: func(r *settledRow) any { return &r.fingerprint }, wanted: func(w facts) bool { return w.config || w.fingerprint }},
-	{expr: "visitParamExtractString(config, 'case')", dest: func(r *settledRow) any { return &r.configCase }, wanted: func(w facts) bool { return w.config }},
-	{expr: schema.EncodedStrings("step_tools"), dest: func(r *settledRow) any { return &r.stepTools }, wanted: func(w facts) bool { return w.review }},
-	{expr: schema.EncodedStrings("step_statuses"), dest: func(r *settledRow) any { return &r.stepStatuses }, wanted: func(w facts) bool { return w.review }},
-	{expr: schema.EncodedStrings("step_effects"), dest: func(r *settledRow) any { return &r.stepEffects }, wanted: func(w facts) bool { return w.review }},
-	{expr: "signals", dest: func(r *settledRow) any { return &r.signals }, wanted: func(w facts) bool { return w.review }},
-	{expr: "active_ns", dest: func(r *settledRow) any { return &r.activeNs }, wanted: func(w facts) bool { return w.approvals }},
-	{expr: "wait_ns", dest: func(r *settledRow) any { return &r.waitNs }, wanted: func(w facts) bool { return w.approvals }},
-	{expr: schema.EncodedStrings("verdicts"), dest: func(r *settledRow) any { return &r.outcomes }, wanted: func(w facts) bool { return w.outcomes }},
+	{expr: "fingerprint", column: "fingerprint", dest: func(r *settledRow) any { return &r.fingerprint }, wanted: facts.configs},
+	{expr: "visitParamExtractString(config, 'case')", column: "config", dest: func(r *settledRow) any { return &r.configCase }, wanted: func(w facts) bool { return w.config }},
+	{expr: schema.EncodedStrings("step_tools"), column: "step_tools", dest: func(r *settledRow) any { return &r.stepTools }, wanted: func(w facts) bool { return w.review }},
+	{expr: schema.EncodedStrings("step_statuses"), column: "step_statuses", dest: func(r *settledRow) any { return &r.stepStatuses }, wanted: func(w facts) bool { return w.review }},
+	{expr: schema.EncodedStrings("step_effects"), column: "step_effects", dest: func(r *settledRow) any { return &r.stepEffects }, wanted: func(w facts) bool { return w.review }},
+	{expr: "signals", column: "signals", dest: func(r *settledRow) any { return &r.signals }, wanted: func(w facts) bool { return w.review }},
+	{expr: "active_ns", column: "active_ns", dest: func(r *settledRow) any { return &r.activeNs }, wanted: func(w facts) bool { return w.approvals }},
+	{expr: "wait_ns", column: "wait_ns", dest: func(r *settledRow) any { return &r.waitNs }, wanted: func(w facts) bool { return w.approvals }},
+	{expr: schema.EncodedStrings("verdicts"), column: "verdicts", dest: func(r *settledRow) any { return &r.outcomes }, wanted: func(w facts) bool { return w.outcomes }},
 }
 
 // settledFieldsFor are the settled read's columns want needs.
@@ -297,7 +299,7 @@ func (d *settledDecoder) decode(x *settledRow) (*windowRun, error) {
 	d.run.ToolRetries, d.run.ToolRepeats, d.run.Settled = &d.retries, &d.repeats, true
 	facts := &d.facts
 	*facts = runFacts{activeNs: x.activeNs, waitNs: x.waitNs, steps: facts.steps[:0], outcomes: facts.outcomes[:0]}
-	if d.want.config || d.want.fingerprint {
+	if d.want.configs() {
 		facts.config = d.configs[x.fingerprint]
 		facts.config.Case = x.configCase // "" unless want.config
 	}
@@ -346,20 +348,12 @@ func decodeFact(s string, v any) error {
 // settledFactsSQL builds windowRuns' read of the settled runs sel selects
 // that are not live: settledFields' columns for want.
 func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv liveSet) (string, []any) {
-	// The run table's columns the facts read, beyond settledColumns.
-	var extra []string
-	for _, c := range []struct {
-		on   bool
-		cols string
-	}{
-		{want.config, "fingerprint, config"},
-		{want.fingerprint && !want.config, "fingerprint"},
-		{want.review, "step_tools, step_statuses, step_effects, signals"},
-		{want.approvals, "active_ns, wait_ns"},
-		{want.outcomes, "verdicts"},
-	} {
-		if c.on {
-			extra = append(extra, c.cols)
+	fields := settledFieldsFor(want)
+	var extra, cols []string
+	for _, f := range fields {
+		cols = append(cols, f.expr)
+		if f.column != "" {
+			extra = append(extra, f.column)
 		}
 	}
 	sub, subArgs := settledRunsSQL(t, project, sel, strings.Join(extra, ", "))
@@ -375,10 +369,6 @@ func settledFactsSQL(t tables, project string, sel runSelection, want facts, lv 
 	if c, cargs := lv.cond(false); c != "" {
 		where = "\nWHERE " + c
 		args = append(args, cargs...)
-	}
-	var cols []string
-	for _, f := range settledFieldsFor(want) {
-		cols = append(cols, f.expr)
 	}
 	return "SELECT " + strings.Join(cols, ", ") + ",\n\ttoUInt8(" + strings.Join(keep, " AND ") + ") AS keep, toUInt32(row_start) AS row_start_s FROM (" +
 		sub + ")" + where + "\nORDER BY row_start_s DESC, trace_id DESC, row_version DESC", args
@@ -432,15 +422,14 @@ func (r *core) settledCases(ctx context.Context, project string, starts []uint32
 	if err != nil {
 		return nil, fmt.Errorf("read dataset cases: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, c string
-		if err := rows.Scan(&id, &c); err != nil {
-			return nil, fmt.Errorf("read dataset cases: %w", err)
-		}
-		out[id] = c
+	found, err := scanAll(rows, func(c *[2]string) []any { return []any{&c[0], &c[1]} })
+	if err != nil {
+		return nil, fmt.Errorf("read dataset cases: %w", err)
 	}
-	return out, rows.Err()
+	for _, c := range found {
+		out[c[0]] = c[1]
+	}
+	return out, nil
 }
 
 // settledCasesSQL builds settledCases' statement.
@@ -541,7 +530,7 @@ func (r *core) eachGradedRun(ctx context.Context, f RunFilter, outcome string, w
 		for i := range live {
 			ptrs[i] = &live[i]
 		}
-		return r.liveFacts(ctx, f.Project, ptrs, want.config || want.fingerprint, want.retries, want.approvals)
+		return r.liveFacts(ctx, f.Project, ptrs, want.configs(), want.retries, want.approvals)
 	}
 	hi := f.Until
 	if hi.IsZero() {
