@@ -113,6 +113,17 @@ func latencies(ctx context.Context, client *http.Client, url string, n int) ([]t
 	return out, size, nil
 }
 
+// failedRead records a read that answered with an error (a statement over
+// its time or memory limit, at a scale the limits were not sized for) as a
+// figure without a value, its reason the error, so that the run goes on to
+// the other reads: at 100M spans one read past its limit is a finding, not
+// the end of an hour's load.
+func failedRead(cfg Config, res *Results, id, name, goal string, err error, inputs map[string]any) {
+	msg := err.Error()
+	cfg.logf("%s: failed: %s", name, msg)
+	res.unavailable(id, name, "ms", goal, "failed: "+msg, inputs)
+}
+
 // getJSON GETs url and reads the whole answer: an error when the request
 // fails or the answer is not JSON, any status otherwise.
 func getJSON(ctx context.Context, client *http.Client, url string) (*http.Response, []byte, error) {
@@ -275,7 +286,8 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 			continue
 		}
 		if err != nil {
-			return err
+			failedRead(cfg, res, tg.id(r.id), tg.name(r.name), "p99 ≤ 100", err, inputs)
+			continue
 		}
 		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
 		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", r.name, p50, p99)
@@ -312,7 +324,8 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 			continue
 		}
 		if err != nil {
-			return err
+			failedRead(cfg, res, tg.id(r.id), tg.name(r.name), "p99 ≤ 300", err, inputs)
+			continue
 		}
 		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
 		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", r.name, p50, p99)
@@ -520,7 +533,8 @@ func searchFigures(ctx context.Context, cfg Config, tg *target, res *Results, st
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			failedRead(cfg, res, tg.id(s.id), tg.name(s.name), goal, err, inputs)
+			continue
 		}
 		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
 		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", s.name, p50, p99)
