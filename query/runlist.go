@@ -335,45 +335,118 @@ func pageOf(found []keyedRun, limit int, order runListOrder) RunPage {
 // settledPage reads a page of settled runs (at most limit, after the
 // cursor, in order) in two steps: the narrow read that picks the page, then
 // the page's rows by key.
+//
+// The pick reads every version of the window's rows first, without FINAL
+// (which merges the whole window's rows before the sort, in one thread on
+// ClickHouse 18.16): each run's best-placed version, the first limit of
+// them. When every picked version is its run's current one (the key read,
+// FINAL, says so) that is the true page: every run's current row was among
+// the candidates, and a run not picked placed its best version, so its
+// current one too, after the page. Otherwise (a run re-settled with other
+// figures or moved to another start, and not yet merged) the page is
+// picked again from the current rows (FINAL).
 func (r *core) settledPage(ctx context.Context, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet) ([]keyedRun, error) {
-	q, args := settledPageSQL(r.store, project, sel, order, after, limit, lv)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list settled runs: %w", err)
-	}
-	type picked struct {
-		id    string
-		start uint32
-		key   uint64
-	}
-	page, err := scanAll(rows, func(p *picked) []any { return []any{&p.id, &p.start, &p.key} })
-	if err != nil || len(page) == 0 {
+	page, complete, err := r.pickSettled(ctx, project, sel, order, after, limit, lv, false)
+	if err != nil || len(page) == 0 && complete {
 		return nil, err
 	}
+	if complete {
+		out, current, err := r.settledRows(ctx, project, page, true)
+		if err != nil || current {
+			return out, err
+		}
+	}
+	if page, _, err = r.pickSettled(ctx, project, sel, order, after, limit, lv, true); err != nil || len(page) == 0 {
+		return nil, err
+	}
+	out, _, err := r.settledRows(ctx, project, page, false)
+	return out, err
+}
+
+// pickedRun is a run a settled page's first read picked: its key (id and
+// start second), its sort key and the version of the row that placed it.
+type pickedRun struct {
+	id      string
+	start   uint32
+	key     uint64
+	version uint64
+}
+
+// pickSettled is a settled page's first read: at most limit runs in order.
+// From the current rows (currentOnly: FINAL) it is the page; from every version (not
+// final) it is each run's best-placed version, and complete is false when
+// the read's cap of rows (settledCandidates) ended before limit runs, which
+// only a window of many unmerged versions does.
+func (r *core) pickSettled(ctx context.Context, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet, currentOnly bool) ([]pickedRun, bool, error) {
+	rowCap := limit
+	if !currentOnly {
+		rowCap = settledCandidates * limit
+	}
+	q, args := settledPageSQL(r.store, project, sel, order, after, rowCap, lv, currentOnly)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list settled runs: %w", err)
+	}
+	found, err := scanAll(rows, func(p *pickedRun) []any { return []any{&p.id, &p.start, &p.key, &p.version} })
+	if err != nil {
+		return nil, false, fmt.Errorf("list settled runs: %w", err)
+	}
+	if currentOnly {
+		return found, true, nil
+	}
+	// The rows are in order: a run's first row is its best-placed version.
+	page := make([]pickedRun, 0, min(len(found), limit))
+	seen := make(map[string]bool, len(found))
+	for _, p := range found {
+		if len(page) == limit {
+			break
+		}
+		if !seen[p.id] {
+			seen[p.id] = true
+			page = append(page, p)
+		}
+	}
+	return page, len(page) == limit || len(found) < rowCap, nil
+}
+
+// settledCandidates is how many rows a settled page's pick without FINAL
+// reads per run of the page: room for a second, unmerged version of every
+// run (a re-settled run's rows merge into one in the background).
+const settledCandidates = 2
+
+// settledRows is a settled page's second read: the picked runs' current
+// rows by key, in the pick's order. With verify, current is false as soon
+// as a picked run's current row is not the version picked (or is gone): the
+// pick was not of current rows only. Without, a run whose row moved to
+// another start between the two reads is left out.
+func (r *core) settledRows(ctx context.Context, project string, page []pickedRun, verify bool) (out []keyedRun, current bool, err error) {
 	ids, starts := make([]string, len(page)), make([]uint32, len(page))
 	for i, p := range page {
 		ids[i], starts[i] = p.id, p.start
 	}
-	q, args = settledRowsSQL(r.store, project, starts, ids)
-	rows, err = r.store.Conn().Query(ctx, q, args...)
+	q, args := settledRowsSQL(r.store, project, starts, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list settled runs: %w", err)
+		return nil, false, fmt.Errorf("list settled runs: %w", err)
 	}
 	type settled struct {
-		run              runRow
-		retries, repeats uint64
+		run                       runRow
+		retries, repeats, version uint64
 	}
-	found, err := scanAll(rows, func(k *settled) []any { return append(k.run.dest(), &k.retries, &k.repeats) })
+	found, err := scanAll(rows, func(k *settled) []any { return append(k.run.dest(), &k.retries, &k.repeats, &k.version) })
 	if err != nil {
-		return nil, fmt.Errorf("list settled runs: %w", err)
+		return nil, false, fmt.Errorf("list settled runs: %w", err)
 	}
 	byID := make(map[string]*settled, len(found))
 	for i := range found {
 		byID[found[i].run.TraceID] = &found[i]
 	}
-	out := make([]keyedRun, 0, len(page))
+	out = make([]keyedRun, 0, len(page))
 	for _, p := range page {
 		x := byID[p.id]
+		if verify && (x == nil || x.version != p.version) {
+			return nil, false, nil
+		}
 		if x == nil {
 			continue // settled again under another start between the two reads
 		}
@@ -382,7 +455,7 @@ func (r *core) settledPage(ctx context.Context, project string, sel runSelection
 		sum.ToolRetries, sum.ToolRepeats, sum.Settled = &retries, &repeats, true
 		out = append(out, keyedRun{sum, p.key})
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // keyedRun is a run with its sort key under the list's order.
@@ -567,12 +640,13 @@ var settledAliases = [...]struct{ alias, column string }{
 }
 
 // settledPageSQL builds the first of a settled page's two reads: the
-// trace ids, starts (second) and sort keys of the settled runs sel
-// selects that are not live (lv), under order, after the cursor, at most
-// limit. It reads only the columns its conditions and key name (FINAL
-// merges every column it reads, for every run of the window); the page's
-// rows are read by key after (settledRowsSQL).
-func settledPageSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet) (string, []any) {
+// trace ids, starts (second), sort keys and versions of the settled rows
+// sel selects whose runs are not live (lv), under order, after the cursor,
+// at most limit: of the current rows (currentOnly: FINAL), or of every version (the
+// caller keeps each run's first). It reads only the columns its conditions
+// and key name (FINAL merges every column it reads, for every run of the
+// window); the page's rows are read by key after (settledRowsSQL).
+func settledPageSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet, currentOnly bool) (string, []any) {
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args := slices.Clip(sel.rowArgs)
 	if c, cargs := lv.cond(false); c != "" {
@@ -590,15 +664,19 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 	}) {
 		used[w] = true
 	}
-	cols := []string{"trace_id", "start", "deleted"}
+	cols := []string{"trace_id", "start", "deleted", "version"}
 	for _, a := range settledAliases {
 		if used[a.alias] {
 			cols = append(cols, a.column+" AS "+a.alias)
 		}
 	}
 	where, subArgs := settledWindow(project, sel)
-	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + final(t.Table(schema.TableRuns)) + where
-	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key FROM (" + sub + ")" +
+	from := t.Table(schema.TableRuns)
+	if currentOnly {
+		from = final(from)
+	}
+	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + from + where
+	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key, version FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
 		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)
 }
@@ -607,7 +685,7 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 // (runColumns, the retries and repeats) of project's runs ids, which
 // start at the given seconds: a key lookup.
 func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT " + runColumns + ", n_retries, n_repeats FROM (SELECT " + settledColumns + " FROM " + final(t.Table(schema.TableRuns)) +
+	return "SELECT " + runColumns + ", n_retries, n_repeats, version FROM (SELECT " + settledColumns + ", version FROM " + final(t.Table(schema.TableRuns)) +
 		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
 }
 

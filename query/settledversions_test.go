@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,67 @@ func sumRuns(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// TestSettledRunListKeepsTheNewestVersion: the run list picks its page from
+// every version of the window's settled rows before it reads them by key;
+// an older version that would place its run elsewhere, or a tombstoned
+// run's last live version, must not move or bring back the run. Run A cost
+// 5 USD when first settled and 1 once settled again; run B (4 USD) was then
+// tombstoned; C and D have one version each (3 and 2 USD). The current
+// rows by cost are A 1, D 2, C 3 (B is gone), pages of two.
+func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second)
+	row := func(id string, cost float64, version uint64, deleted uint8) schema.RunRow {
+		return schema.RunRow{Project: "p", TraceID: strings.Repeat(id, 32), Start: start, StartNs: uint64(start.UnixNano()) + 500,
+			EndNs: uint64(start.UnixNano()) + 2e9, Name: "t", Task: "t", Spans: 3, LLMCalls: 1, CostTotal: cost,
+			Version: version, Deleted: deleted}
+	}
+	for _, r := range []schema.RunRow{row("a", 5, 1, 0), row("b", 4, 1, 0), row("c", 3, 1, 0), row("d", 2, 1, 0),
+		row("a", 1, 2, 0), row("b", 4, 2, 1)} {
+		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := uint64(time.Now().UnixNano())
+	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
+		t.Fatal(err)
+	}
+	r := query.NewReader(store)
+	for _, c := range []struct {
+		dir   query.SortDir
+		pages [][]string // each page's runs, by their id's letter
+	}{
+		// Descending, A's first version (5 USD) and B's last live one
+		// (4 USD) place before every current row.
+		{query.Desc, [][]string{{"c", "d"}, {"a"}}},
+		// Ascending, the first page's candidates are all current; the
+		// second's include B's version before its tombstone and A's first.
+		{query.Asc, [][]string{{"a", "d"}, {"c"}}},
+	} {
+		f := query.RunFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Sort: query.SortCost, Dir: c.dir, Limit: 2}
+		var got [][]string
+		for range 3 {
+			page, err := r.Runs(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, run := range page.Runs {
+				ids = append(ids, run.TraceID[:1])
+				if run.TraceID[:1] == "a" && run.Cost.Total != 1 {
+					t.Errorf("%s: run a costs %v, want its current row's 1", c.dir, run.Cost.Total)
+				}
+			}
+			got = append(got, ids)
+			if f.Cursor = page.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.pages) {
+			t.Errorf("%s: pages %v, want %v", c.dir, got, c.pages)
+		}
+	}
 }

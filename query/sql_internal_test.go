@@ -82,7 +82,7 @@ func TestBuiltSQL(t *testing.T) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Agent: "planner", Model: "gpt-4o",
 				Service: "svc", Task: "refund", Conversation: "c1", Tool: "search", Status: RunError, HasErrors: &yes,
 				HasRecoveredErrors: &no, MinCost: 0.5, Search: "ABC"})
-			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids})
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids}, true)
 			return q, args, err
 		}},
 		{"runs_settled_cases", built(settledCasesSQL(gt, "p", []uint32{1796083200, 1796083260}, ids))},
@@ -90,8 +90,8 @@ func TestBuiltSQL(t *testing.T) {
 		{"runs_settled_retries_after", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p"})
 			live, largs := liveRunsSQL(goldenTables{}, "p", time.Time{}, until, 1234)
-			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 51,
-				liveSet{sub: live, subArgs: largs})
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 102,
+				liveSet{sub: live, subArgs: largs}, false)
 			return q, args, err
 		}},
 		{"runs_settled_facts", func() (string, []any, error) {

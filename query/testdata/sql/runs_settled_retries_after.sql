@@ -1,7 +1,7 @@
-SELECT trace_id, toUInt32(start), toUInt64(n_retries) AS sort_key FROM (SELECT trace_id, start, deleted, tool_retries AS n_retries FROM `tally`.`runs` FINAL WHERE project = ?)
+SELECT trace_id, toUInt32(start), toUInt64(n_retries) AS sort_key, version FROM (SELECT trace_id, start, deleted, version, tool_retries AS n_retries FROM `tally`.`runs` WHERE project = ?)
 WHERE deleted = 0 AND trace_id NOT IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id) AND (sort_key > ? OR (sort_key = ? AND trace_id > ?))
 ORDER BY sort_key ASC, trace_id ASC
-LIMIT 51
+LIMIT 102
 -- parameters:
 -- string p
 -- string p
