@@ -66,16 +66,7 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if err != nil {
 		return ConversationPage{}, err
 	}
-	runs, runArgs, err := conversationRunsSQL(r.store, f, lv)
-	if err != nil {
-		return ConversationPage{}, err
-	}
-	q, args := conversationPageSQL(runs, runArgs, f.Limit, after)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
-	}
-	ids, err := scanAll(rows, func(id *string) []any { return []any{id} })
+	ids, err := r.conversationPage(ctx, f, lv, after)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
@@ -83,8 +74,12 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if len(ids) == 0 {
 		return page, nil
 	}
-	q, args = conversationTotalsSQL(runs, runArgs, ids)
-	if rows, err = r.store.Conn().Query(ctx, q, args...); err != nil {
+	q, args, err := conversationTotalsSQL(r.store, f, lv, ids)
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
 	type row struct {
@@ -116,6 +111,171 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 		page.NextCursor = cursor{uint64(last.Last.UnixNano()), last.ConversationID}.encode()
 	}
 	return page, nil
+}
+
+// conversationPage is the ids of the conversations of f's page (at most
+// f.Limit+1, most recently active first, after the cursor).
+//
+// A first page takes the fast way first (recentConversations); a page
+// after a cursor, or a first page the fast way cannot vouch for, orders
+// the window's current runs (FINAL) by their end and keeps each
+// conversation's latest (conversationPageSQL).
+func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, lv liveSet, after *cursor) ([]string, error) {
+	if after == nil && !lv.all {
+		for _, perConversation := range conversationCandidates {
+			ids, ok, err := r.recentConversations(ctx, f, lv, perConversation*(f.Limit+1))
+			if err != nil || ok {
+				return ids, err
+			}
+		}
+	}
+	runs, runArgs, err := conversationRunsSQL(r.store, f, lv)
+	if err != nil {
+		return nil, err
+	}
+	q, args := conversationPageSQL(runs, runArgs, f.Limit, after)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanAll(rows, func(id *string) []any { return []any{id} })
+}
+
+// conversationCandidates are the rows per conversation of the page that
+// recentConversations reads, in its tries: one run each when every
+// conversation has one recent run, more when a few busy conversations
+// ended the most recent runs.
+var conversationCandidates = [...]int{4, 64}
+
+// recentConversations picks a first page of conversations from the most
+// recently ended rows of the window (at most rowCap): every version of
+// the settled rows, without FINAL (which merged the whole window's rows,
+// in one thread on ClickHouse 18.16, before a sort of all of them), and
+// the live runs. A conversation's first row in that order is its latest
+// run's best-placed version; when the rows hold f.Limit+1 conversations
+// and each one's row is its run's current version (a key read, FINAL),
+// they are the page: a conversation not picked placed its best version,
+// so its current latest run too, after every picked one. ok is false
+// otherwise (too few rows, or a stale version picked), and the caller
+// picks the page from the current rows.
+func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter, lv liveSet, rowCap int) (ids []string, ok bool, err error) {
+	q, args, err := conversationCandidatesSQL(r.store, f, lv, rowCap)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	found, err := scanAll(rows, func(c *pickedConversation) []any {
+		return []any{&c.conv, &c.run.id, &c.run.start, &c.run.version, &c.settled}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	var picked []pickedRun
+	seen := map[string]bool{}
+	for _, c := range found {
+		if len(ids) == f.Limit+1 {
+			break
+		}
+		if !seen[c.conv] {
+			seen[c.conv] = true
+			ids = append(ids, c.conv)
+			if c.settled == 1 {
+				picked = append(picked, c.run)
+			}
+		}
+	}
+	if len(ids) < f.Limit+1 && len(found) == rowCap {
+		return nil, false, nil
+	}
+	if len(picked) == 0 {
+		return ids, true, nil
+	}
+	current, err := r.currentVersions(ctx, f.Project, picked)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, p := range picked {
+		if v, ok := current[p.id]; !ok || v != p.version {
+			return nil, false, nil
+		}
+	}
+	return ids, true, nil
+}
+
+// pickedConversation is a row recentConversations reads: a run of the
+// conversation, with its key and version when it is settled.
+type pickedConversation struct {
+	conv    string
+	run     pickedRun
+	settled uint8
+}
+
+// currentVersions reads, by key, the current version of each of runs'
+// rows that is not a tombstone.
+func (r RunReader) currentVersions(ctx context.Context, project string, runs []pickedRun) (map[string]uint64, error) {
+	ids, starts := make([]string, len(runs)), make([]uint32, len(runs))
+	for i, p := range runs {
+		ids[i], starts[i] = p.id, p.start
+	}
+	q, args := currentVersionsSQL(r.store, project, starts, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	type version struct {
+		id string
+		v  uint64
+	}
+	found, err := scanAll(rows, func(x *version) []any { return []any{&x.id, &x.v} })
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(found))
+	for _, x := range found {
+		out[x.id] = x.v
+	}
+	return out, nil
+}
+
+// currentVersionsSQL builds currentVersions' key read.
+func currentVersionsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
+	return "SELECT trace_id, version FROM (SELECT trace_id, version, deleted FROM " + final(t.Table(schema.TableRuns)) +
+		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
+}
+
+// conversationCandidatesSQL builds recentConversations' read: the rows of
+// f's window with a conversation, the most recently ended first, at most
+// rowCap: each conversation, run id, start second, version and whether it
+// is settled; the live runs (lv) aggregated from their spans, every
+// version of the others' rows.
+func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCap int) (string, []any, error) {
+	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
+	if err != nil {
+		return "", nil, err
+	}
+	const cols = "conv, e_ns, trace_id, row_start_s, row_version, settled"
+	var parts []string
+	var args []any
+	if !lv.none() {
+		live := lv.narrow(sel)
+		parts = append(parts, "SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM ("+
+			runAggregation(t, live, "", "conv != ''")+")")
+		args = append(args, live.args()...)
+	}
+	settled, sargs := settledRunsSQL(t, sel.project, sel, "")
+	cond := strings.Join(append([]string{"deleted = 0", "conv != ''"}, sel.rows...), " AND ")
+	args = append(append(args, sargs...), sel.rowArgs...)
+	if c, cargs := lv.cond(false); c != "" {
+		cond += " AND " + c
+		args = append(args, cargs...)
+	}
+	parts = append(parts, "SELECT conv, e_ns, trace_id, toUInt32(row_start) AS row_start_s, row_version, toUInt8(1) AS settled FROM ("+
+		settled+")\nWHERE "+cond)
+	return "SELECT conv, trace_id, row_start_s, row_version, settled FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
+		"\n)\nORDER BY e_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(rowCap), args, nil
 }
 
 // conversationRunColumns are what a conversation's totals read of each of
@@ -170,20 +330,63 @@ func conversationPageSQL(runs string, runArgs []any, limit int, after *cursor) (
 }
 
 // conversationTotalsSQL builds the second read of a page: the totals of
-// the conversations ids over runs (conversationRunsSQL's, with runArgs).
-func conversationTotalsSQL(runs string, runArgs []any, ids []string) (string, []any) {
+// the conversations ids over f's runs, the live ones (lv) aggregated from
+// their spans and the settled ones from the run table.
+//
+// The settled runs are read without FINAL: every version of the rows of
+// the runs any of whose versions names one of the conversations (a key
+// set far smaller than the window), and each run's newest version is
+// kept (argMax) before its conversation is checked, so that a run whose
+// current version names another conversation, or is a tombstone, is not
+// counted by an older one.
+func conversationTotalsSQL(t tables, f ConversationFilter, lv liveSet, ids []string) (string, []any, error) {
+	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
+	if err != nil {
+		return "", nil, err
+	}
 	set := clickhouse.GroupSet{Value: make([]any, len(ids))}
 	for i, id := range ids {
 		set.Value[i] = id
+	}
+	var parts []string
+	var args []any
+	if !lv.none() {
+		live := sel
+		if !lv.all {
+			live = lv.narrow(sel)
+		}
+		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+runAggregation(t, live, "", "conv != ''")+")")
+		args = append(args, live.args()...)
+	}
+	if !lv.all {
+		settled, sargs := settledRunsSQL(t, sel.project, sel, "")
+		where, wargs := settledWindow(sel.project, sel)
+		cond := "trace_id IN (SELECT trace_id FROM " + t.Table(schema.TableRuns) + where + " AND conversation_id IN ?)"
+		args = append(append(append(args, sargs...), wargs...), set)
+		if c, cargs := lv.cond(false); c != "" {
+			cond += " AND " + c
+			args = append(args, cargs...)
+		}
+		names := strings.Split(conversationRunColumns, ", ")
+		elems := make([]string, len(names))
+		for i, n := range names {
+			elems[i] = "tupleElement(cur, " + strconv.Itoa(i+1) + ") AS " + n
+		}
+		// The window's bounds to the nanosecond (sel.rows, over the
+		// current version's s_ns).
+		current := append([]string{"tupleElement(cur, " + strconv.Itoa(len(names)+1) + ") = 0"}, sel.rows...)
+		args = append(args, sel.rowArgs...)
+		parts = append(parts, "SELECT "+strings.Join(elems, ", ")+" FROM (\nSELECT argMax(("+conversationRunColumns+", deleted), row_version) AS cur FROM ("+
+			settled+")\nWHERE "+cond+"\nGROUP BY row_start, trace_id\n)\nWHERE "+strings.Join(current, " AND "))
 	}
 	return `SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
-` + runs + `
+` + strings.Join(parts, "\nUNION ALL\n") + `
 )
 WHERE conv IN ?
-GROUP BY conv`, append(slices.Clip(runArgs), set)
+GROUP BY conv`, append(args, set), nil
 }
 
 // ConversationDetail is one conversation: its runs in order, with totals.

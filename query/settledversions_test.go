@@ -139,3 +139,61 @@ func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledConversationsKeepTheNewestVersion: the conversations page is
+// picked from every version of the window's settled rows, and their totals
+// add up each run's newest version; an older version must neither place a
+// conversation nor count in one. Run A ended at +10 s in conversation x
+// when first settled, and at +1 s in y once settled again; B (z, +9 s) was
+// then tombstoned; C (y, +5 s) and D (w, +3 s) have one version; E (w,
+// +2 s) was settled again with another cost. Current: y (A, C; last +5
+// s, 1 + 3 USD), w (D, E; last +3 s, 2 + 7 USD).
+func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second)
+	sec := func(n int) uint64 { return uint64(start.UnixNano()) + uint64(n)*1e9 }
+	row := func(id, conv string, end int, cost float64, version uint64, deleted uint8) schema.RunRow {
+		return schema.RunRow{Project: "p", TraceID: strings.Repeat(id, 32), Start: start, StartNs: sec(0), EndNs: sec(end),
+			Name: "t", Task: "t", Conversation: conv, Spans: 3, LLMCalls: 1, CostTotal: cost, Version: version, Deleted: deleted}
+	}
+	for _, r := range []schema.RunRow{row("a", "x", 10, 5, 1, 0), row("b", "z", 9, 4, 1, 0), row("c", "y", 5, 3, 1, 0),
+		row("d", "w", 3, 2, 1, 0), row("e", "w", 2, 6, 1, 0), row("a", "y", 1, 1, 2, 0), row("b", "", 0, 0, 2, 1), row("e", "w", 2, 7, 2, 0)} {
+		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := uint64(time.Now().UnixNano())
+	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
+		t.Fatal(err)
+	}
+	r := query.NewReader(store)
+	type conv struct {
+		id   string
+		runs int
+		last time.Time
+		cost float64
+	}
+	want := []conv{{"y", 2, nsTime(sec(5)), 4}, {"w", 2, nsTime(sec(3)), 9}}
+	for _, limit := range []int{1, 2, 50} {
+		f := query.ConversationFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Limit: limit}
+		var got []conv
+		for range 4 {
+			page, err := r.Conversations(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page.Conversations {
+				got = append(got, conv{c.ConversationID, c.Runs, c.Last, c.Cost.Total})
+			}
+			if f.Cursor = page.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("pages of %d: %v, want %v", limit, got, want)
+		}
+	}
+}
+
+func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }

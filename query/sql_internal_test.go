@@ -230,10 +230,15 @@ func TestBuiltSQL(t *testing.T) {
 			return q, args, err
 		}},
 		{"conversations_totals", func() (string, []any, error) {
-			runs, args, err := conversationRunsSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}})
-			q, args := conversationTotalsSQL(runs, args, []string{"c1", "c2"})
-			return q, args, err
+			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, []string{"c1", "c2"})
 		}},
+		{"conversations_totals_settled", func() (string, []any, error) {
+			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, liveSet{}, []string{"c1"})
+		}},
+		{"conversations_candidates", func() (string, []any, error) {
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204)
+		}},
+		{"conversations_current_versions", built(currentVersionsSQL(gt, "p", []uint32{1796083200, 1796083260}, ids))},
 		{"conversations_transcript_calls", built(transcriptCallsSQL(gt, "p", set, since, until))},
 		// outcomes.go and versions.go
 		{"outcomes_posted", built(postedOutcomesSQL(gt, "p", set, since, until))},
