@@ -159,8 +159,22 @@ var conversationCandidates = [...]int{4, 64}
 // otherwise (too few rows, or a stale version picked), and the caller
 // picks the page from the current rows.
 func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter, lv liveSet, rowCap int) (ids []string, ok bool, err error) {
-	q, args, err := conversationCandidatesSQL(r.store, f, lv, rowCap)
+	// The bound of the candidates' ends first, over the settled rows'
+	// end column alone: the candidates' read then reads the rest of the
+	// rows within it only.
+	q, args, err := conversationBoundSQL(r.store, f, rowCap)
 	if err != nil {
+		return nil, false, err
+	}
+	var b, n uint64
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&b, &n); err != nil {
+		return nil, false, err
+	}
+	var bound *uint64
+	if n == uint64(rowCap) {
+		bound = &b
+	}
+	if q, args, err = conversationCandidatesSQL(r.store, f, lv, rowCap, bound); err != nil {
 		return nil, false, err
 	}
 	rows, err := r.store.Conn().Query(ctx, q, args...)
@@ -187,7 +201,7 @@ func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter
 			}
 		}
 	}
-	if len(ids) < f.Limit+1 && len(found) == rowCap {
+	if len(ids) < f.Limit+1 && (len(found) == rowCap || bound != nil) {
 		return nil, false, nil
 	}
 	if len(picked) == 0 {
@@ -251,21 +265,28 @@ func currentVersionsSQL(t tables, project string, starts []uint32, ids []string)
 // rowCap: each conversation, run id, start second, version and whether it
 // is settled; the live runs (lv) aggregated from their spans, every
 // version of the others' rows.
-func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCap int) (string, []any, error) {
+func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCap int, bound *uint64) (string, []any, error) {
 	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
 	if err != nil {
 		return "", nil, err
 	}
-	const cols = "conv, e_ns, trace_id, row_start_s, row_version, settled"
+	liveCond, settledCond := []string{"conv != ''"}, ""
+	if bound != nil {
+		// Every row within the bound (its ties included), live or not, so
+		// that the rows read are the first of the order.
+		b := strconv.FormatUint(*bound, 10)
+		liveCond, settledCond = append(liveCond, "e_ns >= "+b), " AND end_ns >= "+b
+	}
 	var parts []string
 	var args []any
 	if !lv.none() {
 		live := lv.narrow(sel)
 		parts = append(parts, "SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM ("+
-			runAggregation(t, live, "", "conv != ''")+")")
+			runAggregation(t, live, "", liveCond...)+")")
 		args = append(args, live.args()...)
 	}
 	settled, sargs := settledRunsSQL(t, sel.project, sel, "")
+	settled += settledCond
 	cond := strings.Join(append([]string{"deleted = 0", "conv != ''"}, sel.rows...), " AND ")
 	args = append(append(args, sargs...), sel.rowArgs...)
 	if c, cargs := lv.cond(false); c != "" {
@@ -276,6 +297,23 @@ func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCa
 		settled+")\nWHERE "+cond)
 	return "SELECT conv, trace_id, row_start_s, row_version, settled FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
 		"\n)\nORDER BY e_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(rowCap), args, nil
+}
+
+// conversationBoundSQL builds recentConversations' first read: the bound
+// of the limit latest ends among every version of the window's settled
+// rows that is no tombstone (the smallest of them), and how many there
+// were (at most limit; fewer: the bound leaves nothing out). It reads the
+// end column alone: neither the conversation nor the live runs are looked
+// at, so fewer than limit of the rows within the bound may be candidates,
+// and then recentConversations reads more or leaves the pick to FINAL.
+func conversationBoundSQL(t tables, f ConversationFilter, limit int) (string, []any, error) {
+	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
+	if err != nil {
+		return "", nil, err
+	}
+	where, args := settledWindow(sel.project, sel)
+	return "SELECT min(e), count() FROM (\nSELECT end_ns AS e FROM " + t.Table(schema.TableRuns) + where + " AND deleted = 0" +
+		"\nORDER BY e DESC\nLIMIT " + strconv.Itoa(limit) + "\n)", args, nil
 }
 
 // conversationRunColumns are what a conversation's totals read of each of

@@ -373,16 +373,33 @@ type pickedRun struct {
 }
 
 // pickSettled is a settled page's first read: at most limit runs in order.
+// Without FINAL it reads the bound of the candidates' sort keys first
+// (settledBoundSQL), then the candidates within it.
 // From the current rows (currentOnly: FINAL) it is the page; from every version (not
 // final) it is each run's best-placed version, and complete is false when
 // the read's cap of rows (settledCandidates) ended before limit runs, which
 // only a window of many unmerged versions does.
 func (r *core) pickSettled(ctx context.Context, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet, currentOnly bool) ([]pickedRun, bool, error) {
 	rowCap := limit
+	var bound *uint64
 	if !currentOnly {
 		rowCap = settledCandidates * limit
+		// The key's bound first: only the key's and the filters' columns
+		// of the window's rows are read, and the candidates' read then
+		// reads the rest of the few rows within it.
+		q, args := settledBoundSQL(r.store, project, sel, order, after, rowCap)
+		var b, n uint64
+		if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&b, &n); err != nil {
+			return nil, false, fmt.Errorf("list settled runs: %w", err)
+		}
+		if n == 0 {
+			return nil, true, nil
+		}
+		if n == uint64(rowCap) {
+			bound = &b
+		}
 	}
-	q, args := settledPageSQL(r.store, project, sel, order, after, rowCap, lv, currentOnly)
+	q, args := settledPageSQL(r.store, project, sel, order, after, rowCap, lv, currentOnly, bound)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list settled runs: %w", err)
@@ -406,7 +423,11 @@ func (r *core) pickSettled(ctx context.Context, project string, sel runSelection
 			page = append(page, p)
 		}
 	}
-	return page, len(page) == limit || len(found) < rowCap, nil
+	// Without a bound every candidate was read (fewer than rowCap met the
+	// conditions); within one, the rows read are the first of the order
+	// but may be fewer than limit runs (live runs or the cursor's own key
+	// took some), and then the page is picked the other way.
+	return page, len(page) == limit || bound == nil, nil
 }
 
 // settledCandidates is how many rows a settled page's pick without FINAL
@@ -646,7 +667,7 @@ var settledAliases = [...]struct{ alias, column string }{
 // caller keeps each run's first). It reads only the columns its conditions
 // and key name (FINAL merges every column it reads, for every run of the
 // window); the page's rows are read by key after (settledRowsSQL).
-func settledPageSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet, currentOnly bool) (string, []any) {
+func settledPageSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int, lv liveSet, currentOnly bool, bound *uint64) (string, []any) {
 	cond := append([]string{"deleted = 0"}, sel.rows...)
 	args := slices.Clip(sel.rowArgs)
 	if c, cargs := lv.cond(false); c != "" {
@@ -657,20 +678,22 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 		cond = append(cond, "(sort_key "+order.op()+" ? OR (sort_key = ? AND trace_id "+order.op()+" ?))")
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
-	// The words the conditions and the key are written in.
-	used := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.Join(cond, " ")+" "+order.key(), func(r rune) bool {
-		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		used[w] = true
-	}
-	cols := []string{"trace_id", "start", "deleted", "version"}
-	for _, a := range settledAliases {
-		if used[a.alias] {
-			cols = append(cols, a.column+" AS "+a.alias)
+	cols := append([]string{"trace_id", "start", "deleted", "version"}, settledPickColumns(cond, order)...)
+	where, subArgs := settledWindow(project, sel)
+	if bound != nil {
+		// Within the bound (its ties included); by the start's second too
+		// under the start order, a range of the table's key.
+		cmp := ">="
+		if !order.desc {
+			cmp = "<="
+		}
+		where += " AND " + order.key() + " " + cmp + " ?"
+		subArgs = append(subArgs, *bound)
+		if order.sort == SortStart {
+			where += " AND start " + cmp + " ?"
+			subArgs = append(subArgs, time.Unix(0, int64(*bound)).UTC().Truncate(time.Second))
 		}
 	}
-	where, subArgs := settledWindow(project, sel)
 	from := t.Table(schema.TableRuns)
 	if currentOnly {
 		from = final(from)
@@ -679,6 +702,54 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key, version FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
 		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)
+}
+
+// settledPickColumns are the run table's columns, under settledAliases'
+// names, that a settled pick's conditions cond and order's key are
+// written in: a pick reads only those (FINAL merges every column it reads,
+// for every run of the window).
+func settledPickColumns(cond []string, order runListOrder) []string {
+	used := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.Join(cond, " ")+" "+order.key(), func(r rune) bool {
+		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		used[w] = true
+	}
+	var cols []string
+	for _, a := range settledAliases {
+		if used[a.alias] {
+			cols = append(cols, a.column+" AS "+a.alias)
+		}
+	}
+	return cols
+}
+
+// settledBoundSQL builds the first read of a pick without FINAL: the
+// bound of the first limit sort keys in order (the smallest of them under
+// a descending order, the largest under an ascending one) among every
+// version of the window's rows that meets the conditions, but for two:
+// the live runs are not left out, and the cursor bounds the key alone.
+// So the rows within the bound that meet every condition are the first
+// of the order, and at least limit of them unless those two took some;
+// and the second column, how many keys there were (at most limit), says
+// whether the bound left anything out (limit) or not (fewer).
+func settledBoundSQL(t tables, project string, sel runSelection, order runListOrder, after *cursor, limit int) (string, []any) {
+	cond := append([]string{"deleted = 0"}, sel.rows...)
+	args := slices.Clip(sel.rowArgs)
+	if after != nil {
+		cond = append(cond, "sort_key "+order.op()+"= ?")
+		args = append(args, after.Ns)
+	}
+	bound := "min"
+	if !order.desc {
+		bound = "max"
+	}
+	cols := append([]string{"deleted"}, settledPickColumns(cond, order)...)
+	where, subArgs := settledWindow(project, sel)
+	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.Table(schema.TableRuns) + where
+	return "SELECT " + bound + "(sort_key), count() FROM (\nSELECT " + order.key() + " AS sort_key FROM (" + sub + ")" +
+		"\nWHERE " + strings.Join(cond, " AND ") +
+		"\nORDER BY sort_key " + order.dir() + "\nLIMIT " + strconv.Itoa(limit) + "\n)", append(subArgs, args...)
 }
 
 // settledRowsSQL builds the second read of a settled page: the rows

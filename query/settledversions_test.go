@@ -106,18 +106,23 @@ func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
 	r := query.NewReader(store)
 	for _, c := range []struct {
 		dir   query.SortDir
+		limit int
 		pages [][]string // each page's runs, by their id's letter
 	}{
 		// Descending, A's first version (5 USD) and B's last live one
 		// (4 USD) place before every current row.
-		{query.Desc, [][]string{{"c", "d"}, {"a"}}},
+		{query.Desc, 2, [][]string{{"c", "d"}, {"a"}}},
 		// Ascending, the first page's candidates are all current; the
 		// second's include B's version before its tombstone and A's first.
-		{query.Asc, [][]string{{"a", "d"}, {"c"}}},
+		{query.Asc, 2, [][]string{{"a", "d"}, {"c"}}},
+		// Pages of one: the candidates' keys are bounded first (the
+		// fourth of five), and the rows within the bound are picked.
+		{query.Desc, 1, [][]string{{"c"}, {"d"}, {"a"}}},
+		{query.Asc, 1, [][]string{{"a"}, {"d"}, {"c"}}},
 	} {
-		f := query.RunFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Sort: query.SortCost, Dir: c.dir, Limit: 2}
+		f := query.RunFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Sort: query.SortCost, Dir: c.dir, Limit: c.limit}
 		var got [][]string
-		for range 3 {
+		for range 4 {
 			page, err := r.Runs(ctx, f)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +140,7 @@ func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
 			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(c.pages) {
-			t.Errorf("%s: pages %v, want %v", c.dir, got, c.pages)
+			t.Errorf("%s, pages of %d: %v, want %v", c.dir, c.limit, got, c.pages)
 		}
 	}
 }
@@ -146,8 +151,11 @@ func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
 // conversation nor count in one. Run A ended at +10 s in conversation x
 // when first settled, and at +1 s in y once settled again; B (z, +9 s) was
 // then tombstoned; C (y, +5 s) and D (w, +3 s) have one version; E (w,
-// +2 s) was settled again with another cost. Current: y (A, C; last +5
-// s, 1 + 3 USD), w (D, E; last +3 s, 2 + 7 USD).
+// +2 s) was settled again with another cost; F (+4 s) has no
+// conversation. Current: y (A, C; last +5 s, 1 + 3 USD), w (D, E; last
+// +3 s, 2 + 7 USD). With pages of one, the eight rows that are no
+// tombstone fill the first pick's bound (eight rows: four per
+// conversation of the page and the one after it).
 func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 	store := openStore(t)
 	ctx := context.Background()
@@ -158,7 +166,8 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 			Name: "t", Task: "t", Conversation: conv, Spans: 3, LLMCalls: 1, CostTotal: cost, Version: version, Deleted: deleted}
 	}
 	for _, r := range []schema.RunRow{row("a", "x", 10, 5, 1, 0), row("b", "z", 9, 4, 1, 0), row("c", "y", 5, 3, 1, 0),
-		row("d", "w", 3, 2, 1, 0), row("e", "w", 2, 6, 1, 0), row("a", "y", 1, 1, 2, 0), row("b", "", 0, 0, 2, 1), row("e", "w", 2, 7, 2, 0)} {
+		row("d", "w", 3, 2, 1, 0), row("e", "w", 2, 6, 1, 0), row("a", "y", 1, 1, 2, 0), row("b", "", 0, 0, 2, 1), row("e", "w", 2, 7, 2, 0),
+		row("f", "", 4, 1, 1, 0)} {
 		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
 			t.Fatal(err)
 		}

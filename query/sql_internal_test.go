@@ -82,7 +82,7 @@ func TestBuiltSQL(t *testing.T) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until, Agent: "planner", Model: "gpt-4o",
 				Service: "svc", Task: "refund", Conversation: "c1", Tool: "search", Status: RunError, HasErrors: &yes,
 				HasRecoveredErrors: &no, MinCost: 0.5, Search: "ABC"})
-			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids}, true)
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 51, liveSet{ids: ids}, true, nil)
 			return q, args, err
 		}},
 		{"runs_settled_cases", built(settledCasesSQL(gt, "p", []uint32{1796083200, 1796083260}, ids))},
@@ -91,7 +91,18 @@ func TestBuiltSQL(t *testing.T) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p"})
 			live, largs := liveRunsSQL(goldenTables{}, "p", time.Time{}, until, 1234)
 			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortRetries}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 102,
-				liveSet{sub: live, subArgs: largs}, false)
+				liveSet{sub: live, subArgs: largs}, false, nil)
+			return q, args, err
+		}},
+		{"runs_settled_bound_after", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			q, args := settledBoundSQL(goldenTables{}, "p", sel, runListOrder{sort: SortCost, desc: true}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 102)
+			return q, args, err
+		}},
+		{"runs_settled_within_bound", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since})
+			bound := uint64(1796083260500000000)
+			q, args := settledPageSQL(goldenTables{}, "p", sel, runListOrder{sort: SortStart, desc: true}, nil, 102, liveSet{ids: ids}, false, &bound)
 			return q, args, err
 		}},
 		{"runs_settled_facts", func() (string, []any, error) {
@@ -236,7 +247,14 @@ func TestBuiltSQL(t *testing.T) {
 			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, liveSet{}, []string{"c1"})
 		}},
 		{"conversations_candidates", func() (string, []any, error) {
-			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204)
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204, nil)
+		}},
+		{"conversations_candidates_within_bound", func() (string, []any, error) {
+			bound := uint64(1796083260500000000)
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204, &bound)
+		}},
+		{"conversations_bound", func() (string, []any, error) {
+			return conversationBoundSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, 204)
 		}},
 		{"conversations_current_versions", built(currentVersionsSQL(gt, "p", []uint32{1796083200, 1796083260}, ids))},
 		{"conversations_transcript_calls", built(transcriptCallsSQL(gt, "p", set, since, until))},
