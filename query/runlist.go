@@ -744,7 +744,11 @@ func settledBoundSQL(t tables, project string, sel runSelection, order runListOr
 	if !order.desc {
 		bound = "max"
 	}
-	cols := append([]string{"deleted"}, settledPickColumns(cond, order)...)
+	cols := []string{"deleted"}
+	if strings.Contains(strings.Join(cond, " "), "trace_id") { // the search's and TraceIDs' filters
+		cols = append(cols, "trace_id")
+	}
+	cols = append(cols, settledPickColumns(cond, order)...)
 	where, subArgs := settledWindow(project, sel)
 	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.Table(schema.TableRuns) + where
 	return "SELECT " + bound + "(sort_key), count() FROM (\nSELECT " + order.key() + " AS sort_key FROM (" + sub + ")" +

@@ -95,7 +95,7 @@ func TestBuiltSQL(t *testing.T) {
 			return q, args, err
 		}},
 		{"runs_settled_bound_after", func() (string, []any, error) {
-			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner", Search: "ABC"})
 			q, args := settledBoundSQL(goldenTables{}, "p", sel, runListOrder{sort: SortCost, desc: true}, &cursor{Ns: 3, Key: strings.Repeat("a", 32)}, 102)
 			return q, args, err
 		}},
@@ -118,12 +118,12 @@ func TestBuiltSQL(t *testing.T) {
 		{"runs_live", built(liveRunsSQL(gt, "p", since, until, 1234))},
 		{"outcomes_posted_in_window", built(postedInWindowSQL(gt, "p", since, until))},
 		{"runs_live_by_id", func() (string, []any, error) {
-			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner", Search: "ABC"})
 			q, args := runListSQL(goldenTables{}, liveSet{ids: ids}.narrow(sel), runListOrder{sort: SortStart, desc: true}, nil, 51)
 			return q, args, err
 		}},
 		{"runs_live_by_subquery", func() (string, []any, error) {
-			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner"})
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Agent: "planner", Search: "ABC"})
 			live, largs := liveRunsSQL(goldenTables{}, "p", since, until, 1234)
 			q, args := runListSQL(goldenTables{}, liveSet{sub: live, subArgs: largs}.narrow(sel), runListOrder{sort: SortStart, desc: true}, nil, 51)
 			return q, args, err

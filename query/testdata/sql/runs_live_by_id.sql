@@ -69,7 +69,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 FROM `tally`.`spans` FINAL
 WHERE project = ? AND trace_id IN ?
 GROUP BY trace_id
-HAVING s_ns >= ? AND has(agents, ?)
+HAVING s_ns >= ? AND has(agents, ?) AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51)
 ORDER BY sort_key DESC, trace_id DESC
@@ -78,3 +78,6 @@ ORDER BY sort_key DESC, trace_id DESC
 -- clickhouse.GroupSet {[t1 t2]}
 -- uint64 1796083200000000000
 -- string planner
+-- string abc
+-- string ABC
+-- string ABC

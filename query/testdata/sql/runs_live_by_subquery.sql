@@ -69,7 +69,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 FROM `tally`.`spans` FINAL
 WHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? GROUP BY trace_id HAVING min(start_ns) >= ?) AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND version > ? AND start >= ? GROUP BY trace_id)
 GROUP BY trace_id
-HAVING s_ns >= ? AND has(agents, ?)
+HAVING s_ns >= ? AND has(agents, ?) AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51)
 ORDER BY sort_key DESC, trace_id DESC
@@ -83,3 +83,6 @@ ORDER BY sort_key DESC, trace_id DESC
 -- time.Time 2026-11-30 23:00:00 +0000 UTC
 -- uint64 1796083200000000000
 -- string planner
+-- string abc
+-- string ABC
+-- string ABC
