@@ -17,13 +17,21 @@ import (
 // into one string each (every element as its byte length, ':', the bytes;
 // numbers comma-separated), which scans as a plain string and splits here
 // without reflection.
+//
+// And the string columns of a row are selected as one string (each value
+// as its byte length, ':', the bytes), whose parts become the Span's fields
+// without a copy: scanned column by column, each of a span's ~25 strings
+// was an allocation for the value and another for boxing it in
+// clickhouse-go's scan. The arrays stay columns of their own: packing their
+// (big) serializations too made the server's concatenation cost more than
+// it spared.
 
 // spanRead is how one spans column is selected and scanned.
 type spanRead struct {
 	expr   string // the SELECT expression
 	column int    // index of the column in spanColumns
 	field  int    // index of the Span field it fills
-	kind   byte   // 0 plain, 's' encoded []string, 'u' encoded []uint64
+	kind   byte   // 0 a number or time, 'S' a string, 's' encoded []string, 'u' encoded []uint64
 }
 
 // spanReads follows spanColumns; built once from the ch tags of Span.
@@ -42,6 +50,8 @@ var spanReads = func() []spanRead {
 		r := spanRead{expr: c.name, column: i, field: f}
 		// The type up to its default (column_keys has one).
 		switch typ, _, _ := strings.Cut(c.typ, " DEFAULT "); typ {
+		case "String":
+			r.kind = 'S'
 		case "Array(String)":
 			r.kind = 's'
 			r.expr = EncodedStrings(c.name)
@@ -58,17 +68,39 @@ var spanReads = func() []spanRead {
 // reads its rows into Spans: every column (SpanSelectList, ScanSpans), or
 // a run's outline (SpanOutline), whose left-out columns stay zero.
 type SpanProjection struct {
-	reads []spanRead
+	reads  []spanRead // the numbers, times and arrays, a column each
+	packed []spanRead // the strings, in one string a row (List)
+}
+
+// projection splits reads into the scanned and the packed ones.
+func projection(reads []spanRead) SpanProjection {
+	var p SpanProjection
+	for _, r := range reads {
+		if r.kind == 'S' {
+			p.packed = append(p.packed, r)
+		} else {
+			p.reads = append(p.reads, r)
+		}
+	}
+	return p
 }
 
 // SpanColumnsAll is the projection of every spans column, as stored.
-func SpanColumnsAll() SpanProjection { return SpanProjection{reads: spanReads} }
+func SpanColumnsAll() SpanProjection { return projection(spanReads) }
 
-// List is the projection's SELECT list.
+// List is the projection's SELECT list: the scanned columns, then the
+// strings in one.
 func (p SpanProjection) List() string {
-	exprs := make([]string, len(p.reads))
-	for i, r := range p.reads {
-		exprs[i] = r.expr
+	exprs := make([]string, 0, len(p.reads)+1)
+	for _, r := range p.reads {
+		exprs = append(exprs, r.expr)
+	}
+	if len(p.packed) > 0 {
+		parts := make([]string, len(p.packed))
+		for i, r := range p.packed {
+			parts[i] = "toString(length(" + r.expr + ")), ':', " + r.expr
+		}
+		exprs = append(exprs, "concat("+strings.Join(parts, ", ")+") AS span_strings")
 	}
 	return strings.Join(exprs, ", ")
 }
@@ -117,22 +149,22 @@ func SpanOutline(keep OutlineKeep) SpanProjection {
 		"attr_keys":   "arrayFilter(k -> " + cond + ", attr_keys)",
 		"attr_values": "arrayFilter((v, k) -> " + cond + ", attr_values, attr_keys)",
 	}
-	var p SpanProjection
+	var reads []spanRead
 	for _, r := range spanReads {
 		switch name := spanColumns[r.column].name; {
 		case outlineOmits[name]:
 			continue
 		case name == "attr_keys" || name == "attr_values":
-			r.expr = strings.Replace(r.expr, name, filtered[name], 1) + " AS outlined_" + name
+			r.expr = strings.Replace(r.expr, name, filtered[name], 1)
 		case name == "event_names" || name == "event_time_ns" || name == "event_attrs":
 			if keep.Event == "" {
 				continue
 			}
-			r.expr = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '') AS outlined_" + name
+			r.expr = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '')"
 		}
-		p.reads = append(p.reads, r)
+		reads = append(reads, r)
 	}
-	return p
+	return projection(reads)
 }
 
 // ScanSpans reads every row of rows, which must select SpanSelectList.
@@ -143,8 +175,12 @@ func ScanSpans(rows driver.Rows) ([]Span, error) { return SpanColumnsAll().Scan(
 // the copies of a growing slice.
 func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 	out := make([]Span, 0, capacity)
-	dest := make([]any, len(p.reads))
+	dest := make([]any, len(p.reads), len(p.reads)+1)
 	encoded := make([]string, len(p.reads))
+	var text string
+	if len(p.packed) > 0 {
+		dest = append(dest, &text)
+	}
 	for rows.Next() {
 		out = append(out, Span{})
 		v := reflect.ValueOf(&out[len(out)-1]).Elem()
@@ -174,6 +210,18 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
 			}
 		}
+		rest := text
+		for _, r := range p.packed {
+			var val string
+			var err error
+			if val, rest, err = nextEncoded(rest); err != nil {
+				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
+			}
+			v.Field(r.field).SetString(val)
+		}
+		if rest != "" {
+			return nil, fmt.Errorf("scan span: %d bytes after the last string: %w", len(rest), errEncoding)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read spans: %w", err)
@@ -200,18 +248,31 @@ func DecodeStrings(s string) ([]string, error) { return splitEncoded(s) }
 // substrings of s either way).
 func AppendDecodedStrings(dst []string, s string) ([]string, error) {
 	for len(s) > 0 {
-		colon := strings.IndexByte(s, ':')
-		if colon <= 0 {
-			return dst, errEncoding
+		val, rest, err := nextEncoded(s)
+		if err != nil {
+			return dst, err
 		}
-		n, err := strconv.Atoi(s[:colon])
-		if err != nil || n < 0 || n > len(s)-colon-1 {
-			return dst, errEncoding
-		}
-		dst = append(dst, s[colon+1:colon+1+n])
-		s = s[colon+1+n:]
+		dst = append(dst, val)
+		s = rest
 	}
 	return dst, nil
+}
+
+// nextEncoded splits the first value off "<len>:<bytes>…": the value (a
+// part of s) and the rest.
+func nextEncoded(s string) (val, rest string, err error) {
+	n, i := 0, 0
+	for ; i < len(s) && s[i] != ':'; i++ {
+		c := s[i]
+		if c < '0' || c > '9' || i >= 10 {
+			return "", s, errEncoding
+		}
+		n = n*10 + int(c-'0')
+	}
+	if i == 0 || i == len(s) || n > len(s)-i-1 {
+		return "", s, errEncoding
+	}
+	return s[i+1 : i+1+n], s[i+1+n:], nil
 }
 
 // splitEncoded splits "<len>:<bytes><len>:<bytes>…" (empty: no elements).
