@@ -760,8 +760,8 @@ func settledBoundSQL(t tables, project string, sel runSelection, order runListOr
 // (runColumns, the retries and repeats) of project's runs ids, which
 // start at the given seconds: a key lookup.
 func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT " + runColumns + ", n_retries, n_repeats, version FROM (SELECT " + settledColumns + ", version FROM " + final(t.Table(schema.TableRuns)) +
-		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?)\nWHERE deleted = 0", []any{project, traceSet(ids)}
+	return "SELECT " + runColumns + ", n_retries, n_repeats, version FROM (SELECT " + settledColumns + ", start, version FROM " + t.Table(schema.TableRuns) +
+		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0", []any{project, traceSet(ids)}
 }
 
 // startList is the distinct seconds of starts as a list of DateTime

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/schema"
 )
@@ -206,3 +208,43 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
+
+// TestSettledRunListAcrossManyParts: a page sorted by cost over a month
+// has its runs in every part of the window; its rows are read by key
+// without FINAL, which on ClickHouse 18.16 opens every column of every part
+// holding a key at once (a 1 MiB buffer each: 120 parts × ~40 columns
+// here, ~4.7 GiB) and failed past the query's memory cap. Under a cap of
+// 256 MiB the page is whole and in order: 30 days × 4 parts (an INSERT
+// each), run i costing i cents, so the first page of 50 by cost is runs
+// 119 down to 70.
+func TestSettledRunListAcrossManyParts(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	day0 := time.Now().UTC().Add(-30 * 24 * time.Hour).Truncate(time.Hour)
+	for i := range 120 {
+		start := day0.Add(time.Duration(i/4)*24*time.Hour + time.Duration(i%4)*time.Minute)
+		r := schema.RunRow{Project: "p", TraceID: fmt.Sprintf("%032x", i), Start: start, StartNs: uint64(start.UnixNano()),
+			EndNs: uint64(start.UnixNano()) + 2e9, Name: "t", Task: "t", Spans: 3, LLMCalls: 1, CostTotal: float64(i) / 100,
+			Version: 1}
+		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := uint64(time.Now().UnixNano())
+	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
+		t.Fatal(err)
+	}
+	capped := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_memory_usage": 256 << 20}))
+	page, err := query.NewReader(store).Runs(capped, query.RunFilter{Project: "p", Since: day0.Add(-time.Hour), Sort: query.SortCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 50 || page.NextCursor == "" {
+		t.Fatalf("%d runs (next cursor %q), want 50 and a next page", len(page.Runs), page.NextCursor)
+	}
+	for k, run := range page.Runs {
+		if want := fmt.Sprintf("%032x", 119-k); run.TraceID != want {
+			t.Errorf("run %d of the page: %s, want %s", k, run.TraceID, want)
+		}
+	}
+}

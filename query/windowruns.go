@@ -434,8 +434,8 @@ func (r *core) settledCases(ctx context.Context, project string, starts []uint32
 
 // settledCasesSQL builds settledCases' statement.
 func settledCasesSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, config, deleted FROM " +
-			final(t.Table(schema.TableRuns)) + " WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?)\nWHERE deleted = 0",
+	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM " +
+			t.Table(schema.TableRuns) + " WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0",
 		[]any{project, traceSet(ids)}
 }
 
