@@ -364,7 +364,7 @@ func conversationPageSQL(runs string, runArgs []any, limit int, after *cursor) (
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
 	return "SELECT conv FROM (\nSELECT conv, e_ns AS last_ns FROM (\n" + runs + "\n)\nORDER BY last_ns DESC, conv DESC\nLIMIT 1 BY conv\n)" +
-		where + "\nORDER BY last_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(limit+1), args
+		where + "\nORDER BY last_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(limit+1) + finalReadBuffers, args
 }
 
 // conversationTotalsSQL builds the second read of a page: the totals of

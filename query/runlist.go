@@ -694,14 +694,14 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 			subArgs = append(subArgs, time.Unix(0, int64(*bound)).UTC().Truncate(time.Second))
 		}
 	}
-	from := t.Table(schema.TableRuns)
+	from, settings := t.Table(schema.TableRuns), ""
 	if currentOnly {
-		from = final(from)
+		from, settings = final(from), finalReadBuffers
 	}
 	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + from + where
 	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key, version FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
-		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)
+		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit) + settings, append(subArgs, args...)
 }
 
 // settledPickColumns are the run table's columns, under settledAliases'

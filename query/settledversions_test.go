@@ -218,22 +218,8 @@ func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
 // each), run i costing i cents, so the first page of 50 by cost is runs
 // 119 down to 70.
 func TestSettledRunListAcrossManyParts(t *testing.T) {
-	store := openStore(t)
+	store, day0 := storeOfManyParts(t)
 	ctx := context.Background()
-	day0 := time.Now().UTC().Add(-30 * 24 * time.Hour).Truncate(time.Hour)
-	for i := range 120 {
-		start := day0.Add(time.Duration(i/4)*24*time.Hour + time.Duration(i%4)*time.Minute)
-		r := schema.RunRow{Project: "p", TraceID: fmt.Sprintf("%032x", i), Start: start, StartNs: uint64(start.UnixNano()),
-			EndNs: uint64(start.UnixNano()) + 2e9, Name: "t", Task: "t", Spans: 3, LLMCalls: 1, CostTotal: float64(i) / 100,
-			Version: 1}
-		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
 	capped := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_memory_usage": 256 << 20}))
 	page, err := query.NewReader(store).Runs(capped, query.RunFilter{Project: "p", Since: day0.Add(-time.Hour), Sort: query.SortCost})
 	if err != nil {
@@ -247,4 +233,59 @@ func TestSettledRunListAcrossManyParts(t *testing.T) {
 			t.Errorf("run %d of the page: %s, want %s", k, run.TraceID, want)
 		}
 	}
+}
+
+// TestSettledWindowReadsAcrossManyParts: the reads that add up every
+// settled run of a window (the safety review's counts, the conversations'
+// pages after the first) hold under the same cap over the same 120 parts:
+// the review counts 120 runs (task "t"), the second page of conversations
+// of 50 starts at conversation 69 (each run its own, the newest ended
+// first).
+func TestSettledWindowReadsAcrossManyParts(t *testing.T) {
+	store, day0 := storeOfManyParts(t)
+	capped := clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"max_memory_usage": 256 << 20}))
+	r := query.NewReader(store)
+	rep, err := r.Signals(capped, query.SignalFilter{Project: "p", Since: day0.Add(-time.Hour), By: "task"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RunsRead != 120 || rep.RunsByTask["t"] != 120 {
+		t.Errorf("the review read %d runs, %d of task t; want 120 and 120", rep.RunsRead, rep.RunsByTask["t"])
+	}
+	first, err := r.Conversations(capped, query.ConversationFilter{Project: "p", Since: day0.Add(-time.Hour), Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Conversations(capped, query.ConversationFilter{Project: "p", Since: day0.Add(-time.Hour), Limit: 50, Cursor: first.NextCursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Conversations) != 50 || second.Conversations[0].ConversationID != "c69" {
+		t.Errorf("second page: %d conversations, the first %+v; want 50 from c69", len(second.Conversations), second.Conversations[0])
+	}
+}
+
+// storeOfManyParts is a store of 120 settled runs over 30 days, 4 a day,
+// each written by an INSERT of its own (a part each, as the settler writes
+// them until merges catch up): run i (id i in hex) costs i cents, is
+// conversation "c<i>" and starts day i/4 after the first, at minute i%4.
+func storeOfManyParts(t *testing.T) (*schema.Store, time.Time) {
+	t.Helper()
+	store := openStore(t)
+	ctx := context.Background()
+	day0 := time.Now().UTC().Add(-30 * 24 * time.Hour).Truncate(time.Hour)
+	for i := range 120 {
+		start := day0.Add(time.Duration(i/4)*24*time.Hour + time.Duration(i%4)*time.Minute)
+		r := schema.RunRow{Project: "p", TraceID: fmt.Sprintf("%032x", i), Start: start, StartNs: uint64(start.UnixNano()),
+			EndNs: uint64(start.UnixNano()) + 2e9, Name: "t", Task: "t", Conversation: fmt.Sprintf("c%d", i), Spans: 3,
+			LLMCalls: 1, CostTotal: float64(i) / 100, Version: 1}
+		if err := store.InsertRuns(ctx, []schema.RunRow{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := uint64(time.Now().UnixNano())
+	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
+		t.Fatal(err)
+	}
+	return store, day0
 }

@@ -88,6 +88,7 @@ LIMIT 1 BY conv
 WHERE last_ns < ? OR (last_ns = ? AND conv < ?)
 ORDER BY last_ns DESC, conv DESC
 LIMIT 21
+SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- clickhouse.GroupSet {[t1 t2]}

@@ -10,6 +10,7 @@ SELECT trace_id, s_ns, if(task != '', task, root_name), agents, signals FROM (SE
 WHERE deleted = 0 AND s_ns >= ? AND task = ? AND trace_id NOT IN ?)
 WHERE notEmpty(signal_kinds)
 ORDER BY s_ns DESC, trace_id DESC
+SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC

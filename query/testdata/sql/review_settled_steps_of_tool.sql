@@ -11,6 +11,7 @@ WHERE deleted = 0 AND s_ns >= ?)
 ARRAY JOIN step_tools AS step_tool, step_statuses AS step_status, step_effects AS step_effect
 WHERE step_tool = ?
 GROUP BY step_tool, step_status, step_effect
+SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC

@@ -9,6 +9,7 @@ SELECT if(task != '', task, root_name) AS run_task, count() FROM (SELECT * FROM 
 	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
 WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND trace_id NOT IN ?)
 GROUP BY run_task
+SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC

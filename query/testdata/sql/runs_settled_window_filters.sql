@@ -2,6 +2,7 @@ SELECT trace_id, toUInt32(start), toUInt64(s_ns) AS sort_key, version FROM (SELE
 WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND conv = ? AND task = ? AND has(tools, ?) AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR arrayExists(n -> positionCaseInsensitive(n, ?) > 0, names)) AND trace_id NOT IN ?
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51
+SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
