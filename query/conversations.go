@@ -166,13 +166,9 @@ func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter
 	if err != nil {
 		return nil, false, err
 	}
-	var b, n uint64
-	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&b, &n); err != nil {
+	bound, _, err := r.readBound(ctx, q, args, rowCap)
+	if err != nil {
 		return nil, false, err
-	}
-	var bound *uint64
-	if n == uint64(rowCap) {
-		bound = &b
 	}
 	if q, args, err = conversationCandidatesSQL(r.store, f, lv, rowCap, bound); err != nil {
 		return nil, false, err
@@ -364,7 +360,7 @@ func conversationPageSQL(runs string, runArgs []any, limit int, after *cursor) (
 		args = append(args, after.Ns, after.Ns, after.Key)
 	}
 	return "SELECT conv FROM (\nSELECT conv, e_ns AS last_ns FROM (\n" + runs + "\n)\nORDER BY last_ns DESC, conv DESC\nLIMIT 1 BY conv\n)" +
-		where + "\nORDER BY last_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(limit+1) + finalReadBuffers, args
+		where + "\nORDER BY last_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(limit+1), args
 }
 
 // conversationTotalsSQL builds the second read of a page: the totals of

@@ -1,5 +1,7 @@
 package query
 
+import "github.com/tallyhq/tally/schema"
+
 // Deduplication: how each read sees every span once.
 //
 // Rows of one span identity (project, trace id, span id) repeat until
@@ -39,14 +41,17 @@ func latestOf(identity string) string { return "ORDER BY version DESC LIMIT 1 BY
 // 118 parts; the read of every version takes a few buffers a thread.
 const currentByKey = "\nORDER BY version DESC LIMIT 1 BY start, trace_id"
 
-// finalReadBuffers ends a statement that reads a window of the run table
-// with FINAL: its read buffers of 64 KiB instead of 1 MiB. FINAL on 18.16
-// holds one buffer per column of every part of the window at once, and
-// the run table's parts multiply as the settler writes (a part per load
-// until merges catch up): 120 parts passed a 256 MiB cap with 1 MiB
-// buffers. The reads go through the page cache, so the smaller buffer
-// costs syscalls, not disk reads.
-const finalReadBuffers = "\nSETTINGS max_read_buffer_size = 65536"
+// finalRuns is the FROM and WHERE (where, which starts with " WHERE") of
+// a subquery that reads a window of the run table with FINAL, with read
+// buffers of 64 KiB instead of 1 MiB: FINAL on 18.16 holds one buffer per
+// column of every part of the window at once, and the run table's parts
+// multiply as the settler writes (a part per load until merges catch
+// up): 120 parts passed a 256 MiB cap with 1 MiB buffers. The reads go
+// through the page cache, so the smaller buffer costs syscalls, not disk
+// reads.
+func finalRuns(t tables, where string) string {
+	return " FROM " + final(t.Table(schema.TableRuns)) + where + "\nSETTINGS max_read_buffer_size = 65536"
+}
 
 // onePerSpan ends a subquery that keeps one copy of each span.
 const onePerSpan = "LIMIT 1 BY trace_id, span_id"

@@ -827,7 +827,7 @@ const settledTask = "if(task != '', task, root_name)"
 // settledTasksSQL builds settledReview's count of runs by task.
 func settledTasksSQL(t tables, project string, sel runSelection, lv liveSet) (string, []any) {
 	sub, args := settledCurrentSQL(t, project, sel, lv, "")
-	return "SELECT " + settledTask + " AS run_task, count() FROM (" + sub + ")\nGROUP BY run_task" + finalReadBuffers, args
+	return "SELECT " + settledTask + " AS run_task, count() FROM (" + sub + ")\nGROUP BY run_task", args
 }
 
 // settledStepsSQL builds settledReview's count of steps by tool (only
@@ -841,7 +841,7 @@ func settledStepsSQL(t tables, project string, sel runSelection, lv liveSet, too
 	}
 	return "SELECT step_tool, step_status, step_effect, count() FROM (" + sub + ")" +
 		"\nARRAY JOIN step_tools AS step_tool, step_statuses AS step_status, step_effects AS step_effect" + where +
-		"\nGROUP BY step_tool, step_status, step_effect" + finalReadBuffers, args
+		"\nGROUP BY step_tool, step_status, step_effect", args
 }
 
 // settledSignalsSQL builds settledReview's read of the runs that raised
@@ -849,7 +849,7 @@ func settledStepsSQL(t tables, project string, sel runSelection, lv liveSet, too
 func settledSignalsSQL(t tables, project string, sel runSelection, lv liveSet) (string, []any) {
 	sub, args := settledCurrentSQL(t, project, sel, lv, "signal_kinds, signals")
 	return "SELECT trace_id, s_ns, " + settledTask + ", agents, signals FROM (" + sub + ")\nWHERE notEmpty(signal_kinds)" +
-		"\nORDER BY s_ns DESC, trace_id DESC" + finalReadBuffers, args
+		"\nORDER BY s_ns DESC, trace_id DESC", args
 }
 
 // signalKeys are what a signal is grouped under: its tool, its run's task,

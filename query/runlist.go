@@ -388,15 +388,13 @@ func (r *core) pickSettled(ctx context.Context, project string, sel runSelection
 		// of the window's rows are read, and the candidates' read then
 		// reads the rest of the few rows within it.
 		q, args := settledBoundSQL(r.store, project, sel, order, after, rowCap)
-		var b, n uint64
-		if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&b, &n); err != nil {
+		var n uint64
+		var err error
+		if bound, n, err = r.readBound(ctx, q, args, rowCap); err != nil {
 			return nil, false, fmt.Errorf("list settled runs: %w", err)
 		}
 		if n == 0 {
 			return nil, true, nil
-		}
-		if n == uint64(rowCap) {
-			bound = &b
 		}
 	}
 	q, args := settledPageSQL(r.store, project, sel, order, after, rowCap, lv, currentOnly, bound)
@@ -428,6 +426,21 @@ func (r *core) pickSettled(ctx context.Context, project string, sel runSelection
 	// but may be fewer than limit runs (live runs or the cursor's own key
 	// took some), and then the page is picked the other way.
 	return page, len(page) == limit || bound == nil, nil
+}
+
+// readBound runs a bound's read (settledBoundSQL, conversationBoundSQL:
+// the bound of at most rowCap keys, and how many there were) and returns
+// the bound when it leaves keys out (rowCap of them), nil when not, and
+// the count.
+func (r *core) readBound(ctx context.Context, q string, args []any, rowCap int) (*uint64, uint64, error) {
+	var b, n uint64
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&b, &n); err != nil {
+		return nil, 0, err
+	}
+	if n == uint64(rowCap) {
+		return &b, n, nil
+	}
+	return nil, n, nil
 }
 
 // settledCandidates is how many rows a settled page's pick without FINAL
@@ -694,14 +707,13 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 			subArgs = append(subArgs, time.Unix(0, int64(*bound)).UTC().Truncate(time.Second))
 		}
 	}
-	from, settings := t.Table(schema.TableRuns), ""
+	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.Table(schema.TableRuns) + where
 	if currentOnly {
-		from, settings = final(from), finalReadBuffers
+		sub = "SELECT " + strings.Join(cols, ", ") + finalRuns(t, where)
 	}
-	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + from + where
 	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key, version FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
-		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit) + settings, append(subArgs, args...)
+		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)
 }
 
 // settledPickColumns are the run table's columns, under settledAliases'

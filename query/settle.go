@@ -85,7 +85,7 @@ func staleRunsSQL(t tables, from, to time.Time, after, digest uint64) (string, [
 	spans += " GROUP BY project, trace_id"
 	rowsQ := "SELECT project, trace_id, toUInt32(start) AS row_start, max_version AS row_v, review AS row_review, " +
 		"row_spans, row_tree FROM (SELECT project, trace_id, start, max_version, review, deleted, spans AS row_spans, " +
-		"notEmpty(tree) AS row_tree FROM " + final(t.Table(schema.TableRuns)) + " WHERE start >= ? AND start < ?) WHERE deleted = 0"
+		"notEmpty(tree) AS row_tree" + finalRuns(t, " WHERE start >= ? AND start < ?") + ") WHERE deleted = 0"
 	args = append(args, from.UTC().Truncate(time.Second).Add(-RunReach), to.UTC())
 	// A big run's row settled before rows kept trees (schema 14) is stale
 	// too: a full pass (tally migrate) gives it its tree.

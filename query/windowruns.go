@@ -183,7 +183,7 @@ func settledCurrentSQL(t tables, project string, sel runSelection, lv liveSet, e
 		cond = append(cond, c)
 		args = append(args, cargs...)
 	}
-	return "SELECT * FROM (SELECT " + cols + " FROM " + final(t.Table(schema.TableRuns)) + where + ")\nWHERE " +
+	return "SELECT * FROM (SELECT " + cols + finalRuns(t, where) + ")\nWHERE " +
 		strings.Join(cond, " AND "), args
 }
 

@@ -98,7 +98,7 @@ func (p SpanProjection) List() string {
 	if len(p.packed) > 0 {
 		parts := make([]string, len(p.packed))
 		for i, r := range p.packed {
-			parts[i] = "toString(length(" + r.expr + ")), ':', " + r.expr
+			parts[i] = lengthPrefixed(r.expr)
 		}
 		exprs = append(exprs, "concat("+strings.Join(parts, ", ")+") AS span_strings")
 	}
@@ -237,7 +237,13 @@ var errEncoding = errors.New("malformed array encoding")
 // an allocation and a boxing per element, which dominates reads of many
 // rows with arrays; one string a row costs a fraction of it.
 func EncodedStrings(col string) string {
-	return "arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), " + col + "))"
+	return "arrayStringConcat(arrayMap(x -> " + lengthPrefixed("x") + ", " + col + "))"
+}
+
+// lengthPrefixed is the SQL expression of the string expression expr as
+// one encoded value, <length>:<bytes> (nextEncoded splits it off).
+func lengthPrefixed(expr string) string {
+	return "concat(toString(length(" + expr + ")), ':', " + expr + ")"
 }
 
 // DecodeStrings reads a value selected with EncodedStrings.

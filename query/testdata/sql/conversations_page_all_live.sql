@@ -75,6 +75,5 @@ LIMIT 1 BY conv
 )
 ORDER BY last_ns DESC, conv DESC
 LIMIT 51
-SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p

@@ -8,7 +8,8 @@ SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted FROM `tally`.`runs` FINAL WHERE project = ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted FROM `tally`.`runs` FINAL WHERE project = ?
+SETTINGS max_read_buffer_size = 65536)
 WHERE deleted = 0)
 WHERE conv != ''
 )
@@ -17,6 +18,5 @@ LIMIT 1 BY conv
 )
 ORDER BY last_ns DESC, conv DESC
 LIMIT 51
-SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p

@@ -6,11 +6,11 @@ SELECT trace_id, s_ns, if(task != '', task, root_name), agents, signals FROM (SE
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, signal_kinds, signals FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, signal_kinds, signals FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ?
+SETTINGS max_read_buffer_size = 65536)
 WHERE deleted = 0 AND s_ns >= ? AND task = ? AND trace_id NOT IN ?)
 WHERE notEmpty(signal_kinds)
 ORDER BY s_ns DESC, trace_id DESC
-SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC

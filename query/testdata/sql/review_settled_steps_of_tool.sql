@@ -6,12 +6,12 @@ SELECT step_tool, step_status, step_effect, count() FROM (SELECT * FROM (SELECT 
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, step_tools, step_statuses, step_effects FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, step_tools, step_statuses, step_effects FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ?
+SETTINGS max_read_buffer_size = 65536)
 WHERE deleted = 0 AND s_ns >= ?)
 ARRAY JOIN step_tools AS step_tool, step_statuses AS step_status, step_effects AS step_effect
 WHERE step_tool = ?
 GROUP BY step_tool, step_status, step_effect
-SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC

@@ -6,10 +6,10 @@ SELECT if(task != '', task, root_name) AS run_task, count() FROM (SELECT * FROM 
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?)
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted FROM `tally`.`runs` FINAL WHERE project = ? AND start >= ? AND start <= ?
+SETTINGS max_read_buffer_size = 65536)
 WHERE deleted = 0 AND s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND trace_id NOT IN ?)
 GROUP BY run_task
-SETTINGS max_read_buffer_size = 65536
 -- parameters:
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
