@@ -96,6 +96,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Gate, when set, gives the signal rules' review of a window's runs
+	// its turn among the background loads.
+	Gate Gate
 }
 
 // Evaluator evaluates rules every interval, keeps alert state and delivers
@@ -229,6 +232,7 @@ func atLeast(value, threshold float64, samples, minSamples int) bool {
 // their tool and model statistics.
 type cycle struct {
 	src    Source
+	gate   Gate
 	now    time.Time
 	tools  map[string][]query.ToolStats
 	models map[string][]query.ModelStats
@@ -332,7 +336,7 @@ func (e *Evaluator) Evaluate(ctx context.Context) error {
 		e.metrics.evalFailures.Inc()
 		return fmt.Errorf("evaluate alerts: %w", err)
 	}
-	c := &cycle{src: e.cfg.Source, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
+	c := &cycle{src: e.cfg.Source, gate: e.cfg.Gate, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
 	type measured struct {
 		rule    *Rule
 		project string
@@ -588,7 +592,7 @@ func (e *Evaluator) Check(ctx context.Context, window time.Duration, projects []
 			return nil, fmt.Errorf("check alerts: %w", err)
 		}
 	}
-	c := &cycle{src: e.cfg.Source, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
+	c := &cycle{src: e.cfg.Source, gate: e.cfg.Gate, now: now, tools: map[string][]query.ToolStats{}, models: map[string][]query.ModelStats{}}
 	out := []CheckResult{}
 	for _, p := range projects {
 		for i := range rules {

@@ -41,6 +41,9 @@ type ExporterConfig struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Gate, when set, gives the review of the window's runs (the signal
+	// figures) its turn among the background loads.
+	Gate Gate
 }
 
 // Exporter keeps tally's per-tool, per-model and per-agent figures on
@@ -94,6 +97,17 @@ func (x *Exporter) Run(ctx context.Context) {
 	}
 }
 
+// signals reviews project's runs of the window ending at now, in the
+// gate's turn: the runs in flight are reviewed from their spans.
+func (x *Exporter) signals(ctx context.Context, project string, now time.Time) (*query.SignalsReport, error) {
+	release, err := enter(ctx, x.cfg.Gate, "metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return x.cfg.Source.Signals(ctx, query.SignalFilter{Project: project, Since: now.Add(-x.cfg.Window), Until: now})
+}
+
 // Refresh reads the window's figures and updates the metrics.
 func (x *Exporter) Refresh(ctx context.Context) error {
 	now := x.cfg.Now().UTC()
@@ -127,7 +141,7 @@ func (x *Exporter) Refresh(ctx context.Context) error {
 		if d.usage, err = x.cfg.Source.UsageByMinute(ctx, w(p)); err != nil {
 			errs = append(errs, fmt.Errorf("usage metrics, project %s: %w", p, err))
 		}
-		if d.signals, err = x.cfg.Source.Signals(ctx, query.SignalFilter{Project: p, Since: now.Add(-x.cfg.Window), Until: now}); err != nil {
+		if d.signals, err = x.signals(ctx, p, now); err != nil {
 			errs = append(errs, fmt.Errorf("signal metrics, project %s: %w", p, err))
 		}
 		data[p] = d

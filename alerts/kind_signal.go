@@ -115,7 +115,12 @@ func (c *cycle) signals(ctx context.Context, project string, d time.Duration) (*
 		return s, nil
 	}
 	w := c.window(project, d)
+	release, err := enter(ctx, c.gate, "alerts")
+	if err != nil {
+		return nil, err
+	}
 	rep, err := c.src.Signals(ctx, query.SignalFilter{Project: project, Since: w.Since, Until: w.Until, By: "tool"})
+	release()
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/support/loadgate"
 	"github.com/tallyhq/tally/safety"
 )
 
@@ -53,8 +54,14 @@ rules:
 			t.Errorf("%s defaults: threshold %v, min_samples %d, window %s; want 1, 1, 1h", r.Name, r.Threshold, r.MinSamples, time.Duration(r.Window))
 		}
 	}
+	// The reviews of the window's runs take turns at the background load
+	// gate, both the rules' and the metrics'.
+	gate, gateReg := loadgate.New(1), prometheus.NewRegistry()
+	if err := gate.Register(gateReg); err != nil {
+		t.Fatal(err)
+	}
 	ev := startEvaluator(t, alerts.Config{Rules: rules, Source: query.NewReader(tally.Store, query.WithToolEffects(policy)),
-		Targets: []alerts.Target{alerts.NewAlertmanager(amURL, nil)}, ExternalURL: "http://tally.example", Projects: []string{"default"}})
+		Targets: []alerts.Target{alerts.NewAlertmanager(amURL, nil)}, ExternalURL: "http://tally.example", Projects: []string{"default"}, Gate: gate})
 	if err := ev.Evaluate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +103,19 @@ rules:
 	// The counters: one signal each on /metrics, and not again on the
 	// next refresh.
 	reg := prometheus.NewRegistry()
-	x, err := alerts.NewExporter(alerts.ExporterConfig{Source: query.NewReader(tally.Store, query.WithToolEffects(policy)), Registerer: reg})
+	x, err := alerts.NewExporter(alerts.ExporterConfig{Source: query.NewReader(tally.Store, query.WithToolEffects(policy)), Registerer: reg, Gate: gate})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
 		if err := x.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+	}
+	g := scrape(t, gateReg)
+	for _, job := range []string{"alerts", "metrics"} {
+		if got := metricValue(t, g, "tally_background_loads", map[string]string{"job": job}); got != 0 {
+			t.Errorf("tally_background_loads{job=%s} = %v after the reads, want 0 (the turn given back)", job, got)
 		}
 	}
 	f := scrape(t, reg)

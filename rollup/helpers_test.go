@@ -1,6 +1,8 @@
 package rollup_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,4 +22,21 @@ func insert(t testing.TB, store *schema.Store, spans []schema.Span, version uint
 }
 func loadCorpus(t testing.TB, path, project string, catalog *pricing.Catalog) []schema.Span {
 	return goldentest.LoadCorpus(t, path, project, catalog)
+}
+
+// turns is a rollup.Gate that records the turns taken and given back.
+type turns struct {
+	mu              sync.Mutex
+	entered, closed []string
+}
+
+func (g *turns) Enter(_ context.Context, job string) (func(), error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.entered = append(g.entered, job)
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.closed = append(g.closed, job)
+	}, nil
 }

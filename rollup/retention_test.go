@@ -2,6 +2,7 @@ package rollup_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,17 +62,22 @@ func TestRollupOutlivesItsSpans(t *testing.T) {
 // whose only spans are the golden corpus's four hours records all 840
 // hours (and the margin before them) in two writes, loading spans once
 // (the chunk that holds them) instead of once for each six hours, and a
-// second check finds nothing to do.
+// second check finds nothing to do. The load is made in a turn of the
+// job's Gate, given back.
 func TestFullCheckLoadsOnlyHoursWithSpans(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
 	insert(t, store, loadCorpus(t, "../query/testdata/golden.json", "golden", builtin(t)), 1)
 	until := mustTime(t, "2026-01-12T00:00:00Z")
 	since := until.Add(-35 * 24 * time.Hour)
-	job := rollup.New(store, rollup.Config{})
+	gate := &turns{}
+	job := rollup.New(store, rollup.Config{Gate: gate})
 	stats, err := job.RefreshRange(ctx, since, until)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []string{"rollup"}; !slices.Equal(gate.entered, want) || !slices.Equal(gate.closed, want) {
+		t.Errorf("turns taken %v, given back %v; want one for the one load, given back", gate.entered, gate.closed)
 	}
 	// The 840 hours, and before them the hours a run of the first may
 	// reach back into (the trace window, in whole hours).

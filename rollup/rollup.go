@@ -80,6 +80,16 @@ type Config struct {
 	// are final: their spans may be gone, so they are never recomputed —
 	// a recomputation would replace the rollup, kept longer, with zeros.
 	KeptFrom func(now time.Time) time.Time
+	// Gate, when set, gives each load of raw spans its turn among the
+	// background jobs that load spans (the settler's, the review of runs
+	// in flight): a catch-up of all of them holds one load at a time.
+	Gate Gate
+}
+
+// Gate admits a background load (*loadgate.Gate): Enter waits for a turn
+// and returns the function that ends it.
+type Gate interface {
+	Enter(ctx context.Context, job string) (release func(), err error)
 }
 
 // DefaultMaxLoadSpans is Config.MaxLoadSpans unless overridden: tens of MiB
@@ -291,6 +301,13 @@ func loadShards(from, to time.Time, raw map[time.Time]query.HourFingerprint, max
 // aggregate adds the attributed spans of one shard of [from, to)'s runs to
 // rows.
 func (r *Rollup) aggregate(ctx context.Context, from, to time.Time, shard query.Shard, rows map[rollupKey]*schema.CostRollupRow) error {
+	if r.cfg.Gate != nil {
+		release, err := r.cfg.Gate.Enter(ctx, "rollup")
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	spans, err := r.reader.AttributedSpans(ctx, "", from, to, query.DefaultTraceWindow, shard)
 	if err != nil {
 		return err

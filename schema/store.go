@@ -148,7 +148,13 @@ func open(ctx context.Context, cfg Config, deferred bool) (*Store, error) {
 					return cfg.Embedded, nil
 				},
 				MaxOpenConns: 16,
-				MaxIdleConns: 8,
+				// An HTTP connection of clickhouse-go keeps the buffer of
+				// the largest INSERT it encoded for as long as it lives
+				// (FreeBufOnConnRelease does nothing over HTTP), and on
+				// the embedded store that is tally's own heap: few idle
+				// connections keep few of them. Opening one is a call in
+				// the process (the transport answers its hello itself).
+				MaxIdleConns: 2,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("open embedded store: %w", err)

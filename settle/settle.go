@@ -75,6 +75,16 @@ type Config struct {
 	// checks start there.
 	KeptFrom func(now time.Time) time.Time
 	Logger   *slog.Logger
+	// Gate, when set, gives each load its turn among the background jobs
+	// that load spans (the rollup's, the review of runs in flight), so
+	// that a catch-up of all of them holds one load at a time.
+	Gate Gate
+}
+
+// Gate admits a background load (*loadgate.Gate): Enter waits for a turn
+// and returns the function that ends it.
+type Gate interface {
+	Enter(ctx context.Context, job string) (release func(), err error)
 }
 
 // DefaultQuiet is Config.Quiet unless set.
@@ -321,7 +331,7 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 		for i, run := range load {
 			ids[i], byID[run.TraceID] = run.TraceID, run
 		}
-		runs, err := s.src.Settle(ctx, load[0].Project, ids, lo, hi, quietNs)
+		runs, err := s.load(ctx, load[0].Project, ids, lo, hi, quietNs)
 		if err != nil {
 			return st, waiting, err
 		}
@@ -351,6 +361,19 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 	}
 	st.Waiting = len(waiting)
 	return st, waiting, nil
+}
+
+// load settles the runs ids of project in the gate's turn: their spans are
+// in memory only within it.
+func (s *Settler) load(ctx context.Context, project string, ids []string, lo, hi time.Time, quietNs uint64) ([]query.SettledRun, error) {
+	if s.cfg.Gate != nil {
+		release, err := s.cfg.Gate.Enter(ctx, "settle")
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	return s.src.Settle(ctx, project, ids, lo, hi, quietNs)
 }
 
 // timed adds the time since began to the busy counter.

@@ -730,3 +730,52 @@ func sameValue(path string, a, b any) error {
 	}
 	return nil
 }
+
+// turns is a Gate that records the turns taken and given back.
+type turns struct {
+	mu              sync.Mutex
+	entered, closed []string
+	holding         int
+}
+
+func (g *turns) Enter(_ context.Context, job string) (func(), error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.entered = append(g.entered, job)
+	g.holding++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.closed = append(g.closed, job)
+		g.holding--
+	}, nil
+}
+
+// TestLoadsTakeTheGatesTurn checks that each load of the settler is made
+// within a turn of its Gate, given back once the load is settled: three
+// quiet runs in loads of at most two spans each are three turns.
+func TestLoadsTakeTheGatesTurn(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	r := query.NewReader(store)
+	base := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	var spans []schema.Span
+	for i, id := range []string{trace1, "00000000000000000000000000000b02", "00000000000000000000000000000b03"} {
+		root := span("p", id, fmt.Sprintf("%016x", 0xa1+2*i), "", "agent run", base.Add(time.Duration(i)*time.Minute), 10*time.Second)
+		child := span("p", id, fmt.Sprintf("%016x", 0xa2+2*i), root.SpanID, "chat m", root.Start.Add(time.Second), time.Second)
+		spans = append(spans, root, child)
+	}
+	goldentest.Insert(t, store, spans, uint64(base.Add(time.Hour).UnixNano()))
+	gate := &turns{}
+	s := settle.New(r.SettleSource, store, settle.Config{MaxLoadSpans: 2, Gate: gate})
+	st, err := s.Cycle(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settled != 3 || st.Loads != 3 {
+		t.Fatalf("cycle: %+v, want 3 runs settled in 3 loads", st)
+	}
+	want := []string{"settle", "settle", "settle"}
+	if !slices.Equal(gate.entered, want) || !slices.Equal(gate.closed, want) || gate.holding != 0 {
+		t.Errorf("turns taken %v, given back %v, held at the end %d; want a turn for each of the 3 loads, each given back", gate.entered, gate.closed, gate.holding)
+	}
+}

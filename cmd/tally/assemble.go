@@ -36,6 +36,7 @@ import (
 	"github.com/tallyhq/tally/support/auth"
 	"github.com/tallyhq/tally/support/diskguard"
 	"github.com/tallyhq/tally/support/lease"
+	"github.com/tallyhq/tally/support/loadgate"
 	"github.com/tallyhq/tally/support/params"
 	"github.com/tallyhq/tally/ui"
 )
@@ -109,8 +110,14 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	}
 	jobs = append(jobs, keyring.Run)
 
+	// The background jobs that load spans into memory take turns.
+	gate := loadgate.New(cfg.BackgroundLoads)
+	if err := gate.Register(registry); err != nil {
+		return fail(err)
+	}
+
 	// The /metrics figures, on every replica, alerting or not.
-	exporter, err := alerts.NewExporter(alerts.ExporterConfig{Source: reader, Registerer: registry,
+	exporter, err := alerts.NewExporter(alerts.ExporterConfig{Source: reader, Registerer: registry, Gate: gate,
 		Window: cfg.Alerts.MetricsWindow, Interval: cfg.Alerts.Interval, MaxLabelValues: cfg.Alerts.MaxLabelValues,
 		Logger: log.With("component", "metrics")})
 	if err != nil {
@@ -126,7 +133,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 			return fail(err)
 		}
 	}
-	evaluator, evaluate, err := buildAlerts(cfg, store, holder, reader, catalog, registry, externalURL, log)
+	evaluator, evaluate, err := buildAlerts(cfg, store, holder, reader, catalog, gate, registry, externalURL, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -188,7 +195,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		MaxQueryRange: cfg.API.MaxQueryRange, RunReads: cfg.API.RunReads, Logger: log,
 	}
 	// The run table: runs settled once quiet, under a lease like retention.
-	settleRun, err := buildSettler(cfg.Settle, cfg.MaxLoadSpans, store, reader, holder, policy.SpansKeptFrom, registry, log)
+	settleRun, err := buildSettler(cfg.Settle, cfg.MaxLoadSpans, gate, store, reader, holder, policy.SpansKeptFrom, registry, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,7 +204,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	jobs = append(jobs, keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
 	if catalog != nil {
 		apiOpts.Costs = query.NewCostReader(reader, catalog)
-		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom, MaxLoadSpans: cfg.MaxLoadSpans}).Run)
+		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom, MaxLoadSpans: cfg.MaxLoadSpans, Gate: gate}).Run)
 	}
 	if evaluator != nil {
 		jobs = append(jobs, evaluate)
@@ -362,7 +369,7 @@ func buildAuth(ctx context.Context, cfg *serveConfig, store *schema.Store, log *
 // evaluates and notifies), always (on) or never (off). With no rules file it
 // returns nil: alerting is off, the metrics exporter still runs.
 func buildAlerts(cfg *serveConfig, store *schema.Store, holder string, reader *query.Reader, catalog *pricing.Catalog,
-	reg prometheus.Registerer, externalURL string, log *slog.Logger) (*alerts.Evaluator, func(context.Context), error) {
+	gate *loadgate.Gate, reg prometheus.Registerer, externalURL string, log *slog.Logger) (*alerts.Evaluator, func(context.Context), error) {
 	a := cfg.Alerts
 	if a.RulesPath == "" {
 		log.Info("alerting off: no --alerts-rules")
@@ -394,6 +401,7 @@ func buildAlerts(cfg *serveConfig, store *schema.Store, holder string, reader *q
 		ResendInterval:   a.ResendInterval,
 		HistoryRetention: a.HistoryRetention,
 		MaxHistory:       a.MaxHistory,
+		Gate:             gate,
 		Registerer:       reg,
 		Logger:           log.With("component", "alerts"),
 	})
@@ -453,13 +461,13 @@ const settleLease = "settle"
 
 // buildSettler builds the job that settles runs into the run table, run as
 // --settle-runner says.
-func buildSettler(sc settleConfig, maxLoadSpans int, store *schema.Store, reader *query.Reader, holder string, keptFrom func(time.Time) time.Time,
+func buildSettler(sc settleConfig, maxLoadSpans int, gate *loadgate.Gate, store *schema.Store, reader *query.Reader, holder string, keptFrom func(time.Time) time.Time,
 	reg prometheus.Registerer, log *slog.Logger) (func(context.Context), error) {
 	if sc.Quiet <= 0 || sc.Interval <= 0 || sc.Margin <= 0 {
 		return nil, fmt.Errorf("--settle-quiet, --settle-interval and --settle-margin must be > 0")
 	}
 	s := settle.New(reader.SettleSource, store, settle.Config{Quiet: sc.Quiet, Interval: sc.Interval, Margin: sc.Margin, MaxLoadSpans: maxLoadSpans,
-		KeptFrom: keptFrom, Logger: log.With("component", "settle")})
+		Gate: gate, KeptFrom: keptFrom, Logger: log.With("component", "settle")})
 	if err := s.Register(reg); err != nil {
 		return nil, err
 	}

@@ -222,6 +222,9 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if err := cfg.applyMemoryBudget(cmd.Flags(), kind); err != nil {
 			return err
 		}
+		if cfg.BackgroundLoads < 1 {
+			return fmt.Errorf("--background-loads %d: want at least 1 (a background job with no turn would never load)", cfg.BackgroundLoads)
+		}
 		cfg.Alerts.RulesExplicit = cmd.Flags().Changed("alerts-rules")
 		cfg.Storage.ContentRetentionSet = cmd.Flags().Changed("content-retention")
 		log := newLogger(cfg.LogLevel)

@@ -35,8 +35,12 @@ type serveConfig struct {
 	// load of the settler and of the cost rollup (applyMemoryBudget).
 	MemoryBudget int64
 	MaxLoadSpans int
-	GCPercent    int
-	NoMigrate    bool
+	// BackgroundLoads is how many loads of spans the background jobs (the
+	// settler, the cost rollup, the review of runs in flight for /metrics
+	// and the signal rules) hold at once (package loadgate).
+	BackgroundLoads int
+	GCPercent       int
+	NoMigrate       bool
 
 	Ingest  ingestConfig
 	Durable durableConfig
@@ -188,6 +192,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow serving without API keys on a non-loopback address")
 	fs.StringVar(&c.ExternalURL, "external-url", "", "URL users reach tally at (links in alerts); default http://<listen>")
 	fs.Int64Var(&c.MemoryLimit, "memory-limit", 216<<20, "soft memory limit in bytes for the Go runtime (the GC works harder near it); 0 for none; GOMEMLIMIT wins when set. Unless given: 3/10 of --memory-budget on the embedded store, 27/64 on a server store")
+	fs.IntVar(&c.BackgroundLoads, "background-loads", 1, "loads of spans the background jobs (the settler, the cost rollup, the review of runs in flight for /metrics and the signal rules) hold in memory at once, each at most the spans --memory-budget allows one load; the others wait their turn (at least 1)")
 	fs.Int64Var(&c.MemoryBudget, "memory-budget", defaultMemoryBudget, "memory tally sizes its limits to stay within, the embedded store's engine included (its code pages, file-backed, on top): the defaults of --memory-limit, --embedded-max-memory, the engine's caches, --batch-bytes and --max-inflight-bytes are shares of it (a limit given itself wins), and the spans one load of the settler or the cost rollup holds; at least 128 MiB")
 	fs.IntVar(&c.GCPercent, "gc-percent", defaultGCPercent, "the Go collector's heap growth between collections, in percent (GOGC); the memory limit still bounds the heap; negative turns the collector off until the limit; GOGC wins when set")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", false, "do not apply migrations at start-up")

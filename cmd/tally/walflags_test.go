@@ -60,6 +60,21 @@ func TestServeRefusesBadGCPercent(t *testing.T) {
 	}
 }
 
+// TestServeRefusesNoBackgroundLoads: with --background-loads 0 the
+// settler, the rollup and the review of runs in flight would never get a
+// turn to load; serve refuses it before it opens the store. 1 is the
+// default, taken by every other serve test.
+func TestServeRefusesNoBackgroundLoads(t *testing.T) {
+	for _, bad := range []string{"0", "-1"} {
+		args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--config", "", "--background-loads", bad}
+		out, err := tallyCLI(t, args...)
+		want := "--background-loads " + bad + ": want at least 1"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve --background-loads %s: %v, want %q\n%s", bad, err, want, out)
+		}
+	}
+}
+
 // TestServeRefusesBadDeadLetterBounds: zero refusals would dead-letter a
 // record at its first failure, and a stuck-after of 0 would report every
 // failed write as a stuck drain; serve refuses both before it listens.
