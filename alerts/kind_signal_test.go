@@ -14,8 +14,8 @@ import (
 	"github.com/tallyhq/tally/internal/tallytest"
 	"github.com/tallyhq/tally/internal/testenv"
 	"github.com/tallyhq/tally/query"
-	"github.com/tallyhq/tally/support/loadgate"
 	"github.com/tallyhq/tally/safety"
+	"github.com/tallyhq/tally/support/loadgate"
 )
 
 // TestSignalAlertsReachAlertmanager: tallytest.SendSafetyRun's run (a
