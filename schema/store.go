@@ -557,6 +557,58 @@ func (s *Store) EngineMemory(ctx context.Context) (used, limit int64, err error)
 	return used, limit, nil
 }
 
+// engineCaches are the engine's caches EngineCaches reports: system.metrics'
+// name of each one's bytes, and the name tally gives it.
+var engineCaches = [][2]string{
+	{"MarkCacheBytes", "mark"},
+	{"PrimaryIndexCacheBytes", "primary_index"},
+	{"IndexMarkCacheBytes", "index_mark"},
+	{"UncompressedCacheBytes", "uncompressed"},
+	{"IndexUncompressedCacheBytes", "index_uncompressed"},
+	{"CompiledExpressionCacheBytes", "compiled_expression"},
+	{"QueryConditionCacheBytes", "query_condition"},
+	{"QueryCacheBytes", "query"},
+	{"TextIndexTokensCacheBytes", "text_index_tokens"},
+	{"TextIndexHeaderCacheBytes", "text_index_header"},
+	{"TextIndexPostingsCacheBytes", "text_index_postings"},
+	{"PageCacheBytes", "page"},
+}
+
+// EngineCaches is the memory each of the engine's caches holds now, by
+// cache (mark, primary_index, text_index_postings, ...): part of what
+// EngineMemory reports in use, kept until the cache's own size bound
+// evicts it, so on the embedded store a cache sized past its share of the
+// memory budget is memory tally's statements cannot have. A cache this
+// engine does not have is left out.
+func (s *Store) EngineCaches(ctx context.Context) (map[string]int64, error) {
+	names := make([]string, len(engineCaches))
+	for i, c := range engineCaches {
+		names[i] = "'" + c[0] + "'" // constants of this file
+	}
+	rows, err := s.conn.Query(ctx, "SELECT metric, toInt64(value) FROM system.metrics WHERE metric IN ("+strings.Join(names, ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("engine caches: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var metric string
+		var v int64
+		if err := rows.Scan(&metric, &v); err != nil {
+			return nil, fmt.Errorf("engine caches: %w", err)
+		}
+		for _, c := range engineCaches {
+			if c[0] == metric {
+				out[c[1]] = v
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engine caches: %w", err)
+	}
+	return out, nil
+}
+
 // EmbeddedSettings are the query settings tally's tables want from the
 // embedded engine (ClickHouse 26.x), to open it with (chdb.Config.Settings):
 //

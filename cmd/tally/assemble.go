@@ -580,33 +580,37 @@ func defaultReplicaID() (string, error) {
 
 // registerEngineMetrics exports the embedded store's engine memory: it
 // lives in tally's process, so it is part of tally's RSS, and its cap is
-// --embedded-max-memory. Each scrape asks the engine (a few milliseconds);
-// a failed read reports NaN.
+// --embedded-max-memory; and what each of its caches holds. Each scrape
+// asks the engine (a few milliseconds); a failed read reports NaN.
 func registerEngineMetrics(reg prometheus.Registerer, store *schema.Store) error {
 	c := engineCollector{store: store,
 		used: prometheus.NewDesc("tally_store_engine_memory_bytes",
 			"Memory the embedded store's engine tracks as in use (part of tally's RSS).", nil, nil),
 		limit: prometheus.NewDesc("tally_store_engine_memory_limit_bytes",
-			"The embedded store's engine memory cap (--embedded-max-memory; 0: none).", nil, nil)}
+			"The embedded store's engine memory cap (--embedded-max-memory; 0: none).", nil, nil),
+		caches: prometheus.NewDesc("tally_store_engine_cache_bytes",
+			"Memory the embedded store's engine holds in each of its caches (part of tally_store_engine_memory_bytes; sized by --memory-budget).", []string{"cache"}, nil)}
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("engine metrics: %w", err)
 	}
 	return nil
 }
 
-// engineCollector reads the engine's memory once a scrape for both gauges.
+// engineCollector reads the engine's memory once a scrape for its gauges.
 type engineCollector struct {
-	store       *schema.Store
-	used, limit *prometheus.Desc
+	store               *schema.Store
+	used, limit, caches *prometheus.Desc
 }
 
 // Describe sends the two gauges' descriptions.
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.used
 	ch <- c.limit
+	ch <- c.caches
 }
 
-// Collect asks the engine once and sends both gauges.
+// Collect asks the engine and sends the gauges (the caches' when the
+// engine answers).
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -616,6 +620,11 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, used)
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, limit)
+	if caches, err := c.store.EngineCaches(ctx); err == nil {
+		for name, n := range caches {
+			ch <- prometheus.MustNewConstMetric(c.caches, prometheus.GaugeValue, float64(n), name)
+		}
+	}
 }
 
 // reviewOptions are the readers' safety review settings (--tool-effects,

@@ -119,6 +119,30 @@ func (p *tallyProc) metric(name string) (float64, error) {
 	return 0, fmt.Errorf("no single gauge or counter %s in /metrics", name)
 }
 
+// series reads the gauge name's series from /metrics, by the value of
+// their one label.
+func (p *tallyProc) series(name string) (map[string]float64, error) {
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	if mf := families[name]; mf != nil {
+		for _, m := range mf.GetMetric() {
+			if l := m.GetLabel(); len(l) == 1 && m.Gauge != nil {
+				out[l[0].GetValue()] = m.Gauge.GetValue()
+			}
+		}
+	}
+	return out, nil
+}
+
 // waitDelivered waits until tally has nothing acknowledged left to insert:
 // the durable log delivered and the writer's queue empty.
 func (p *tallyProc) waitDelivered() {
@@ -223,6 +247,16 @@ func TestEmbeddedStoreHasOneProcess(t *testing.T) {
 	// The default --memory-budget, 512 MiB.
 	if limit, err := p.metric("tally_store_engine_memory_limit_bytes"); err != nil || limit != 512<<20 {
 		t.Errorf("tally_store_engine_memory_limit_bytes = %v, %v; want the default --memory-budget, 512 MiB", limit, err)
+	}
+	// And what its caches hold, each within its share of the budget.
+	caches, err := p.series("tally_store_engine_cache_bytes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cache, share := range map[string]float64{"mark": 64 << 20, "primary_index": 16 << 20, "text_index_postings": 16 << 20, "query_condition": 8 << 20} {
+		if v, ok := caches[cache]; !ok || v < 0 || v > share {
+			t.Errorf("tally_store_engine_cache_bytes{cache=%q} = %v (present %v), want a figure within its share, %v bytes", cache, v, ok, share)
+		}
 	}
 	resp, err := http.Get(p.url + "/readyz")
 	if err != nil {

@@ -47,6 +47,15 @@ var budgetShares = []budgetShare{
 	{setting: "mark_cache_size", num: 1, den: 8, store: storeEmbedded},
 	{setting: "primary_index_cache_size", num: 1, den: 32, store: storeEmbedded},
 	{setting: "index_mark_cache_size", num: 1, den: 64, store: storeEmbedded},
+	// The engine's other caches that grow with reads (the content's text
+	// index, under search; the query condition cache; compiled
+	// expressions): a cache gives memory back only past its own size, and
+	// their defaults (1–2 GiB for the text index) exceed the whole budget.
+	{setting: "text_index_postings_cache_size", num: 1, den: 32, store: storeEmbedded},
+	{setting: "text_index_tokens_cache_size", num: 1, den: 64, store: storeEmbedded},
+	{setting: "text_index_header_cache_size", num: 1, den: 128, store: storeEmbedded},
+	{setting: "query_condition_cache_size", num: 1, den: 64, store: storeEmbedded},
+	{setting: "compiled_expression_cache_size", num: 1, den: 64, store: storeEmbedded},
 	{flag: "batch-bytes", num: 1, den: 64, store: storeEmbedded},
 	{flag: "max-inflight-bytes", num: 1, den: 16},
 }

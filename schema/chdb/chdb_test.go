@@ -65,6 +65,8 @@ func serverSettingsMain(maxMemory string) int {
 	defer e.Close()
 	r, err := e.Exec(context.Background(), chdb.Statement{SQL: []byte("SELECT name, value FROM system.server_settings WHERE name IN " +
 		"('max_server_memory_usage', 'mark_cache_size', 'primary_index_cache_size', 'index_mark_cache_size', " +
+		"'text_index_postings_cache_size', 'text_index_tokens_cache_size', 'text_index_header_cache_size', " +
+		"'query_condition_cache_size', 'compiled_expression_cache_size', " +
 		"'memory_worker_dynamic_hard_limit', 'memory_worker_purge_dirty_pages_threshold_ratio') ORDER BY name FORMAT TSV")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -160,12 +162,17 @@ func TestEngineMemoryAndCaches(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	want := "index_mark_cache_size\t1000000\n" + // overridden
+	want := "compiled_expression_cache_size\t33554432\n" + // 32 MiB
+		"index_mark_cache_size\t1000000\n" + // overridden
 		"mark_cache_size\t268435456\n" + // 256 MiB
 		"max_server_memory_usage\t300000000\n" +
 		"memory_worker_dynamic_hard_limit\t0\n" + // the cap holds
 		"memory_worker_purge_dirty_pages_threshold_ratio\t0.1\n" +
-		"primary_index_cache_size\t134217728\n" // 128 MiB
+		"primary_index_cache_size\t134217728\n" + // 128 MiB
+		"query_condition_cache_size\t33554432\n" + // 32 MiB
+		"text_index_header_cache_size\t16777216\n" + // 16 MiB
+		"text_index_postings_cache_size\t67108864\n" + // 64 MiB
+		"text_index_tokens_cache_size\t33554432\n" // 32 MiB
 	if string(out) != want {
 		t.Fatalf("server settings:\n%s\nwant:\n%s", out, want)
 	}

@@ -80,7 +80,12 @@ func (c *conn) value() unsafe.Pointer { return *(*unsafe.Pointer)(c.handle) }
 // (the server defaults assume a machine of its own); Config.Settings
 // overrides them:
 //
-//   - the caches' sizes (5 GiB each by default);
+//   - the caches' sizes (5 GiB each by default; the text index's 1–2 GiB,
+//     the query condition cache's 100 MiB and the compiled expressions'
+//     128 MiB): a cache counts toward the engine's cap and gives memory
+//     back only past its own size, so a cache larger than the cap leaves
+//     the statements too little (searches of content fill the text
+//     index's);
 //   - memory_worker_dynamic_hard_limit off: the engine would otherwise
 //     raise its memory cap at run time to 90% of what the machine has
 //     free, so MaxMemory would not hold (measured: 163 MiB tracked under
@@ -93,6 +98,11 @@ var embeddedServerSettings = map[string]string{
 	"mark_cache_size":                                 fmt.Sprint(256 << 20),
 	"primary_index_cache_size":                        fmt.Sprint(128 << 20),
 	"index_mark_cache_size":                           fmt.Sprint(64 << 20),
+	"text_index_postings_cache_size":                  fmt.Sprint(64 << 20),
+	"text_index_tokens_cache_size":                    fmt.Sprint(32 << 20),
+	"text_index_header_cache_size":                    fmt.Sprint(16 << 20),
+	"query_condition_cache_size":                      fmt.Sprint(32 << 20),
+	"compiled_expression_cache_size":                  fmt.Sprint(32 << 20),
 	"memory_worker_dynamic_hard_limit":                "0",
 	"memory_worker_purge_dirty_pages_threshold_ratio": "0.1",
 }

@@ -607,6 +607,16 @@ func sampleGauges(ctx context.Context, t *Tally, every time.Duration) func() map
 				}
 			}
 		}
+		// The engine's caches, each its own peak (of those holding a MiB
+		// or more at some sample).
+		for name, v := range m {
+			if c, ok := strings.CutPrefix(name, "tally_store_engine_cache_bytes."); ok && v >= 1<<20 {
+				key := "peak_engine_cache_" + c + "_mib"
+				if old, _ := peak[key].(float64); mib(uint64(v)) > old {
+					peak[key] = mib(uint64(v))
+				}
+			}
+		}
 	})
 	return func() map[string]any { stop(); return peak }
 }
@@ -699,7 +709,8 @@ func (t *Tally) families(ctx context.Context) (map[string]*dto.MetricFamily, err
 	return families, nil
 }
 
-// gauges reads every unlabelled gauge of tally's /metrics.
+// gauges reads every gauge of tally's /metrics: an unlabelled one under its name, one
+// with a single label as name.value.
 func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
 	families, err := t.families(ctx)
 	if err != nil {
@@ -707,8 +718,16 @@ func (t *Tally) gauges(ctx context.Context) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for name, mf := range families {
-		if ms := mf.GetMetric(); len(ms) == 1 && ms[0].Gauge != nil {
-			out[name] = ms[0].Gauge.GetValue()
+		for _, m := range mf.GetMetric() {
+			if m.Gauge == nil {
+				continue
+			}
+			switch l := m.GetLabel(); {
+			case len(mf.GetMetric()) == 1 && len(l) == 0:
+				out[name] = m.Gauge.GetValue()
+			case len(l) == 1:
+				out[name+"."+l[0].GetValue()] = m.Gauge.GetValue()
+			}
 		}
 	}
 	return out, nil
