@@ -194,14 +194,24 @@ func (s *Store) createTable(t tableDef) []string {
 // part is written through adaptive buffers.
 const adaptiveWriteBufferSetting = "min_columns_to_activate_adaptive_write_buffer"
 
+// verticalMergeSetting is the MergeTree setting of
+// Capabilities.VerticalMerges: the rows from which a merge goes column by
+// column.
+const verticalMergeSetting = "vertical_merge_algorithm_min_rows_to_activate"
+
 // tableSettings are the MergeTree settings every table of tally gets on
-// this server, as "name = value": adaptive write buffers for all, where
-// the server has them (Capabilities.AdaptiveWriteBuffers).
+// this server, as "name = value": adaptive write buffers and
+// column-by-column merges for all, where the server has them
+// (Capabilities).
 func (s *Store) tableSettings() []string {
-	if !s.caps.AdaptiveWriteBuffers {
-		return nil
+	var out []string
+	if s.caps.AdaptiveWriteBuffers {
+		out = append(out, adaptiveWriteBufferSetting+" = 1")
 	}
-	return []string{adaptiveWriteBufferSetting + " = 1"}
+	if s.caps.VerticalMerges {
+		out = append(out, verticalMergeSetting+" = 1")
+	}
+	return out
 }
 
 // columnTables are the tables (unquoted names, in s's database) an ALTER

@@ -96,6 +96,7 @@ var migrations = []migration{
 		return addColumns(s, TableRuns, runColumns, "tree")
 	}},
 	{version: 15, name: ColumnCodecsMigration, stmts: columnCodecs},
+	{version: 16, name: "vertical merges", stmts: modifyTableSettings},
 }
 
 // ColumnCodecsMigration is the name of the migration that gives the span

@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -168,58 +169,67 @@ func TestContentTextIndex(t *testing.T) {
 	}
 }
 
-// TestAdaptiveWriteBuffers: on a server with adaptive write buffers (the
-// embedded 26.x engine) every table of tally writes its parts through
-// them, a new store's from its CREATE and an older store's once migration
-// 13 has run; the 18.16 server has none and its tables get no setting.
-func TestAdaptiveWriteBuffers(t *testing.T) {
+// TestTableSettings: on a server with adaptive write buffers and vertical
+// merges of any size (the embedded 26.x engine) every table of tally
+// writes its parts through adaptive buffers and merges column by column, a
+// new store's from its CREATE and an older store's once migrations 13 and
+// 16 have run; the 18.16 server has neither and its tables get no setting.
+func TestTableSettings(t *testing.T) {
 	ctx := context.Background()
 	s := migratedStore(t)
 	caps := s.Capabilities()
-	if caps.Major >= 26 != caps.AdaptiveWriteBuffers {
-		t.Fatalf("server %s: adaptive write buffers %v", caps.Version, caps.AdaptiveWriteBuffers)
+	if caps.Major >= 26 != caps.AdaptiveWriteBuffers || caps.Major >= 26 != caps.VerticalMerges {
+		t.Fatalf("server %s: adaptive write buffers %v, vertical merges %v", caps.Version, caps.AdaptiveWriteBuffers, caps.VerticalMerges)
 	}
-	const setting = "min_columns_to_activate_adaptive_write_buffer = 1"
-	tables := func() map[string]bool {
-		t.Helper()
-		out := map[string]bool{}
-		for name, create := range queryPairs(t, s, "SELECT name, create_table_query FROM system.tables WHERE database = ? AND engine LIKE '%MergeTree'", s.Database()) {
-			out[name] = strings.Contains(create, setting)
+	for _, c := range []struct {
+		setting, reset string
+		has            bool
+		migration      int
+	}{
+		{"min_columns_to_activate_adaptive_write_buffer = 1", "min_columns_to_activate_adaptive_write_buffer", caps.AdaptiveWriteBuffers, 13},
+		{"vertical_merge_algorithm_min_rows_to_activate = 1", "vertical_merge_algorithm_min_rows_to_activate", caps.VerticalMerges, 16},
+	} {
+		tables := func() map[string]bool {
+			t.Helper()
+			out := map[string]bool{}
+			for name, create := range queryPairs(t, s, "SELECT name, create_table_query FROM system.tables WHERE database = ? AND engine LIKE '%MergeTree'", s.Database()) {
+				out[name] = strings.Contains(create, c.setting)
+			}
+			return out
 		}
-		return out
-	}
-	check := func(when string) {
-		t.Helper()
-		got := tables()
-		if len(got) != 13 { // every table of tally (the migrations table included)
-			t.Fatalf("%s: %d MergeTree tables: %v", when, len(got), got)
-		}
-		for name, has := range got {
-			if has != caps.AdaptiveWriteBuffers {
-				t.Errorf("%s: table %s has the setting: %v, want %v", when, name, has, caps.AdaptiveWriteBuffers)
+		check := func(when string) {
+			t.Helper()
+			got := tables()
+			if len(got) != 13 { // every table of tally (the migrations table included)
+				t.Fatalf("%s: %d MergeTree tables: %v", when, len(got), got)
+			}
+			for name, has := range got {
+				if has != c.has {
+					t.Errorf("%s: table %s has %s: %v, want %v", when, name, c.setting, has, c.has)
+				}
 			}
 		}
-	}
-	check("a new store")
-	if !caps.AdaptiveWriteBuffers {
-		return
-	}
-	for name := range tables() {
-		if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(name)+" RESET SETTING min_columns_to_activate_adaptive_write_buffer"); err != nil {
-			t.Fatal(err)
+		check("a new store")
+		if !c.has {
+			continue
 		}
-	}
-	for name, has := range tables() {
-		if has {
-			t.Fatalf("%s kept the setting after RESET", name)
+		for name := range tables() {
+			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(name)+" RESET SETTING "+c.reset); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for range 2 {
-		if err := schema.ApplyMigration(ctx, s, 13); err != nil {
-			t.Fatalf("migration 13 on a store before it: %v", err)
+		for name, has := range tables() {
+			if has {
+				t.Fatalf("%s kept %s after RESET", name, c.setting)
+			}
 		}
+		for range 2 {
+			if err := schema.ApplyMigration(ctx, s, c.migration); err != nil {
+				t.Fatalf("migration %d on a store before it: %v", c.migration, err)
+			}
+		}
+		check(fmt.Sprintf("after migration %d", c.migration))
 	}
-	check("after migration 13")
 }
 
 // TestColumnCodecs checks the columns' codecs: a new store's on a server

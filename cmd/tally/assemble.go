@@ -123,7 +123,7 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(err)
 	}
-	jobs = append(jobs, exporter.Run)
+	jobs = append(jobs, background(exporter.Run))
 
 	// Alert evaluation, under the lease. This process holds the leases it
 	// takes under one name (--replica-id, or one made up once).
@@ -199,15 +199,15 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(err)
 	}
-	jobs = append(jobs, settleRun)
+	jobs = append(jobs, background(settleRun))
 	// The search keys index, for autocomplete.
-	jobs = append(jobs, keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run)
+	jobs = append(jobs, background(keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run))
 	if catalog != nil {
 		apiOpts.Costs = query.NewCostReader(reader, catalog)
-		jobs = append(jobs, rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom, MaxLoadSpans: cfg.MaxLoadSpans, Gate: gate}).Run)
+		jobs = append(jobs, background(rollup.New(store, rollup.Config{Logger: log, KeptFrom: policy.SpansKeptFrom, MaxLoadSpans: cfg.MaxLoadSpans, Gate: gate}).Run))
 	}
 	if evaluator != nil {
-		jobs = append(jobs, evaluate)
+		jobs = append(jobs, background(evaluate))
 		apiOpts.Alerts = evaluator
 	}
 
@@ -235,6 +235,13 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		return fail(err)
 	}
 	return srv, store, nil
+}
+
+// background is job run with the settings of background statements
+// (schema.Background): one thread and small blocks each, since no user
+// waits on them while ingest shares the machine with them.
+func background(job func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) { job(schema.Background(ctx)) }
 }
 
 // openDurable opens the durable log in front of the writer (its batch
