@@ -39,6 +39,9 @@ type core struct {
 	// schemas and verdicts across reviews (NewReader makes one with the
 	// default limits unless WithValidator gives one).
 	validator *safety.Validator
+	// liveShardRuns overrides liveShardRuns (tests: WithLiveShardRuns in
+	// export_test.go); 0 keeps it.
+	liveShardRuns int
 }
 
 // The subject readers: each reads one subject's tables and answers its

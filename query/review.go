@@ -586,33 +586,6 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	if err != nil {
 		return nil, err
 	}
-	// Live runs (few: in flight) are reviewed from their spans; the
-	// settled runs' reviews were stored when they settled, and are added
-	// up in ClickHouse (runs by task, steps by tool, status and effect),
-	// but for the runs that raised signals, which are read one by one.
-	live, err := r.liveWindowRuns(ctx, sel, lv, func(live []windowRun) error {
-		summaries := make([]RunSummary, len(live))
-		for i := range live {
-			summaries[i] = live[i].RunSummary
-		}
-		reviewed := make(map[string]*runFacts, len(live))
-		err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
-			reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
-		})
-		for i := range live {
-			live[i].facts = reviewed[live[i].TraceID]
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	var settled settledReview
-	if !lv.all {
-		if settled, err = r.settledReview(ctx, f.Project, sel, lv, f.Tool); err != nil {
-			return nil, err
-		}
-	}
 	tools := map[string]*ToolReview{}
 	effects := map[string]map[safety.Effect]int{}
 	addSteps := func(tool string, status safety.Status, effect safety.Effect, n int) {
@@ -625,25 +598,66 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		t.Statuses[status] += n
 		effects[tool][effect] += n
 	}
+	// Live runs (few: in flight) are reviewed from their spans; the
+	// settled runs' reviews were stored when they settled, and are added
+	// up in ClickHouse (runs by task, steps by tool, status and effect),
+	// but for the runs that raised signals, which are read one by one.
+	// While the settler catches up (a restart under load) the live runs
+	// are not few: they are read in parts by trace id (liveShards), each
+	// part counted as it is reviewed, and only its runs that raised a
+	// signal kept.
+	shards, err := r.liveShards(ctx, lv)
+	if err != nil {
+		return nil, err
+	}
+	var live []windowRun // the live runs that raised a signal
+	for i := range shards {
+		part, err := r.liveWindowRuns(ctx, sel, lv, Shard{Index: i, Of: shards}, func(live []windowRun) error {
+			summaries := make([]RunSummary, len(live))
+			for i := range live {
+				summaries[i] = live[i].RunSummary
+			}
+			reviewed := make(map[string]*runFacts, len(live))
+			err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
+				reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
+			})
+			for i := range live {
+				live[i].facts = reviewed[live[i].TraceID]
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for j := range part {
+			run := &part[j]
+			rep.RunsRead++
+			rep.RunsByTask[run.Task]++
+			if run.facts == nil {
+				continue
+			}
+			for _, st := range run.facts.steps {
+				if f.Tool == "" || st.Tool == f.Tool {
+					addSteps(st.Tool, st.Status, st.Effect, 1)
+				}
+			}
+			if len(run.facts.signals) > 0 {
+				live = append(live, windowRun{RunSummary: run.RunSummary, facts: &runFacts{signals: run.facts.signals}})
+			}
+		}
+	}
+	var settled settledReview
+	if !lv.all {
+		if settled, err = r.settledReview(ctx, f.Project, sel, lv, f.Tool); err != nil {
+			return nil, err
+		}
+	}
 	for task, n := range settled.runsByTask {
 		rep.RunsRead += n
 		rep.RunsByTask[task] += n
 	}
 	for _, c := range settled.steps {
 		addSteps(c.tool, c.status, c.effect, c.n)
-	}
-	for i := range live {
-		run := &live[i]
-		rep.RunsRead++
-		rep.RunsByTask[run.Task]++
-		if run.facts == nil {
-			run.facts = &runFacts{}
-		}
-		for _, st := range run.facts.steps {
-			if f.Tool == "" || st.Tool == f.Tool {
-				addSteps(st.Tool, st.Status, st.Effect, 1)
-			}
-		}
 	}
 	type key struct {
 		kind safety.SignalKind
@@ -737,6 +751,28 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	}
 	slices.SortFunc(rep.Tools, func(a, b ToolReview) int { return cmp.Or(cmp.Compare(b.Steps, a.Steps), cmp.Compare(a.Tool, b.Tool)) })
 	return rep, nil
+}
+
+// liveShardRuns is about how many live runs one part of a review of the
+// live runs holds (liveShards): their summaries and reviews in tally, and
+// their aggregation in the store (a read of 30,000 unsettled runs' summaries
+// held 200 MiB in the embedded engine).
+const liveShardRuns = 5000
+
+// liveShards is how many parts the live runs lv are reviewed in, by trace
+// id: one while they are few, else one per liveShardRuns of them (or of
+// the reader's WithLiveShardRuns).
+func (r *core) liveShards(ctx context.Context, lv liveSet) (int, error) {
+	per := cmp.Or(r.liveShardRuns, liveShardRuns)
+	n := len(lv.ids)
+	if lv.sub != "" {
+		var count uint64
+		if err := r.store.Conn().QueryRow(ctx, "SELECT count() FROM ("+lv.sub+")", lv.subArgs...).Scan(&count); err != nil {
+			return 0, fmt.Errorf("count live runs: %w", err)
+		}
+		n = int(count)
+	}
+	return max(1, (n+per-1)/per), nil
 }
 
 // settledReview is what Signals reads of the settled runs of its window:

@@ -51,7 +51,7 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 	if err != nil {
 		return err
 	}
-	live, err := r.liveWindowRuns(ctx, sel, lv, prepare)
+	live, err := r.liveWindowRuns(ctx, sel, lv, Shard{}, prepare)
 	if err != nil {
 		return err
 	}
@@ -139,12 +139,17 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 
 // liveWindowRuns reads the live runs (lv) sel selects, newest first (see
 // newer), from their spans, and lets prepare, when set, give them facts.
-func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet, prepare func(live []windowRun) error) ([]windowRun, error) {
+// With shard.Of > 1 it reads only the runs of that part of them, by trace
+// id (see liveShards).
+func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet, shard Shard, prepare func(live []windowRun) error) ([]windowRun, error) {
 	if lv.none() {
 		return nil, nil
 	}
 	if !lv.all {
 		sel = lv.narrow(sel)
+	}
+	if shard.Of > 1 {
+		sel = sel.narrowed(fmt.Sprintf("cityHash64(trace_id) %% %d = %d", shard.Of, shard.Index), nil)
 	}
 	q, args := runSummarySQL(r.store, sel)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
