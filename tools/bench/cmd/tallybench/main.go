@@ -60,7 +60,11 @@ func run(ctx context.Context) error {
 	flag.BoolVar(&cfg.IngestOnly, "ingest-only", false, "measure the ingest figures only (compare builds with --tally)")
 	flag.BoolVar(&cfg.ReadsOnly, "reads-only", false, "measure the load, settle and read figures only")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of tally serve under ingest load here")
+	repeat := flag.Int("repeat", 1, "run the selected figures this many times on the same build (each run's results in OUT/run-K, fresh databases and data dirs), and write in OUT each figure's median with its spread")
 	flag.Parse()
+	if *repeat < 1 {
+		return fmt.Errorf("--repeat %d: want at least 1", *repeat)
+	}
 	cfg.SkipServer = !*server
 	if cfg.SkipServer && !cfg.Embedded {
 		return fmt.Errorf("--server=false --embedded=false measures no store")
@@ -95,7 +99,36 @@ func run(ctx context.Context) error {
 	}
 	cfg.CHAddr = ch.Addr
 	cfg.CHPID = ch.PID()
-	res, runErr := bench.Run(ctx, cfg)
+	var runs []*bench.Results
+	var runErr error
+	for k := 1; k <= *repeat && runErr == nil; k++ {
+		rc := cfg
+		if *repeat > 1 {
+			fmt.Printf("— run %d of %d —\n", k, *repeat)
+			rc.WorkDir, rc.DBPrefix = filepath.Join(work, fmt.Sprintf("run-%d", k)), fmt.Sprintf("%sr%d_", cfg.DBPrefix, k)
+			if err := os.MkdirAll(rc.WorkDir, 0o755); err != nil {
+				runErr = fmt.Errorf("work dir: %w", err)
+				break
+			}
+		}
+		var res *bench.Results
+		res, runErr = bench.Run(ctx, rc)
+		if res == nil || len(res.Figures) == 0 {
+			continue
+		}
+		runs = append(runs, res)
+		if *repeat > 1 {
+			dir := filepath.Join(*out, fmt.Sprintf("run-%d", k))
+			if err := res.Write(dir); err != nil {
+				return err
+			}
+			fmt.Printf("wrote run %d's results in %s\n", k, dir)
+		}
+	}
+	res := bench.Spread(runs)
+	if len(runs) == 1 {
+		res = runs[0]
+	}
 	if err := ch.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "tallybench:", err)
 	}
@@ -104,7 +137,7 @@ func run(ctx context.Context) error {
 	} else if err := os.RemoveAll(work); err != nil {
 		fmt.Fprintln(os.Stderr, "tallybench: remove work dir:", err)
 	}
-	if res != nil && len(res.Figures) > 0 {
+	if len(runs) > 0 {
 		fmt.Print("\n", res.Markdown())
 		if err := res.Write(*out); err != nil {
 			return err
