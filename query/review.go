@@ -612,38 +612,27 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	}
 	var live []windowRun // the live runs that raised a signal
 	for i := range shards {
-		part, err := r.liveWindowRuns(ctx, sel, lv, Shard{Index: i, Of: shards}, func(live []windowRun) error {
-			summaries := make([]RunSummary, len(live))
-			for i := range live {
-				summaries[i] = live[i].RunSummary
-			}
-			reviewed := make(map[string]*runFacts, len(live))
-			err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
-				reviewed[run.TraceID] = &runFacts{steps: rv.run.Steps, signals: rv.signals}
-			})
-			for i := range live {
-				live[i].facts = reviewed[live[i].TraceID]
-			}
-			return err
-		})
+		part, err := r.liveWindowRuns(ctx, sel, lv, Shard{Index: i, Of: shards}, nil)
 		if err != nil {
 			return nil, err
 		}
+		summaries := make([]RunSummary, len(part))
 		for j := range part {
-			run := &part[j]
+			summaries[j] = part[j].RunSummary
 			rep.RunsRead++
-			rep.RunsByTask[run.Task]++
-			if run.facts == nil {
-				continue
-			}
-			for _, st := range run.facts.steps {
+			rep.RunsByTask[part[j].Task]++
+		}
+		if err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
+			for _, st := range rv.run.Steps {
 				if f.Tool == "" || st.Tool == f.Tool {
 					addSteps(st.Tool, st.Status, st.Effect, 1)
 				}
 			}
-			if len(run.facts.signals) > 0 {
-				live = append(live, windowRun{RunSummary: run.RunSummary, facts: &runFacts{signals: run.facts.signals}})
+			if len(rv.signals) > 0 {
+				live = append(live, windowRun{RunSummary: *run, facts: &runFacts{signals: rv.signals}})
 			}
+		}); err != nil {
+			return nil, err
 		}
 	}
 	var settled settledReview

@@ -707,10 +707,11 @@ func settledPageSQL(t tables, project string, sel runSelection, order runListOrd
 			subArgs = append(subArgs, time.Unix(0, int64(*bound)).UTC().Truncate(time.Second))
 		}
 	}
-	sub := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.Table(schema.TableRuns) + where
+	from := " FROM " + t.Table(schema.TableRuns) + where
 	if currentOnly {
-		sub = "SELECT " + strings.Join(cols, ", ") + finalRuns(t, where)
+		from = finalRuns(t, where)
 	}
+	sub := "SELECT " + strings.Join(cols, ", ") + from
 	return "SELECT trace_id, toUInt32(start), " + order.key() + " AS sort_key, version FROM (" + sub + ")" +
 		"\nWHERE " + strings.Join(cond, " AND ") +
 		"\nORDER BY sort_key " + order.dir() + ", trace_id " + order.dir() + "\nLIMIT " + strconv.Itoa(limit), append(subArgs, args...)

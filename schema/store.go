@@ -559,19 +559,19 @@ func (s *Store) EngineMemory(ctx context.Context) (used, limit int64, err error)
 
 // engineCaches are the engine's caches EngineCaches reports: system.metrics'
 // name of each one's bytes, and the name tally gives it.
-var engineCaches = [][2]string{
-	{"MarkCacheBytes", "mark"},
-	{"PrimaryIndexCacheBytes", "primary_index"},
-	{"IndexMarkCacheBytes", "index_mark"},
-	{"UncompressedCacheBytes", "uncompressed"},
-	{"IndexUncompressedCacheBytes", "index_uncompressed"},
-	{"CompiledExpressionCacheBytes", "compiled_expression"},
-	{"QueryConditionCacheBytes", "query_condition"},
-	{"QueryCacheBytes", "query"},
-	{"TextIndexTokensCacheBytes", "text_index_tokens"},
-	{"TextIndexHeaderCacheBytes", "text_index_header"},
-	{"TextIndexPostingsCacheBytes", "text_index_postings"},
-	{"PageCacheBytes", "page"},
+var engineCaches = map[string]string{
+	"MarkCacheBytes":               "mark",
+	"PrimaryIndexCacheBytes":       "primary_index",
+	"IndexMarkCacheBytes":          "index_mark",
+	"UncompressedCacheBytes":       "uncompressed",
+	"IndexUncompressedCacheBytes":  "index_uncompressed",
+	"CompiledExpressionCacheBytes": "compiled_expression",
+	"QueryConditionCacheBytes":     "query_condition",
+	"QueryCacheBytes":              "query",
+	"TextIndexTokensCacheBytes":    "text_index_tokens",
+	"TextIndexHeaderCacheBytes":    "text_index_header",
+	"TextIndexPostingsCacheBytes":  "text_index_postings",
+	"PageCacheBytes":               "page",
 }
 
 // EngineCaches is the memory each of the engine's caches holds now, by
@@ -581,9 +581,9 @@ var engineCaches = [][2]string{
 // memory budget is memory tally's statements cannot have. A cache this
 // engine does not have is left out.
 func (s *Store) EngineCaches(ctx context.Context) (map[string]int64, error) {
-	names := make([]string, len(engineCaches))
-	for i, c := range engineCaches {
-		names[i] = "'" + c[0] + "'" // constants of this file
+	names := make([]string, 0, len(engineCaches))
+	for metric := range engineCaches {
+		names = append(names, "'"+metric+"'") // constants of this file
 	}
 	rows, err := s.conn.Query(ctx, "SELECT metric, toInt64(value) FROM system.metrics WHERE metric IN ("+strings.Join(names, ", ")+")")
 	if err != nil {
@@ -597,11 +597,7 @@ func (s *Store) EngineCaches(ctx context.Context) (map[string]int64, error) {
 		if err := rows.Scan(&metric, &v); err != nil {
 			return nil, fmt.Errorf("engine caches: %w", err)
 		}
-		for _, c := range engineCaches {
-			if c[0] == metric {
-				out[c[1]] = v
-			}
-		}
+		out[engineCaches[metric]] = v
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("engine caches: %w", err)

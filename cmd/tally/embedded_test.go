@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -96,16 +97,21 @@ func (p *tallyProc) stop() {
 	}
 }
 
-// metric reads one unlabelled gauge or counter from tally's /metrics
-// (parsed with Prometheus's own text parser).
-func (p *tallyProc) metric(name string) (float64, error) {
+// families reads tally's /metrics, parsed with Prometheus's own text
+// parser.
+func (p *tallyProc) families() (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get(p.url + "/metrics")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// metric reads one unlabelled gauge or counter from tally's /metrics.
+func (p *tallyProc) metric(name string) (float64, error) {
+	families, err := p.families()
 	if err != nil {
 		return 0, err
 	}
@@ -122,13 +128,7 @@ func (p *tallyProc) metric(name string) (float64, error) {
 // series reads the gauge name's series from /metrics, by the value of
 // their one label.
 func (p *tallyProc) series(name string) (map[string]float64, error) {
-	resp, err := http.Get(p.url + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := p.families()
 	if err != nil {
 		return nil, err
 	}

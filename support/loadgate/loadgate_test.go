@@ -63,9 +63,10 @@ func TestGateAdmitsAtMostItsSize(t *testing.T) {
 	}
 }
 
-// TestGateWaitsForItsTurn: with the one turn taken, a second Enter waits
-// until the first is released, and one whose context ends first fails
-// without taking a turn.
+// TestGateWaitsForItsTurn: with the one turn taken, an Enter whose context
+// ends first fails without taking a turn, and one that waits (it can only
+// return once the turn is given back: the gate is full, which the ended
+// Enter shows) gets it after the release; each job has its wait counter.
 func TestGateWaitsForItsTurn(t *testing.T) {
 	g := New(1)
 	reg := prometheus.NewRegistry()

@@ -600,21 +600,21 @@ func sampleGauges(ctx context.Context, t *Tally, every time.Duration) func() map
 		if err != nil {
 			return
 		}
+		raise := func(key string, v float64) {
+			if old, _ := peak[key].(float64); mib(uint64(v)) > old {
+				peak[key] = mib(uint64(v))
+			}
+		}
 		for name, key := range memoryGauges {
 			if v, ok := m[name]; ok && !math.IsNaN(v) {
-				if old, _ := peak[key].(float64); mib(uint64(v)) > old {
-					peak[key] = mib(uint64(v))
-				}
+				raise(key, v)
 			}
 		}
 		// The engine's caches, each its own peak (of those holding a MiB
 		// or more at some sample).
 		for name, v := range m {
 			if c, ok := strings.CutPrefix(name, "tally_store_engine_cache_bytes."); ok && v >= 1<<20 {
-				key := "peak_engine_cache_" + c + "_mib"
-				if old, _ := peak[key].(float64); mib(uint64(v)) > old {
-					peak[key] = mib(uint64(v))
-				}
+				raise("peak_engine_cache_"+c+"_mib", v)
 			}
 		}
 	})

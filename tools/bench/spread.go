@@ -35,9 +35,10 @@ func Spread(runs []*Results) *Results {
 				values = append(values, f.Value)
 			}
 		}
-		f := Figure{ID: first.ID, Name: first.Name, Unit: first.Unit, Goal: first.Goal, Inputs: first.Inputs,
-			Reason: first.Reason}
-		if len(values) > 0 {
+		f := Figure{ID: first.ID, Name: first.Name, Unit: first.Unit, Goal: first.Goal, Inputs: first.Inputs}
+		if len(values) == 0 {
+			f.Reason = first.Reason
+		} else {
 			sorted := slices.Sorted(slices.Values(values))
 			f.Value, f.Available = median(sorted), true
 			f.Met = judge(f.Goal, f.Value)

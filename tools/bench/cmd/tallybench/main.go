@@ -125,9 +125,13 @@ func run(ctx context.Context) error {
 			fmt.Printf("wrote run %d's results in %s\n", k, dir)
 		}
 	}
-	res := bench.Spread(runs)
-	if len(runs) == 1 {
+	var res *bench.Results
+	switch len(runs) {
+	case 0:
+	case 1:
 		res = runs[0]
+	default:
+		res = bench.Spread(runs)
 	}
 	if err := ch.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "tallybench:", err)
