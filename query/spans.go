@@ -76,16 +76,19 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 	if more {
 		read = limit + 1
 	}
+	want := int(min(ext.rows, 1<<20))
+	if more {
+		want = limit + 1
+	}
+	if want < schema.UnpackedBelow {
+		cols = cols.Unpacked()
+	}
 	q, args := readExtentSQL(r.store, project, traceID, cols.List(), ext, read)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	defer rows.Close()
-	want := int(min(ext.rows, 1<<20))
-	if more {
-		want = limit + 1
-	}
 	spans, err := cols.Scan(rows, want)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)

@@ -191,6 +191,7 @@ func TestBuiltSQL(t *testing.T) {
 		{"spans_locate", built(locateSQL(gt, "p", "T1"))},
 		{"spans_extent", built(readExtentSQL(gt, "p", "t1", schema.SpanSelectList(), ext, 0))},
 		{"spans_extent_limit", built(readExtentSQL(gt, "p", "t1", schema.SpanOutline(reviewOutline()).List(), ext, 101))},
+		{"spans_extent_unpacked", built(readExtentSQL(gt, "p", "t1", schema.SpanColumnsAll().Unpacked().List(), ext, 0))},
 		{"spans_wide", built(fillWideSQL(gt, "p", "T1", clickhouse.GroupSet{Value: []any{"s1", "s2"}}, ext))},
 		{"run_summary_whole", built(summarizeWholeSQL(gt, "p", "T1", since))},
 		// settledtree.go

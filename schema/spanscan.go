@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,13 +19,19 @@ import (
 // numbers comma-separated), which scans as a plain string and splits here
 // without reflection.
 //
-// And the string columns of a row are selected as one string (each value
-// as its byte length, ':', the bytes), whose parts become the Span's fields
-// without a copy: scanned column by column, each of a span's ~25 strings
-// was an allocation for the value and another for boxing it in
-// clickhouse-go's scan. The arrays stay columns of their own: packing their
-// (big) serializations too made the server's concatenation cost more than
-// it spared.
+// And the string columns of a row can be selected as one string (each
+// value as its byte length, ':', the bytes), whose parts become the Span's
+// fields without a copy: scanned column by column, each of a span's ~35
+// strings costs clickhouse-go a length read byte by byte, an allocation for
+// the value and another for boxing it in its scan. The packing has a fixed
+// cost on the server instead: ~140 more functions to analyse, 11 ms a
+// statement on ClickHouse 18.16 even when it reads no row. So a read of
+// many spans packs (the settler's, a big run's) and a read of a few does
+// not (SpanProjection.Unpacked): a 500-span run read 25 ms packed against
+// 15 plain on 18.16, a 5,000-span run answered ~5% faster packed on both
+// stores (docs/benchmarks.md). The arrays stay columns of their own:
+// packing their (big) serializations too made the server's concatenation
+// cost more than it spared.
 
 // spanRead is how one spans column is selected and scanned.
 type spanRead struct {
@@ -68,7 +75,7 @@ var spanReads = func() []spanRead {
 // reads its rows into Spans: every column (SpanSelectList, ScanSpans), or
 // a run's outline (SpanOutline), whose left-out columns stay zero.
 type SpanProjection struct {
-	reads  []spanRead // the numbers, times and arrays, a column each
+	reads  []spanRead // the numbers, times and arrays (and the strings, unpacked), a column each
 	packed []spanRead // the strings, in one string a row (List)
 }
 
@@ -84,6 +91,21 @@ func projection(reads []spanRead) SpanProjection {
 	}
 	return p
 }
+
+// Unpacked is p with its strings selected and scanned a column each: the
+// better choice for a read of fewer than UnpackedBelow rows.
+func (p SpanProjection) Unpacked() SpanProjection {
+	if len(p.packed) == 0 {
+		return p
+	}
+	return SpanProjection{reads: append(slices.Clip(p.reads), p.packed...)}
+}
+
+// UnpackedBelow is the number of rows under which a read of spans costs
+// less with its strings unpacked (Unpacked) than packed: the packing's
+// fixed cost on the server (~11 ms a statement on 18.16, ~7 on the
+// embedded 26.x) against the ~3–4 µs a row it spares the scan.
+const UnpackedBelow = 2000
 
 // SpanColumnsAll is the projection of every spans column, as stored.
 func SpanColumnsAll() SpanProjection { return projection(spanReads) }
@@ -185,7 +207,7 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 		out = append(out, Span{})
 		v := reflect.ValueOf(&out[len(out)-1]).Elem()
 		for i, r := range p.reads {
-			if r.kind == 0 {
+			if r.kind == 0 || r.kind == 'S' {
 				dest[i] = v.Field(r.field).Addr().Interface()
 			} else {
 				dest[i] = &encoded[i]

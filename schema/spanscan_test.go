@@ -11,8 +11,9 @@ import (
 )
 
 // ScanSpans reads the same rows as clickhouse-go's reflective Select, for
-// arrays whose elements hold the encoding's own separators, digits, empty
-// strings and multi-byte characters, and for empty arrays.
+// arrays and strings that hold the encoding's own separators, digits, empty
+// strings and multi-byte characters, and for empty arrays; so does the
+// projection with its strings unpacked.
 func TestScanSpansMatchesSelect(t *testing.T) {
 	ctx := context.Background()
 	s := migratedStore(t)
@@ -23,6 +24,8 @@ func TestScanSpansMatchesSelect(t *testing.T) {
 		UsageUnreconciled: 1, IngestedAt: start, Version: 7}
 	tricky := base
 	tricky.SpanID = strings.Repeat("1", 16)
+	tricky.Name = "12:chat:"
+	tricky.StatusMessage = "3:é 🦊"
 	tricky.FinishReasons = []string{"stop", ""}
 	tricky.AttrKeys = []string{"12:34", "a", "é"}
 	tricky.AttrValues = []string{"3:abc", "", "naïve 🦊 ,;:"}
@@ -41,24 +44,29 @@ func TestScanSpansMatchesSelect(t *testing.T) {
 	if err := s.Conn().Select(ctx, &want, "SELECT "+schema.SpanColumnNames()+" FROM "+s.Table(schema.TableSpans)+" ORDER BY span_id"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Conn().Query(ctx, "SELECT "+schema.SpanSelectList()+" FROM "+s.Table(schema.TableSpans)+" ORDER BY span_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got, err := schema.ScanSpans(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(want) != 2 || len(got) != 2 {
-		t.Fatalf("read %d rows with Select and %d with ScanSpans, want 2 each", len(want), len(got))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("row %d:\n ScanSpans %+v\n Select    %+v", i, got[i], want[i])
+	for _, p := range []struct {
+		name string
+		cols schema.SpanProjection
+	}{{"packed", schema.SpanColumnsAll()}, {"unpacked", schema.SpanColumnsAll().Unpacked()}} {
+		rows, err := s.Conn().Query(ctx, "SELECT "+p.cols.List()+" FROM "+s.Table(schema.TableSpans)+" ORDER BY span_id")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if got[0].AttrValues[2] != "naïve 🦊 ,;:" || got[0].EventTimeNs[1] != 18446744073709551615 {
-		t.Errorf("tricky row read back as %q / %v", got[0].AttrValues, got[0].EventTimeNs)
+		got, err := p.cols.Scan(rows, 0)
+		rows.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) != 2 || len(got) != 2 {
+			t.Fatalf("%s: read %d rows with Select and %d with Scan, want 2 each", p.name, len(want), len(got))
+		}
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("%s, row %d:\n Scan   %+v\n Select %+v", p.name, i, got[i], want[i])
+			}
+		}
+		if got[0].AttrValues[2] != "naïve 🦊 ,;:" || got[0].EventTimeNs[1] != 18446744073709551615 || got[0].Name != "12:chat:" {
+			t.Errorf("%s: tricky row read back as %q / %v / %q", p.name, got[0].AttrValues, got[0].EventTimeNs, got[0].Name)
+		}
 	}
 }
