@@ -527,7 +527,8 @@ func latestGeneration(table string) string {
 // is the one read from the rollup's hour record before, so that hours read
 // here and hours read live never overlap.
 func (r *core) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
-	q, args := readRollupSQL(r.store, project, hours, v)
+	byHour := bucket != BucketNone
+	q, args := readRollupSQL(r.store, project, hours, v, byHour)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
@@ -539,7 +540,10 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 	}
 	found, err := scanAll(rows, func(r *row) []any {
 		r.vals = make([]string, len(v.dims))
-		dest := []any{&r.h}
+		var dest []any
+		if byHour {
+			dest = append(dest, &r.h)
+		}
 		for i := range r.vals {
 			dest = append(dest, &r.vals[i])
 		}
@@ -554,21 +558,39 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 	for i := range found {
 		r := &found[i]
 		if r.t.Spans == 0 && !v.unpriced {
-			continue // a tombstone (an unpriced view reads none: see readRollupSQL)
+			continue // tombstones only (an unpriced view reads none: see readRollupSQL)
 		}
-		b := bucketStart(time.Unix(int64(r.h), 0).UTC(), bucket)
+		var b int64
+		if byHour {
+			b = bucketStart(time.Unix(int64(r.h), 0).UTC(), bucket)
+		}
 		agg.at(bucketKey{b, strings.Join(r.vals, "\x00")}).add(&r.t)
 	}
 	return nil
 }
 
 // readRollupSQL builds readRollup's statement: v's rows of the latest
-// computation of the given hours (at least one, in order), summed per hour
-// and dimension values.
-func readRollupSQL(t tables, project string, hours []time.Time, v view) (string, []any) {
-	list := make([]string, len(hours))
-	for i, h := range hours {
-		list[i] = strconv.FormatInt(h.Unix(), 10)
+// computation of the given hours (at least one, in order), summed per
+// dimension values, and per hour if byHour.
+//
+// The hours are given as their range less the hours in it that are not
+// listed (usually none: the rollup computes every closed hour), not as a
+// list of every hour: ClickHouse 18.16 took ~8 ms to analyse the 720
+// literals of a month. The latest computation of an hour is looked up
+// among v's grain of the project only (latestGenerationOf): every
+// computation writes every key of every grain of its hours with one
+// version, tombstones included, so the grain's newest version is the
+// hour's; the whole table's (latestGeneration) read every grain's rows
+// (at 10M spans 555k rows a month, 3.6k of them the agents').
+func readRollupSQL(t tables, project string, hours []time.Time, v view, byHour bool) (string, []any) {
+	first, last := hours[0], hours[len(hours)-1]
+	var gaps []string
+	next := first
+	for _, h := range hours {
+		for ; next.Before(h); next = next.Add(time.Hour) {
+			gaps = append(gaps, strconv.FormatInt(next.Unix(), 10))
+		}
+		next = h.Add(time.Hour)
 	}
 	table := t.Table(schema.TableCostRollup)
 	measures, having := rollupMeasures, ""
@@ -576,13 +598,26 @@ func readRollupSQL(t tables, project string, hours []time.Time, v view) (string,
 		measures = "sum(unpriced_spans) AS n_unpriced, sum(unpriced_input_tokens), sum(unpriced_output_tokens)"
 		having = "\nHAVING n_unpriced > 0"
 	}
-	q := "SELECT toUInt32(hour) AS h, " + strings.Join(v.dims, ", ") + ", " + measures +
+	sel, keys := strings.Join(v.dims, ", "), strings.Join(v.dims, ", ")
+	if byHour {
+		sel, keys = "toUInt32(hour) AS h, "+sel, "h, "+keys
+	}
+	q := "SELECT " + sel + ", " + measures +
 		"\nFROM " + table +
-		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (" + strings.Join(list, ",") + ")" +
-		"\n  AND " + latestGeneration(table) +
-		"\nGROUP BY h, " + strings.Join(v.dims, ", ") + having
-	first, last := hours[0], hours[len(hours)-1]
-	return q, []any{project, v.grain, first, last, first, last}
+		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ?"
+	if len(gaps) > 0 {
+		q += " AND toUInt32(hour) NOT IN (" + strings.Join(gaps, ",") + ")"
+	}
+	q += "\n  AND " + latestGenerationOf(table) +
+		"\nGROUP BY " + keys + having
+	return q, []any{project, v.grain, first, last, project, v.grain, first, last}
+}
+
+// latestGenerationOf is latestGeneration within one project and grain (two
+// ? more before the hours: the project and the grain).
+func latestGenerationOf(table string) string {
+	return "(hour, version) IN (SELECT hour, max(version) FROM " + table +
+		" WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? GROUP BY hour)"
 }
 
 var unmatchedView = view{grain: schema.GrainModel, dims: []string{"provider", "model"}, unpriced: true}

@@ -225,6 +225,46 @@ func TestCostsMixedRolledAndLive(t *testing.T) {
 	}
 }
 
+// TestCostsReadOnlyRecordedHoursFromTheRollup: the rollup's rows count for
+// an hour only once the hour's record says it was computed; the hours
+// between recorded ones are read live. Here 09:00 and 10:00 are computed,
+// 11:00 (experimenter, solo) is not, 12:00 holds rows of a computation
+// that never recorded its hour (a crash between the two inserts), and
+// 13:00 is recorded empty: the report is the golden figures, without the
+// unrecorded rows' agent, with and without hour buckets.
+func TestCostsReadOnlyRecordedHoursFromTheRollup(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	insert(t, store, loadCorpus(t, "testdata/golden.json", "golden", builtin(t)), 1)
+	if _, err := rollup.New(store, rollup.Config{}).RefreshRange(ctx, mustTime(t, "2026-01-10T10:00:00Z"), mustTime(t, "2026-01-10T11:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	noon := mustTime(t, "2026-01-10T12:00:00Z")
+	if err := store.InsertCostRollup(ctx, []schema.CostRollupRow{{Project: "golden", Grain: schema.GrainAgent, Hour: noon,
+		Agent: "unrecorded", Spans: 7, CostTotal: 1.5, Version: uint64(time.Now().UnixNano())}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.InsertRollupHours(ctx, []schema.RollupHourRow{{Hour: noon.Add(time.Hour), Version: uint64(time.Now().UnixNano()),
+		ComputedAt: time.Now().UTC().Truncate(time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	r := query.NewReader(store)
+	since, until := mustTime(t, "2026-01-10T09:00:00Z"), mustTime(t, "2026-01-10T14:00:00Z")
+	for _, bucket := range []string{query.BucketNone, query.BucketHour} {
+		rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: since, Until: until, Bucket: bucket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Freshness.RolledUpHours != 3 {
+			t.Errorf("bucket %q: rolled-up hours %d, want 3 (09:00, 10:00, 13:00); live %+v", bucket, rep.Freshness.RolledUpHours, rep.Freshness.Live)
+		}
+		goldentest.CheckGroups(t, "by agent, bucket "+bucket, rep, goldenByAgent, true)
+		if rep.Total.Spans != 15 || !near(rep.Total.Cost.Total, goldenTotalCost) {
+			t.Errorf("bucket %q: total %d spans, %v USD; want 15, %v", bucket, rep.Total.Spans, rep.Total.Cost.Total, goldenTotalCost)
+		}
+	}
+}
+
 func TestCostsDayAndMinuteBuckets(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)

@@ -218,9 +218,9 @@ func TestBuiltSQL(t *testing.T) {
 		{"rollup_span_rows_project", built(spanRowsSQL(gt, "p", since, until))},
 		// costs.go
 		{"costs_rolled_hours", built(rolledHoursSQL(gt, since, until))},
-		{"costs_read_rollup", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour), since.Add(3 * time.Hour)},
-			view{grain: schema.GrainModel, dims: []string{"provider", "model"}}))},
-		{"costs_read_rollup_unpriced", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, unmatchedView))},
+		{"costs_read_rollup", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour), since.Add(3 * time.Hour), since.Add(6 * time.Hour)},
+			view{grain: schema.GrainModel, dims: []string{"provider", "model"}}, true))},
+		{"costs_read_rollup_unpriced", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, unmatchedView, false))},
 		// attributed.go
 		{"spans_attributed", built(loadSpansShardSQL(gt, "", since, until, DefaultTraceWindow, Shard{}))},
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},

@@ -5,13 +5,15 @@ SELECT toUInt32(hour) AS h, provider, model, sum(spans), sum(llm_calls), sum(too
 	sum(retry_tax_usd), sum(retry_tax_calls),
 	sum(cost_exact), sum(cost_upper_bound), sum(cost_lower_bound), sum(cost_corrected), sum(cost_approximate)
 FROM `tally`.`cost_rollup_hourly`
-WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) IN (1796083200,1796086800,1796094000)
-  AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`cost_rollup_hourly` WHERE hour >= ? AND hour <= ? GROUP BY hour)
+WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? AND toUInt32(hour) NOT IN (1796090400,1796097600,1796101200)
+  AND (hour, version) IN (SELECT hour, max(version) FROM `tally`.`cost_rollup_hourly` WHERE project = ? AND grain = ? AND hour >= ? AND hour <= ? GROUP BY hour)
 GROUP BY h, provider, model
 -- parameters:
 -- string p
 -- uint8 2
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
--- time.Time 2026-12-01 03:00:00 +0000 UTC
+-- time.Time 2026-12-01 06:00:00 +0000 UTC
+-- string p
+-- uint8 2
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
--- time.Time 2026-12-01 03:00:00 +0000 UTC
+-- time.Time 2026-12-01 06:00:00 +0000 UTC
