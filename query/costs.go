@@ -369,10 +369,25 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 	}
 	var fresh Freshness
 	var rolled []time.Time
+	// edge is the closed, rolled-up hour the range starts in after its
+	// start (its part of the range is read from the edge hour cache).
+	var edge struct {
+		hour    time.Time
+		version uint64
+		ok      bool
+	}
 	if bucket != BucketMinute && match == nil {
-		var err error
-		if rolled, err = r.rolledHours(ctx, ceilHour(since), until.Truncate(time.Hour)); err != nil {
+		first := since.Truncate(time.Hour)
+		versions, err := r.rolledHours(ctx, first, until.Truncate(time.Hour))
+		if err != nil {
 			return nil, fresh, err
+		}
+		for _, h := range versions {
+			if h.hour.Before(since) {
+				edge.hour, edge.version, edge.ok = h.hour, h.version, r.edges != nil
+				continue
+			}
+			rolled = append(rolled, h.hour)
 		}
 	}
 	fresh.RolledUpHours = len(rolled)
@@ -406,6 +421,26 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			part := make([]aggregation, len(views))
 			for i := range part {
 				part[i] = aggregation{}
+			}
+			if edge.ok && !lr.Since.Before(edge.hour) && lr.Since.Before(edge.hour.Add(time.Hour)) {
+				// The edge hour's part from the cache, the rest (if the
+				// range goes on past the hour: not rolled up) live.
+				cut := minTime(lr.Until, edge.hour.Add(time.Hour))
+				spans, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context) ([]edgeSpan, error) {
+					return r.loadEdgeHour(ctx, project, edge.hour)
+				})
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					from, to := uint64(lr.Since.UnixNano()), uint64(cut.UnixNano())
+					for i := range spans {
+						if s := &spans[i]; s.startNs >= from && s.startNs < to {
+							addToViews(part, views, bucket, s.startNs, s.dim, &s.totals)
+						}
+					}
+					lr.Since = cut
+				}
 			}
 			return part, r.aggregateLive(ctx, project, lr, bucket, views, match, part)
 		})
@@ -453,21 +488,37 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 			if match != nil && !match(a) {
 				continue
 			}
-			b := bucketStart(nsTime(a.StartNs), bucket)
-			for vi, v := range views {
-				vals := make([]string, len(v.dims))
-				for di, d := range v.dims {
-					vals[di] = dimValue(a, d)
-				}
-				out[vi].at(bucketKey{b, strings.Join(vals, "\x00")}).AddSpan(a)
-			}
+			var t CostTotals
+			t.AddSpan(a)
+			addToViews(out, views, bucket, a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
 		}
 	}
 	return nil
 }
 
-// rolledHours lists the hours in [from, to) the rollup has computed.
-func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time, error) {
+// addToViews adds the totals t of one span starting at startNs, whose
+// value of each dimension is dim's, to every view's aggregation in out.
+func addToViews(out []aggregation, views []view, bucket string, startNs uint64, dim func(string) string, t *CostTotals) {
+	b := bucketStart(nsTime(startNs), bucket)
+	for vi, v := range views {
+		vals := make([]string, len(v.dims))
+		for di, d := range v.dims {
+			vals[di] = dim(d)
+		}
+		out[vi].at(bucketKey{b, strings.Join(vals, "\x00")}).add(t)
+	}
+}
+
+// rolledHour is an hour the rollup has computed, and the version of its
+// latest computation.
+type rolledHour struct {
+	hour    time.Time
+	version uint64
+}
+
+// rolledHours lists the hours in [from, to) the rollup has computed, in
+// order.
+func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]rolledHour, error) {
 	if !to.After(from) {
 		return nil, nil
 	}
@@ -476,20 +527,24 @@ func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]time.Time
 	if err != nil {
 		return nil, fmt.Errorf("read rollup hours: %w", err)
 	}
-	found, err := scanAll(rows, func(h *uint32) []any { return []any{h} })
+	type row struct {
+		h       uint32
+		version uint64
+	}
+	found, err := scanAll(rows, func(x *row) []any { return []any{&x.h, &x.version} })
 	if err != nil {
 		return nil, fmt.Errorf("read rollup hours: %w", err)
 	}
-	var hours []time.Time
-	for _, h := range found {
-		hours = append(hours, time.Unix(int64(h), 0).UTC())
+	hours := make([]rolledHour, len(found))
+	for i, x := range found {
+		hours[i] = rolledHour{time.Unix(int64(x.h), 0).UTC(), x.version}
 	}
 	return hours, nil
 }
 
 // rolledHoursSQL builds rolledHours' statement.
 func rolledHoursSQL(t tables, from, to time.Time) (string, []any) {
-	return "SELECT toUInt32(hour) AS h FROM " + t.Table(schema.TableCostRollupHours) +
+	return "SELECT toUInt32(hour) AS h, max(version) FROM " + t.Table(schema.TableCostRollupHours) +
 		" WHERE hour >= ? AND hour < ? GROUP BY h ORDER BY h", []any{from.UTC(), to.UTC()}
 }
 

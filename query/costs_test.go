@@ -3,7 +3,9 @@ package query_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,6 +265,82 @@ func TestCostsReadOnlyRecordedHoursFromTheRollup(t *testing.T) {
 			t.Errorf("bucket %q: total %d spans, %v USD; want 15, %v", bucket, rep.Total.Spans, rep.Total.Cost.Total, goldenTotalCost)
 		}
 	}
+}
+
+// TestCostsEdgeHourFromTheCache: a report that starts in the middle of a
+// rolled-up hour takes that hour's part from the edge hour cache, as of the
+// rollup's computation of the hour. From 10:15 the golden figures are every
+// agent's but the planner's (its run is at 10:05). A span that arrives for
+// 10:25 afterwards is in the report once the rollup has computed the hour
+// again, like the rolled-up hours; a reader without the cache, or whose
+// cache cannot hold the hour, reads it at once.
+func TestCostsEdgeHourFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	spans := loadCorpus(t, "testdata/golden.json", "golden", builtin(t))
+	insert(t, store, spans, 1)
+	job := rollup.New(store, rollup.Config{})
+	day, next := mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z")
+	if _, err := job.RefreshRange(ctx, day, next); err != nil {
+		t.Fatal(err)
+	}
+	since, until := mustTime(t, "2026-01-10T10:15:00Z"), mustTime(t, "2026-01-10T13:00:00Z")
+	fromSpans := map[string]goldentest.GroupWant{}
+	for k, v := range goldenByAgent {
+		if k != "planner" {
+			fromSpans[k] = v
+		}
+	}
+	cached := query.NewReader(store)
+	uncached := query.NewReader(store, query.WithEdgeHourSpans(0))
+	small := query.NewReader(store, query.WithEdgeHourSpans(2)) // the 10:00 hour has 10 spans
+	check := func(label string, r *query.Reader, want map[string]goldentest.GroupWant) {
+		t.Helper()
+		for _, bucket := range []string{query.BucketNone, query.BucketHour} {
+			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: since, Until: until, Bucket: bucket})
+			if err != nil {
+				t.Fatal(err)
+			}
+			goldentest.CheckGroups(t, label+", bucket "+bucket, rep, want, true)
+			if rep.Freshness.RolledUpHours != 2 { // 11:00, 12:00; 10:00 is the edge
+				t.Errorf("%s: rolled-up hours %d, want 2; live %+v", label, rep.Freshness.RolledUpHours, rep.Freshness.Live)
+			}
+			for _, g := range rep.Groups {
+				if g.Key == "summarizer" && bucket == query.BucketHour &&
+					(len(g.Series) != 1 || !g.Series[0].Time.Equal(mustTime(t, "2026-01-10T10:00:00Z"))) {
+					t.Errorf("%s: summarizer series %+v, want one point at 10:00", label, g.Series)
+				}
+			}
+		}
+	}
+	for _, r := range []struct {
+		name string
+		r    *query.Reader
+	}{{"cached", cached}, {"uncached", uncached}, {"over the cache's bound", small}} {
+		check(r.name, r.r, fromSpans)
+	}
+
+	// A span for 10:25 arrives: another run, of agent latecomer, with the
+	// usage and cost of the solo run's span.
+	var late schema.Span
+	for _, s := range spans {
+		if s.SpanID == "0000000000000501" {
+			late = s
+		}
+	}
+	at := mustTime(t, "2026-01-10T10:25:00Z")
+	late.TraceID, late.SpanID, late.AgentName, late.Name = strings.Repeat("9", 32), "0000000000000901", "latecomer", "invoke_agent latecomer"
+	late.Start, late.StartNs, late.EndNs = at, uint64(at.UnixNano()), uint64(at.Add(time.Second).UnixNano())
+	insert(t, store, []schema.Span{late}, 1)
+	withLate := maps.Clone(fromSpans)
+	withLate["latecomer"] = goldenByAgent["solo"]
+	check("cached, before the rollup computes the hour again", cached, fromSpans)
+	check("uncached, at once", uncached, withLate)
+	check("over the cache's bound, at once", small, withLate)
+	if _, err := job.RefreshRange(ctx, day, next); err != nil {
+		t.Fatal(err)
+	}
+	check("cached, after the rollup computed the hour again", cached, withLate)
 }
 
 func TestCostsDayAndMinuteBuckets(t *testing.T) {

@@ -39,6 +39,8 @@ type core struct {
 	// schemas and verdicts across reviews (NewReader makes one with the
 	// default limits unless WithValidator gives one).
 	validator *safety.Validator
+	// edges is the edge hour cache of cost reports (edgehour.go); nil: off.
+	edges *edgeHours
 	// liveShardRuns overrides liveShardRuns (tests: WithLiveShardRuns in
 	// export_test.go); 0 keeps it.
 	liveShardRuns int
@@ -115,7 +117,7 @@ func WithValidator(v *safety.Validator) ReaderOption { return func(r *core) { r.
 
 // NewReader returns the readers over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
-	c := &core{store: store}
+	c := &core{store: store, edges: newEdgeHours(DefaultEdgeHourSpans)}
 	for _, o := range opts {
 		o(c)
 	}

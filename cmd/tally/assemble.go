@@ -101,7 +101,8 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 	if err != nil {
 		return fail(err)
 	}
-	reader := query.NewReader(store, review...)
+	// The cost reports' edge hour holds at most the spans of one load.
+	reader := query.NewReader(store, append(review, query.WithEdgeHourSpans(cfg.MaxLoadSpans))...)
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)
