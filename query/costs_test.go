@@ -293,7 +293,9 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 	}
 	cached := query.NewReader(store)
 	uncached := query.NewReader(store, query.WithEdgeHourSpans(0))
-	small := query.NewReader(store, query.WithEdgeHourSpans(2)) // the 10:00 hour has 10 spans
+	// The 10:00 hour has 10 spans: a cache of 10 holds it, one of 9 does not.
+	exact := query.NewReader(store, query.WithEdgeHourSpans(10))
+	small := query.NewReader(store, query.WithEdgeHourSpans(9))
 	check := func(label string, r *query.Reader, want map[string]goldentest.GroupWant) {
 		t.Helper()
 		for _, bucket := range []string{query.BucketNone, query.BucketHour} {
@@ -316,7 +318,7 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 	for _, r := range []struct {
 		name string
 		r    *query.Reader
-	}{{"cached", cached}, {"uncached", uncached}, {"over the cache's bound", small}} {
+	}{{"cached", cached}, {"uncached", uncached}, {"at the cache's bound", exact}, {"over the cache's bound", small}} {
 		check(r.name, r.r, fromSpans)
 	}
 
@@ -335,6 +337,7 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 	withLate := maps.Clone(fromSpans)
 	withLate["latecomer"] = goldenByAgent["solo"]
 	check("cached, before the rollup computes the hour again", cached, fromSpans)
+	check("at the cache's bound, before the rollup computes the hour again", exact, fromSpans)
 	check("uncached, at once", uncached, withLate)
 	check("over the cache's bound, at once", small, withLate)
 	if _, err := job.RefreshRange(ctx, day, next); err != nil {
