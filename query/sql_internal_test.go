@@ -110,6 +110,11 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{config: true, outcomes: true}, liveSet{})
 			return q, args, err
 		}},
+		{"runs_settled_facts_lean", func() (string, []any, error) {
+			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until})
+			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{fingerprint: true, outcomes: true, lean: true}, liveSet{})
+			return q, args, err
+		}},
 		{"runs_settled_configs", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until})
 			q, args := settledConfigsSQL(goldenTables{}, "p", sel)

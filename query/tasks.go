@@ -173,7 +173,12 @@ type gradedRun struct {
 // of the read): the fingerprint's configuration, its Case empty for a
 // settled run; a report that shows the case of a few runs reads it after
 // (settledCases).
-type facts struct{ config, fingerprint, retries, approvals, review, outcomes bool }
+//
+// lean leaves out of the settled runs' summaries what a report that reads
+// only a run's task, times, status and cost does not use: the agents, the
+// calls, the tokens, the retries and repeats (zero). At 7 days (117k runs)
+// those seven columns were 60 of the settled read's 137 ms on 18.16.
+type facts struct{ config, fingerprint, retries, approvals, review, outcomes, lean bool }
 
 // configs reports whether a report wants the runs' configurations, with
 // their cases (config) or without (fingerprint).
