@@ -102,7 +102,7 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 	byTask := map[string][]capRun{}
 	var order []string
 	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, facts{approvals: true}, func(g *windowRun, verdict *bool) error {
+		f.Outcome, facts{approvals: true, noAgents: true, noRetries: true}, func(g *windowRun, verdict *bool) error {
 			rep.RunsRead++
 			if byTask[g.Task] == nil {
 				order = append(order, g.Task)

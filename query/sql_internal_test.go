@@ -112,7 +112,7 @@ func TestBuiltSQL(t *testing.T) {
 		}},
 		{"runs_settled_facts_lean", func() (string, []any, error) {
 			sel, err := selectRuns(goldenTables{}, RunFilter{Project: "p", Since: since, Until: until})
-			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{fingerprint: true, outcomes: true, lean: true}, liveSet{})
+			q, args := settledFactsSQL(goldenTables{}, "p", sel, facts{fingerprint: true, outcomes: true, noAgents: true, noCounts: true, noRetries: true}, liveSet{})
 			return q, args, err
 		}},
 		{"runs_settled_configs", func() (string, []any, error) {

@@ -116,7 +116,7 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	// task's report reads of it: a window's summaries are never held.
 	groups := map[string][]taskRun{}
 	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, facts{config: f.By == "case"}, func(g *windowRun, verdict *bool) error {
+		f.Outcome, facts{config: f.By == "case", noAgents: f.By != "agent", noRetries: true}, func(g *windowRun, verdict *bool) error {
 			if f.MaxRuns > 0 && rep.RunsRead == f.MaxRuns {
 				rep.Truncated = true
 				return errEnough
@@ -174,11 +174,14 @@ type gradedRun struct {
 // settled run; a report that shows the case of a few runs reads it after
 // (settledCases).
 //
-// lean leaves out of the settled runs' summaries what a report that reads
-// only a run's task, times, status and cost does not use: the agents, the
-// calls, the tokens, the retries and repeats (zero). At 7 days (117k runs)
-// those seven columns were 60 of the settled read's 137 ms on 18.16.
-type facts struct{ config, fingerprint, retries, approvals, review, outcomes, lean bool }
+// noAgents, noCounts and noRetries leave out of the settled runs'
+// summaries what a report does not use (zero): the agents; the calls and
+// the input and output tokens; the retries and repeats. At 7 days (117k
+// runs) those seven columns were 60 of the settled read's 137 ms on 18.16.
+type facts struct {
+	config, fingerprint, retries, approvals, review, outcomes bool
+	noAgents, noCounts, noRetries                             bool
+}
 
 // configs reports whether a report wants the runs' configurations, with
 // their cases (config) or without (fingerprint).

@@ -231,25 +231,25 @@ type settledField struct {
 
 // settledFields are the settled read's columns: the summary's figures the
 // reports use (the task, agents, times, status, calls, errors, input and
-// output tokens, total cost; the others stay zero, and a lean report reads
-// only the task, times, status and cost), the retries and repeats, the
-// facts, the row's filter verdict (keep) and key start.
+// output tokens, total cost; the others stay zero, and so do those a report
+// leaves out: facts.noAgents, noCounts), the retries and repeats (unless
+// noRetries), the facts, the row's filter verdict (keep) and key start.
 var settledFields = []settledField{
 	{expr: "trace_id", dest: func(r *settledRow) any { return &r.run.TraceID }},
 	{expr: "root_name", dest: func(r *settledRow) any { return &r.run.RootName }},
 	{expr: "task", dest: func(r *settledRow) any { return &r.run.Task }},
-	{expr: schema.EncodedStrings("agents"), dest: func(r *settledRow) any { return &r.agents }, wanted: notLean},
+	{expr: schema.EncodedStrings("agents"), dest: func(r *settledRow) any { return &r.agents }, wanted: func(w facts) bool { return !w.noAgents }},
 	{expr: "s_ns", dest: func(r *settledRow) any { return &r.run.StartNs }},
 	{expr: "e_ns", dest: func(r *settledRow) any { return &r.run.EndNs }},
-	{expr: "n_llm", dest: func(r *settledRow) any { return &r.run.LLM }, wanted: notLean},
-	{expr: "n_tool", dest: func(r *settledRow) any { return &r.run.Tool }, wanted: notLean},
+	{expr: "n_llm", dest: func(r *settledRow) any { return &r.run.LLM }, wanted: wantCounts},
+	{expr: "n_tool", dest: func(r *settledRow) any { return &r.run.Tool }, wanted: wantCounts},
 	{expr: "n_err", dest: func(r *settledRow) any { return &r.run.Err }},
 	{expr: "run_err", dest: func(r *settledRow) any { return &r.run.RunErr }},
-	{expr: "in_t", dest: func(r *settledRow) any { return &r.run.In }, wanted: notLean},
-	{expr: "out_t", dest: func(r *settledRow) any { return &r.run.Out }, wanted: notLean},
+	{expr: "in_t", dest: func(r *settledRow) any { return &r.run.In }, wanted: wantCounts},
+	{expr: "out_t", dest: func(r *settledRow) any { return &r.run.Out }, wanted: wantCounts},
 	{expr: "c_total", dest: func(r *settledRow) any { return &r.run.CTotal }},
-	{expr: "n_retries", dest: func(r *settledRow) any { return &r.retries }, wanted: notLean},
-	{expr: "n_repeats", dest: func(r *settledRow) any { return &r.repeats }, wanted: notLean},
+	{expr: "n_retries", dest: func(r *settledRow) any { return &r.retries }, wanted: wantRetries},
+	{expr: "n_repeats", dest: func(r *settledRow) any { return &r.repeats }, wanted: wantRetries},
 	{expr: "fingerprint", column: "fingerprint", dest: func(r *settledRow) any { return &r.fingerprint }, wanted: facts.configs},
 	{expr: "visitParamExtractString(config, 'case')", column: "config", dest: func(r *settledRow) any { return &r.configCase }, wanted: func(w facts) bool { return w.config }},
 	{expr: schema.EncodedStrings("step_tools"), column: "step_tools", dest: func(r *settledRow) any { return &r.stepTools }, wanted: func(w facts) bool { return w.review }},
@@ -261,8 +261,10 @@ var settledFields = []settledField{
 	{expr: schema.EncodedStrings("verdicts"), column: "verdicts", dest: func(r *settledRow) any { return &r.outcomes }, wanted: func(w facts) bool { return w.outcomes }},
 }
 
-// notLean wants a column unless the report is lean (facts.lean).
-func notLean(w facts) bool { return !w.lean }
+// wantCounts and wantRetries want the summary's calls and tokens, and its
+// retries and repeats, unless the report leaves them out (facts).
+func wantCounts(w facts) bool  { return !w.noCounts }
+func wantRetries(w facts) bool { return !w.noRetries }
 
 // settledFieldsFor are the settled read's columns want needs.
 func settledFieldsFor(want facts) []settledField {
