@@ -371,20 +371,16 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 	var rolled []time.Time
 	// edge is the closed, rolled-up hour the range starts in after its
 	// start (its part of the range is read from the edge hour cache).
-	var edge struct {
-		hour    time.Time
-		version uint64
-		ok      bool
-	}
+	var edge *rolledHour
 	if bucket != BucketMinute && match == nil {
 		first := since.Truncate(time.Hour)
-		versions, err := r.rolledHours(ctx, first, until.Truncate(time.Hour))
+		hours, err := r.rolledHours(ctx, first, until.Truncate(time.Hour))
 		if err != nil {
 			return nil, fresh, err
 		}
-		for _, h := range versions {
+		for i, h := range hours {
 			if h.hour.Before(since) {
-				edge.hour, edge.version, edge.ok = h.hour, h.version, r.edges != nil
+				edge = &hours[i]
 				continue
 			}
 			rolled = append(rolled, h.hour)
@@ -422,24 +418,10 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			for i := range part {
 				part[i] = aggregation{}
 			}
-			if edge.ok && !lr.Since.Before(edge.hour) && lr.Since.Before(edge.hour.Add(time.Hour)) {
-				// The edge hour's part from the cache, the rest (if the
-				// range goes on past the hour: not rolled up) live.
-				cut := minTime(lr.Until, edge.hour.Add(time.Hour))
-				spans, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context) ([]edgeSpan, error) {
-					return r.loadEdgeHour(ctx, project, edge.hour)
-				})
-				if err != nil {
+			if edge != nil && lr.Since.Equal(since) {
+				var err error
+				if lr, err = r.aggregateEdge(ctx, project, *edge, lr, bucket, views, part); err != nil {
 					return nil, err
-				}
-				if ok {
-					from, to := uint64(lr.Since.UnixNano()), uint64(cut.UnixNano())
-					for i := range spans {
-						if s := &spans[i]; s.startNs >= from && s.startNs < to {
-							addToViews(part, views, bucket, s.startNs, s.dim, &s.totals)
-						}
-					}
-					lr.Since = cut
 				}
 			}
 			return part, r.aggregateLive(ctx, project, lr, bucket, views, match, part)
@@ -494,6 +476,29 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 		}
 	}
 	return nil
+}
+
+// aggregateEdge adds the part of lr in the edge hour (the closed,
+// rolled-up hour lr starts in) to the views from the edge hour cache, and
+// returns the rest of lr, to be read live (empty unless lr goes on past
+// the hour); lr whole when the cache cannot hold the hour.
+func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHour, lr TimeRange, bucket string, views []view,
+	out []aggregation) (TimeRange, error) {
+	spans, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context) ([]edgeSpan, error) {
+		return r.loadEdgeHour(ctx, project, edge.hour)
+	})
+	if err != nil || !ok {
+		return lr, err
+	}
+	cut := minTime(lr.Until, edge.hour.Add(time.Hour))
+	from, to := uint64(lr.Since.UnixNano()), uint64(cut.UnixNano())
+	for i := range spans {
+		if s := &spans[i]; s.startNs >= from && s.startNs < to {
+			addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
+		}
+	}
+	lr.Since = cut
+	return lr, nil
 }
 
 // addToViews adds the totals t of one span starting at startNs, whose

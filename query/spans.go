@@ -72,13 +72,9 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 	// count() counts duplicate deliveries not yet merged: above the limit,
 	// read one span more than it to know whether the run really has more.
 	more := limit > 0 && ext.rows > uint64(limit)
-	read := 0
+	read, want := 0, int(min(ext.rows, 1<<20)) // want: the rows expected
 	if more {
-		read = limit + 1
-	}
-	want := int(min(ext.rows, 1<<20))
-	if more {
-		want = limit + 1
+		read, want = limit+1, limit+1
 	}
 	if want < schema.UnpackedBelow {
 		cols = cols.Unpacked()

@@ -238,7 +238,7 @@ var settledFields = []settledField{
 	{expr: "trace_id", dest: func(r *settledRow) any { return &r.run.TraceID }},
 	{expr: "root_name", dest: func(r *settledRow) any { return &r.run.RootName }},
 	{expr: "task", dest: func(r *settledRow) any { return &r.run.Task }},
-	{expr: schema.EncodedStrings("agents"), dest: func(r *settledRow) any { return &r.agents }, wanted: func(w facts) bool { return !w.noAgents }},
+	{expr: schema.EncodedStrings("agents"), dest: func(r *settledRow) any { return &r.agents }, wanted: wantAgents},
 	{expr: "s_ns", dest: func(r *settledRow) any { return &r.run.StartNs }},
 	{expr: "e_ns", dest: func(r *settledRow) any { return &r.run.EndNs }},
 	{expr: "n_llm", dest: func(r *settledRow) any { return &r.run.LLM }, wanted: wantCounts},
@@ -261,8 +261,10 @@ var settledFields = []settledField{
 	{expr: schema.EncodedStrings("verdicts"), column: "verdicts", dest: func(r *settledRow) any { return &r.outcomes }, wanted: func(w facts) bool { return w.outcomes }},
 }
 
-// wantCounts and wantRetries want the summary's calls and tokens, and its
-// retries and repeats, unless the report leaves them out (facts).
+// wantAgents, wantCounts and wantRetries want the summary's agents, its
+// calls and tokens, and its retries and repeats, unless the report leaves
+// them out (facts).
+func wantAgents(w facts) bool  { return !w.noAgents }
 func wantCounts(w facts) bool  { return !w.noCounts }
 func wantRetries(w facts) bool { return !w.noRetries }
 

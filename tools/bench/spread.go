@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tallyhq/tally/consistency"
 )
 
 // Spread puts several runs of the suite on one build in one: each figure's
@@ -40,7 +42,7 @@ func Spread(runs []*Results) *Results {
 			f.Reason = first.Reason
 		} else {
 			sorted := slices.Sorted(slices.Values(values))
-			f.Value, f.Available = median(sorted), true
+			f.Value, f.Available = consistency.Quantile(sorted, 0.5), true // the mean of the middle two for an even count
 			f.Met = judge(f.Goal, f.Value)
 			shown := make([]string, len(values))
 			for i, v := range values {
@@ -55,15 +57,6 @@ func Spread(runs []*Results) *Results {
 		"the detail lists them (values, in run order) with the least and the greatest. Each run's own results are in run-1 … run-%d.",
 		len(runs), len(runs)))
 	return out
-}
-
-// median of sorted values (the mean of the middle two for an even count).
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // judge reads a goal of the form "≥ X" or "≤ X" (X may group thousands
