@@ -44,6 +44,9 @@ type core struct {
 	// liveShardRuns overrides liveShardRuns (tests: WithLiveShardRuns in
 	// export_test.go); 0 keeps it.
 	liveShardRuns int
+	// classifyPartCalls overrides classifyPartCalls (tests:
+	// WithClassifyPartCalls in export_test.go); 0 keeps it.
+	classifyPartCalls int
 }
 
 // The subject readers: each reads one subject's tables and answers its

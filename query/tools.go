@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -391,14 +392,61 @@ type windowCall struct {
 	start       uint64
 }
 
+// classifyPartCalls is about how many tool calls one part of classifyWindow
+// groups by run in the store. The grouping holds every call of its part
+// until the last one is read: the alerts exporter's window under the
+// bench's 2× overload (15 minutes of unsettled runs) held 117 MiB in the
+// embedded engine in one statement, the engine's peak.
+const classifyPartCalls = 100_000
+
 // classifyWindow classifies the tool calls in the window of every run with
 // attribution.RetryClassifier, the one place the retry rules are decided.
-// One pass over the window's deduplicated tool spans (LIMIT 1 BY, see
+// Each pass over the window's deduplicated tool spans (LIMIT 1 BY, see
 // toolAggregates) groups them per run and unfolds them again (ARRAY JOIN),
 // so a run's calls arrive together as compact rows: ids and arguments come as
-// cityHash64 keys (see attribution.KeyedCall). visit sees every call.
+// cityHash64 keys (see attribution.KeyedCall). A window of more than
+// classifyPartCalls calls is read in parts of the runs by trace id
+// (classifyParts), each run whole in one of them. visit sees every call.
 func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
-	q, args := classifyWindowSQL(r.store, w)
+	parts, err := r.classifyParts(ctx, w)
+	if err != nil {
+		return err
+	}
+	rc := attribution.NewRetryClassifier()
+	toolKeys := map[string]uint64{}
+	for i := range parts {
+		if err := r.classifyPart(ctx, w, Shard{Index: i, Of: parts}, rc, toolKeys, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classifyParts is how many parts classifyWindow reads w's calls in: one
+// per classifyPartCalls (or the reader's WithClassifyPartCalls) of its tool
+// span rows, duplicate deliveries not yet merged included.
+func (r *core) classifyParts(ctx context.Context, w Window) (int, error) {
+	q, args := windowToolRowsSQL(r.store, w)
+	var n uint64
+	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count tool calls: %w", err)
+	}
+	per := uint64(cmp.Or(r.classifyPartCalls, classifyPartCalls))
+	return int(max(1, (n+per-1)/per)), nil
+}
+
+// windowToolRowsSQL builds classifyParts' count of the window's tool span
+// rows.
+func windowToolRowsSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	return "SELECT count() FROM " + t.Table(schema.TableSpanFacts) + " WHERE " + where + " AND span_type = 'tool'", args
+}
+
+// classifyPart classifies the calls of one part of w's runs (classifyWindow),
+// with rc and the tools' keys shared by the parts.
+func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attribution.RetryClassifier,
+	toolKeys map[string]uint64, visit func(c *windowCall, class attribution.Class)) error {
+	q, args := classifyWindowSQL(r.store, w, part)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("classify tool calls: %w", err)
@@ -409,8 +457,6 @@ func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windo
 		spanID string
 		meta   windowCall
 	}
-	rc := attribution.NewRetryClassifier()
-	toolKeys := map[string]uint64{}
 	var (
 		run     []row
 		calls   []attribution.KeyedCall
@@ -463,11 +509,14 @@ func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windo
 	return nil
 }
 
-// classifyWindowSQL builds classifyWindow's statement: the window's
-// deduplicated tool spans grouped per run and unfolded again, as compact
-// rows.
-func classifyWindowSQL(t tables, w Window) (string, []any) {
+// classifyWindowSQL builds classifyPart's statement: the deduplicated tool
+// spans of the window's runs in part grouped per run and unfolded again, as
+// compact rows.
+func classifyWindowSQL(t tables, w Window, part Shard) (string, []any) {
 	where, args := w.where()
+	if part.Of > 1 {
+		where += fmt.Sprintf(" AND cityHash64(trace_id) %% %d = %d", part.Of, part.Index)
+	}
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (
 	SELECT trace_id, groupArray(span_id) AS a_span, groupArray(tool) AS a_tool, groupArray(parent) AS a_parent,

@@ -69,51 +69,67 @@ func TestToolsOverClickHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := r.Tools(ctx, query.ToolFilter{Window: query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}, PerMinute: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Tool != "fetch_url" || got[1].Tool != "vector_search" {
-		t.Fatalf("tools: %+v", got)
-	}
-	fu, vs := got[0], got[1]
-	// fetch_url: 3 calls, 1 error, 1 retry (1/3), 1 repeat.
-	if fu.Calls != 3 || fu.Errors != 1 || fu.Retries != 1 || fu.Repeats != 1 ||
-		fu.RetryRate != 1.0/3 || fu.ErrorRate != 1.0/3 {
-		t.Errorf("fetch_url: %+v", fu)
-	}
-	wantTrace := fmt.Sprintf("%032s", "f1")
-	if !reflect.DeepEqual(fu.RetriedRuns, []string{wantTrace}) || !reflect.DeepEqual(fu.FailedRuns, []string{wantTrace}) {
-		t.Errorf("fetch_url examples: retried %v failed %v", fu.RetriedRuns, fu.FailedRuns)
-	}
-	// fetch_url durations 1000, 1000, 3000 ms: position ⌊0.5·3⌋ = 1 → 1000; ⌊0.95·3⌋ = 2 → 3000.
-	if fu.P50Ms != 1000 || fu.P95Ms != 3000 {
-		t.Errorf("fetch_url percentiles: p50 %v p95 %v", fu.P50Ms, fu.P95Ms)
-	}
-	// All three fetch_url calls started in minute 09:00.
-	if len(fu.PerMinute) != 1 || fu.PerMinute[0] != (query.ToolMinute{Minute: base, Calls: 3, Errors: 1, Retries: 1}) {
-		t.Errorf("fetch_url per minute: %+v", fu.PerMinute)
-	}
-	if vs.Calls != 100 || vs.Retries != 0 || vs.Errors != 0 {
-		t.Errorf("vector_search counts: %+v", vs)
-	}
-	// Documented tolerance: between the nearest-rank value and one rank above.
-	for _, q := range []struct {
-		name        string
-		got, lo, hi float64
-	}{{"p50", vs.P50Ms, 500, 510}, {"p95", vs.P95Ms, 950, 960}, {"p99", vs.P99Ms, 990, 1000}} {
-		if q.got < q.lo || q.got > q.hi {
-			t.Errorf("vector_search %s = %v ms, want within [%v, %v]", q.name, q.got, q.lo, q.hi)
+	// The classification of retries read at once and in parts of the runs
+	// (two calls a part): the window holds 104 tool span rows (100
+	// vector_search, 4 fetch_url with the duplicate; the late one is
+	// outside), so 52 parts; each run is whole in one of them.
+	win := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
+	for _, tc := range []struct {
+		name  string
+		r     *query.Reader
+		parts int
+	}{{"at once", r, 1}, {"in parts", query.NewReader(s, query.WithClassifyPartCalls(2)), 52}} {
+		if parts, err := query.ClassifyParts(ctx, tc.r, win); err != nil || parts != tc.parts {
+			t.Fatalf("%s: classified in %d parts (%v), want %d", tc.name, parts, err, tc.parts)
 		}
-	}
-	// The slowest call (1000 ms) is the call of run v99.
-	if len(vs.SlowestRuns) != 5 || vs.SlowestRuns[0] != fmt.Sprintf("%032s", "v99") {
-		t.Errorf("vector_search slowest runs: %v", vs.SlowestRuns)
-	}
-	// 100 calls, one per second from 09:00:00: minutes 09:00 and 09:01 hold
-	// 60 and 40.
-	if len(vs.PerMinute) != 2 || vs.PerMinute[0].Calls != 60 || vs.PerMinute[1].Calls != 40 {
-		t.Errorf("vector_search per minute: %+v", vs.PerMinute)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.r.Tools(ctx, query.ToolFilter{Window: win, PerMinute: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].Tool != "fetch_url" || got[1].Tool != "vector_search" {
+				t.Fatalf("tools: %+v", got)
+			}
+			fu, vs := got[0], got[1]
+			// fetch_url: 3 calls, 1 error, 1 retry (1/3), 1 repeat.
+			if fu.Calls != 3 || fu.Errors != 1 || fu.Retries != 1 || fu.Repeats != 1 ||
+				fu.RetryRate != 1.0/3 || fu.ErrorRate != 1.0/3 {
+				t.Errorf("fetch_url: %+v", fu)
+			}
+			wantTrace := fmt.Sprintf("%032s", "f1")
+			if !reflect.DeepEqual(fu.RetriedRuns, []string{wantTrace}) || !reflect.DeepEqual(fu.FailedRuns, []string{wantTrace}) {
+				t.Errorf("fetch_url examples: retried %v failed %v", fu.RetriedRuns, fu.FailedRuns)
+			}
+			// fetch_url durations 1000, 1000, 3000 ms: position ⌊0.5·3⌋ = 1 → 1000; ⌊0.95·3⌋ = 2 → 3000.
+			if fu.P50Ms != 1000 || fu.P95Ms != 3000 {
+				t.Errorf("fetch_url percentiles: p50 %v p95 %v", fu.P50Ms, fu.P95Ms)
+			}
+			// All three fetch_url calls started in minute 09:00.
+			if len(fu.PerMinute) != 1 || fu.PerMinute[0] != (query.ToolMinute{Minute: base, Calls: 3, Errors: 1, Retries: 1}) {
+				t.Errorf("fetch_url per minute: %+v", fu.PerMinute)
+			}
+			if vs.Calls != 100 || vs.Retries != 0 || vs.Errors != 0 {
+				t.Errorf("vector_search counts: %+v", vs)
+			}
+			// Documented tolerance: between the nearest-rank value and one rank above.
+			for _, q := range []struct {
+				name        string
+				got, lo, hi float64
+			}{{"p50", vs.P50Ms, 500, 510}, {"p95", vs.P95Ms, 950, 960}, {"p99", vs.P99Ms, 990, 1000}} {
+				if q.got < q.lo || q.got > q.hi {
+					t.Errorf("vector_search %s = %v ms, want within [%v, %v]", q.name, q.got, q.lo, q.hi)
+				}
+			}
+			// The slowest call (1000 ms) is the call of run v99.
+			if len(vs.SlowestRuns) != 5 || vs.SlowestRuns[0] != fmt.Sprintf("%032s", "v99") {
+				t.Errorf("vector_search slowest runs: %v", vs.SlowestRuns)
+			}
+			// 100 calls, one per second from 09:00:00: minutes 09:00 and 09:01 hold
+			// 60 and 40.
+			if len(vs.PerMinute) != 2 || vs.PerMinute[0].Calls != 60 || vs.PerMinute[1].Calls != 40 {
+				t.Errorf("vector_search per minute: %+v", vs.PerMinute)
+			}
+		})
 	}
 
 	// Another project sees nothing.
