@@ -8,7 +8,7 @@ import (
 )
 
 // TestBackgroundStatementsTakeOneThread: a statement made under
-// schema.Background runs with one thread and blocks of 8,192 rows, and
+// schema.Background runs with one thread and blocks of 1,024 rows, and
 // one made without it (a user's read) with the store's defaults, on the
 // same connections just after.
 func TestBackgroundStatementsTakeOneThread(t *testing.T) {
@@ -22,10 +22,10 @@ func TestBackgroundStatementsTakeOneThread(t *testing.T) {
 		return threads, block
 	}
 	for range 2 {
-		if threads, block := settings(schema.Background(context.Background())); threads != "1" || block != "8192" {
-			t.Errorf("background statement: max_threads %s, max_block_size %s; want 1 and 8192", threads, block)
+		if threads, block := settings(schema.Background(context.Background())); threads != "1" || block != "1024" {
+			t.Errorf("background statement: max_threads %s, max_block_size %s; want 1 and 1024", threads, block)
 		}
-		if threads, block := settings(context.Background()); threads == "1" || block == "8192" {
+		if threads, block := settings(context.Background()); threads == "1" || block == "1024" {
 			t.Errorf("a user's statement after a background one: max_threads %s, max_block_size %s; want the defaults", threads, block)
 		}
 	}
