@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
+	"golang.org/x/sync/errgroup"
 )
 
 // httpStatusAttribute is the semantic conventions' HTTP response status,
@@ -605,41 +606,27 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	// While the settler catches up (a restart under load) the live runs
 	// are not few: they are read in parts by trace id (liveShards), each
 	// part counted as it is reviewed, and only its runs that raised a
-	// signal kept.
-	shards, err := r.liveShards(ctx, lv)
+	// signal kept. The settled runs are read while the live ones are
+	// reviewed.
+	var settled settledReview
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var g errgroup.Group
+	if !lv.all {
+		g.Go(func() error {
+			var err error
+			settled, err = r.settledReview(ctx, f.Project, sel, lv, f.Tool)
+			return err
+		})
+	}
+	live, err := r.reviewLive(ctx, f, sel, lv, addSteps, rep)
 	if err != nil {
+		cancel()
+		_ = g.Wait()
 		return nil, err
 	}
-	var live []windowRun // the live runs that raised a signal
-	for i := range shards {
-		part, err := r.liveWindowRuns(ctx, sel, lv, Shard{Index: i, Of: shards}, nil)
-		if err != nil {
-			return nil, err
-		}
-		summaries := make([]RunSummary, len(part))
-		for j := range part {
-			summaries[j] = part[j].RunSummary
-			rep.RunsRead++
-			rep.RunsByTask[part[j].Task]++
-		}
-		if err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
-			for _, st := range rv.run.Steps {
-				if f.Tool == "" || st.Tool == f.Tool {
-					addSteps(st.Tool, st.Status, st.Effect, 1)
-				}
-			}
-			if len(rv.signals) > 0 {
-				live = append(live, windowRun{RunSummary: *run, facts: &runFacts{signals: rv.signals}})
-			}
-		}); err != nil {
-			return nil, err
-		}
-	}
-	var settled settledReview
-	if !lv.all {
-		if settled, err = r.settledReview(ctx, f.Project, sel, lv, f.Tool); err != nil {
-			return nil, err
-		}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	for task, n := range settled.runsByTask {
 		rep.RunsRead += n
@@ -742,6 +729,43 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	return rep, nil
 }
 
+// reviewLive reviews the live runs lv of sel in parts (liveShards),
+// counting them and their steps into rep and through addSteps as each part
+// is reviewed, and returns the ones that raised a signal.
+func (r *core) reviewLive(ctx context.Context, f SignalFilter, sel runSelection, lv liveSet,
+	addSteps func(tool string, status safety.Status, effect safety.Effect, n int), rep *SignalsReport) ([]windowRun, error) {
+	shards, err := r.liveShards(ctx, lv)
+	if err != nil {
+		return nil, err
+	}
+	var live []windowRun
+	for i := range shards {
+		part, err := r.liveWindowRuns(ctx, sel, lv, Shard{Index: i, Of: shards}, nil)
+		if err != nil {
+			return nil, err
+		}
+		summaries := make([]RunSummary, len(part))
+		for j := range part {
+			summaries[j] = part[j].RunSummary
+			rep.RunsRead++
+			rep.RunsByTask[part[j].Task]++
+		}
+		if err := r.reviewRuns(ctx, f.Project, summaries, func(run *RunSummary, rv *runReview) {
+			for _, st := range rv.run.Steps {
+				if f.Tool == "" || st.Tool == f.Tool {
+					addSteps(st.Tool, st.Status, st.Effect, 1)
+				}
+			}
+			if len(rv.signals) > 0 {
+				live = append(live, windowRun{RunSummary: *run, facts: &runFacts{signals: rv.signals}})
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
 // liveShardRuns is about how many live runs one part of a review of the
 // live runs holds (liveShards): their summaries and reviews in tally, and
 // their aggregation in the store (a read of 30,000 unsettled runs' summaries
@@ -788,63 +812,77 @@ type stepCount struct {
 // (lv), their steps of tool only when tool is set. Three statements over
 // the window's current rows, each reading a few columns: a window of
 // 117k runs read whole (each run's steps and signals, to add them up in
-// Go) took 0.45 s, most of it moving the rows.
+// Go) took 0.45 s, most of it moving the rows. They run at once: each
+// deduplicates the window's rows (FINAL), which ClickHouse 18.16 does on
+// one thread, so one after the other they left the second core idle.
 func (r *core) settledReview(ctx context.Context, project string, sel runSelection, lv liveSet, tool string) (settledReview, error) {
 	out := settledReview{runsByTask: map[string]int{}}
-	q, args := settledTasksSQL(r.store, project, sel, lv)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return out, fmt.Errorf("count settled runs: %w", err)
-	}
-	type taskCount struct {
-		task string
-		n    uint64
-	}
-	tasks, err := scanAll(rows, func(c *taskCount) []any { return []any{&c.task, &c.n} })
-	if err != nil {
-		return out, fmt.Errorf("count settled runs: %w", err)
-	}
-	for _, c := range tasks {
-		out.runsByTask[c.task] += int(c.n)
-	}
-	q, args = settledStepsSQL(r.store, project, sel, lv, tool)
-	if rows, err = r.store.Conn().Query(ctx, q, args...); err != nil {
-		return out, fmt.Errorf("count settled steps: %w", err)
-	}
-	type stepRow struct {
-		tool, status, effect string
-		n                    uint64
-	}
-	steps, err := scanAll(rows, func(c *stepRow) []any { return []any{&c.tool, &c.status, &c.effect, &c.n} })
-	if err != nil {
-		return out, fmt.Errorf("count settled steps: %w", err)
-	}
-	for _, c := range steps {
-		out.steps = append(out.steps, stepCount{c.tool, safety.Status(c.status), safety.Effect(c.effect), int(c.n)})
-	}
-	q, args = settledSignalsSQL(r.store, project, sel, lv)
-	if rows, err = r.store.Conn().Query(ctx, q, args...); err != nil {
-		return out, fmt.Errorf("read settled signals: %w", err)
-	}
-	type flaggedRow struct {
-		traceID, task, signals string
-		agents                 []string
-		startNs                uint64
-	}
-	found, err := scanAll(rows, func(f *flaggedRow) []any { return []any{&f.traceID, &f.startNs, &f.task, &f.agents, &f.signals} })
-	if err != nil {
-		return out, fmt.Errorf("read settled signals: %w", err)
-	}
-	out.flagged = make([]windowRun, len(found))
-	for i, f := range found {
-		run := &out.flagged[i]
-		run.TraceID, run.Start, run.Task, run.Agents, run.Settled = f.traceID, nsTime(f.startNs), f.task, nonNil(f.agents), true
-		run.facts = &runFacts{}
-		if err := decodeFact(f.signals, &run.facts.signals); err != nil {
-			return out, fmt.Errorf("run %s: signals: %w", f.traceID, err)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		q, args := settledTasksSQL(r.store, project, sel, lv)
+		rows, err := r.store.Conn().Query(gctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("count settled runs: %w", err)
 		}
-	}
-	return out, nil
+		type taskCount struct {
+			task string
+			n    uint64
+		}
+		tasks, err := scanAll(rows, func(c *taskCount) []any { return []any{&c.task, &c.n} })
+		if err != nil {
+			return fmt.Errorf("count settled runs: %w", err)
+		}
+		for _, c := range tasks {
+			out.runsByTask[c.task] += int(c.n)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		q, args := settledStepsSQL(r.store, project, sel, lv, tool)
+		rows, err := r.store.Conn().Query(gctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("count settled steps: %w", err)
+		}
+		type stepRow struct {
+			tool, status, effect string
+			n                    uint64
+		}
+		steps, err := scanAll(rows, func(c *stepRow) []any { return []any{&c.tool, &c.status, &c.effect, &c.n} })
+		if err != nil {
+			return fmt.Errorf("count settled steps: %w", err)
+		}
+		for _, c := range steps {
+			out.steps = append(out.steps, stepCount{c.tool, safety.Status(c.status), safety.Effect(c.effect), int(c.n)})
+		}
+		return nil
+	})
+	g.Go(func() error {
+		q, args := settledSignalsSQL(r.store, project, sel, lv)
+		rows, err := r.store.Conn().Query(gctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("read settled signals: %w", err)
+		}
+		type flaggedRow struct {
+			traceID, task, signals string
+			agents                 []string
+			startNs                uint64
+		}
+		found, err := scanAll(rows, func(f *flaggedRow) []any { return []any{&f.traceID, &f.startNs, &f.task, &f.agents, &f.signals} })
+		if err != nil {
+			return fmt.Errorf("read settled signals: %w", err)
+		}
+		out.flagged = make([]windowRun, len(found))
+		for i, f := range found {
+			run := &out.flagged[i]
+			run.TraceID, run.Start, run.Task, run.Agents, run.Settled = f.traceID, nsTime(f.startNs), f.task, nonNil(f.agents), true
+			run.facts = &runFacts{}
+			if err := decodeFact(f.signals, &run.facts.signals); err != nil {
+				return fmt.Errorf("run %s: signals: %w", f.traceID, err)
+			}
+		}
+		return nil
+	})
+	return out, g.Wait()
 }
 
 // settledTask is a settled row's task as its summary gives it (runRow.summary).
