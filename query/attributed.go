@@ -67,8 +67,8 @@ func loadSpansShardSQL(t tables, project string, from, to time.Time, window time
 		projectCond = " AND project = ?"
 	}
 	shardCond := ""
-	if shard.Of > 1 {
-		shardCond = fmt.Sprintf(" AND cityHash64(trace_id) %% %d = %d", shard.Of, shard.Index)
+	if c := shard.cond(); c != "" {
+		shardCond = " AND " + c
 	}
 	// span_facts is sorted by hour first: these reads cover an hour or a
 	// few, which in the spans table (sorted by run) would read whole days.

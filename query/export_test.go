@@ -3,7 +3,7 @@ package query
 import "context"
 
 // WithLiveShardRuns makes a reader review live runs in parts of n runs
-// (liveShardRuns is 5,000), so that a test of a few runs covers the
+// (liveShardRuns is 2,000), so that a test of a few runs covers the
 // review in parts.
 func WithLiveShardRuns(n int) ReaderOption { return func(r *core) { r.liveShardRuns = n } }
 

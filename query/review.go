@@ -608,23 +608,21 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 	// part counted as it is reviewed, and only its runs that raised a
 	// signal kept. The settled runs are read while the live ones are
 	// reviewed.
-	var settled settledReview
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var g errgroup.Group
+	var (
+		settled settledReview
+		live    []windowRun // the live runs that raised a signal
+	)
+	g, gctx := errgroup.WithContext(ctx)
 	if !lv.all {
-		g.Go(func() error {
-			var err error
-			settled, err = r.settledReview(ctx, f.Project, sel, lv, f.Tool)
+		g.Go(func() (err error) {
+			settled, err = r.settledReview(gctx, f.Project, sel, lv, f.Tool)
 			return err
 		})
 	}
-	live, err := r.reviewLive(ctx, f, sel, lv, addSteps, rep)
-	if err != nil {
-		cancel()
-		_ = g.Wait()
-		return nil, err
-	}
+	g.Go(func() (err error) {
+		live, err = r.reviewLive(gctx, f, sel, lv, addSteps, rep)
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}

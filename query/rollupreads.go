@@ -30,6 +30,15 @@ type Shard struct {
 	Index, Of int
 }
 
+// cond is the condition on trace_id that keeps the runs of the part, or ""
+// for every run.
+func (s Shard) cond() string {
+	if s.Of <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("cityHash64(trace_id) %% %d = %d", s.Of, s.Index)
+}
+
 // HourFingerprint identifies the state of an hour of span_facts: its row
 // count and the sum of its rows' versions. A new span, a duplicate, a
 // reprice or a merge collapsing duplicates changes it.

@@ -514,8 +514,8 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 // compact rows.
 func classifyWindowSQL(t tables, w Window, part Shard) (string, []any) {
 	where, args := w.where()
-	if part.Of > 1 {
-		where += fmt.Sprintf(" AND cityHash64(trace_id) %% %d = %d", part.Of, part.Index)
+	if c := part.cond(); c != "" {
+		where += " AND " + c
 	}
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (

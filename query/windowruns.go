@@ -148,8 +148,8 @@ func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet,
 	if !lv.all {
 		sel = lv.narrow(sel)
 	}
-	if shard.Of > 1 {
-		sel = sel.narrowed(fmt.Sprintf("cityHash64(trace_id) %% %d = %d", shard.Of, shard.Index), nil)
+	if c := shard.cond(); c != "" {
+		sel = sel.narrowed(c, nil)
 	}
 	q, args := runSummarySQL(r.store, sel)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
