@@ -487,9 +487,15 @@ func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, s
 	if err != nil {
 		return err
 	}
+	r.applyContentReview(project, d, spans, content)
+	return nil
+}
+
+// applyContentReview reviews the run of a detail from its spans and its
+// recorded tool content, read already, and applies the review.
+func (r *core) applyContentReview(project string, d *RunDetail, spans []schema.Span, content *reviewedContent) {
 	run := buildReview(project, &d.Summary, spans, content, r.effects)
 	applyReview(d, &runReview{run: run, signals: safety.Review(run, r.reviewConfig())})
-	return nil
 }
 
 // SignalFilter selects the runs whose signals GET /signals counts: those

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tallyhq/tally/schema"
 )
@@ -69,26 +70,7 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 		return nil, ErrNotFound
 	}
 	if ext.rows <= uint64(o.MaxNodes) && (o.MaxSpans <= 0 || ext.rows <= uint64(o.MaxSpans)) {
-		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
-		if err != nil {
-			return nil, err
-		}
-		if len(spans) == 0 {
-			return nil, ErrNotFound
-		}
-		if settled {
-			// A big run read whole takes its figures from its settled tree
-			// too, sparing their computation and the review's content read.
-			d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
-			if err != nil || ok {
-				return d, err
-			}
-		}
-		d := runDetail(spans)
-		if err := r.reviewDetail(ctx, project, d, spans); err != nil {
-			return nil, err
-		}
-		return d, nil
+		return r.readWhole(ctx, project, traceID, ext, settled)
 	}
 	d, spans, total, err := r.wholeFigures(ctx, project, traceID, ext, o.MaxSpans, settled)
 	if err != nil {
@@ -108,6 +90,51 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 			return nil, err
 		}
 	}
+	return d, nil
+}
+
+// readWhole is the detail of a located run read whole (every column of
+// every span). A run that may have a settled tree (SettledTreeMinSpans)
+// tries it first, sparing the figures' computation and the review's
+// content read; a smaller one reads its recorded tool content beside its
+// spans, within the located extent (content rows carry their span's
+// start), so the two statements cost the longer of them instead of the
+// sum.
+func (r *core) readWhole(ctx context.Context, project, traceID string, ext runExtent, settled bool) (*RunDetail, error) {
+	if settled && ext.rows >= SettledTreeMinSpans {
+		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(spans) == 0 {
+			return nil, ErrNotFound
+		}
+		d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
+		if err != nil || ok {
+			return d, err
+		}
+		d = runDetail(spans)
+		return d, r.reviewDetail(ctx, project, d, spans)
+	}
+	var content *reviewedContent
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		content, err = r.reviewContent(gctx, project, []string{strings.ToLower(traceID)}, ext.lo, ext.hi)
+		return err
+	})
+	spans, _, err := r.readExtent(gctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 {
+		return nil, ErrNotFound
+	}
+	d := runDetail(spans)
+	r.applyContentReview(project, d, spans, content)
 	return d, nil
 }
 
