@@ -2,16 +2,45 @@ package schema
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
 func TestSplitEncodedRejectsDamage(t *testing.T) {
-	for _, in := range []string{"x", ":a", "3:ab", "-1:", "2a:bb", "1:a1"} {
+	for _, in := range []string{"x", "[", "]", "['a'", "['a',]", "['a''b']", `['a\']`, `['a\`, "[a]", "['a' ,'b']", "[,'a']"} {
 		if _, err := splitEncoded(in); !errors.Is(err, errEncoding) {
 			t.Errorf("splitEncoded(%q) = %v, want errEncoding", in, err)
 		}
 	}
-	if _, err := splitNumbers("1,,2"); !errors.Is(err, errEncoding) {
-		t.Errorf("splitNumbers(\"1,,2\") = %v, want errEncoding", err)
+	for _, in := range []string{"1,2", "[1,,2]", "[1,-2]", "[x]"} {
+		if _, err := splitNumbers(in); !errors.Is(err, errEncoding) {
+			t.Errorf("splitNumbers(%q) = %v, want errEncoding", in, err)
+		}
+	}
+}
+
+// The text form ClickHouse writes for an Array(String) (toString), read
+// back: the escapes of a quoted string, values that look like the syntax.
+func TestSplitEncodedReadsTheTextForm(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"[]", []string{}},
+		{"", []string{}}, // a column the read left out
+		{"['']", []string{""}},
+		{"['a','','b']", []string{"a", "", "b"}},
+		{`['it\'s','a\\b','\\','\'']`, []string{"it's", `a\b`, `\`, "'"}},
+		{`['\b\f\n\r\t\0','x\\\'y']`, []string{"\b\f\n\r\t\x00", `x\'y`}},
+		{"['[\\',\\']',',']", []string{"[',']", ","}},
+		{"['naïve 🦊']", []string{"naïve 🦊"}},
+	} {
+		got, err := splitEncoded(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("splitEncoded(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if got, err := splitNumbers("[0,18446744073709551615]"); err != nil || !reflect.DeepEqual(got, []uint64{0, 18446744073709551615}) {
+		t.Errorf("splitNumbers = %v, %v", got, err)
 	}
 }

@@ -27,17 +27,25 @@ func TestScanSpansMatchesSelect(t *testing.T) {
 	tricky.Name = "12:chat:"
 	tricky.StatusMessage = "3:é 🦊"
 	tricky.FinishReasons = []string{"stop", ""}
-	tricky.AttrKeys = []string{"12:34", "a", "é"}
-	tricky.AttrValues = []string{"3:abc", "", "naïve 🦊 ,;:"}
+	tricky.AttrKeys = []string{"12:34", "a", "é", "quotes", "bytes"}
+	// Every byte value (the escapes of ClickHouse's quoted strings among
+	// them) and values that look like the arrays' text form.
+	every := make([]byte, 256)
+	for i := range every {
+		every[i] = byte(i)
+	}
+	tricky.AttrValues = []string{"3:abc", "", "naïve 🦊 ,;:", `['x\'y','\',']`, string(every)}
 	tricky.ResourceKeys = []string{"service.name"}
 	tricky.ResourceValues = []string{"agent"}
 	tricky.EventNames = []string{"exception", "retry"}
 	tricky.EventTimeNs = []uint64{0, 18446744073709551615}
-	tricky.EventAttrs = []string{`{"a":"1:2"}`, `{}`}
+	tricky.EventAttrs = []string{`{"a":"1:2"}`, `{"q":"it's \"\\\" \n"}`}
 	tricky.ColumnKeys = []string{"gen_ai.request.model", "3:x"}
 	empty := base
 	empty.SpanID = strings.Repeat("2", 16)
-	if err := s.InsertSpans(ctx, []schema.Span{tricky, empty}); err != nil {
+	first := base // read first: its empty arrays come before any element
+	first.SpanID = strings.Repeat("0", 16)
+	if err := s.InsertSpans(ctx, []schema.Span{tricky, empty, first}); err != nil {
 		t.Fatal(err)
 	}
 	var want []schema.Span
@@ -57,16 +65,16 @@ func TestScanSpansMatchesSelect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(want) != 2 || len(got) != 2 {
-			t.Fatalf("%s: read %d rows with Select and %d with Scan, want 2 each", p.name, len(want), len(got))
+		if len(want) != 3 || len(got) != 3 {
+			t.Fatalf("%s: read %d rows with Select and %d with Scan, want 3 each", p.name, len(want), len(got))
 		}
 		for i := range want {
 			if !reflect.DeepEqual(got[i], want[i]) {
 				t.Errorf("%s, row %d:\n Scan   %+v\n Select %+v", p.name, i, got[i], want[i])
 			}
 		}
-		if got[0].AttrValues[2] != "naïve 🦊 ,;:" || got[0].EventTimeNs[1] != 18446744073709551615 || got[0].Name != "12:chat:" {
-			t.Errorf("%s: tricky row read back as %q / %v / %q", p.name, got[0].AttrValues, got[0].EventTimeNs, got[0].Name)
+		if got[1].AttrValues[2] != "naïve 🦊 ,;:" || got[1].AttrValues[4] != string(every) || got[1].EventTimeNs[1] != 18446744073709551615 || got[1].Name != "12:chat:" {
+			t.Errorf("%s: tricky row read back as %q / %v / %q", p.name, got[1].AttrValues, got[1].EventTimeNs, got[1].Name)
 		}
 	}
 }
