@@ -15,9 +15,8 @@ import (
 // mapping per row and, worse, a reflective append per array element: for a
 // 500-span run that was 8 of the ~20 ms tally spent answering. SpanSelectList
 // and ScanSpans read the same rows with the arrays serialized by ClickHouse
-// into one string each (every element as its byte length, ':', the bytes;
-// numbers comma-separated), which scans as a plain string and splits here
-// without reflection.
+// into one string each, their text form (['a','b'], [1,2]: EncodedStrings),
+// which scans as a plain string and splits here without reflection.
 //
 // And the string columns of a row can be selected as one string (each
 // value as its byte length, ':', the bytes), whose parts become the Span's
