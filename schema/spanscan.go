@@ -15,8 +15,10 @@ import (
 // mapping per row and, worse, a reflective append per array element: for a
 // 500-span run that was 8 of the ~20 ms tally spent answering. SpanSelectList
 // and ScanSpans read the same rows with the arrays serialized by ClickHouse
-// into one string each, their text form (['a','b'], [1,2]: EncodedStrings),
-// which scans as a plain string and splits here without reflection.
+// into one string each (EncodedStrings: every element as its byte length,
+// ':', the bytes; numbers comma-separated; or, for a few rows, the text
+// form, TextStrings), which scans as a plain string and splits here
+// without reflection.
 //
 // And the string columns of a row can be selected as one string (each
 // value as its byte length, ':', the bytes), whose parts become the Span's
@@ -34,10 +36,35 @@ import (
 
 // spanRead is how one spans column is selected and scanned.
 type spanRead struct {
-	expr   string // the SELECT expression
+	expr   string // the SELECT expression (of an array: its SQL expression, encoded by sql)
+	cond   string // of an array: selected only where this holds, else as no elements ("": always)
 	column int    // index of the column in spanColumns
 	field  int    // index of the Span field it fills
 	kind   byte   // 0 a number or time, 'S' a string, 's' encoded []string, 'u' encoded []uint64
+}
+
+// sql is the read's SELECT expression: an array encoded as one string, in
+// its text form when text is set (toString: no lambda to analyse, the
+// better choice for a few rows) or length-prefixed (arrayMap: cheaper a
+// row on the embedded 26.x engine, the better choice for many).
+func (r spanRead) sql(text bool) string {
+	var e string
+	switch {
+	case r.kind == 's' && text:
+		e = TextStrings(r.expr)
+	case r.kind == 's':
+		e = EncodedStrings(r.expr)
+	case r.kind == 'u' && text:
+		e = "toString(" + r.expr + ")"
+	case r.kind == 'u':
+		e = "arrayStringConcat(arrayMap(x -> toString(x), " + r.expr + "), ',')"
+	default:
+		return r.expr
+	}
+	if r.cond != "" {
+		e = "if(" + r.cond + ", " + e + ", '')"
+	}
+	return e
 }
 
 // spanReads follows spanColumns; built once from the ch tags of Span.
@@ -60,10 +87,8 @@ var spanReads = func() []spanRead {
 			r.kind = 'S'
 		case "Array(String)":
 			r.kind = 's'
-			r.expr = EncodedStrings(c.name)
 		case "Array(UInt64)":
 			r.kind = 'u'
-			r.expr = encodedNumbers(c.name)
 		}
 		out[i] = r
 	}
@@ -76,6 +101,7 @@ var spanReads = func() []spanRead {
 type SpanProjection struct {
 	reads  []spanRead // the numbers, times and arrays (and the strings, unpacked), a column each
 	packed []spanRead // the strings, in one string a row (List)
+	text   bool       // the arrays in their text form (TextStrings), not length-prefixed
 }
 
 // projection splits reads into the scanned and the packed ones.
@@ -91,13 +117,14 @@ func projection(reads []spanRead) SpanProjection {
 	return p
 }
 
-// Unpacked is p with its strings selected and scanned a column each: the
-// better choice for a read of fewer than UnpackedBelow rows.
+// Unpacked is p with its strings selected and scanned a column each, and
+// its arrays in their text form (TextStrings): the better choice for a
+// read of fewer than UnpackedBelow rows.
 func (p SpanProjection) Unpacked() SpanProjection {
 	if len(p.packed) == 0 {
 		return p
 	}
-	return SpanProjection{reads: append(slices.Clip(p.reads), p.packed...)}
+	return SpanProjection{reads: append(slices.Clip(p.reads), p.packed...), text: true}
 }
 
 // UnpackedBelow is the number of rows under which a read of spans costs
@@ -114,7 +141,7 @@ func SpanColumnsAll() SpanProjection { return projection(spanReads) }
 func (p SpanProjection) List() string {
 	exprs := make([]string, 0, len(p.reads)+1)
 	for _, r := range p.reads {
-		exprs = append(exprs, r.expr)
+		exprs = append(exprs, r.sql(p.text))
 	}
 	if len(p.packed) > 0 {
 		parts := make([]string, len(p.packed))
@@ -176,12 +203,12 @@ func SpanOutline(keep OutlineKeep) SpanProjection {
 		case outlineOmits[name]:
 			continue
 		case name == "attr_keys" || name == "attr_values":
-			r.expr = strings.Replace(r.expr, name, filtered[name], 1)
+			r.expr = filtered[name]
 		case name == "event_names" || name == "event_time_ns" || name == "event_attrs":
 			if keep.Event == "" {
 				continue
 			}
-			r.expr = "if(has(event_names, '" + keep.Event + "'), " + r.expr + ", '')"
+			r.cond = "has(event_names, '" + keep.Event + "')"
 		}
 		reads = append(reads, r)
 	}
@@ -235,7 +262,7 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 			var err error
 			switch r.kind {
 			case 's':
-				n := countQuoted(encoded[i])
+				n := countElements(encoded[i])
 				if block == nil || n > len(block) { // never nil: an empty array reads as []string{}
 					block = make([]string, max(n, 1024))
 				}
@@ -266,34 +293,49 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 	return out, nil
 }
 
-// countQuoted is the number of elements of a value selected with
-// EncodedStrings, for sizing its slice: the separators ',' (inside an
-// element a quote is always escaped) plus one. A damaged value may count
+// countElements is the number of elements of a value selected with
+// EncodedStrings or TextStrings, for sizing its slice. In the text form,
+// the separators ',' (inside an element a quote is always escaped) plus
+// one; length-prefixed, the lengths read. A damaged value may count
 // wrong; AppendDecodedStrings then grows the slice or fails.
-func countQuoted(s string) int {
-	if len(s) <= 2 {
+func countElements(s string) int {
+	if s == "" || s == "[]" {
 		return 0
 	}
-	return strings.Count(s, "','") + 1
+	if s[0] == '[' {
+		return strings.Count(s, "','") + 1
+	}
+	n := 0
+	for s != "" {
+		_, rest, err := nextEncoded(s)
+		if err != nil {
+			break
+		}
+		n, s = n+1, rest
+	}
+	return n
 }
 
 var errEncoding = errors.New("malformed array encoding")
 
 // EncodedStrings is the SQL expression that selects the Array(String)
-// expression col as one string, for DecodeStrings: clickhouse-go scans an
-// Array column through reflection, an allocation and a boxing per element,
-// which dominates reads of many rows with arrays; one string a row costs a
-// fraction of it. The string is the array's text form, toString(col):
-// ['a','b\'c'], each element quoted with ' and escaped with a backslash
-// as ClickHouse writes quoted strings (DecodeStrings undoes it). It needs
-// no lambda, unlike a length-prefixed encoding (arrayMap), whose analysis
-// alone cost ~3 ms a statement on ClickHouse 18.16 for a span read's
-// eight arrays.
-func EncodedStrings(col string) string { return "toString(" + col + ")" }
+// expression col as one string, each element as <length>:<bytes>, for
+// DecodeStrings: clickhouse-go scans an Array column through reflection,
+// an allocation and a boxing per element, which dominates reads of many
+// rows with arrays; one string a row costs a fraction of it.
+func EncodedStrings(col string) string {
+	return "arrayStringConcat(arrayMap(x -> " + lengthPrefixed("x") + ", " + col + "))"
+}
 
-// encodedNumbers is the SQL expression that selects the Array(UInt64)
-// column col as one string, [1,2,3], for splitNumbers.
-func encodedNumbers(col string) string { return "toString(" + col + ")" }
+// TextStrings is EncodedStrings in the array's text form, toString(col):
+// ['a','b\'c'], each element quoted with ' and escaped with a backslash as
+// ClickHouse writes quoted strings. It needs no lambda, whose analysis
+// cost ~3 ms a statement on ClickHouse 18.16 for a span read's eight
+// arrays, but the embedded 26.x engine writes it slower a row (the
+// versions report of 7 days: 238 → 329 ms p50 with it). So the reads of a
+// few rows use it (a run's spans, SpanProjection.Unpacked), those of many
+// the length-prefixed form; DecodeStrings reads either.
+func TextStrings(col string) string { return "toString(" + col + ")" }
 
 // lengthPrefixed is the SQL expression of the string expression expr as
 // one encoded value, <length>:<bytes> (nextEncoded splits it off).
@@ -301,7 +343,7 @@ func lengthPrefixed(expr string) string {
 	return "concat(toString(length(" + expr + ")), ':', " + expr + ")"
 }
 
-// DecodeStrings reads a value selected with EncodedStrings.
+// DecodeStrings reads a value selected with EncodedStrings or TextStrings.
 func DecodeStrings(s string) ([]string, error) { return splitEncoded(s) }
 
 // AppendDecodedStrings is DecodeStrings appending to dst, so that a reader
@@ -310,6 +352,17 @@ func DecodeStrings(s string) ([]string, error) { return splitEncoded(s) }
 // has no elements.
 func AppendDecodedStrings(dst []string, s string) ([]string, error) {
 	if s == "" {
+		return dst, nil
+	}
+	if s[0] != '[' { // length-prefixed: it starts with a digit
+		for len(s) > 0 {
+			val, rest, err := nextEncoded(s)
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, val)
+			s = rest
+		}
 		return dst, nil
 	}
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
@@ -415,15 +468,15 @@ func splitEncoded(s string) ([]string, error) {
 	return out, nil
 }
 
-// splitNumbers splits "[1,2,3]" ("[]" or "": no elements).
+// splitNumbers splits "[1,2,3]" or "1,2,3" ("[]" or "": no elements).
 func splitNumbers(s string) ([]uint64, error) {
+	if s != "" && s[0] == '[' {
+		if len(s) < 2 || s[len(s)-1] != ']' {
+			return nil, errEncoding
+		}
+		s = s[1 : len(s)-1]
+	}
 	if s == "" {
-		return []uint64{}, nil
-	}
-	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
-		return nil, errEncoding
-	}
-	if s = s[1 : len(s)-1]; s == "" {
 		return []uint64{}, nil
 	}
 	out := make([]uint64, 0, strings.Count(s, ",")+1)

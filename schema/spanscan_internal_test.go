@@ -7,12 +7,12 @@ import (
 )
 
 func TestSplitEncodedRejectsDamage(t *testing.T) {
-	for _, in := range []string{"x", "[", "]", "['a'", "['a',]", "['a''b']", `['a\']`, `['a\`, "[a]", "['a' ,'b']", "[,'a']"} {
+	for _, in := range []string{"x", ":a", "3:ab", "-1:", "2a:bb", "1:a1", "[", "]", "['a'", "['a',]", "['a''b']", `['a\']`, `['a\`, "[a]", "['a' ,'b']", "[,'a']"} {
 		if _, err := splitEncoded(in); !errors.Is(err, errEncoding) {
 			t.Errorf("splitEncoded(%q) = %v, want errEncoding", in, err)
 		}
 	}
-	for _, in := range []string{"1,2", "[1,,2]", "[1,-2]", "[x]"} {
+	for _, in := range []string{"1,,2", "[1,2", "[1,,2]", "[1,-2]", "[x]"} {
 		if _, err := splitNumbers(in); !errors.Is(err, errEncoding) {
 			t.Errorf("splitNumbers(%q) = %v, want errEncoding", in, err)
 		}
@@ -20,7 +20,8 @@ func TestSplitEncodedRejectsDamage(t *testing.T) {
 }
 
 // The text form ClickHouse writes for an Array(String) (toString), read
-// back: the escapes of a quoted string, values that look like the syntax.
+// back: the escapes of a quoted string, values that look like the syntax;
+// and the length-prefixed form.
 func TestSplitEncodedReadsTheTextForm(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -34,13 +35,21 @@ func TestSplitEncodedReadsTheTextForm(t *testing.T) {
 		{`['\b\f\n\r\t\0','x\\\'y']`, []string{"\b\f\n\r\t\x00", `x\'y`}},
 		{"['[\\',\\']',',']", []string{"[',']", ","}},
 		{"['naïve 🦊']", []string{"naïve 🦊"}},
+		{"3:a,b0:2:[]", []string{"a,b", "", "[]"}},
 	} {
 		got, err := splitEncoded(c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("splitEncoded(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	if got, err := splitNumbers("[0,18446744073709551615]"); err != nil || !reflect.DeepEqual(got, []uint64{0, 18446744073709551615}) {
-		t.Errorf("splitNumbers = %v, %v", got, err)
+	for _, in := range []string{"[0,18446744073709551615]", "0,18446744073709551615"} {
+		if got, err := splitNumbers(in); err != nil || !reflect.DeepEqual(got, []uint64{0, 18446744073709551615}) {
+			t.Errorf("splitNumbers(%q) = %v, %v", in, got, err)
+		}
+	}
+	for in, want := range map[string]int{"": 0, "[]": 0, "['a']": 1, `['a','\',\'','']`: 3, "1:a0:": 2, "3:a'b": 1} {
+		if got := countElements(in); got != want {
+			t.Errorf("countElements(%q) = %d, want %d", in, got, want)
+		}
 	}
 }

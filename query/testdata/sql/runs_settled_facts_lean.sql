@@ -1,4 +1,4 @@
-SELECT trace_id, root_name, task, s_ns, e_ns, n_err, run_err, c_total, fingerprint, toString(verdicts),
+SELECT trace_id, root_name, task, s_ns, e_ns, n_err, run_err, c_total, fingerprint, arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), verdicts)),
 	toUInt8(deleted = 0 AND s_ns >= ? AND s_ns <= ?) AS keep, toUInt32(row_start) AS row_start_s FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
 	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
 	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
