@@ -96,42 +96,41 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 // readWhole is the detail of a located run read whole (every column of
 // every span). A run that may have a settled tree (SettledTreeMinSpans)
 // tries it first, sparing the figures' computation and the review's
-// content read; a smaller one reads its recorded tool content beside its
+// content read; any other reads its recorded tool content beside its
 // spans, within the located extent (content rows carry their span's
-// start), so the two statements cost the longer of them instead of the
-// sum.
+// start), so the two statements cost the longer of them, not the sum.
 func (r *core) readWhole(ctx context.Context, project, traceID string, ext runExtent, settled bool) (*RunDetail, error) {
-	if settled && ext.rows >= SettledTreeMinSpans {
-		spans, _, err := r.readExtent(ctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
-		if err != nil {
-			return nil, err
-		}
-		if len(spans) == 0 {
-			return nil, ErrNotFound
-		}
-		d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
-		if err != nil || ok {
-			return d, err
-		}
-		d = runDetail(spans)
-		return d, r.reviewDetail(ctx, project, d, spans)
-	}
-	var content *reviewedContent
+	withTree := settled && ext.rows >= SettledTreeMinSpans
+	ids := []string{strings.ToLower(traceID)}
+	var (
+		spans   []schema.Span
+		content *reviewedContent
+	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		content, err = r.reviewContent(gctx, project, []string{strings.ToLower(traceID)}, ext.lo, ext.hi)
+	g.Go(func() (err error) {
+		spans, _, err = r.readExtent(gctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
 		return err
 	})
-	spans, _, err := r.readExtent(gctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
-	if werr := g.Wait(); err == nil {
-		err = werr
+	if !withTree {
+		g.Go(func() (err error) {
+			content, err = r.reviewContent(gctx, project, ids, ext.lo, ext.hi)
+			return err
+		})
 	}
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	if len(spans) == 0 {
 		return nil, ErrNotFound
+	}
+	if withTree {
+		d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
+		if err != nil || ok {
+			return d, err
+		}
+		if content, err = r.reviewContent(ctx, project, ids, ext.lo, ext.hi); err != nil {
+			return nil, err
+		}
 	}
 	d := runDetail(spans)
 	r.applyContentReview(project, d, spans, content)

@@ -47,9 +47,4 @@ func TestSplitEncodedReadsTheTextForm(t *testing.T) {
 			t.Errorf("splitNumbers(%q) = %v, %v", in, got, err)
 		}
 	}
-	for in, want := range map[string]int{"": 0, "[]": 0, "['a']": 1, `['a','\',\'','']`: 3, "1:a0:": 2, "3:a'b": 1} {
-		if got := countElements(in); got != want {
-			t.Errorf("countElements(%q) = %d, want %d", in, got, want)
-		}
-	}
 }
