@@ -288,6 +288,86 @@ func TestBatchRoundTripsEveryByte(t *testing.T) {
 	}
 }
 
+// failingReader gives its data, then err instead of io.EOF: a body whose
+// sender went away midway.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// An INSERT's data is handed to the engine in pieces (chdb.InsertPiece): a
+// Native block of several pieces arrives whole, one whose input fails
+// midway writes nothing and fails as a read (not as a statement the engine
+// refused), and an input that ends early is the engine's parse error. The
+// rows' sum is worked out by hand: 0 + 1 + … + 99,999 = 99,999 × 100,000 / 2.
+func TestInsertReadsItsDataInPieces(t *testing.T) {
+	ctx := context.Background()
+	engine := testenv.Embedded(t)
+	c := conn(t)
+	table := database(t, c) + ".numbers"
+	if err := c.Exec(ctx, "CREATE TABLE "+table+" (n UInt64, s String) ENGINE = MergeTree ORDER BY n"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.Exec(ctx, chdb.Statement{Format: "Native",
+		SQL: []byte("SELECT number AS n, repeat(toString(number), 3) AS s FROM numbers(100000)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := append([]byte(nil), r.Bytes()...)
+	r.Close()
+	if len(block) < 4*chdb.InsertPiece {
+		t.Fatalf("the block is %d bytes: the test needs one of at least four pieces (%d)", len(block), 4*chdb.InsertPiece)
+	}
+	count := func() (rows, sum uint64) {
+		t.Helper()
+		if err := c.QueryRow(ctx, "SELECT count(), sum(n) FROM "+table).Scan(&rows, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return rows, sum
+	}
+	insert := chdb.Statement{SQL: []byte("INSERT INTO " + table), InputFormat: "Native"}
+
+	broken := errors.New("the sender went away")
+	insert.Input = &failingReader{data: block[:len(block)/2], err: broken}
+	if _, err := engine.Exec(ctx, insert); !errors.Is(err, broken) {
+		t.Fatalf("an input failing midway: error %v, want the read's", err)
+	}
+	var ce *chdb.Error
+	if errors.As(err, &ce) {
+		t.Fatalf("an input failing midway reads as the engine's error: %v", err)
+	}
+	if rows, _ := count(); rows != 0 {
+		t.Fatalf("%d rows written by an INSERT whose input failed, want none", rows)
+	}
+
+	insert.Input = strings.NewReader(string(block[:len(block)/2]))
+	if _, err := engine.Exec(ctx, insert); !errors.As(err, &ce) {
+		t.Fatalf("half a block: error %v, want the engine's parse error", err)
+	}
+	if rows, _ := count(); rows != 0 {
+		t.Fatalf("%d rows written from half a block, want none", rows)
+	}
+
+	insert.Input = strings.NewReader(string(block))
+	res, err := engine.Exec(ctx, insert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Close()
+	if rows, sum := count(); rows != 100000 || sum != 99999*100000/2 {
+		t.Fatalf("%d rows summing to %d, want 100000 summing to %d", rows, sum, 99999*100000/2)
+	}
+}
+
 func TestErrorsAreClickHouseExceptions(t *testing.T) {
 	c := conn(t)
 	err := c.Exec(context.Background(), "SELECT * FROM no_such_database.no_such_table")

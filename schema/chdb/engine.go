@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -59,6 +60,10 @@ type Engine struct {
 
 	pool chan *conn
 	all  []*conn
+
+	// pieces are the buffers INSERTs read their data into (InsertPiece
+	// bytes each), reused across statements.
+	pieces sync.Pool
 
 	mu     sync.Mutex
 	closed bool
@@ -151,6 +156,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{lib: lib, path: cfg.Path, logger: cfg.Logger, pool: make(chan *conn, cfg.Conns), signals: signals}
+	e.pieces.New = func() any { b := make([]byte, InsertPiece); return &b }
 	e.restoreSignals("load the library")
 	// Opting out of chDB's crash handlers resets the fault signals to
 	// SIG_DFL as a side effect: give Go's back at once.
@@ -228,12 +234,15 @@ func (e *Engine) Path() string { return e.path }
 
 // Statement is one SQL statement for Exec.
 type Statement struct {
-	// SQL is the statement (for an INSERT with Data, without its FORMAT
+	// SQL is the statement (for an INSERT with Input, without its FORMAT
 	// clause).
 	SQL []byte
-	// Data, when set, is the INSERT's rows in InputFormat, streamed to the
-	// engine as they are (binary-safe).
-	Data        []byte
+	// Input, when set, is the INSERT's rows in InputFormat, read in pieces
+	// of InsertPiece bytes and handed to the engine's parser as they come
+	// (binary-safe): neither side holds the whole of a large INSERT's data
+	// as one buffer. Input is read to its end, or until an error, in the
+	// goroutine that runs the statement.
+	Input       io.Reader
 	InputFormat string
 	// Format is the output format ("Native", "TabSeparated", ...).
 	Format string
@@ -336,8 +345,8 @@ func (e *Engine) run(c *conn, st Statement) (*Result, error) {
 		res.Close()
 		c.settings = want
 	}
-	if st.Data != nil {
-		return e.insert(c, st.SQL, st.InputFormat, st.Data)
+	if st.Input != nil {
+		return e.insert(c, st.SQL, st.InputFormat, st.Input)
 	}
 	format := st.Format
 	if format == "" {
@@ -346,8 +355,21 @@ func (e *Engine) run(c *conn, st Statement) (*Result, error) {
 	return e.query(c, st.SQL, format, st.Params)
 }
 
-// insert streams data into the INSERT statement sql on c.
-func (e *Engine) insert(c *conn, sql []byte, format string, data []byte) (*Result, error) {
+// InsertPiece is the most an INSERT's data is read and handed to the engine
+// at a time. The engine copies each piece into a queue of at most 16 that its
+// parser drains on a thread of its own, so an INSERT holds at most 4 MiB of
+// raw data on the engine's side and one piece on Go's, whatever its size
+// (read whole, a batch of 8 MiB was held three times over: Go's growing
+// read buffer, its final copy, and the engine's copy of it).
+const InsertPiece = 256 << 10
+
+// insert streams data, read in pieces, into the INSERT statement sql on c.
+// A read or append that fails cancels the statement (the stream is
+// destroyed without done): the engine writes the blocks its parser
+// completes, so an input of several blocks could leave the first ones
+// written; tally's INSERTs are one Native block each (clickhouse-go's batch),
+// which is written whole or not at all.
+func (e *Engine) insert(c *conn, sql []byte, format string, data io.Reader) (*Result, error) {
 	if len(sql) == 0 || format == "" {
 		return nil, &Error{Message: "Code: 62. DB::Exception: INSERT with data needs a statement and a format. (SYNTAX_ERROR)"}
 	}
@@ -362,15 +384,29 @@ func (e *Engine) insert(c *conn, sql []byte, format string, data []byte) (*Resul
 	if msg := e.lib.insertError(stream); msg != "" {
 		return nil, &Error{Message: strings.TrimSpace(msg)}
 	}
-	if len(data) > 0 {
-		ok := e.lib.insertAppend(stream, &data[0], uintptr(len(data)))
-		runtime.KeepAlive(data)
-		if ok != 0 {
-			msg := e.lib.insertError(stream)
-			if msg == "" {
-				msg = "insert stream refused the data"
+	piece := e.pieces.Get().(*[]byte)
+	defer e.pieces.Put(piece)
+	buf := *piece
+	for {
+		n, err := io.ReadFull(data, buf)
+		if n > 0 {
+			ok := e.lib.insertAppend(stream, &buf[0], uintptr(n))
+			runtime.KeepAlive(buf)
+			if ok != 0 {
+				msg := e.lib.insertError(stream)
+				if msg == "" {
+					msg = "insert stream refused the data"
+				}
+				return nil, &Error{Message: strings.TrimSpace(msg)}
 			}
-			return nil, &Error{Message: strings.TrimSpace(msg)}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			// Not an *Error: the statement did not fail, its input did
+			// (the client closed the body); the stream is cancelled.
+			return nil, fmt.Errorf("chdb: read the INSERT's data: %w", err)
 		}
 	}
 	return e.result(e.lib.insertDone(stream))

@@ -100,24 +100,23 @@ func (t *Transport) statement(req *http.Request) (Statement, error) {
 	if params.Get("compress") == "1" || params.Get("decompress") == "1" {
 		return Statement{}, errors.New("Native compression is not supported in-process: open the connection without Compression")
 	}
-	var body []byte
-	if req.Body != nil {
-		var err error
-		if body, err = io.ReadAll(req.Body); err != nil {
-			return Statement{}, fmt.Errorf("read request: %w", err)
-		}
-	}
 	st := Statement{Format: params.Get("default_format"), Settings: map[string]string{}}
 	if q := params.Get("query"); q != "" {
 		m := insertFormatRE.FindStringSubmatch(q)
 		if m == nil {
 			return Statement{}, fmt.Errorf("a statement in the query parameter takes its data from the body: it must end in FORMAT <format> (got %q)", q)
 		}
-		st.SQL, st.InputFormat, st.Data = []byte(m[1]), m[2], body
-		if st.Data == nil {
-			st.Data = []byte{}
+		// The body is the INSERT's data: the engine reads it in pieces as
+		// it parses (Statement.Input), so a batch is never held whole.
+		st.SQL, st.InputFormat, st.Input = []byte(m[1]), m[2], req.Body
+		if st.Input == nil {
+			st.Input = strings.NewReader("")
 		}
-	} else {
+	} else if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return Statement{}, fmt.Errorf("read request: %w", err)
+		}
 		st.SQL = body
 	}
 	for name, values := range params {
