@@ -338,7 +338,8 @@ func TestInsertReadsItsDataInPieces(t *testing.T) {
 
 	broken := errors.New("the sender went away")
 	insert.Input = &failingReader{data: block[:len(block)/2], err: broken}
-	if _, err := engine.Exec(ctx, insert); !errors.Is(err, broken) {
+	_, err = engine.Exec(ctx, insert)
+	if !errors.Is(err, broken) {
 		t.Fatalf("an input failing midway: error %v, want the read's", err)
 	}
 	var ce *chdb.Error

@@ -365,10 +365,12 @@ const InsertPiece = 256 << 10
 
 // insert streams data, read in pieces, into the INSERT statement sql on c.
 // A read or append that fails cancels the statement (the stream is
-// destroyed without done): the engine writes the blocks its parser
-// completes, so an input of several blocks could leave the first ones
-// written; tally's INSERTs are one Native block each (clickhouse-go's batch),
-// which is written whole or not at all.
+// destroyed without done). tally's INSERTs are one Native block each
+// (clickhouse-go's batch), so a cancel comes before the engine has parsed
+// a block, and nothing is written. An input of several blocks cancelled
+// after a whole one must not come here: chDB 26.7 then keeps the table
+// referenced, and a DROP of it waits forever (docs/benchmarks.md, memory,
+// fourth round).
 func (e *Engine) insert(c *conn, sql []byte, format string, data io.Reader) (*Result, error) {
 	if len(sql) == 0 || format == "" {
 		return nil, &Error{Message: "Code: 62. DB::Exception: INSERT with data needs a statement and a format. (SYNTAX_ERROR)"}
