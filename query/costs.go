@@ -418,13 +418,19 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			for i := range part {
 				part[i] = aggregation{}
 			}
+			ranges := []TimeRange{lr}
 			if edge != nil && lr.Since.Equal(since) {
 				var err error
-				if lr, err = r.aggregateEdge(ctx, project, *edge, lr, bucket, views, part); err != nil {
+				if ranges, err = r.aggregateEdge(ctx, project, *edge, lr, bucket, views, part); err != nil {
 					return nil, err
 				}
 			}
-			return part, r.aggregateLive(ctx, project, lr, bucket, views, match, part)
+			for _, lr := range ranges {
+				if err := r.aggregateLive(ctx, project, lr, bucket, views, match, part); err != nil {
+					return nil, err
+				}
+			}
+			return part, nil
 		})
 	}
 	parts := make([][]aggregation, len(tasks))
@@ -478,27 +484,47 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 	return nil
 }
 
-// aggregateEdge adds the part of lr in the edge hour (the closed,
-// rolled-up hour lr starts in) to the views from the edge hour cache, and
-// returns the rest of lr, to be read live (empty unless lr goes on past
-// the hour); lr whole when the cache cannot hold the hour.
+// aggregateEdge adds the whole minutes of lr in the edge hour (the
+// closed, rolled-up hour lr starts in) to the views from the edge hour
+// cache, and returns the rest of lr, to be read live: the part of the
+// minute lr starts in, and the part of the minute it ends in and what
+// follows the hour, when lr goes on past its last whole minute in the
+// hour. It returns lr whole when the cache cannot answer (off, the hour
+// too large, a view it does not add up, no whole minute in the range).
 func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHour, lr TimeRange, bucket string, views []view,
-	out []aggregation) (TimeRange, error) {
-	spans, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context) ([]edgeSpan, error) {
-		return r.loadEdgeHour(ctx, project, edge.hour)
-	})
-	if err != nil || !ok {
-		return lr, err
+	out []aggregation) ([]TimeRange, error) {
+	first := ceilMinute(lr.Since)
+	last := minTime(lr.Until, edge.hour.Add(time.Hour)).Truncate(time.Minute)
+	if !first.Before(last) {
+		return []TimeRange{lr}, nil
 	}
-	cut := minTime(lr.Until, edge.hour.Add(time.Hour))
-	from, to := uint64(lr.Since.UnixNano()), uint64(cut.UnixNano())
-	for i := range spans {
-		if s := &spans[i]; s.startNs >= from && s.startNs < to {
-			addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
+	vis := make([]int, len(views))
+	for i, v := range views {
+		if vis[i] = edgeViewOf(v); vis[i] < 0 {
+			return []TimeRange{lr}, nil
 		}
 	}
-	lr.Since = cut
-	return lr, nil
+	h, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context, bound, partSpans int) (*edgeHour, error) {
+		return r.loadEdgeHour(ctx, project, edge, bound, partSpans)
+	})
+	if err != nil || !ok {
+		return []TimeRange{lr}, err
+	}
+	m0, m1 := int(first.Sub(edge.hour)/time.Minute), int(last.Sub(edge.hour)/time.Minute)
+	for i := range views {
+		for _, e := range h.minutes(vis[i], m0, m1) {
+			b := bucketStart(edge.hour.Add(time.Duration(e.minute)*time.Minute), bucket)
+			out[i].at(bucketKey{b, e.key}).add(&e.totals)
+		}
+	}
+	var rest []TimeRange
+	if lr.Since.Before(first) {
+		rest = append(rest, TimeRange{lr.Since, first})
+	}
+	if last.Before(lr.Until) {
+		rest = append(rest, TimeRange{last, lr.Until})
+	}
+	return rest, nil
 }
 
 // addToViews adds the totals t of one span starting at startNs, whose
@@ -519,6 +545,7 @@ func addToViews(out []aggregation, views []view, bucket string, startNs uint64, 
 type rolledHour struct {
 	hour    time.Time
 	version uint64
+	rawRows uint64 // the spans table's rows in the hour when it was computed
 }
 
 // rolledHours lists the hours in [from, to) the rollup has computed, in
@@ -535,21 +562,22 @@ func (r *core) rolledHours(ctx context.Context, from, to time.Time) ([]rolledHou
 	type row struct {
 		h       uint32
 		version uint64
+		rawRows uint64
 	}
-	found, err := scanAll(rows, func(x *row) []any { return []any{&x.h, &x.version} })
+	found, err := scanAll(rows, func(x *row) []any { return []any{&x.h, &x.version, &x.rawRows} })
 	if err != nil {
 		return nil, fmt.Errorf("read rollup hours: %w", err)
 	}
 	hours := make([]rolledHour, len(found))
 	for i, x := range found {
-		hours[i] = rolledHour{time.Unix(int64(x.h), 0).UTC(), x.version}
+		hours[i] = rolledHour{time.Unix(int64(x.h), 0).UTC(), x.version, x.rawRows}
 	}
 	return hours, nil
 }
 
 // rolledHoursSQL builds rolledHours' statement.
 func rolledHoursSQL(t tables, from, to time.Time) (string, []any) {
-	return "SELECT toUInt32(hour) AS h, max(version) FROM " + t.Table(schema.TableCostRollupHours) +
+	return "SELECT toUInt32(hour) AS h, max(version), argMax(raw_rows, version) FROM " + t.Table(schema.TableCostRollupHours) +
 		" WHERE hour >= ? AND hour < ? GROUP BY h ORDER BY h", []any{from.UTC(), to.UTC()}
 }
 

@@ -268,8 +268,9 @@ func TestCostsReadOnlyRecordedHoursFromTheRollup(t *testing.T) {
 }
 
 // TestCostsEdgeHourFromTheCache: a report that starts in the middle of a
-// rolled-up hour takes that hour's part from the edge hour cache, as of the
-// rollup's computation of the hour. From 10:15 the golden figures are every
+// rolled-up hour takes that hour's whole minutes from the edge hour cache,
+// as of the rollup's computation of the hour, and the part of the minute it
+// starts in from the spans. From 10:15 the golden figures are every
 // agent's but the planner's (its run is at 10:05). A span that arrives for
 // 10:25 afterwards is in the report once the rollup has computed the hour
 // again, like the rolled-up hours; a reader without the cache, or whose
@@ -293,9 +294,21 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 	}
 	cached := query.NewReader(store)
 	uncached := query.NewReader(store, query.WithEdgeHourSpans(0))
-	// The 10:00 hour has 10 spans: a cache of 10 holds it, one of 9 does not.
-	exact := query.NewReader(store, query.WithEdgeHourSpans(10))
-	small := query.NewReader(store, query.WithEdgeHourSpans(9))
+	// The 10:00 hour adds up to 40 entries, one for each minute, view
+	// (by agent, model, provider, provider and model, task, service,
+	// tool, conversation, user) and value: the planner's run at 10:05 has
+	// one agent, task, service, conversation and user, three models and
+	// providers (none on the agent span and the tool calls, the two
+	// chats') and two tools (none, search): 6 + 3·3 + 2 = 16; the
+	// summarizer's at 10:20 one value of each view (both spans are one
+	// call of openai/gpt-4o-mini): 9; the researcher's at 10:30 three
+	// models and providers (none, gpt-4.1 of openai, claude-sonnet-4-5 of
+	// anthropic) and one of the others: 6 + 3·3 = 15. A cache of 40 holds
+	// it, one of 39 does not.
+	exact := query.NewReader(store, query.WithEdgeHourSpans(40))
+	small := query.NewReader(store, query.WithEdgeHourSpans(39))
+	// The hour has 10 rows: in parts of 3 spans, four loads.
+	parts := query.NewReader(store, query.WithEdgeHourPartSpans(3))
 	check := func(label string, r *query.Reader, want map[string]goldentest.GroupWant) {
 		t.Helper()
 		for _, bucket := range []string{query.BucketNone, query.BucketHour} {
@@ -318,8 +331,39 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 	for _, r := range []struct {
 		name string
 		r    *query.Reader
-	}{{"cached", cached}, {"uncached", uncached}, {"at the cache's bound", exact}, {"over the cache's bound", small}} {
+	}{{"cached", cached}, {"uncached", uncached}, {"at the cache's bound", exact}, {"over the cache's bound", small}, {"in parts", parts}} {
 		check(r.name, r.r, fromSpans)
+	}
+	for _, c := range []struct {
+		name    string
+		r       *query.Reader
+		entries int
+		held    bool
+		parts   int
+	}{{"cached", cached, 40, true, 1}, {"uncached", uncached, 0, false, 0}, {"at the cache's bound", exact, 40, true, 1},
+		{"over the cache's bound", small, 0, false, 1}, {"in parts", parts, 40, true, 4}} {
+		if entries, held, parts := query.EdgeHour(c.r); entries != c.entries || held != c.held || parts != c.parts {
+			t.Errorf("%s: the cache holds %d entries (an hour: %v), loaded in %d parts; want %d, %v, %d",
+				c.name, entries, held, parts, c.entries, c.held, c.parts)
+		}
+	}
+	// From 10:20:00.5 the summarizer's ai.generateText span (10:20:00)
+	// is left out, read from the spans with the rest of its minute: its
+	// usage repeats the doGenerate span's (10:20:01), which counts, so
+	// the summarizer keeps its call, tokens and cost, one span less.
+	midMinute := maps.Clone(fromSpans)
+	summarizer := midMinute["summarizer"]
+	summarizer.Spans--
+	midMinute["summarizer"] = summarizer
+	for _, r := range []struct {
+		name string
+		r    *query.Reader
+	}{{"cached", cached}, {"uncached", uncached}} {
+		rep, err := r.r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: since.Add(5*time.Minute + 500*time.Millisecond), Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		goldentest.CheckGroups(t, r.name+", from the middle of a minute", rep, midMinute, true)
 	}
 
 	// A span for 10:25 arrives: another run, of agent latecomer, with the

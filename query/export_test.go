@@ -16,3 +16,33 @@ func WithClassifyPartCalls(n int) ReaderOption { return func(r *core) { r.classi
 func ClassifyParts(ctx context.Context, r *Reader, w Window) (int, error) {
 	return r.core.classifyParts(ctx, w)
 }
+
+// WithEdgeHourPartSpans makes a reader load the cost reports' edge hour in
+// parts of about n spans (its bound otherwise), so that a test of a small
+// hour covers the load in parts.
+func WithEdgeHourPartSpans(n int) ReaderOption {
+	return func(r *core) {
+		if r.edges != nil {
+			r.edges.partSpans = n
+		}
+	}
+}
+
+// EdgeHour says what r's edge hour cache holds: the entries of the hour
+// it holds and whether it holds one (not when the hour had too many), and
+// the parts its latest load took.
+func EdgeHour(r *Reader) (entries int, held bool, parts int) {
+	c := r.core.edges
+	if c == nil {
+		return 0, false, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil || c.held.tooMany {
+		return 0, false, c.parts
+	}
+	for _, v := range c.held.views {
+		entries += len(v)
+	}
+	return entries, true, c.parts
+}

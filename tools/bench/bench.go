@@ -42,6 +42,10 @@ type Config struct {
 	DBPrefix string `json:"db_prefix"`
 	// Spans is the number of spans loaded for the read benchmarks.
 	Spans int `json:"spans"`
+	// Days is how many days before now the loaded runs start in (default
+	// 30): fewer days give each hour as many spans as a larger store's,
+	// without its load time (the reads' windows stay as they are).
+	Days int `json:"days"`
 	// LargeRuns are the run sizes the tree benchmark loads.
 	LargeRuns []int `json:"large_runs"`
 	// LoadContent also loads content rows for the read benchmarks.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,9 +30,10 @@ func loadFigures(ctx context.Context, cfg Config, tg *target, res *Results) (loa
 		return loader.Stats{}, err
 	}
 	defer store.Close()
-	lc := loader.Config{Spans: cfg.Spans, Days: 30, RunSize: 20, LargeRuns: cfg.LargeRuns, Seed: cfg.Seed,
+	days := cmp.Or(cfg.Days, loader.DefaultDays)
+	lc := loader.Config{Spans: cfg.Spans, Days: days, RunSize: 20, LargeRuns: cfg.LargeRuns, Seed: cfg.Seed,
 		Content: cfg.LoadContent, Inserters: 2}
-	cfg.logf("load: %d spans over 30 days (runs of ~20 spans, large runs %v)", cfg.Spans, cfg.LargeRuns)
+	cfg.logf("load: %d spans over %d days (runs of ~20 spans, large runs %v)", cfg.Spans, days, cfg.LargeRuns)
 	// The loader's garbage is short-lived batches; collecting less often
 	// leaves the CPU to ClickHouse.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -44,7 +46,7 @@ func loadFigures(ctx context.Context, cfg Config, tg *target, res *Results) (loa
 	res.add(Figure{ID: tg.id("loader.spans_per_s"), Name: tg.name("loader (direct, 2 INSERT streams), spans/s"),
 		Value: st.SpansPerSecond, Unit: "spans/s", Available: true,
 		Inputs: map[string]any{"spans": st.Spans, "content_rows": st.Contents, "runs": st.Runs, "batch_rows": loader.DefaultBatchRows,
-			"inserters": 2, "days": 30},
+			"inserters": 2, "days": days},
 		Detail: map[string]any{"elapsed_s": st.Elapsed.Seconds(), "batches": st.Batches}})
 	return st, nil
 }
