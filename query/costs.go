@@ -369,18 +369,19 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 	}
 	var fresh Freshness
 	var rolled []time.Time
-	// edge is the closed, rolled-up hour the range starts in after its
-	// start (its part of the range is read from the edge hour cache).
-	var edge *rolledHour
+	// edges are the closed, rolled-up hours the range starts in after
+	// their start and ends in before their end (one hour when the range
+	// is within it): their parts of the range are read from the edge hour
+	// cache.
+	var edges []rolledHour
 	if bucket != BucketMinute && match == nil {
-		first := since.Truncate(time.Hour)
-		hours, err := r.rolledHours(ctx, first, until.Truncate(time.Hour))
+		hours, err := r.rolledHours(ctx, since.Truncate(time.Hour), ceilHour(until))
 		if err != nil {
 			return nil, fresh, err
 		}
-		for i, h := range hours {
-			if h.hour.Before(since) {
-				edge = &hours[i]
+		for _, h := range hours {
+			if h.hour.Before(since) || h.hour.Add(time.Hour).After(until) {
+				edges = append(edges, h)
 				continue
 			}
 			rolled = append(rolled, h.hour)
@@ -419,11 +420,16 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 				part[i] = aggregation{}
 			}
 			ranges := []TimeRange{lr}
-			if edge != nil && lr.Since.Equal(since) {
-				var err error
-				if ranges, err = r.aggregateEdge(ctx, project, *edge, lr, bucket, views, part); err != nil {
-					return nil, err
+			for _, edge := range edges {
+				var rest []TimeRange
+				for _, lr := range ranges {
+					more, err := r.aggregateEdge(ctx, project, edge, lr, bucket, views, part)
+					if err != nil {
+						return nil, err
+					}
+					rest = append(rest, more...)
 				}
+				ranges = rest
 			}
 			for _, lr := range ranges {
 				if err := r.aggregateLive(ctx, project, lr, bucket, views, match, part); err != nil {
@@ -484,18 +490,16 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 	return nil
 }
 
-// aggregateEdge adds the whole minutes of lr in the edge hour (the
-// closed, rolled-up hour lr starts in) to the views from the edge hour
-// cache, and returns the rest of lr, to be read live: the part of the
-// minute lr starts in, and the part of the minute it ends in and what
-// follows the hour, when lr goes on past its last whole minute in the
-// hour. It returns lr whole when the cache cannot answer (off, the hour
-// too large, a view it does not add up, no whole minute in the range).
+// aggregateEdge adds the part of lr in the edge hour (a closed, rolled-up
+// hour) to the views from the edge hour cache: its whole minutes from the
+// hour's sums, the part of a minute it starts or ends in from the spans
+// of that minute kept with the hour. It returns the rest of lr, to be read
+// live: lr whole when the cache cannot answer (off, the hour or a minute
+// too large, a view it does not add up, lr outside the hour).
 func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHour, lr TimeRange, bucket string, views []view,
 	out []aggregation) ([]TimeRange, error) {
-	first := ceilMinute(lr.Since)
-	last := minTime(lr.Until, edge.hour.Add(time.Hour)).Truncate(time.Minute)
-	if !first.Before(last) {
+	lo, hi := maxTime(lr.Since, edge.hour), minTime(lr.Until, edge.hour.Add(time.Hour))
+	if !lo.Before(hi) {
 		return []TimeRange{lr}, nil
 	}
 	vis := make([]int, len(views))
@@ -510,19 +514,47 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 	if err != nil || !ok {
 		return []TimeRange{lr}, err
 	}
-	m0, m1 := int(first.Sub(edge.hour)/time.Minute), int(last.Sub(edge.hour)/time.Minute)
-	for i := range views {
-		for _, e := range h.minutes(vis[i], m0, m1) {
-			b := bucketStart(edge.hour.Add(time.Duration(e.minute)*time.Minute), bucket)
-			out[i].at(bucketKey{b, e.key}).add(&e.totals)
+	// The parts of minutes at the ends, [lo, first) and [last, hi) (one
+	// part when lo and hi are in one minute), and the whole minutes
+	// between, [first, last).
+	first, last := minTime(ceilMinute(lo), hi), maxTime(hi.Truncate(time.Minute), lo)
+	var parts [][]edgeSpan
+	for _, p := range []TimeRange{{lo, first}, {maxTime(last, first), hi}} {
+		if !p.Since.Before(p.Until) {
+			parts = append(parts, nil)
+			continue
+		}
+		spans, ok, err := r.edges.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]edgeSpan, error) {
+			return r.loadEdgeSpans(ctx, project, from, from.Add(time.Minute))
+		})
+		if err != nil || !ok {
+			return []TimeRange{lr}, err
+		}
+		parts = append(parts, spans)
+	}
+	for pi, p := range []TimeRange{{lo, first}, {maxTime(last, first), hi}} {
+		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
+		for i := range parts[pi] {
+			if s := &parts[pi][i]; s.startNs >= from && s.startNs < to {
+				addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
+			}
+		}
+	}
+	if first.Before(last) {
+		m0, m1 := int(first.Sub(edge.hour)/time.Minute), int(last.Sub(edge.hour)/time.Minute)
+		for i := range views {
+			for _, e := range h.minutes(vis[i], m0, m1) {
+				b := bucketStart(edge.hour.Add(time.Duration(e.minute)*time.Minute), bucket)
+				out[i].at(bucketKey{b, e.key}).add(&e.totals)
+			}
 		}
 	}
 	var rest []TimeRange
-	if lr.Since.Before(first) {
-		rest = append(rest, TimeRange{lr.Since, first})
+	if lr.Since.Before(lo) {
+		rest = append(rest, TimeRange{lr.Since, lo})
 	}
-	if last.Before(lr.Until) {
-		rest = append(rest, TimeRange{last, lr.Until})
+	if hi.Before(lr.Until) {
+		rest = append(rest, TimeRange{hi, lr.Until})
 	}
 	return rest, nil
 }

@@ -366,6 +366,51 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 		goldentest.CheckGroups(t, r.name+", from the middle of a minute", rep, midMinute, true)
 	}
 
+	// Reports that end in the rolled-up 10:00 hour take its whole minutes
+	// from the cache too, and the part of the minute they end in from its
+	// spans: to 10:25 the planner's and the summarizer's runs; to
+	// 10:05:05 the planner's first three spans (the agent span, whose
+	// usage repeats its chats', the gpt-4o chat and the failed search:
+	// the retry and the Claude call start later).
+	ends := query.NewReader(store)
+	for _, c := range []struct {
+		name  string
+		until time.Time
+		want  map[string]goldentest.GroupWant
+	}{
+		{"to a whole minute", mustTime(t, "2026-01-10T10:25:00Z"),
+			map[string]goldentest.GroupWant{"planner": goldenByAgent["planner"], "summarizer": goldenByAgent["summarizer"]}},
+		{"to the middle of a minute", mustTime(t, "2026-01-10T10:05:05Z"),
+			map[string]goldentest.GroupWant{"planner": {Spans: 3, LLM: 1, ToolCalls: 1, Errors: 1, Input: 1200, CacheRead: 1000,
+				Output: 300, Cost: goldentest.CostGPT4o}}},
+	} {
+		for _, r := range []struct {
+			name string
+			r    *query.Reader
+		}{{"cached", ends}, {"uncached", uncached}} {
+			rep, err := r.r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: mustTime(t, "2026-01-10T10:00:00Z"), Until: c.until})
+			if err != nil {
+				t.Fatal(err)
+			}
+			goldentest.CheckGroups(t, r.name+", "+c.name, rep, c.want, true)
+		}
+	}
+	// The hour and one minute (10:05) loaded; the cache holds two hours:
+	// reports starting in the 10:00 and 11:00 hours in turn load each once.
+	if n := query.EdgeHourLoads(ends); n != 2 {
+		t.Errorf("the cache loaded %d hours and minutes for the reports ending at 10:00, want 2 (the hour, the minute 10:05)", n)
+	}
+	for range 2 {
+		for _, from := range []string{"2026-01-10T10:15:00Z", "2026-01-10T11:30:00Z"} {
+			if _, err := ends.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: mustTime(t, from), Until: until}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := query.EdgeHourLoads(ends); n != 3 {
+		t.Errorf("the cache loaded %d hours and minutes after reports from 10:15 and 11:30 twice, want 3 (the 11:00 hour once more)", n)
+	}
+
 	// A span for 10:25 arrives: another run, of agent latecomer, with the
 	// usage and cost of the solo run's span.
 	var late schema.Span

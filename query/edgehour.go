@@ -21,19 +21,25 @@ import (
 // report can ask for (edgeViews), the totals of each minute of the hour by
 // the view's dimension values, once per computation of the hour by the
 // rollup. A report takes the whole minutes of its range in the hour from
-// the cache, and reads from the spans only the part of a minute its range
-// starts in (and ends in, when it ends in the hour): a minute of spans,
-// whatever the hour holds. A span arriving late for the hour makes the
-// rollup compute it again (within about a minute, like the rolled-up
+// the cache, and the part of a minute its range starts in (or ends in,
+// when it ends in a closed hour: the period before of compare=previous)
+// from that minute's spans, which the cache keeps for the next reports
+// that start in the same minute (a page of reports opened at once, or
+// refreshed within the minute). A span arriving late for the hour makes
+// the rollup compute it again (within about a minute, like the rolled-up
 // hours of the same report), and a new computation is a new version,
 // which the cache does not hold.
 //
-// What it holds is bounded twice by one number (WithEdgeHourSpans): the
-// hour is loaded in parts of its runs of at most that many spans (by the
-// rollup's count of the hour's rows), and kept only if it adds up to at
-// most that many entries (one view's totals of one minute and one value,
-// about the size of a loaded span). An hour of more entries is read from
-// the spans at every report, as without the cache.
+// It holds the hours last asked for (up to four: a report's first and
+// last, the first of the period before it), each with the spans of at
+// most two of its minutes. What it holds is bounded by one number
+// (WithEdgeHourSpans): an hour is loaded in parts of its runs of at most
+// that many spans (by the rollup's count of the hour's rows), and kept
+// only if it adds up to at most that many entries (one view's totals of
+// one minute and one value, about half the size of a loaded span), the
+// hours held at most twice that many in all; a minute's spans are kept up
+// to that many. An hour of more entries, or a minute of more spans, is
+// read from the spans at every report, as without the cache.
 
 // DefaultEdgeHourSpans is the bound of the edge hour cache when NewReader
 // is not given WithEdgeHourSpans: the spans one load of the default
@@ -84,8 +90,52 @@ type edgeHour struct {
 	// key.
 	views   [len(edgeViews)][]edgeEntry
 	tooMany bool // more entries than the cache holds: views empty
+	entries int  // in views
 	parts   int  // the loads of spans that filled it
+	// spanMinutes are the spans of the minutes of the hour last asked for
+	// (edgeMinutesHeld at most), the latest first; under edgeHours.mu.
+	spanMinutes []*edgeMinute
 }
+
+// edgeMinute is the spans of one minute of an edge hour, reduced to what
+// a report adds up.
+type edgeMinute struct {
+	start   time.Time
+	spans   []edgeSpan
+	tooMany bool // more spans than the cache holds: spans nil
+}
+
+// edgeSpan is what a cost report adds up of one attributed span: its
+// start, its values of the rollup's dimensions (dimValue's, in rollupDims
+// order) and its counts, tokens and cost (CostTotals.AddSpan of the span
+// alone).
+type edgeSpan struct {
+	startNs uint64
+	dims    [len(rollupDims)]string
+	totals  CostTotals
+}
+
+// rollupDims are the dimensions dimValue knows, in edgeSpan.dims order.
+var rollupDims = [...]string{"agent", "model", "provider", "task", "service", "tool", "conversation_id", "user_id"}
+
+// dim is the span's value of dimension d (dimValue's).
+func (s *edgeSpan) dim(d string) string {
+	if i := slices.Index(rollupDims[:], d); i >= 0 {
+		return s.dims[i]
+	}
+	return ""
+}
+
+// How many hours the edge hour cache holds (a report's first and last, and
+// the first of the period before it, compare=previous: three), their
+// entries in all (in bounds: an hour of the most entries kept and one of
+// more than half as many, or four of a quarter), and the minutes of spans
+// it keeps with an hour.
+const (
+	edgeHoursHeld   = 4
+	edgeHeldBounds  = 2
+	edgeMinutesHeld = 2
+)
 
 // edgeHourSum adds up an hour's attributed spans into edgeEntries.
 type edgeHourSum struct {
@@ -149,19 +199,19 @@ func (h *edgeHour) minutes(vi int, from, to int) []edgeEntry {
 	return e[lo:hi]
 }
 
-// edgeHours is the edge hour cache: the latest hour asked for. The zero
-// bound (nil cache) holds nothing.
+// edgeHours is the edge hour cache: the latest hours asked for
+// (edgeHoursHeld). The zero bound (nil cache) holds nothing.
 type edgeHours struct {
-	bound int // spans a load, entries kept
+	bound int // spans a load, entries kept, spans of a minute kept
 	// partSpans, when above 0, is the spans a load instead of bound (tests
 	// load a small hour in parts with it).
 	partSpans int
-	// parts is how many parts the latest load of an hour took.
-	parts int
-	mu    sync.Mutex
-	held  *edgeHour
+	mu        sync.Mutex
+	held      []*edgeHour // the latest asked for first
+	parts     int         // how many parts the latest load of an hour took
+	loads     int         // the loads of hours and minutes so far
 	// filling serializes the loads, so that the requests of a dashboard
-	// opened at once load the hour once.
+	// opened at once load an hour or a minute once.
 	filling sync.Mutex
 }
 
@@ -196,17 +246,75 @@ func (c *edgeHours) get(ctx context.Context, project string, hour time.Time, ver
 	}
 	h.project, h.hour, h.version = project, hour, version
 	c.mu.Lock()
-	c.held, c.parts = h, h.parts
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.parts = h.parts
+	c.loads++
+	c.held = slices.DeleteFunc(c.held, func(o *edgeHour) bool { return o.project == project && o.hour.Equal(hour) })
+	c.held = slices.Insert(c.held, 0, h)
+	total := 0
+	for i, o := range c.held {
+		if total += o.entries; i > 0 && (i >= edgeHoursHeld || total > edgeHeldBounds*c.bound) {
+			c.held = c.held[:i]
+			break
+		}
+	}
 	return h, !h.tooMany, nil
 }
 
-// lookup is the held hour if it is project's hour at version.
+// lookup is the held hour if it is project's hour at version, made the
+// latest asked for.
 func (c *edgeHours) lookup(project string, hour time.Time, version uint64) *edgeHour {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h := c.held; h != nil && h.project == project && h.hour.Equal(hour) && h.version == version {
-		return h
+	for i, h := range c.held {
+		if h.project == project && h.hour.Equal(hour) && h.version == version {
+			copy(c.held[1:i+1], c.held[:i])
+			c.held[0] = h
+			return h
+		}
+	}
+	return nil
+}
+
+// minute returns the spans of the minute starting at start of the held
+// hour h, kept with h or loaded and kept; ok is false when the minute has
+// more spans than the cache holds (the caller reads its range from the
+// spans).
+func (c *edgeHours) minute(ctx context.Context, h *edgeHour, start time.Time,
+	load func(ctx context.Context, from time.Time) ([]edgeSpan, error)) (spans []edgeSpan, ok bool, err error) {
+	if m := c.lookupMinute(h, start); m != nil {
+		return m.spans, !m.tooMany, nil
+	}
+	c.filling.Lock()
+	defer c.filling.Unlock()
+	if m := c.lookupMinute(h, start); m != nil {
+		return m.spans, !m.tooMany, nil
+	}
+	if spans, err = load(ctx, start); err != nil {
+		return nil, false, err
+	}
+	m := &edgeMinute{start: start, spans: spans}
+	if len(spans) > c.bound {
+		m.spans, m.tooMany = nil, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loads++
+	h.spanMinutes = slices.Insert(h.spanMinutes, 0, m)
+	if len(h.spanMinutes) > edgeMinutesHeld {
+		h.spanMinutes = h.spanMinutes[:edgeMinutesHeld]
+	}
+	return spans, true, nil
+}
+
+// lookupMinute is the minute starting at start kept with h, if any.
+func (c *edgeHours) lookupMinute(h *edgeHour, start time.Time) *edgeMinute {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range h.spanMinutes {
+		if m.start.Equal(start) {
+			return m
+		}
 	}
 	return nil
 }
@@ -237,9 +345,28 @@ func (r *core) loadEdgeHour(ctx context.Context, project string, edge rolledHour
 			return &edgeHour{tooMany: true, parts: i + 1}, nil
 		}
 	}
-	h := &edgeHour{parts: parts}
+	h := &edgeHour{parts: parts, entries: sum.entries}
 	sum.into(h)
 	return h, nil
+}
+
+// loadEdgeSpans loads project's spans starting in [from, to), attributed
+// as a live range of a report is (loadSpans), reduced to edgeSpans.
+func (r *core) loadEdgeSpans(ctx context.Context, project string, from, to time.Time) ([]edgeSpan, error) {
+	spans, err := r.loadSpans(ctx, project, from, to, DefaultTraceWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]edgeSpan, len(spans))
+	for i := range spans {
+		a, e := &spans[i], &out[i]
+		e.startNs = a.StartNs
+		for j, d := range rollupDims {
+			e.dims[j] = dimValue(a, d)
+		}
+		e.totals.AddSpan(a)
+	}
+	return out, nil
 }
 
 // ceilMinute is t rounded up to a whole minute.

@@ -29,8 +29,8 @@ func WithEdgeHourPartSpans(n int) ReaderOption {
 }
 
 // EdgeHour says what r's edge hour cache holds: the entries of the hour
-// it holds and whether it holds one (not when the hour had too many), and
-// the parts its latest load took.
+// it holds that was asked for last, and whether it holds one (not when the
+// hour had too many), and the parts its latest load of an hour took.
 func EdgeHour(r *Reader) (entries int, held bool, parts int) {
 	c := r.core.edges
 	if c == nil {
@@ -38,11 +38,23 @@ func EdgeHour(r *Reader) (entries int, held bool, parts int) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.held == nil || c.held.tooMany {
+	if len(c.held) == 0 || c.held[0].tooMany {
 		return 0, false, c.parts
 	}
-	for _, v := range c.held.views {
+	for _, v := range c.held[0].views {
 		entries += len(v)
 	}
 	return entries, true, c.parts
+}
+
+// EdgeHourLoads is how many hours and minutes of spans r's edge hour cache
+// has loaded.
+func EdgeHourLoads(r *Reader) int {
+	c := r.core.edges
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
 }
