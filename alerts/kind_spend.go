@@ -71,7 +71,8 @@ func spendBudget() kindSpec {
 			if by == "project" {
 				by = "agent" // any dimension; the total is read
 			}
-			rep, err := c.src.Costs(ctx, query.CostFilter{Project: project, By: by, Since: start, Until: c.now})
+			// Every subject: a budget may be set for one that spends little.
+			rep, err := c.src.Costs(ctx, query.CostFilter{Project: project, By: by, Since: start, Until: c.now, Limit: query.MaxCostGroups})
 			if err != nil {
 				return nil, err
 			}

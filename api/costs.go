@@ -27,8 +27,8 @@ func (h *Handler) registerCosts(r gin.IRoutes) {
 }
 
 // getCosts serves GET /costs?by=agent|model|task|provider|tool|conversation|user|service
-// &since=&until=&bucket=minute|hour|day&agent=&service=&user=&compare=previous
-// (by defaults to agent).
+// &since=&until=&bucket=minute|hour|day&agent=&service=&user=&compare=previous&limit=
+// (by defaults to agent; limit, the groups listed, to query.DefaultCostGroups).
 func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 	if costs == nil {
 		fail(c, http.StatusNotImplemented, "cost reports are not configured")
@@ -40,6 +40,14 @@ func (h *Handler) getCosts(c *gin.Context, costs Costs) {
 	var ok bool
 	if f.Since, f.Until, ok = queryRange(c, now); !ok {
 		return
+	}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fail(c, http.StatusBadRequest, "limit %q: want 1 to %d groups", v, query.MaxCostGroups)
+			return
+		}
+		f.Limit = n
 	}
 	if err := f.Validate(now); err != nil {
 		fail(c, http.StatusBadRequest, "%v", err)

@@ -75,6 +75,11 @@ func TestCostsEndpoint(t *testing.T) {
 		{"minute over 24h", "/api/v1/costs?by=agent&bucket=minute&since=48h", http.StatusBadRequest},
 		{"minute within 24h", "/api/v1/costs?by=agent&bucket=minute&since=6h", http.StatusOK},
 		{"bad since", "/api/v1/costs?since=yesterday", http.StatusBadRequest},
+		{"limit 1", "/api/v1/costs?limit=1", http.StatusOK},
+		{"limit at its bound", "/api/v1/costs?limit=100000", http.StatusOK},
+		{"limit over its bound", "/api/v1/costs?limit=100001", http.StatusBadRequest},
+		{"limit 0", "/api/v1/costs?limit=0", http.StatusBadRequest},
+		{"limit not a number", "/api/v1/costs?limit=all", http.StatusBadRequest},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,9 +95,9 @@ func TestCostsEndpoint(t *testing.T) {
 			}
 		})
 	}
-	serve(r, "/api/v1/costs?by=model&since=7d&bucket=hour")
+	serve(r, "/api/v1/costs?by=model&since=7d&bucket=hour&limit=7")
 	// since=7d at 2026-01-10T12:00Z is 2026-01-03T12:00Z; until defaults to now.
-	want := query.CostFilter{Project: "p1", By: "model", Bucket: "hour",
+	want := query.CostFilter{Project: "p1", By: "model", Bucket: "hour", Limit: 7,
 		Since: time.Date(2026, 1, 3, 12, 0, 0, 0, time.UTC), Until: time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)}
 	if fake.costFilter != want {
 		t.Errorf("filter %+v, want %+v", fake.costFilter, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,15 @@ const MaxMinuteRange = 24 * time.Hour
 // DefaultCostRange is the range of a report whose Since is zero.
 const DefaultCostRange = 24 * time.Hour
 
+// The groups a cost report lists: DefaultCostGroups unless CostFilter.Limit
+// says otherwise, at most MaxCostGroups. A day of a busy deployment has
+// hundreds of thousands of conversations: listed whole, a report by
+// conversation was tens of megabytes of JSON.
+const (
+	DefaultCostGroups = 1000
+	MaxCostGroups     = 100_000
+)
+
 // byDimension maps each CostFilter.By to its rollup grain and column.
 var byDimension = map[string]struct {
 	grain  uint8
@@ -87,6 +97,10 @@ type CostFilter struct {
 	// filtered report is computed live from spans (Freshness shows no
 	// rolled-up hours): as exact, slower over long ranges.
 	Agent, Service, User string
+	// Limit is the most groups the report lists, the costliest first (0:
+	// DefaultCostGroups, at most MaxCostGroups); the others are added up
+	// in CostReport.Others.
+	Limit int
 }
 
 // filtered reports whether the filter narrows the spans.
@@ -128,6 +142,9 @@ func (f CostFilter) Validate(now time.Time) error {
 	}
 	if f.Until.Before(f.Since) {
 		return fmt.Errorf("%w: until is before since", ErrInvalidFilter)
+	}
+	if f.Limit < 0 || f.Limit > MaxCostGroups {
+		return fmt.Errorf("%w: limit %d: want 1 to %d groups (0: %d)", ErrInvalidFilter, f.Limit, MaxCostGroups, DefaultCostGroups)
 	}
 	return nil
 }
@@ -263,14 +280,19 @@ type Freshness struct {
 }
 
 // CostReport is the answer to a CostFilter: groups sorted by cost,
-// descending, then key.
+// descending, then key, the first CostFilter.Limit of them; GroupsTotal
+// says how many there were, Others adds up those left out.
 type CostReport struct {
-	By        string           `json:"by"`
-	Bucket    string           `json:"bucket,omitempty"`
-	Since     time.Time        `json:"since"`
-	Until     time.Time        `json:"until"`
-	Total     CostTotals       `json:"total"`
-	Groups    []CostGroup      `json:"groups"`
+	By          string      `json:"by"`
+	Bucket      string      `json:"bucket,omitempty"`
+	Since       time.Time   `json:"since"`
+	Until       time.Time   `json:"until"`
+	Total       CostTotals  `json:"total"`
+	Groups      []CostGroup `json:"groups"`
+	GroupsTotal int         `json:"groups_total"`
+	// Others is the groups past the limit added up (Key ""), with their
+	// series added bucket by bucket; nil when every group is listed.
+	Others    *CostGroup       `json:"others,omitempty"`
 	Unmatched []UnmatchedModel `json:"unmatched"`
 	Freshness Freshness        `json:"freshness"`
 }
@@ -748,6 +770,43 @@ var unmatchedView = view{grain: schema.GrainModel, dims: []string{"provider", "m
 // spans; either way every span counts once. The report also lists the
 // models no price matched.
 func (r SpendReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
+	rep, err := r.allCosts(ctx, f)
+	if err != nil {
+		return rep, err
+	}
+	rep.limitGroups(f.Limit)
+	return rep, nil
+}
+
+// limitGroups keeps the first limit groups (DefaultCostGroups for 0) and
+// adds up the rest in Others.
+func (rep *CostReport) limitGroups(limit int) {
+	if limit <= 0 {
+		limit = DefaultCostGroups
+	}
+	rep.GroupsTotal = len(rep.Groups)
+	if len(rep.Groups) <= limit {
+		return
+	}
+	others := &CostGroup{}
+	at := map[time.Time]int{}
+	for _, g := range rep.Groups[limit:] {
+		others.add(&g.CostTotals)
+		for _, p := range g.Series {
+			if i, ok := at[p.Time]; ok {
+				others.Series[i].add(&p.CostTotals)
+				continue
+			}
+			at[p.Time] = len(others.Series)
+			others.Series = append(others.Series, p)
+		}
+	}
+	slices.SortFunc(others.Series, func(a, b CostPoint) int { return a.Time.Compare(b.Time) })
+	rep.Groups, rep.Others = rep.Groups[:limit:limit], others
+}
+
+// allCosts is Costs with every group listed.
+func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, error) {
 	f = f.withDefaults(time.Now())
 	if err := f.Validate(f.Until); err != nil {
 		return CostReport{}, err
@@ -825,9 +884,13 @@ func unmatchedFrom(agg aggregation) []UnmatchedModel {
 // success, the requested alias on an error) are one group, its Models the
 // raw names beneath. Models no catalog entry matches keep their own group.
 func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
-	rep, err := c.Reader.Costs(ctx, f)
-	if err != nil || rep.By != ByModel || c.catalog == nil {
+	rep, err := c.Reader.allCosts(ctx, f)
+	if err != nil {
 		return rep, err
+	}
+	if rep.By != ByModel || c.catalog == nil {
+		rep.limitGroups(f.Limit)
+		return rep, nil
 	}
 	merged := map[string]*CostGroup{}
 	var order []string
@@ -859,6 +922,7 @@ func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error
 		}
 		return a.Key < b.Key
 	})
+	rep.limitGroups(f.Limit)
 	return rep, nil
 }
 

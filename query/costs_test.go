@@ -3,8 +3,10 @@ package query_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -494,5 +496,95 @@ func TestCostsByCatalogModel(t *testing.T) {
 	}
 	if _, ok := groups["claude-sonnet-4-5-20250929"]; ok {
 		t.Error("the dated name is still a group of its own")
+	}
+
+	// One group: the catalog model's, both names added up before the
+	// limit (by raw name the long-context call alone would lead).
+	one, err := r.Costs(context.Background(), query.CostFilter{Project: "golden", By: query.ByModel,
+		Since: mustTime(t, "2026-01-10T09:00:00Z"), Until: mustTime(t, "2026-01-10T13:00:00Z"), Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Groups) != 1 || one.Groups[0].Key != "claude-sonnet-4-5" || len(one.Groups[0].Models) != 2 ||
+		one.GroupsTotal != len(rep.Groups) || one.Others == nil ||
+		!near(one.Others.Cost.Total, rep.Total.Cost.Total-goldentest.CostLongContext-goldentest.CostClaudeAdditive) {
+		t.Errorf("limit 1: %+v (of %d), others %+v; want claude-sonnet-4-5 of both names, of %d, the rest of %v USD",
+			one.Groups, one.GroupsTotal, one.Others, len(rep.Groups), rep.Total.Cost.Total)
+	}
+}
+
+// TestCostsGroupLimit: a report lists the costliest Limit groups and adds
+// up the others, their series bucket by bucket; the totals stay the
+// whole range's. By agent over the golden day, by cost: the researcher
+// (1.5345 USD), the experimenter (0.0143), the planner (0.00475 +
+// 0.008775 = 0.013525), the summarizer (0.00027), the solo run
+// (0.000105).
+func TestCostsGroupLimit(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	insert(t, store, loadCorpus(t, "testdata/golden.json", "golden", builtin(t)), 1)
+	r := query.NewReader(store)
+	since, until := mustTime(t, "2026-01-10T09:00:00Z"), mustTime(t, "2026-01-10T13:00:00Z")
+	costs := func(limit int, bucket string) query.CostReport {
+		t.Helper()
+		rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: since, Until: until, Limit: limit, Bucket: bucket})
+		if err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+		return rep
+	}
+	keys := func(rep query.CostReport) []string {
+		var out []string
+		for _, g := range rep.Groups {
+			out = append(out, g.Key)
+		}
+		return out
+	}
+	// The summarizer's and the solo run's figures added up.
+	tail := goldentest.GroupWant{Spans: 3, LLM: 1, Input: 1500, Output: 250, Cost: goldentest.CostVercelMini + goldentest.CostSolo}
+	exp := goldenByAgent["experimenter"]
+	for _, c := range []struct {
+		limit  int
+		keys   []string
+		others *goldentest.GroupWant
+	}{
+		{0, []string{"researcher", "experimenter", "planner", "summarizer", "solo"}, nil},
+		{query.MaxCostGroups, []string{"researcher", "experimenter", "planner", "summarizer", "solo"}, nil},
+		{5, []string{"researcher", "experimenter", "planner", "summarizer", "solo"}, nil},
+		{4, []string{"researcher", "experimenter", "planner", "summarizer"}, &goldentest.GroupWant{Spans: 1, Input: 500, Output: 50, Cost: goldentest.CostSolo}},
+		{3, []string{"researcher", "experimenter", "planner"}, &tail},
+		{1, []string{"researcher"}, &goldentest.GroupWant{Spans: 5 + exp.Spans + tail.Spans, LLM: 2 + exp.LLM + tail.LLM, ToolCalls: 2, Retries: 1, Errors: 1,
+			Input: 3800 + exp.Input + tail.Input, CacheRead: 3000, CacheWrite: 500, Output: 700 + exp.Output + tail.Output,
+			Cost: goldentest.CostGPT4o + goldentest.CostClaudeAdditive + exp.Cost + tail.Cost, Tax: goldentest.CostClaudeAdditive,
+			Unpriced: exp.Unpriced, Client: exp.Client}},
+	} {
+		rep := costs(c.limit, query.BucketNone)
+		if got := keys(rep); !slices.Equal(got, c.keys) || rep.GroupsTotal != 5 || rep.Total.Spans != 15 || !near(rep.Total.Cost.Total, goldenTotalCost) {
+			t.Errorf("limit %d: groups %v of %d, total %d spans %v USD; want %v of 5, 15 spans %v USD", c.limit, got, rep.GroupsTotal,
+				rep.Total.Spans, rep.Total.Cost.Total, c.keys, goldenTotalCost)
+		}
+		switch {
+		case c.others == nil && rep.Others != nil:
+			t.Errorf("limit %d: others %+v, want none", c.limit, rep.Others)
+		case c.others != nil && rep.Others == nil:
+			t.Errorf("limit %d: no others, want %+v", c.limit, *c.others)
+		case c.others != nil:
+			goldentest.CheckGroups(t, fmt.Sprintf("limit %d, others", c.limit), query.CostReport{Groups: []query.CostGroup{*rep.Others}},
+				map[string]goldentest.GroupWant{"": *c.others}, true)
+		}
+	}
+	// By hour, the others' series: the summarizer at 10:00, the solo run
+	// at 11:00.
+	rep := costs(3, query.BucketHour)
+	if o := rep.Others; o == nil || len(o.Series) != 2 ||
+		!o.Series[0].Time.Equal(mustTime(t, "2026-01-10T10:00:00Z")) || !near(o.Series[0].Cost.Total, goldentest.CostVercelMini) ||
+		!o.Series[1].Time.Equal(mustTime(t, "2026-01-10T11:00:00Z")) || !near(o.Series[1].Cost.Total, goldentest.CostSolo) {
+		t.Errorf("limit 3 by hour: others %+v, want the summarizer's %v USD at 10:00 and the solo run's %v at 11:00", rep.Others,
+			goldentest.CostVercelMini, goldentest.CostSolo)
+	}
+	for _, limit := range []int{-1, query.MaxCostGroups + 1} {
+		if _, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: query.ByAgent, Since: since, Until: until, Limit: limit}); !errors.Is(err, query.ErrInvalidFilter) {
+			t.Errorf("limit %d: %v, want ErrInvalidFilter", limit, err)
+		}
 	}
 }

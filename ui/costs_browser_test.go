@@ -50,6 +50,21 @@ func TestCostPageForTeamLead(t *testing.T) {
 		t.Errorf("top runs %+v, want %s and %s at $%v", top, a, b, runCostUSD)
 	}
 
+	// One group a table (?limit=1): by agent the researcher's $0.005125 a
+	// run, and one other agent, the rest of the total, on a row of its own.
+	open(t, ctx, tally.URL+"/costs?since=1h&limit=1")
+	waitFor(t, ctx, `!!document.querySelector('#cost-by-agent tr.others')`)
+	type row struct {
+		Rows   int    `json:"rows"`
+		Others string `json:"others"`
+		USD    string `json:"usd"`
+	}
+	agents := run(t, ctx, "agents with limit=1", chromedp.Evaluate[row](`(() => { const t = document.getElementById('cost-by-agent'); const o = t.querySelector('tr.others');
+		return {rows: t.querySelectorAll('tbody tr').length, others: o.dataset.others, usd: o.querySelector('.money').dataset.usd}; })()`))
+	if agents.Rows != 1 || agents.Others != "1" || !nearString(agents.USD, 2*(runCostUSD-0.005125)) {
+		t.Errorf("by agent with limit=1: %+v, want 1 row and 1 other of $%v", agents, 2*(runCostUSD-0.005125))
+	}
+
 	// The agent filter: the researcher's gpt-4o calls only, $0.005125 a run.
 	open(t, ctx, tally.URL+"/costs?since=1h&agent=researcher")
 	waitFor(t, ctx, `!!document.querySelector('#cost-total')`)

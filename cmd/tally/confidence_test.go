@@ -46,6 +46,8 @@ func TestCostConfidenceInCLI(t *testing.T) {
 		{[]string{"explain", bound.TraceID()}, []string{"confidence: upper_bound: sends prompt_tokens and completion_tokens only", "rule otel-openai-v2-no-cache-read", "source: open-telemetry/opentelemetry-python-contrib"}},
 		{[]string{"explain", exact.TraceID()}, []string{"confidence: exact"}},
 		{[]string{"cost", "--since", conformance.Start.Add(-3600e9).Format("2006-01-02T15:04:05Z"), "--until", conformance.Start.Add(3600e9).Format("2006-01-02T15:04:05Z")}, []string{"EXACT", "50%"}},
+		// Two providers, openai and anthropic: one listed, one on the others' line.
+		{[]string{"cost", "--by", "provider", "--limit", "1", "--since", conformance.Start.Add(-3600e9).Format("2006-01-02T15:04:05Z"), "--until", conformance.Start.Add(3600e9).Format("2006-01-02T15:04:05Z")}, []string{"(1 others)"}},
 	} {
 		out := cli(c.args...)
 		for _, w := range c.want {

@@ -21,6 +21,7 @@ import (
 
 func newCostCmd() *cobra.Command {
 	var by, since, until, bucket string
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "cost",
 		Short: "Spend and tokens per agent, model, task… (from a running tally)",
@@ -31,11 +32,15 @@ func newCostCmd() *cobra.Command {
 	fs.StringVar(&by, "by", query.ByAgent, "group by: "+strings.Join(query.CostDimensions(), ", "))
 	rangeFlags(cmd, &since, &until, "24h")
 	fs.StringVar(&bucket, "bucket", "", "time series bucket: minute (ranges up to 24h), hour or day")
+	fs.IntVar(&limit, "limit", 0, fmt.Sprintf("the most groups listed, the costliest first (default %d, at most %d); the others on one line", query.DefaultCostGroups, query.MaxCostGroups))
 	return readCmd(cmd, func([]string) (string, url.Values) {
 		q := url.Values{"by": {by}} // even empty: the API's answer to it
 		setIf(q, "since", since)
 		setIf(q, "until", until)
 		setIf(q, "bucket", bucket)
+		if limit != 0 {
+			q.Set("limit", strconv.Itoa(limit))
+		}
 		return "/api/v1/costs", q
 	}, printCosts)
 }
@@ -74,6 +79,9 @@ func printCosts(w io.Writer, rep query.CostReport) error {
 	}
 	for _, g := range rep.Groups {
 		row(orNone(g.Key), g.CostTotals)
+	}
+	if rep.Others != nil {
+		row(fmt.Sprintf("(%d others)", rep.GroupsTotal-len(rep.Groups)), rep.Others.CostTotals)
 	}
 	row("TOTAL", rep.Total)
 	if err := tw.Flush(); err != nil {

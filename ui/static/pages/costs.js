@@ -10,6 +10,12 @@ import { confidenceHTML } from '../lib/vocab.js';
 
 export const BUCKET_MS = { minute: 6e4, hour: 36e5, day: 864e5 };
 
+// TABLE_GROUPS is the most groups a cost table lists unless the page's
+// ?limit= says otherwise (the API's limit): the rest are one row, "N
+// others". A day of a busy deployment has hundreds of thousands of
+// conversations.
+export const TABLE_GROUPS = 100;
+
 export async function pageCosts() {
   const params = new URLSearchParams(location.search);
   setupRangeForm(document.getElementById('range'), params);
@@ -19,10 +25,13 @@ export async function pageCosts() {
   if (!bucket) bucket = to - from <= 3 * 36e5 ? 'minute' : to - from <= 4 * 864e5 ? 'hour' : 'day';
   if (bucket === 'minute' && to - from > 864e5) bucket = 'hour';
   const base = copyParams(params, ['since', 'until', 'agent', 'service', 'user'], { since: '24h' });
+  // ?limit= lists more (or fewer) groups a table.
+  const groups = Math.min(Math.max(Math.trunc(Number(params.get('limit'))) || TABLE_GROUPS, 1), 100000);
   const q = (by, withBucket) => {
     const p = new URLSearchParams(base);
     p.set('by', by);
     p.set('compare', 'previous');
+    p.set('limit', String(groups));
     if (withBucket) p.set('bucket', bucket);
     return `/api/v1/costs?${p}`;
   };
@@ -48,9 +57,9 @@ export async function pageCosts() {
   }
   const step = BUCKET_MS[agent.bucket || bucket];
   const keys = agent.groups.slice(0, PALETTE.length - 1).map((g) => g.key);
-  const other = agent.groups.length > keys.length;
+  const other = agent.groups.length > keys.length || !!agent.others;
   const byTime = new Map();
-  for (const g of agent.groups) {
+  for (const g of agent.others ? [...agent.groups, { ...agent.others, key: 'other' }] : agent.groups) {
     const key = keys.includes(g.key) ? g.key : 'other';
     for (const p of g.series || []) {
       const tt = parseTime(p.time);
@@ -128,6 +137,8 @@ export function costTable(label, report, by) {
     { key: 'cr', label: 'Cache read', num: true, html: (g) => num(g.usage.cache_read_tokens) },
     { key: 'out', label: 'Out', num: true, html: (g) => num(g.usage.output_tokens) },
   ];
-  const foot = html`<tr><th scope="row">Total</th><td class="num">${moneyHTML(total)}</td><td></td>${prev ? html`<td class="num">${changeHTML(total, report.previous.total.cost.total_usd)}</td>` : ''}<td class="num">${num(report.total.llm_calls)}</td><td class="num">${num(report.total.usage.input_tokens)}</td><td class="num">${num(report.total.usage.cache_read_tokens)}</td><td class="num">${num(report.total.usage.output_tokens)}</td></tr>`;
+  const o = report.others;
+  const others = o ? html`<tr class="others" data-others="${report.groups_total - report.groups.length}"><th scope="row" class="muted">${num(report.groups_total - report.groups.length)} others</th><td class="num">${moneyHTML(o.cost.total_usd)}</td><td class="num">${pct(total ? o.cost.total_usd / total : 0)}</td>${prev ? html`<td></td>` : ''}<td class="num">${num(o.llm_calls)}</td><td class="num">${num(o.usage.input_tokens)}</td><td class="num">${num(o.usage.cache_read_tokens)}</td><td class="num">${num(o.usage.output_tokens)}</td></tr>` : '';
+  const foot = html`${others}<tr><th scope="row">Total</th><td class="num">${moneyHTML(total)}</td><td></td>${prev ? html`<td class="num">${changeHTML(total, report.previous.total.cost.total_usd)}</td>` : ''}<td class="num">${num(report.total.llm_calls)}</td><td class="num">${num(report.total.usage.input_tokens)}</td><td class="num">${num(report.total.usage.cache_read_tokens)}</td><td class="num">${num(report.total.usage.output_tokens)}</td></tr>`;
   return html`<section class="panel" aria-label="Cost by ${esc(by)}"><h2>By ${esc(by)}</h2>${tableHTML(cols, report.groups, null, { id: `cost-by-${by}`, rowHeader: true, foot })}</section>`;
 }
