@@ -127,10 +127,9 @@ func (s *edgeSpan) dim(d string) string {
 }
 
 // How many hours the edge hour cache holds (a report's first and last, and
-// the first of the period before it, compare=previous: three), their
-// entries in all (in bounds: an hour of the most entries kept and one of
-// more than half as many, or four of a quarter), and the minutes of spans
-// it keeps with an hour.
+// the first of the period before it with compare=previous: three), how
+// many times its bound their entries come to at most, and how many minutes
+// of spans it keeps with an hour.
 const (
 	edgeHoursHeld   = 4
 	edgeHeldBounds  = 2
