@@ -72,7 +72,14 @@ func NewStoreDatabase(t testing.TB) Database {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := embeddedExec(engine, "DROP DATABASE IF EXISTS "+name+" SYNC"); err != nil {
+		// Not SYNC: the engine drops the tables once nothing references
+		// them. chDB 26.7 keeps a table referenced after an INSERT through
+		// its streaming insert that was cancelled after a whole block (a
+		// test's server stopped mid-insert), and a SYNC drop of its
+		// database then waits forever (docs/benchmarks.md, memory, fourth
+		// round): under the whole suite's load that failed tests whose
+		// assertions all held.
+		if err := embeddedExec(engine, "DROP DATABASE IF EXISTS "+name); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
