@@ -74,11 +74,12 @@ func NewStoreDatabase(t testing.TB) Database {
 	t.Cleanup(func() {
 		// Not SYNC: the engine drops the tables once nothing references
 		// them. chDB 26.7 keeps a table referenced after an INSERT through
-		// its streaming insert that was cancelled after a whole block (a
-		// test's server stopped mid-insert), and a SYNC drop of its
-		// database then waits forever (docs/benchmarks.md, memory, fourth
-		// round): under the whole suite's load that failed tests whose
-		// assertions all held.
+		// its streaming insert fails once the engine has parsed a block
+		// (docs/benchmarks.md, memory, fourth round), and a SYNC drop of
+		// its database then waits forever: under the whole suite's load
+		// two tests' cleanups waited so, every assertion of theirs having
+		// held (a test's server stopping mid-insert, likely; not seen
+		// alone).
 		if err := embeddedExec(engine, "DROP DATABASE IF EXISTS "+name); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
