@@ -369,12 +369,13 @@ func bucketStart(t time.Time, bucket string) int64 {
 	return 0
 }
 
-func ceilHour(t time.Time) time.Time {
-	h := t.Truncate(time.Hour)
-	if h.Before(t) {
-		h = h.Add(time.Hour)
+// ceilTo is t rounded up to a whole multiple of d (an hour, a minute).
+func ceilTo(t time.Time, d time.Duration) time.Time {
+	c := t.Truncate(d)
+	if c.Before(t) {
+		c = c.Add(d)
 	}
-	return h
+	return c
 }
 
 // aggregate computes the views over [since, until) for one project, reading
@@ -397,7 +398,7 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 	// cache.
 	var edges []rolledHour
 	if bucket != BucketMinute && match == nil {
-		hours, err := r.rolledHours(ctx, since.Truncate(time.Hour), ceilHour(until))
+		hours, err := r.rolledHours(ctx, since.Truncate(time.Hour), ceilTo(until, time.Hour))
 		if err != nil {
 			return nil, fresh, err
 		}
@@ -539,25 +540,28 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 	// The parts of minutes at the ends, [lo, first) and [last, hi) (one
 	// part when lo and hi are in one minute), and the whole minutes
 	// between, [first, last).
-	first, last := minTime(ceilMinute(lo), hi), maxTime(hi.Truncate(time.Minute), lo)
-	var parts [][]edgeSpan
-	for _, p := range []TimeRange{{lo, first}, {maxTime(last, first), hi}} {
+	first, last := minTime(ceilTo(lo, time.Minute), hi), maxTime(hi.Truncate(time.Minute), lo)
+	// Both ends' minutes are had before anything is added: a minute the
+	// cache cannot answer sends lr whole to be read live.
+	ends := [2]TimeRange{{lo, first}, {maxTime(last, first), hi}}
+	var spans [2][]edgeSpan
+	for i, p := range ends {
 		if !p.Since.Before(p.Until) {
-			parts = append(parts, nil)
 			continue
 		}
-		spans, ok, err := r.edges.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]edgeSpan, error) {
+		var ok bool
+		var err error
+		spans[i], ok, err = r.edges.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]edgeSpan, error) {
 			return r.loadEdgeSpans(ctx, project, from, from.Add(time.Minute))
 		})
 		if err != nil || !ok {
 			return []TimeRange{lr}, err
 		}
-		parts = append(parts, spans)
 	}
-	for pi, p := range []TimeRange{{lo, first}, {maxTime(last, first), hi}} {
+	for i, p := range ends {
 		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
-		for i := range parts[pi] {
-			if s := &parts[pi][i]; s.startNs >= from && s.startNs < to {
+		for j := range spans[i] {
+			if s := &spans[i][j]; s.startNs >= from && s.startNs < to {
 				addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
 			}
 		}
@@ -792,16 +796,9 @@ func (rep *CostReport) limitGroups(limit int) {
 	at := map[time.Time]int{}
 	for _, g := range rep.Groups[limit:] {
 		others.add(&g.CostTotals)
-		for _, p := range g.Series {
-			if i, ok := at[p.Time]; ok {
-				others.Series[i].add(&p.CostTotals)
-				continue
-			}
-			at[p.Time] = len(others.Series)
-			others.Series = append(others.Series, p)
-		}
+		others.Series = addSeries(others.Series, at, g.Series)
 	}
-	slices.SortFunc(others.Series, func(a, b CostPoint) int { return a.Time.Compare(b.Time) })
+	sortSeries(others.Series)
 	rep.Groups, rep.Others = rep.Groups[:limit:limit], others
 }
 
@@ -935,6 +932,14 @@ func mergeSeries(a, b []CostPoint) []CostPoint {
 	for i, p := range a {
 		at[p.Time] = i
 	}
+	a = addSeries(a, at, b)
+	sortSeries(a)
+	return a
+}
+
+// addSeries adds b's points into a, bucket by bucket, at keeping the index
+// of each of a's buckets; the buckets new to a are appended.
+func addSeries(a []CostPoint, at map[time.Time]int, b []CostPoint) []CostPoint {
 	for _, p := range b {
 		if i, ok := at[p.Time]; ok {
 			a[i].CostTotals.add(&p.CostTotals)
@@ -943,6 +948,10 @@ func mergeSeries(a, b []CostPoint) []CostPoint {
 		at[p.Time] = len(a)
 		a = append(a, p)
 	}
-	sort.Slice(a, func(i, j int) bool { return a[i].Time.Before(a[j].Time) })
 	return a
+}
+
+// sortSeries puts a series in time order.
+func sortSeries(a []CostPoint) {
+	slices.SortFunc(a, func(x, y CostPoint) int { return x.Time.Compare(y.Time) })
 }

@@ -90,7 +90,6 @@ type edgeHour struct {
 	// key.
 	views   [len(edgeViews)][]edgeEntry
 	tooMany bool // more entries than the cache holds: views empty
-	entries int  // in views
 	parts   int  // the loads of spans that filled it
 	// spanMinutes are the spans of the minutes of the hour last asked for
 	// (edgeMinutesHeld at most), the latest first; under edgeHours.mu.
@@ -190,6 +189,15 @@ func (s *edgeHourSum) into(h *edgeHour) {
 	}
 }
 
+// entries is how many entries h keeps, in all its views.
+func (h *edgeHour) entries() int {
+	n := 0
+	for _, v := range h.views {
+		n += len(v)
+	}
+	return n
+}
+
 // minutes is the entries of view vi in minutes [from, to) of the hour.
 func (h *edgeHour) minutes(vi int, from, to int) []edgeEntry {
 	e := h.views[vi]
@@ -252,7 +260,7 @@ func (c *edgeHours) get(ctx context.Context, project string, hour time.Time, ver
 	c.held = slices.Insert(c.held, 0, h)
 	total := 0
 	for i, o := range c.held {
-		if total += o.entries; i > 0 && (i >= edgeHoursHeld || total > edgeHeldBounds*c.bound) {
+		if total += o.entries(); i > 0 && (i >= edgeHoursHeld || total > edgeHeldBounds*c.bound) {
 			c.held = c.held[:i]
 			break
 		}
@@ -278,7 +286,8 @@ func (c *edgeHours) lookup(project string, hour time.Time, version uint64) *edge
 // minute returns the spans of the minute starting at start of the held
 // hour h, kept with h or loaded and kept; ok is false when the minute has
 // more spans than the cache holds (the caller reads its range from the
-// spans).
+// spans), but for the load that found that out, which answers from what
+// it loaded.
 func (c *edgeHours) minute(ctx context.Context, h *edgeHour, start time.Time,
 	load func(ctx context.Context, from time.Time) ([]edgeSpan, error)) (spans []edgeSpan, ok bool, err error) {
 	if m := c.lookupMinute(h, start); m != nil {
@@ -344,7 +353,7 @@ func (r *core) loadEdgeHour(ctx context.Context, project string, edge rolledHour
 			return &edgeHour{tooMany: true, parts: i + 1}, nil
 		}
 	}
-	h := &edgeHour{parts: parts, entries: sum.entries}
+	h := &edgeHour{parts: parts}
 	sum.into(h)
 	return h, nil
 }
@@ -366,13 +375,4 @@ func (r *core) loadEdgeSpans(ctx context.Context, project string, from, to time.
 		e.totals.AddSpan(a)
 	}
 	return out, nil
-}
-
-// ceilMinute is t rounded up to a whole minute.
-func ceilMinute(t time.Time) time.Time {
-	m := t.Truncate(time.Minute)
-	if m.Before(t) {
-		m = m.Add(time.Minute)
-	}
-	return m
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -16,7 +17,7 @@ func TestEdgeHoursHeld(t *testing.T) {
 	ask := func(c *edgeHours, i, entries int) {
 		t.Helper()
 		_, ok, err := c.get(ctx, "p", hour(i), 1, func(context.Context, int, int) (*edgeHour, error) {
-			return &edgeHour{entries: entries, parts: 1}, nil
+			return &edgeHour{views: [len(edgeViews)][]edgeEntry{make([]edgeEntry, entries)}, parts: 1}, nil
 		})
 		if err != nil || !ok {
 			t.Fatalf("hour %d: ok %v, %v", i, ok, err)
@@ -31,14 +32,7 @@ func TestEdgeHoursHeld(t *testing.T) {
 	}
 	check := func(label string, c *edgeHours, want ...int) {
 		t.Helper()
-		if got := held(c); len(got) != len(want) || func() bool {
-			for i := range got {
-				if got[i] != want[i] {
-					return true
-				}
-			}
-			return false
-		}() {
+		if got := held(c); !slices.Equal(got, want) {
 			t.Errorf("%s: held hours %v, want %v", label, got, want)
 		}
 	}
@@ -67,4 +61,18 @@ func TestEdgeHoursHeld(t *testing.T) {
 	}
 	ask(c, 4, 1)
 	check("a fifth hour", c, 4, 0, 3, 2)
+}
+
+// TestEdgeViewsCoverEveryReport: every view a cost report asks for (one
+// per CostFilter.By, and the unmatched models') is one the edge hour cache
+// adds up; one it did not would be read from the spans at every report.
+func TestEdgeViewsCoverEveryReport(t *testing.T) {
+	for by, d := range byDimension {
+		if edgeViewOf(view{grain: d.grain, dims: []string{d.column}}) < 0 {
+			t.Errorf("by %s: the edge hour cache does not add up %s", by, d.column)
+		}
+	}
+	if edgeViewOf(unmatchedView) < 0 {
+		t.Errorf("the unmatched models' view %v is not added up", unmatchedView.dims)
+	}
 }

@@ -41,10 +41,7 @@ func EdgeHour(r *Reader) (entries int, held bool, parts int) {
 	if len(c.held) == 0 || c.held[0].tooMany {
 		return 0, false, c.parts
 	}
-	for _, v := range c.held[0].views {
-		entries += len(v)
-	}
-	return entries, true, c.parts
+	return c.held[0].entries(), true, c.parts
 }
 
 // EdgeHourLoads is how many hours and minutes of spans r's edge hour cache

@@ -366,11 +366,12 @@ const InsertPiece = 256 << 10
 // insert streams data, read in pieces, into the INSERT statement sql on c.
 // A read or append that fails cancels the statement (the stream is
 // destroyed without done). tally's INSERTs are one Native block each
-// (clickhouse-go's batch), so a cancel comes before the engine has parsed
-// a block, and nothing is written. An input of several blocks cancelled
-// after a whole one must not come here: chDB 26.7 then keeps the table
-// referenced, and a DROP of it waits forever (docs/benchmarks.md, memory,
-// fourth round).
+// (clickhouse-go's batch), so a read that fails midway cancels before the
+// engine has parsed a block, and nothing is written. One that fails after
+// the block's last byte (the client gone just before the end of its body)
+// cancels after a whole block: chDB 26.7 then keeps the table referenced,
+// and a DROP … SYNC of it waits forever (docs/benchmarks.md, memory,
+// fourth round; internal/testenv drops its databases without SYNC).
 func (e *Engine) insert(c *conn, sql []byte, format string, data io.Reader) (*Result, error) {
 	if len(sql) == 0 || format == "" {
 		return nil, &Error{Message: "Code: 62. DB::Exception: INSERT with data needs a statement and a format. (SYNTAX_ERROR)"}

@@ -137,8 +137,10 @@ export function costTable(label, report, by) {
     { key: 'cr', label: 'Cache read', num: true, html: (g) => num(g.usage.cache_read_tokens) },
     { key: 'out', label: 'Out', num: true, html: (g) => num(g.usage.output_tokens) },
   ];
+  // A foot row: the groups past the limit added up, or the total.
+  const footRow = (attrs, th, t, share, change) => html`<tr${attrs}>${th}<td class="num">${moneyHTML(t.cost.total_usd)}</td><td class="num">${share}</td>${prev ? html`<td class="num">${change}</td>` : ''}<td class="num">${num(t.llm_calls)}</td><td class="num">${num(t.usage.input_tokens)}</td><td class="num">${num(t.usage.cache_read_tokens)}</td><td class="num">${num(t.usage.output_tokens)}</td></tr>`;
   const o = report.others;
-  const others = o ? html`<tr class="others" data-others="${report.groups_total - report.groups.length}"><th scope="row" class="muted">${num(report.groups_total - report.groups.length)} others</th><td class="num">${moneyHTML(o.cost.total_usd)}</td><td class="num">${pct(total ? o.cost.total_usd / total : 0)}</td>${prev ? html`<td></td>` : ''}<td class="num">${num(o.llm_calls)}</td><td class="num">${num(o.usage.input_tokens)}</td><td class="num">${num(o.usage.cache_read_tokens)}</td><td class="num">${num(o.usage.output_tokens)}</td></tr>` : '';
-  const foot = html`${others}<tr><th scope="row">Total</th><td class="num">${moneyHTML(total)}</td><td></td>${prev ? html`<td class="num">${changeHTML(total, report.previous.total.cost.total_usd)}</td>` : ''}<td class="num">${num(report.total.llm_calls)}</td><td class="num">${num(report.total.usage.input_tokens)}</td><td class="num">${num(report.total.usage.cache_read_tokens)}</td><td class="num">${num(report.total.usage.output_tokens)}</td></tr>`;
+  const left = report.groups_total - report.groups.length;
+  const foot = html`${o ? footRow(html` class="others" data-others="${left}"`, html`<th scope="row" class="muted">${num(left)} others</th>`, o, pct(total ? o.cost.total_usd / total : 0), '') : ''}${footRow('', html`<th scope="row">Total</th>`, report.total, '', prev ? changeHTML(total, report.previous.total.cost.total_usd) : '')}`;
   return html`<section class="panel" aria-label="Cost by ${esc(by)}"><h2>By ${esc(by)}</h2>${tableHTML(cols, report.groups, null, { id: `cost-by-${by}`, rowHeader: true, foot })}</section>`;
 }

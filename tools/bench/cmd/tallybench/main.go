@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/tallyhq/tally/tools/bench"
+	"github.com/tallyhq/tally/tools/bench/loader"
 )
 
 func main() {
@@ -44,7 +45,7 @@ func run(ctx context.Context) error {
 	keep := flag.Bool("keep", false, "keep the ClickHouse data and tally logs (printed at the end)")
 	tallyBin := flag.String("tally", "", "tally binary to benchmark (default: build ./cmd/tally)")
 	flag.IntVar(&cfg.Spans, "spans", cfg.Spans, "spans loaded for the read benchmarks (env BENCH_SPANS)")
-	flag.IntVar(&cfg.Days, "days", 30, "days the loaded runs start in: fewer give each hour the spans of a larger store (the reads' windows stay as they are)")
+	flag.IntVar(&cfg.Days, "days", loader.DefaultDays, "days the loaded runs start in: fewer give each hour the spans of a larger store (the reads' windows stay as they are)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "ingest requests in flight")
 	flag.IntVar(&cfg.RequestSpans, "request-spans", cfg.RequestSpans, "spans per ingest request")
 	flag.DurationVar(&cfg.IngestDuration, "ingest-duration", cfg.IngestDuration, "sustained ingest load")
