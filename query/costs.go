@@ -454,6 +454,12 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 				}
 				ranges = rest
 			}
+			if match == nil {
+				var err error
+				if ranges, err = r.aggregateOpenHours(ctx, project, ranges, bucket, views, part); err != nil {
+					return nil, err
+				}
+			}
 			for _, lr := range ranges {
 				if err := r.aggregateLive(ctx, project, lr, bucket, views, match, part); err != nil {
 					return nil, err

@@ -47,11 +47,14 @@ import (
 // entries.
 const DefaultEdgeHourSpans = 26214
 
-// WithEdgeHourSpans bounds the edge hour cache: the spans of one load of
-// the hour (an hour of more is loaded in parts of its runs) and the
-// entries it keeps (an hour of more is read from the spans at every
-// report, as without the cache); 0 or less turns the cache off.
-func WithEdgeHourSpans(n int) ReaderOption { return func(r *core) { r.edges = newEdgeHours(n) } }
+// WithEdgeHourSpans bounds the edge hour cache and the open hour cache
+// (openhour.go): the spans of one load of an hour (an hour of more is
+// loaded in parts of its runs) and the entries an hour keeps (an hour of
+// more is read from the spans at every report, as without the caches); 0
+// or less turns both caches off.
+func WithEdgeHourSpans(n int) ReaderOption {
+	return func(r *core) { r.edges, r.opens = newEdgeHours(n), newOpenHours(n) }
+}
 
 // edgeViews are the dimensions of the views the cache adds up: one per
 // CostFilter.By (byDimension) and the unmatched models' (unmatchedView).

@@ -1,6 +1,9 @@
 package query
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // WithLiveShardRuns makes a reader review live runs in parts of n runs
 // (liveShardRuns is 2,000), so that a test of a few runs covers the
@@ -54,4 +57,36 @@ func EdgeHourLoads(r *Reader) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.loads
+}
+
+// WithOpenHourClock makes a reader's open hour cache take now as the time
+// (which hours it answers for, which runs are quiet).
+func WithOpenHourClock(now func() time.Time) ReaderOption {
+	return func(r *core) {
+		if r.opens != nil {
+			r.opens.now = now
+		}
+	}
+}
+
+// OpenHourStats is what an open hour cache has done and holds.
+type OpenHourStats struct {
+	Builds, Loads, Reads int // hours built, minutes of base spans loaded, reports answered
+	BaseRuns, Entries    int // of the hour asked for last
+	TooMany              bool
+}
+
+// OpenHour says what r's open hour cache has done and holds.
+func OpenHour(r *Reader) OpenHourStats {
+	c := r.core.opens
+	if c == nil {
+		return OpenHourStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := OpenHourStats{Builds: c.builds, Loads: c.loads, Reads: c.reads}
+	if len(c.held) > 0 {
+		s.BaseRuns, s.Entries, s.TooMany = len(c.held[0].base), c.held[0].sums.entries(), c.held[0].sums.tooMany
+	}
+	return s
 }

@@ -41,6 +41,8 @@ type core struct {
 	validator *safety.Validator
 	// edges is the edge hour cache of cost reports (edgehour.go); nil: off.
 	edges *edgeHours
+	// opens is the open hour cache of cost reports (openhour.go); nil: off.
+	opens *openHours
 	// liveShardRuns overrides liveShardRuns (tests: WithLiveShardRuns in
 	// export_test.go); 0 keeps it.
 	liveShardRuns int
@@ -120,7 +122,7 @@ func WithValidator(v *safety.Validator) ReaderOption { return func(r *core) { r.
 
 // NewReader returns the readers over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
-	c := &core{store: store, edges: newEdgeHours(DefaultEdgeHourSpans)}
+	c := &core{store: store, edges: newEdgeHours(DefaultEdgeHourSpans), opens: newOpenHours(DefaultEdgeHourSpans)}
 	for _, o := range opts {
 		o(c)
 	}

@@ -1,0 +1,502 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tallyhq/tally/attribution"
+	"github.com/tallyhq/tally/schema"
+)
+
+// A cost report that reaches now reads the open hour from the spans (the
+// rollup computes an hour once it has closed), and the hour before it too
+// until the rollup has computed it. At 100M spans an hour holds ~140k
+// spans, and with 22 minutes of them in the open hour every report took
+// ~0.45 s more to load and attribute them again (a costs page of eight
+// reports 15–20 s). Unlike a closed hour's, the open hour's figures change
+// as runs in flight end: a late retry makes an earlier call retry tax, a
+// span names its run's task, so its minutes cannot be kept once computed.
+//
+// Its runs can: a run's spans are attributed from the run's own spans (in
+// the trace window around the hour), so a run whose rows have not changed
+// adds the same totals. The open hour cache keeps the hour added up by
+// minute, as the edge hour cache keeps a closed one (edgeHour's views),
+// over the hour's quiet runs (the base: no span accepted for openQuiet),
+// with each base run's key (its rows' count and versions' sum in the
+// window, as HourFingerprint is an hour's). A report first reads every
+// run's key (one GROUP BY over the window's narrow columns); while every
+// base run's key is unchanged it takes the base's minutes from the cache
+// and loads only the other runs (in flight, or new since) from their
+// spans. A base run whose key changed (a late span, a duplicate, a
+// reprice, a merge collapsing duplicates), or more other runs than a load
+// should hold, has the hour built again. A report is as complete and as
+// fresh as one read wholly from the spans.
+//
+// It holds the open hour and the hour before it (openHoursHeld), each of
+// at most the cache's bound entries (WithEdgeHourSpans) and with the base
+// spans of at most two of its minutes (the part of a minute a range
+// starts in, when base spans of that minute fall on both sides of it).
+
+// openQuiet is how long no span of a run must have been accepted (its
+// spans' highest version, the acceptance time) for the run to join the
+// base of a build: a run in flight would change the key at once.
+const openQuiet = 30 * time.Second
+
+// openHoursHeld is how many hours the open hour cache holds: the open
+// hour and the one before it (until the rollup computes it).
+const openHoursHeld = 2
+
+// runKey identifies the state of a run's rows in the trace window around
+// an hour: their count and the sum of their versions. A new span, a
+// duplicate, a reprice or a merge collapsing duplicates changes it.
+type runKey struct{ rows, versions uint64 }
+
+// openRun is what a report reads of each run with a span in the hour: its
+// key, its first span's start in the window, how many of its rows start
+// in the hour and when its newest row was accepted.
+type openRun struct {
+	key         runKey
+	firstNs     uint64
+	hourRows    uint64
+	lastVersion uint64
+}
+
+// openHour is one project's hour not rolled up, added up over its base
+// runs.
+type openHour struct {
+	project string
+	hour    time.Time
+	built   time.Time
+	sums    edgeHour          // the base runs' totals by minute (views; tooMany when over the bound)
+	base    map[string]runKey // the base runs' keys when the hour was built
+	// firstNs and lastNs are the earliest and latest start of the base
+	// spans of each minute (0: none): a part of a minute takes the
+	// minute's totals whole when every base span of it falls inside.
+	firstNs, lastNs [60]uint64
+	// spanMinutes are the base spans of the minutes last asked for
+	// (edgeMinutesHeld at most), the latest first; under openHours.mu.
+	spanMinutes []*edgeMinute
+}
+
+// current reports whether every base run of h still has its key in keys.
+func (h *openHour) current(keys map[string]openRun) bool {
+	for id, k := range h.base {
+		if run, ok := keys[id]; !ok || run.key != k {
+			return false
+		}
+	}
+	return true
+}
+
+// isBase reports whether the run id is one of h's base runs.
+func (h *openHour) isBase(id string) bool {
+	_, ok := h.base[id]
+	return ok
+}
+
+// others is the runs of keys outside h's base, and their rows in the
+// window.
+func (h *openHour) others(keys map[string]openRun) (ids []string, rows uint64) {
+	for id, run := range keys {
+		if _, ok := h.base[id]; !ok {
+			ids = append(ids, id)
+			rows += run.key.rows
+		}
+	}
+	slices.Sort(ids)
+	return ids, rows
+}
+
+// openHours is the open hour cache. The zero bound (nil cache) holds
+// nothing.
+type openHours struct {
+	bound int // entries an hour keeps, spans a load and a minute hold; the other runs' rows a report loads at most half of it
+	now   func() time.Time
+	mu    sync.Mutex
+	held  []*openHour // the latest asked for first
+	// builds counts the hours built, loads the minutes of base spans
+	// loaded; reads the reports answered from a held hour.
+	builds, loads, reads int
+	// filling serializes the builds, so that the reports of a page opened
+	// at once build an hour once.
+	filling sync.Mutex
+}
+
+// newOpenHours returns a cache bounded by bound, or nil (no cache) for
+// bound ≤ 0.
+func newOpenHours(bound int) *openHours {
+	if bound <= 0 {
+		return nil
+	}
+	return &openHours{bound: bound, now: time.Now}
+}
+
+// eligible reports whether a report's part in hour may come from the
+// cache: the open hour or the one before it. An older hour not rolled up
+// (a store the rollup has not caught up with) is read from the spans in
+// ranges of hours, as before.
+func (c *openHours) eligible(hour time.Time) bool {
+	return c != nil && !hour.Before(c.now().Truncate(time.Hour).Add(-time.Hour))
+}
+
+// get returns project's hour from the cache, or built (build is given the
+// base: the quiet runs of keys) and kept, with the runs a report loads
+// from their spans; ok is false when the hour cannot be answered so
+// (more entries than the bound, or, just after a build, more other runs
+// than a report should load): the caller reads it from the spans.
+func (c *openHours) get(ctx context.Context, project string, hour time.Time, keys map[string]openRun,
+	build func(ctx context.Context, base map[string]runKey) (*openHour, error)) (h *openHour, others []string, ok bool, err error) {
+	usable := func(h *openHour) (others []string, use, rebuild bool) {
+		if h == nil || !h.current(keys) {
+			return nil, false, true
+		}
+		if h.sums.tooMany {
+			return nil, false, false
+		}
+		others, rows := h.others(keys)
+		if len(others) <= maxLiveIDs && rows <= uint64(c.bound/2) {
+			return others, true, false
+		}
+		// Too many runs outside the base: built again once its quiet runs
+		// may have changed, else read from the spans.
+		return nil, false, c.now().Sub(h.built) >= openQuiet
+	}
+	if h = c.lookup(project, hour); h != nil {
+		if others, use, rebuild := usable(h); use || !rebuild {
+			return h, others, use, nil
+		}
+	}
+	c.filling.Lock()
+	defer c.filling.Unlock()
+	if h = c.lookup(project, hour); h != nil {
+		if others, use, rebuild := usable(h); use || !rebuild {
+			return h, others, use, nil
+		}
+	}
+	now := c.now()
+	base := map[string]runKey{}
+	for id, run := range keys {
+		if now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
+			base[id] = run.key
+		}
+	}
+	if h, err = build(ctx, base); err != nil {
+		return nil, nil, false, err
+	}
+	h.project, h.hour, h.built, h.base = project, hour, now, base
+	c.mu.Lock()
+	c.builds++
+	c.held = slices.DeleteFunc(c.held, func(o *openHour) bool { return o.project == project && o.hour.Equal(hour) })
+	c.held = slices.Insert(c.held, 0, h)
+	if len(c.held) > openHoursHeld {
+		c.held = c.held[:openHoursHeld]
+	}
+	c.mu.Unlock()
+	others, use, _ := usable(h)
+	return h, others, use, nil
+}
+
+// lookup is the held hour of project, made the latest asked for.
+func (c *openHours) lookup(project string, hour time.Time) *openHour {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, h := range c.held {
+		if h.project == project && h.hour.Equal(hour) {
+			copy(c.held[1:i+1], c.held[:i])
+			c.held[0] = h
+			return h
+		}
+	}
+	return nil
+}
+
+// minute returns the base spans of the minute starting at start of the
+// held hour h, kept with h or loaded (load returns the minute's spans
+// with their runs) and kept; ok is false when the minute has more spans
+// than the cache holds.
+func (c *openHours) minute(ctx context.Context, h *openHour, start time.Time,
+	load func(ctx context.Context, from time.Time) ([]attribution.Attributed, error)) (spans []edgeSpan, ok bool, err error) {
+	if m := c.lookupMinute(h, start); m != nil {
+		return m.spans, !m.tooMany, nil
+	}
+	c.filling.Lock()
+	defer c.filling.Unlock()
+	if m := c.lookupMinute(h, start); m != nil {
+		return m.spans, !m.tooMany, nil
+	}
+	all, err := load(ctx, start)
+	if err != nil {
+		return nil, false, err
+	}
+	m := &edgeMinute{start: start}
+	for i := range all {
+		if a := &all[i]; h.isBase(a.TraceID) {
+			m.spans = append(m.spans, edgeSpanOf(a))
+		}
+	}
+	if len(m.spans) > c.bound {
+		m.spans, m.tooMany = nil, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loads++
+	h.spanMinutes = slices.Insert(h.spanMinutes, 0, m)
+	if len(h.spanMinutes) > edgeMinutesHeld {
+		h.spanMinutes = h.spanMinutes[:edgeMinutesHeld]
+	}
+	return m.spans, !m.tooMany, nil
+}
+
+// lookupMinute is the minute starting at start kept with h, if any.
+func (c *openHours) lookupMinute(h *openHour, start time.Time) *edgeMinute {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range h.spanMinutes {
+		if m.start.Equal(start) {
+			return m
+		}
+	}
+	return nil
+}
+
+// edgeSpanOf is what a cost report adds up of the attributed span a.
+func edgeSpanOf(a *attribution.Attributed) edgeSpan {
+	var e edgeSpan
+	e.startNs = a.StartNs
+	for j, d := range rollupDims {
+		e.dims[j] = dimValue(a, d)
+	}
+	e.totals.AddSpan(a)
+	return e
+}
+
+// aggregateOpen adds the part of lr in hour (not rolled up: the open hour
+// or the one before it) to the views from the open hour cache: the base
+// runs' whole minutes from the hour's sums, the part of a minute lr
+// starts or ends in from the sums when every base span of the minute is
+// on one side of it, else from the minute's base spans; and the other
+// runs from their spans. It returns the rest of lr, to be read live: lr
+// whole when the cache cannot answer (off, an older hour, a view it does
+// not add up, too many entries or other runs).
+func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time, lr TimeRange, bucket string, views []view,
+	out []aggregation) ([]TimeRange, error) {
+	lo, hi := maxTime(lr.Since, hour), minTime(lr.Until, hour.Add(time.Hour))
+	if !lo.Before(hi) || !r.opens.eligible(hour) {
+		return []TimeRange{lr}, nil
+	}
+	vis := make([]int, len(views))
+	for i, v := range views {
+		if vis[i] = edgeViewOf(v); vis[i] < 0 {
+			return []TimeRange{lr}, nil
+		}
+	}
+	keys, err := r.openRunKeys(ctx, project, hour)
+	if err != nil {
+		return nil, err
+	}
+	h, others, ok, err := r.opens.get(ctx, project, hour, keys, func(ctx context.Context, base map[string]runKey) (*openHour, error) {
+		return r.buildOpenHour(ctx, project, hour, keys, base)
+	})
+	if err != nil || !ok {
+		return []TimeRange{lr}, err
+	}
+	// The base's parts of minutes at the ends, [lo, first) and [last, hi)
+	// (one part when lo and hi are in one minute), each whole, empty or
+	// from the minute's base spans; then the whole minutes between.
+	first, last := minTime(ceilTo(lo, time.Minute), hi), maxTime(hi.Truncate(time.Minute), lo)
+	ends := [2]TimeRange{{lo, first}, {maxTime(last, first), hi}}
+	var whole [2]bool
+	var spans [2][]edgeSpan
+	for i, p := range ends {
+		if !p.Since.Before(p.Until) {
+			continue
+		}
+		m := int(p.Since.Sub(hour) / time.Minute)
+		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
+		switch f, l := h.firstNs[m], h.lastNs[m]; {
+		case f == 0 || l < from || f >= to:
+			// no base span of the minute in the part
+		case f >= from && l < to:
+			whole[i] = true
+		default:
+			var ok bool
+			spans[i], ok, err = r.opens.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]attribution.Attributed, error) {
+				return r.loadSpans(ctx, project, from, from.Add(time.Minute), DefaultTraceWindow)
+			})
+			if err != nil || !ok {
+				return []TimeRange{lr}, err
+			}
+		}
+	}
+	live, err := r.loadOpenRuns(ctx, project, hour, others, keys, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	addMinutes := func(m0, m1 int) {
+		for i := range views {
+			for _, e := range h.sums.minutes(vis[i], m0, m1) {
+				b := bucketStart(hour.Add(time.Duration(e.minute)*time.Minute), bucket)
+				out[i].at(bucketKey{b, e.key}).add(&e.totals)
+			}
+		}
+	}
+	for i, p := range ends {
+		if whole[i] {
+			m := int(p.Since.Sub(hour) / time.Minute)
+			addMinutes(m, m+1)
+			continue
+		}
+		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
+		for j := range spans[i] {
+			if s := &spans[i][j]; s.startNs >= from && s.startNs < to {
+				addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
+			}
+		}
+	}
+	if first.Before(last) {
+		addMinutes(int(first.Sub(hour)/time.Minute), int(last.Sub(hour)/time.Minute))
+	}
+	for i := range live {
+		a := &live[i]
+		var t CostTotals
+		t.AddSpan(a)
+		addToViews(out, views, bucket, a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+	}
+	r.opens.mu.Lock()
+	r.opens.reads++
+	r.opens.mu.Unlock()
+	var rest []TimeRange
+	if lr.Since.Before(lo) {
+		rest = append(rest, TimeRange{lr.Since, lo})
+	}
+	if hi.Before(lr.Until) {
+		rest = append(rest, TimeRange{hi, lr.Until})
+	}
+	return rest, nil
+}
+
+// buildOpenHour loads project's spans starting in hour, attributed as a
+// live range of a report is (loadSpans), in parts of its runs of about
+// the cache's bound spans, and adds up the base runs' spans by minute
+// (tooMany once they add up to more entries than the bound).
+func (r *core) buildOpenHour(ctx context.Context, project string, hour time.Time, keys map[string]openRun, base map[string]runKey) (*openHour, error) {
+	bound := r.opens.bound
+	var hourRows uint64
+	for _, run := range keys {
+		hourRows += run.hourRows
+	}
+	parts := max(1, int((hourRows+uint64(bound)-1)/uint64(bound)))
+	h := &openHour{}
+	sum := newEdgeHourSum(hour)
+	for i := range parts {
+		spans, err := r.loadSpansShard(ctx, project, hour, hour.Add(time.Hour), DefaultTraceWindow, Shard{Index: i, Of: parts})
+		if err != nil {
+			return nil, err
+		}
+		for j := range spans {
+			a := &spans[j]
+			if _, ok := base[a.TraceID]; !ok {
+				continue
+			}
+			var t CostTotals
+			t.AddSpan(a)
+			sum.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+			m := (a.StartNs - sum.hourNs) / uint64(time.Minute)
+			if h.firstNs[m] == 0 || a.StartNs < h.firstNs[m] {
+				h.firstNs[m] = a.StartNs
+			}
+			h.lastNs[m] = max(h.lastNs[m], a.StartNs)
+		}
+		if sum.entries > bound {
+			h.sums.tooMany = true
+			return h, nil
+		}
+	}
+	sum.into(&h.sums)
+	return h, nil
+}
+
+// openRunKeys reads the key of each of project's runs with a span starting
+// in hour, over the rows a load of the hour reads (loadSpans: the trace
+// window around it).
+func (r *core) openRunKeys(ctx context.Context, project string, hour time.Time) (map[string]openRun, error) {
+	q, args := openRunKeysSQL(r.store, project, hour)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of the hour %s: %w", hour.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	out := map[string]openRun{}
+	for rows.Next() {
+		var id string
+		var run openRun
+		if err := rows.Scan(&id, &run.key.rows, &run.key.versions, &run.lastVersion, &run.firstNs, &run.hourRows); err != nil {
+			return nil, fmt.Errorf("read the runs of the hour %s: %w", hour.Format(time.RFC3339), err)
+		}
+		out[id] = run
+	}
+	return out, rows.Err()
+}
+
+// openRunKeysSQL builds openRunKeys' statement.
+func openRunKeysSQL(t tables, project string, hour time.Time) (string, []any) {
+	from, to := hour.UTC(), hour.UTC().Add(time.Hour)
+	inHour := "start_ns >= ? AND start_ns < ?"
+	return "SELECT trace_id, count(), sum(version), max(version), min(start_ns), countIf(" + inHour + ") AS in_hour FROM " +
+			t.Table(schema.TableSpanFacts) + "\nWHERE project = ? AND start >= ? AND start <= ?\nGROUP BY trace_id HAVING in_hour > 0",
+		[]any{uint64(from.UnixNano()), uint64(to.UnixNano()), project, from.Add(-DefaultTraceWindow), to.Add(DefaultTraceWindow)}
+}
+
+// loadOpenRuns loads the spans of project's runs ids (of keys) in the
+// trace window around hour, attributes them, and returns those starting
+// in [lo, hi).
+func (r *core) loadOpenRuns(ctx context.Context, project string, hour time.Time, ids []string, keys map[string]openRun, lo, hi time.Time) ([]attribution.Attributed, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	from, to := hour.UTC().Add(-DefaultTraceWindow), hour.UTC().Add(time.Hour+DefaultTraceWindow)
+	first := uint64(to.UnixNano())
+	for _, id := range ids {
+		first = min(first, keys[id].firstNs)
+	}
+	// The runs' rows start at their first span's, in the window: the read
+	// starts at the second of the earliest (runs in flight started
+	// minutes ago, not an hour).
+	from = maxTime(from, time.Unix(0, int64(first)).UTC().Truncate(time.Second))
+	q := "SELECT " + factColumns + "\nFROM " + r.store.Table(schema.TableSpanFacts) +
+		"\nWHERE project = ? AND start >= ? AND start <= ? AND trace_id IN ?"
+	return r.attributeFacts(ctx, q, []any{project, from, to, traceSet(ids)}, lo, hi)
+}
+
+// aggregateOpenHours adds the parts of ranges in the hours the open hour
+// cache answers for (aggregateOpen) to the views, and returns the rest
+// of ranges, to be read live.
+func (r *core) aggregateOpenHours(ctx context.Context, project string, ranges []TimeRange, bucket string, views []view,
+	out []aggregation) ([]TimeRange, error) {
+	if r.opens == nil {
+		return ranges, nil
+	}
+	var rest []TimeRange
+	for _, lr := range ranges {
+		pieces := []TimeRange{lr}
+		for hour := lr.Since.Truncate(time.Hour); hour.Before(lr.Until); hour = hour.Add(time.Hour) {
+			if !r.opens.eligible(hour) {
+				continue
+			}
+			var left []TimeRange
+			for _, p := range pieces {
+				more, err := r.aggregateOpen(ctx, project, hour, p, bucket, views, out)
+				if err != nil {
+					return nil, err
+				}
+				left = append(left, more...)
+			}
+			pieces = left
+		}
+		rest = append(rest, pieces...)
+	}
+	return rest, nil
+}
