@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -482,6 +483,10 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 	}
 	for _, part := range parts {
 		for i, agg := range part {
+			if len(out[i]) == 0 && len(agg) > 0 {
+				out[i] = agg // the first part of a view is its sum so far (a day by conversation: ~200k keys)
+				continue
+			}
 			for k, t := range agg {
 				out[i].at(k).add(t)
 			}
@@ -685,38 +690,44 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 	if err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
 	}
-	type row struct {
-		h    uint32
-		vals []string
-		t    CostTotals
+	defer rows.Close()
+	// Each row is added up as it is read (a day by conversation is ~200k
+	// rows: held first, they were a third of the report's time).
+	var h uint32
+	var t CostTotals
+	vals := make([]string, len(v.dims))
+	var dest []any
+	if byHour {
+		dest = append(dest, &h)
 	}
-	found, err := scanAll(rows, func(r *row) []any {
-		r.vals = make([]string, len(v.dims))
-		var dest []any
-		if byHour {
-			dest = append(dest, &r.h)
-		}
-		for i := range r.vals {
-			dest = append(dest, &r.vals[i])
-		}
-		if v.unpriced {
-			return append(dest, &r.t.UnpricedSpans, &r.t.unpricedInput, &r.t.unpricedOutput)
-		}
-		return append(dest, r.t.dest()...)
-	})
-	if err != nil {
-		return fmt.Errorf("read cost rollup: %w", err)
+	for i := range vals {
+		dest = append(dest, &vals[i])
 	}
-	for i := range found {
-		r := &found[i]
-		if r.t.Spans == 0 && !v.unpriced {
+	if v.unpriced {
+		dest = append(dest, &t.UnpricedSpans, &t.unpricedInput, &t.unpricedOutput)
+	} else {
+		dest = append(dest, t.dest()...)
+	}
+	for rows.Next() {
+		t = CostTotals{}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read cost rollup: %w", err)
+		}
+		if t.Spans == 0 && !v.unpriced {
 			continue // tombstones only (an unpriced view reads none: see readRollupSQL)
 		}
 		var b int64
 		if byHour {
-			b = bucketStart(time.Unix(int64(r.h), 0).UTC(), bucket)
+			b = bucketStart(time.Unix(int64(h), 0).UTC(), bucket)
 		}
-		agg.at(bucketKey{b, strings.Join(r.vals, "\x00")}).add(&r.t)
+		key := vals[0]
+		if len(vals) > 1 {
+			key = strings.Join(vals, "\x00")
+		}
+		agg.at(bucketKey{b, key}).add(&t)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read cost rollup: %w", err)
 	}
 	return nil
 }
@@ -780,39 +791,51 @@ var unmatchedView = view{grain: schema.GrainModel, dims: []string{"provider", "m
 // spans; either way every span counts once. The report also lists the
 // models no price matched.
 func (r SpendReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
-	rep, err := r.allCosts(ctx, f)
+	rep, groups, err := r.allCosts(ctx, f)
 	if err != nil {
 		return rep, err
 	}
-	rep.limitGroups(f.Limit)
+	rep.setGroups(groups, f.Limit)
 	return rep, nil
 }
 
-// limitGroups keeps the first limit groups (DefaultCostGroups for 0) and
-// adds up the rest in Others.
-func (rep *CostReport) limitGroups(limit int) {
+// setGroups lists the first limit of groups (in order; DefaultCostGroups
+// for 0) in rep.Groups and adds up the rest in rep.Others. The groups are
+// pointers until here: a report by conversation over a day has ~200k
+// groups of ~300 bytes, and sorting and copying them as values was most
+// of its time.
+func (rep *CostReport) setGroups(groups []*CostGroup, limit int) {
 	if limit <= 0 {
 		limit = DefaultCostGroups
 	}
-	rep.GroupsTotal = len(rep.Groups)
-	if len(rep.Groups) <= limit {
+	rep.GroupsTotal = len(groups)
+	rep.Groups = make([]CostGroup, 0, min(limit, len(groups)))
+	for _, g := range groups[:min(limit, len(groups))] {
+		rep.Groups = append(rep.Groups, *g)
+	}
+	if len(groups) <= limit {
 		return
 	}
 	others := &CostGroup{}
 	at := map[time.Time]int{}
-	for _, g := range rep.Groups[limit:] {
+	for _, g := range groups[limit:] {
 		others.add(&g.CostTotals)
 		others.Series = addSeries(others.Series, at, g.Series)
 	}
 	sortSeries(others.Series)
-	rep.Groups, rep.Others = rep.Groups[:limit:limit], others
+	rep.Others = others
 }
 
-// allCosts is Costs with every group listed.
-func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, error) {
+// costOrder orders groups costliest first, then by key.
+func costOrder(a, b *CostGroup) int {
+	return cmp.Or(cmp.Compare(b.Cost.Total, a.Cost.Total), strings.Compare(a.Key, b.Key))
+}
+
+// allCosts is Costs with every group, in costOrder, apart from the report.
+func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, []*CostGroup, error) {
 	f = f.withDefaults(time.Now())
 	if err := f.Validate(f.Until); err != nil {
-		return CostReport{}, err
+		return CostReport{}, nil, err
 	}
 	dim := byDimension[f.By]
 	var match func(*attribution.Attributed) bool
@@ -822,16 +845,18 @@ func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, er
 	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket,
 		[]view{{grain: dim.grain, dims: []string{dim.column}}, unmatchedView}, match)
 	if err != nil {
-		return CostReport{}, err
+		return CostReport{}, nil, err
 	}
 	rep := CostReport{By: f.By, Bucket: f.Bucket, Since: f.Since, Until: f.Until, Groups: []CostGroup{},
 		Unmatched: unmatchedFrom(aggs[1]), Freshness: fresh}
-	groups := map[string]*CostGroup{}
+	byKey := map[string]*CostGroup{}
+	var groups []*CostGroup
 	for k, t := range aggs[0] {
-		g := groups[k.key]
+		g := byKey[k.key]
 		if g == nil {
 			g = &CostGroup{Key: k.key}
-			groups[k.key] = g
+			byKey[k.key] = g
+			groups = append(groups, g)
 		}
 		g.add(t)
 		rep.Total.add(t)
@@ -840,17 +865,10 @@ func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, er
 		}
 	}
 	for _, g := range groups {
-		sort.Slice(g.Series, func(i, j int) bool { return g.Series[i].Time.Before(g.Series[j].Time) })
-		rep.Groups = append(rep.Groups, *g)
+		sortSeries(g.Series)
 	}
-	sort.Slice(rep.Groups, func(i, j int) bool {
-		a, b := rep.Groups[i], rep.Groups[j]
-		if a.Cost.Total != b.Cost.Total {
-			return a.Cost.Total > b.Cost.Total
-		}
-		return a.Key < b.Key
-	})
-	return rep, nil
+	slices.SortFunc(groups, costOrder)
+	return rep, groups, nil
 }
 
 func unmatchedFrom(agg aggregation) []UnmatchedModel {
@@ -887,17 +905,17 @@ func unmatchedFrom(agg aggregation) []UnmatchedModel {
 // success, the requested alias on an error) are one group, its Models the
 // raw names beneath. Models no catalog entry matches keep their own group.
 func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
-	rep, err := c.Reader.allCosts(ctx, f)
+	rep, groups, err := c.Reader.allCosts(ctx, f)
 	if err != nil {
 		return rep, err
 	}
 	if rep.By != ByModel || c.catalog == nil {
-		rep.limitGroups(f.Limit)
+		rep.setGroups(groups, f.Limit)
 		return rep, nil
 	}
 	merged := map[string]*CostGroup{}
-	var order []string
-	for _, g := range rep.Groups {
+	var order []*CostGroup
+	for _, g := range groups {
 		key := g.Key
 		if e, _, ok := c.catalog.Lookup("", g.Key, rep.Until); ok && g.Key != "" {
 			key = e.Model
@@ -906,26 +924,17 @@ func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error
 		if m == nil {
 			m = &CostGroup{Key: key}
 			merged[key] = m
-			order = append(order, key)
+			order = append(order, m)
 		}
 		m.add(&g.CostTotals)
 		m.Models = append(m.Models, g.Key)
 		m.Series = mergeSeries(m.Series, g.Series)
 	}
-	rep.Groups = rep.Groups[:0]
-	for _, k := range order {
-		g := merged[k]
+	for _, g := range order {
 		sort.Strings(g.Models)
-		rep.Groups = append(rep.Groups, *g)
 	}
-	sort.Slice(rep.Groups, func(i, j int) bool {
-		a, b := rep.Groups[i], rep.Groups[j]
-		if a.Cost.Total != b.Cost.Total {
-			return a.Cost.Total > b.Cost.Total
-		}
-		return a.Key < b.Key
-	})
-	rep.limitGroups(f.Limit)
+	slices.SortFunc(order, costOrder)
+	rep.setGroups(order, f.Limit)
 	return rep, nil
 }
 
