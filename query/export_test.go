@@ -69,9 +69,20 @@ func WithOpenHourClock(now func() time.Time) ReaderOption {
 	}
 }
 
+// WithOpenHourAbsorbRows makes a reader's open hour cache absorb the
+// quiet runs outside its base once they have n rows (a sixteenth of its
+// bound otherwise).
+func WithOpenHourAbsorbRows(n int) ReaderOption {
+	return func(r *core) {
+		if r.opens != nil {
+			r.opens.absorbAt = n
+		}
+	}
+}
+
 // OpenHourStats is what an open hour cache has done and holds.
 type OpenHourStats struct {
-	Builds, Loads, Reads int // hours built, minutes of base spans loaded, reports answered
+	Builds, Absorbs, Loads, Reads int // hours built, quiet runs absorbed (times), minutes of base spans loaded, reports answered
 	BaseRuns, Entries    int // of the hour asked for last
 	TooMany              bool
 }
@@ -84,7 +95,7 @@ func OpenHour(r *Reader) OpenHourStats {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := OpenHourStats{Builds: c.builds, Loads: c.loads, Reads: c.reads}
+	s := OpenHourStats{Builds: c.builds, Absorbs: c.absorbs, Loads: c.loads, Reads: c.reads}
 	if len(c.held) > 0 {
 		s.BaseRuns, s.Entries, s.TooMany = len(c.held[0].base), c.held[0].sums.entries(), c.held[0].sums.tooMany
 	}

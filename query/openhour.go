@@ -1,9 +1,12 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,11 +118,15 @@ func (h *openHour) others(keys map[string]openRun) (ids []string, rows uint64) {
 type openHours struct {
 	bound int // entries an hour keeps, spans a load and a minute hold; the other runs' rows a report loads at most half of it
 	now   func() time.Time
-	mu    sync.Mutex
+	// absorbAt, when above 0, is absorbRows instead of its share of the
+	// bound (tests absorb a small hour's runs with it).
+	absorbAt int
+	mu       sync.Mutex
 	held  []*openHour // the latest asked for first
-	// builds counts the hours built, loads the minutes of base spans
-	// loaded; reads the reports answered from a held hour.
-	builds, loads, reads int
+	// builds counts the hours built, absorbs the quiet runs added to a
+	// held hour's base, loads the minutes of base spans loaded; reads the
+	// reports answered from a held hour.
+	builds, absorbs, loads, reads int
 	// filling serializes the builds, so that the reports of a page opened
 	// at once build an hour once.
 	filling sync.Mutex
@@ -142,61 +149,114 @@ func (c *openHours) eligible(hour time.Time) bool {
 	return c != nil && !hour.Before(c.now().Truncate(time.Hour).Add(-time.Hour))
 }
 
-// get returns project's hour from the cache, or built (build is given the
-// base: the quiet runs of keys) and kept, with the runs a report loads
-// from their spans; ok is false when the hour cannot be answered so
-// (more entries than the bound, or, just after a build, more other runs
-// than a report should load): the caller reads it from the spans.
-func (c *openHours) get(ctx context.Context, project string, hour time.Time, keys map[string]openRun,
-	build func(ctx context.Context, base map[string]runKey) (*openHour, error)) (h *openHour, others []string, ok bool, err error) {
-	usable := func(h *openHour) (others []string, use, rebuild bool) {
+// openLoads are the loads the open hour cache asks of a reader: build
+// adds up the hour over base (the quiet runs of the report's keys);
+// absorb adds the runs ids (quiet, outside the base) to a copy of h.
+type openLoads struct {
+	build  func(ctx context.Context, base map[string]runKey) (*openHour, error)
+	absorb func(ctx context.Context, h *openHour, ids []string) (*openHour, error)
+}
+
+// absorbRows is how many rows of quiet runs outside the base a report
+// loads from their spans before they are added to the base (absorbed):
+// a sixteenth of the bound, so that a report's load of the other runs
+// stays small while the hour fills.
+func (c *openHours) absorbRows() uint64 {
+	if c.absorbAt > 0 {
+		return uint64(c.absorbAt)
+	}
+	return uint64(max(1, c.bound/16))
+}
+
+// get returns project's hour from the cache — built, or with the quiet
+// runs outside its base absorbed, when needed — and kept, with the runs a
+// report loads from their spans; ok is false when the hour cannot be
+// answered so (more entries than the bound, or, just after a build, more
+// other runs than a report should load): the caller reads it from the
+// spans.
+func (c *openHours) get(ctx context.Context, project string, hour time.Time, keys map[string]openRun, loads openLoads) (h *openHour, others []string, ok bool, err error) {
+	// state says what a held hour needs: nothing (use it), absorbing its
+	// quiet others, or building again; or that it cannot be used (nil
+	// others and not use).
+	type state struct {
+		others        []string
+		use, absorb   bool
+		rebuild       bool
+		quiet         []string
+		quietRowsOver bool
+	}
+	check := func(h *openHour) state {
 		if h == nil || !h.current(keys) {
-			return nil, false, true
+			return state{rebuild: true}
 		}
 		if h.sums.tooMany {
-			return nil, false, false
+			return state{}
 		}
 		others, rows := h.others(keys)
-		if len(others) <= maxLiveIDs && rows <= uint64(c.bound/2) {
-			return others, true, false
+		now := c.now()
+		var quiet []string
+		var quietRows uint64
+		for _, id := range others {
+			if run := keys[id]; now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
+				quiet = append(quiet, id)
+				quietRows += run.key.rows
+			}
 		}
-		// Too many runs outside the base: built again once its quiet runs
-		// may have changed, else read from the spans.
-		return nil, false, c.now().Sub(h.built) >= openQuiet
+		st := state{others: others, quiet: quiet, absorb: quietRows >= c.absorbRows() && len(quiet) <= maxLiveIDs}
+		if len(others) <= maxLiveIDs && rows <= uint64(c.bound/2) {
+			st.use = true
+			return st
+		}
+		// Too many runs outside the base: absorbed or built again once
+		// its quiet runs may have changed, else read from the spans.
+		st.others = nil
+		st.rebuild = !st.absorb && now.Sub(h.built) >= openQuiet
+		return st
 	}
 	if h = c.lookup(project, hour); h != nil {
-		if others, use, rebuild := usable(h); use || !rebuild {
-			return h, others, use, nil
+		if st := check(h); !st.absorb && (st.use || !st.rebuild) {
+			return h, st.others, st.use, nil
 		}
 	}
 	c.filling.Lock()
 	defer c.filling.Unlock()
-	if h = c.lookup(project, hour); h != nil {
-		if others, use, rebuild := usable(h); use || !rebuild {
-			return h, others, use, nil
+	h = c.lookup(project, hour)
+	st := check(h)
+	switch {
+	case st.absorb:
+		if h, err = loads.absorb(ctx, h, st.quiet); err != nil {
+			return nil, nil, false, err
 		}
-	}
-	now := c.now()
-	base := map[string]runKey{}
-	for id, run := range keys {
-		if now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
-			base[id] = run.key
+		c.mu.Lock()
+		c.absorbs++
+		c.mu.Unlock()
+	case st.use || !st.rebuild:
+		return h, st.others, st.use, nil
+	default:
+		now := c.now()
+		base := map[string]runKey{}
+		for id, run := range keys {
+			if now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
+				base[id] = run.key
+			}
 		}
+		if h, err = loads.build(ctx, base); err != nil {
+			return nil, nil, false, err
+		}
+		h.project, h.hour, h.built, h.base = project, hour, now, base
+		c.mu.Lock()
+		c.builds++
+		c.mu.Unlock()
 	}
-	if h, err = build(ctx, base); err != nil {
-		return nil, nil, false, err
-	}
-	h.project, h.hour, h.built, h.base = project, hour, now, base
 	c.mu.Lock()
-	c.builds++
 	c.held = slices.DeleteFunc(c.held, func(o *openHour) bool { return o.project == project && o.hour.Equal(hour) })
 	c.held = slices.Insert(c.held, 0, h)
 	if len(c.held) > openHoursHeld {
 		c.held = c.held[:openHoursHeld]
 	}
 	c.mu.Unlock()
-	others, use, _ := usable(h)
-	return h, others, use, nil
+	st = check(h)
+	return h, st.others, st.use, nil
 }
 
 // lookup is the held hour of project, made the latest asked for.
@@ -297,8 +357,13 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 	if err != nil {
 		return nil, err
 	}
-	h, others, ok, err := r.opens.get(ctx, project, hour, keys, func(ctx context.Context, base map[string]runKey) (*openHour, error) {
-		return r.buildOpenHour(ctx, project, hour, keys, base)
+	h, others, ok, err := r.opens.get(ctx, project, hour, keys, openLoads{
+		build: func(ctx context.Context, base map[string]runKey) (*openHour, error) {
+			return r.buildOpenHour(ctx, project, hour, keys, base)
+		},
+		absorb: func(ctx context.Context, h *openHour, ids []string) (*openHour, error) {
+			return r.absorbOpenRuns(ctx, h, ids, keys)
+		},
 	})
 	if err != nil || !ok {
 		return []TimeRange{lr}, err
@@ -397,18 +462,9 @@ func (r *core) buildOpenHour(ctx context.Context, project string, hour time.Time
 			return nil, err
 		}
 		for j := range spans {
-			a := &spans[j]
-			if _, ok := base[a.TraceID]; !ok {
-				continue
+			if _, ok := base[spans[j].TraceID]; ok {
+				h.add(sum, &spans[j])
 			}
-			var t CostTotals
-			t.AddSpan(a)
-			sum.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
-			m := (a.StartNs - sum.hourNs) / uint64(time.Minute)
-			if h.firstNs[m] == 0 || a.StartNs < h.firstNs[m] {
-				h.firstNs[m] = a.StartNs
-			}
-			h.lastNs[m] = max(h.lastNs[m], a.StartNs)
 		}
 		if sum.entries > bound {
 			h.sums.tooMany = true
@@ -417,6 +473,78 @@ func (r *core) buildOpenHour(ctx context.Context, project string, hour time.Time
 	}
 	sum.into(&h.sums)
 	return h, nil
+}
+
+// add adds the attributed span a of a base run to sum and to the
+// earliest and latest start of its minute.
+func (h *openHour) add(sum *edgeHourSum, a *attribution.Attributed) {
+	var t CostTotals
+	t.AddSpan(a)
+	sum.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+	m := (a.StartNs - sum.hourNs) / uint64(time.Minute)
+	if h.firstNs[m] == 0 || a.StartNs < h.firstNs[m] {
+		h.firstNs[m] = a.StartNs
+	}
+	h.lastNs[m] = max(h.lastNs[m], a.StartNs)
+}
+
+// absorbOpenRuns returns a copy of h with the runs ids (of keys, outside
+// its base) added to its base: their spans in the hour loaded, attributed
+// and added to the copy's sums. The minutes of base spans h kept are not
+// carried over (they lack the new runs' spans).
+func (r *core) absorbOpenRuns(ctx context.Context, h *openHour, ids []string, keys map[string]openRun) (*openHour, error) {
+	spans, err := r.loadOpenRuns(ctx, h.project, h.hour, ids, keys, h.hour, h.hour.Add(time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	n := &openHour{project: h.project, hour: h.hour, built: h.built, firstNs: h.firstNs, lastNs: h.lastNs}
+	n.base = make(map[string]runKey, len(h.base)+len(ids))
+	maps.Copy(n.base, h.base)
+	for _, id := range ids {
+		n.base[id] = keys[id].key
+	}
+	sum := newEdgeHourSum(h.hour)
+	for i := range spans {
+		n.add(sum, &spans[i])
+	}
+	var added edgeHour
+	sum.into(&added)
+	for vi := range n.sums.views {
+		n.sums.views[vi] = mergeEntries(h.sums.views[vi], added.views[vi])
+	}
+	n.sums.tooMany = n.sums.entries() > r.opens.bound
+	if n.sums.tooMany {
+		n.sums.views = [len(edgeViews)][]edgeEntry{}
+	}
+	return n, nil
+}
+
+// mergeEntries merges two views' entries, each sorted by minute, then key,
+// into a new sorted list, adding up the entries of one minute and key.
+func mergeEntries(a, b []edgeEntry) []edgeEntry {
+	out := make([]edgeEntry, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		var c int
+		switch {
+		case len(a) == 0:
+			c = 1
+		case len(b) == 0:
+			c = -1
+		default:
+			c = cmp.Or(cmp.Compare(a[0].minute, b[0].minute), strings.Compare(a[0].key, b[0].key))
+		}
+		switch {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			e := a[0]
+			e.totals.add(&b[0].totals)
+			out, a, b = append(out, e), a[1:], b[1:]
+		}
+	}
+	return out
 }
 
 // openRunKeys reads the key of each of project's runs with a span starting

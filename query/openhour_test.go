@@ -106,6 +106,22 @@ func TestCostsOpenHourFromTheCache(t *testing.T) {
 	report("uncached, with a run in flight", uncached, hour, now, query.BucketNone, withLate)
 	stats("with a run in flight", cached, query.OpenHourStats{Builds: 1, Loads: 2, Reads: 8, BaseRuns: 3, Entries: 40})
 
+	// A reader that absorbs quiet runs outside its base from one row on:
+	// at 10:50 the latecomer's run is in flight (read from its spans); a
+	// minute later it is quiet, and the next report adds it to the base:
+	// one entry more in each of the nine views (minute 10:25, where no
+	// base run has spans), 49.
+	absorbing := query.NewReader(store, query.WithOpenHourAbsorbRows(1), query.WithOpenHourClock(func() time.Time { return now }))
+	report("absorbing, with a run in flight", absorbing, hour, now, query.BucketNone, withLate)
+	stats("absorbing, with a run in flight", absorbing, query.OpenHourStats{Builds: 1, Reads: 1, BaseRuns: 3, Entries: 40})
+	now = now.Add(time.Minute)
+	report("absorbing, the run quiet", absorbing, hour, now, query.BucketNone, withLate)
+	report("absorbing, the run quiet, again", absorbing, hour, now, query.BucketNone, withLate)
+	stats("absorbing, the run quiet", absorbing, query.OpenHourStats{Builds: 1, Absorbs: 1, Reads: 3, BaseRuns: 4, Entries: 49})
+	report("absorbing, to 10:25:00.5", absorbing, hour, mustTime(t, "2026-01-10T10:25:00.5Z"), query.BucketMinute,
+		map[string]goldentest.GroupWant{"planner": goldenByAgent["planner"], "summarizer": goldenByAgent["summarizer"], "latecomer": goldenByAgent["solo"]})
+	now = now.Add(-time.Minute)
+
 	// The summarizer's doGenerate span delivered again (a duplicate, a
 	// later version): its run's key changes, the hour is built again, the
 	// duplicate counted once; the latecomer's run, still in flight, stays
