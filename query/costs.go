@@ -317,6 +317,9 @@ type view struct {
 	grain    uint8
 	dims     []string
 	unpriced bool
+	// top, when set (one dimension, no buckets), asks for the view's
+	// costliest keys only (costtop.go).
+	top *topView
 }
 
 type bucketKey struct {
@@ -433,6 +436,13 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			tasks = append(tasks, func(ctx context.Context) ([]aggregation, error) {
 				part := make([]aggregation, len(views))
 				part[i] = aggregation{}
+				if v.top != nil {
+					// The keys' costs first; their measures once the
+					// live hours are added (finishTop).
+					var err error
+					v.top.rolled, err = r.readRollupCosts(ctx, project, rolled, v)
+					return part, err
+				}
 				return part, r.readRollup(ctx, project, rolled, bucket, v, part[i])
 			})
 		}
@@ -489,6 +499,14 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			}
 			for k, t := range agg {
 				out[i].at(k).add(t)
+			}
+		}
+	}
+	for i, v := range views {
+		if v.top != nil {
+			var err error
+			if out[i], err = r.finishTop(ctx, project, rolled, v, v.top, out[i]); err != nil {
+				return nil, fresh, err
 			}
 		}
 	}
@@ -685,7 +703,13 @@ func latestGeneration(table string) string {
 // here and hours read live never overlap.
 func (r *core) readRollup(ctx context.Context, project string, hours []time.Time, bucket string, v view, agg aggregation) error {
 	byHour := bucket != BucketNone
-	q, args := readRollupSQL(r.store, project, hours, v, byHour)
+	q, args := readRollupSQL(r.store, project, hours, v, byHour, "", "", nil)
+	return r.scanRollup(ctx, q, args, byHour, bucket, v, agg)
+}
+
+// scanRollup runs q, a read of the rollup's rows of v (readRollupSQL's),
+// and adds them to agg.
+func (r *core) scanRollup(ctx context.Context, q string, args []any, byHour bool, bucket string, v view, agg aggregation) error {
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
@@ -720,11 +744,7 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 		if byHour {
 			b = bucketStart(time.Unix(int64(h), 0).UTC(), bucket)
 		}
-		key := vals[0]
-		if len(vals) > 1 {
-			key = strings.Join(vals, "\x00")
-		}
-		agg.at(bucketKey{b, key}).add(&t)
+		agg.at(bucketKey{b, strings.Join(vals, "\x00")}).add(&t)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read cost rollup: %w", err)
@@ -734,7 +754,10 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 
 // readRollupSQL builds readRollup's statement: v's rows of the latest
 // computation of the given hours (at least one, in order), summed per
-// dimension values, and per hour if byHour.
+// dimension values (all of them summed for a view of no dimension), and
+// per hour if byHour. measures, when not "", are the sums selected
+// instead of every measure (rollupMeasures, or an unpriced view's);
+// cond, when not "", narrows the rows, with its args condArgs.
 //
 // The hours are given as their range less the hours in it that are not
 // listed (usually none: the rollup computes every closed hour), not as a
@@ -745,7 +768,7 @@ func (r *core) readRollup(ctx context.Context, project string, hours []time.Time
 // version, tombstones included, so the grain's newest version is the
 // hour's; the whole table's (latestGeneration) read every grain's rows
 // (at 10M spans 555k rows a month, 3.6k of them the agents').
-func readRollupSQL(t tables, project string, hours []time.Time, v view, byHour bool) (string, []any) {
+func readRollupSQL(t tables, project string, hours []time.Time, v view, byHour bool, measures, cond string, condArgs []any) (string, []any) {
 	first, last := hours[0], hours[len(hours)-1]
 	var gaps []string
 	next := first
@@ -756,24 +779,34 @@ func readRollupSQL(t tables, project string, hours []time.Time, v view, byHour b
 		next = h.Add(time.Hour)
 	}
 	table := t.Table(schema.TableCostRollup)
-	measures, having := rollupMeasures, ""
-	if v.unpriced {
-		measures = "sum(unpriced_spans) AS n_unpriced, sum(unpriced_input_tokens), sum(unpriced_output_tokens)"
-		having = "\nHAVING n_unpriced > 0"
+	having := ""
+	if measures == "" {
+		measures = rollupMeasures
+		if v.unpriced {
+			measures = "sum(unpriced_spans) AS n_unpriced, sum(unpriced_input_tokens), sum(unpriced_output_tokens)"
+			having = "\nHAVING n_unpriced > 0"
+		}
 	}
-	sel, keys := strings.Join(v.dims, ", "), strings.Join(v.dims, ", ")
+	sel, keys := slices.Clone(v.dims), slices.Clone(v.dims)
 	if byHour {
-		sel, keys = "toUInt32(hour) AS h, "+sel, "h, "+keys
+		sel, keys = append([]string{"toUInt32(hour) AS h"}, sel...), append([]string{"h"}, keys...)
 	}
-	q := "SELECT " + sel + ", " + measures +
+	q := "SELECT " + strings.Join(append(sel, measures), ", ") +
 		"\nFROM " + table +
 		"\nWHERE project = ? AND grain = ? AND hour >= ? AND hour <= ?"
 	if len(gaps) > 0 {
 		q += " AND toUInt32(hour) NOT IN (" + strings.Join(gaps, ",") + ")"
 	}
-	q += "\n  AND " + latestGenerationOf(table) +
-		"\nGROUP BY " + keys + having
-	return q, []any{project, v.grain, first, last, project, v.grain, first, last}
+	args := []any{project, v.grain, first, last}
+	if cond != "" {
+		q += " AND " + cond
+		args = append(args, condArgs...)
+	}
+	q += "\n  AND " + latestGenerationOf(table)
+	if len(keys) > 0 {
+		q += "\nGROUP BY " + strings.Join(keys, ", ")
+	}
+	return q + having, append(args, project, v.grain, first, last)
 }
 
 // latestGenerationOf is latestGeneration within one project and grain (two
@@ -791,7 +824,7 @@ var unmatchedView = view{grain: schema.GrainModel, dims: []string{"provider", "m
 // spans; either way every span counts once. The report also lists the
 // models no price matched.
 func (r SpendReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
-	rep, groups, err := r.allCosts(ctx, f)
+	rep, groups, err := r.allCosts(ctx, f, cmp.Or(f.Limit, DefaultCostGroups))
 	if err != nil {
 		return rep, err
 	}
@@ -808,7 +841,7 @@ func (rep *CostReport) setGroups(groups []*CostGroup, limit int) {
 	if limit <= 0 {
 		limit = DefaultCostGroups
 	}
-	rep.GroupsTotal = len(groups)
+	rep.GroupsTotal = max(rep.GroupsTotal, len(groups))
 	rep.Groups = make([]CostGroup, 0, min(limit, len(groups)))
 	for _, g := range groups[:min(limit, len(groups))] {
 		rep.Groups = append(rep.Groups, *g)
@@ -816,7 +849,7 @@ func (rep *CostReport) setGroups(groups []*CostGroup, limit int) {
 	if len(groups) <= limit {
 		return
 	}
-	others := &CostGroup{}
+	others := cmp.Or(rep.Others, &CostGroup{})
 	at := map[time.Time]int{}
 	for _, g := range groups[limit:] {
 		others.add(&g.CostTotals)
@@ -831,8 +864,11 @@ func costOrder(a, b *CostGroup) int {
 	return cmp.Or(cmp.Compare(b.Cost.Total, a.Cost.Total), strings.Compare(a.Key, b.Key))
 }
 
-// allCosts is Costs with every group, in costOrder, apart from the report.
-func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, []*CostGroup, error) {
+// allCosts is Costs with its groups, in costOrder, apart from the report:
+// every group, or with top above 0 (a report without buckets listing up
+// to maxTopKeys groups), the top costliest only, the others added up in
+// the report's Others and counted in its GroupsTotal.
+func (r SpendReader) allCosts(ctx context.Context, f CostFilter, top int) (CostReport, []*CostGroup, error) {
 	f = f.withDefaults(time.Now())
 	if err := f.Validate(f.Until); err != nil {
 		return CostReport{}, nil, err
@@ -842,13 +878,23 @@ func (r SpendReader) allCosts(ctx context.Context, f CostFilter) (CostReport, []
 	if f.filtered() {
 		match = f.match
 	}
-	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket,
-		[]view{{grain: dim.grain, dims: []string{dim.column}}, unmatchedView}, match)
+	v := view{grain: dim.grain, dims: []string{dim.column}}
+	if top > 0 && top <= maxTopKeys && f.Bucket == BucketNone && match == nil && (manyKeys[f.By] || r.topEvery) {
+		v.top = &topView{limit: top}
+	}
+	aggs, fresh, err := r.aggregate(ctx, f.Project, f.Since, f.Until, f.Bucket, []view{v, unmatchedView}, match)
 	if err != nil {
 		return CostReport{}, nil, err
 	}
 	rep := CostReport{By: f.By, Bucket: f.Bucket, Since: f.Since, Until: f.Until, Groups: []CostGroup{},
 		Unmatched: unmatchedFrom(aggs[1]), Freshness: fresh}
+	if v.top != nil {
+		rep.GroupsTotal = v.top.total
+		if v.top.total > len(aggs[0]) {
+			rep.Others = &CostGroup{CostTotals: v.top.others}
+			rep.Total.add(&v.top.others)
+		}
+	}
 	byKey := map[string]*CostGroup{}
 	var groups []*CostGroup
 	for k, t := range aggs[0] {
@@ -905,7 +951,11 @@ func unmatchedFrom(agg aggregation) []UnmatchedModel {
 // success, the requested alias on an error) are one group, its Models the
 // raw names beneath. Models no catalog entry matches keep their own group.
 func (c *CostReader) Costs(ctx context.Context, f CostFilter) (CostReport, error) {
-	rep, groups, err := c.Reader.allCosts(ctx, f)
+	top := cmp.Or(f.Limit, DefaultCostGroups)
+	if f.By == ByModel && c.catalog != nil {
+		top = 0 // the raw names are grouped by catalog model first
+	}
+	rep, groups, err := c.Reader.allCosts(ctx, f, top)
 	if err != nil {
 		return rep, err
 	}

@@ -588,3 +588,164 @@ func TestCostsGroupLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCostsGroupLimitFromTheRollup lists a report's costliest groups when
+// part of its range comes from the rollup (09:00 and 10:00) and part from
+// the spans (from 11:00): the rollup is read in two steps, the keys' costs
+// first and the listed keys' measures after, and a key with figures in
+// both parts is ranked by its whole cost.
+func TestCostsGroupLimitFromTheRollup(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	spans := loadCorpus(t, "testdata/golden.json", "golden", builtin(t))
+	// The researcher's long-context call (250,000 input and 1,000 output
+	// tokens of claude-sonnet-4-5, CostLongContext) sent again at 11:55 as
+	// a run of the summarizer's: the summarizer's 10:20 run is rolled up,
+	// this one read from the spans.
+	var long schema.Span
+	for _, s := range spans {
+		if s.SpanID == "0000000000000303" {
+			long = s
+		}
+	}
+	at := mustTime(t, "2026-01-10T11:55:00Z")
+	long.TraceID, long.SpanID, long.ParentSpanID, long.AgentName = strings.Repeat("8", 32), "0000000000000801", "", "summarizer"
+	long.ConversationID = "conv-1" // the planner's conversation (rolled up)
+	long.Start, long.StartNs, long.EndNs = at, uint64(at.UnixNano()), uint64(at.Add(time.Minute).UnixNano())
+	insert(t, store, append(spans, long), 1)
+	job := rollup.New(store, rollup.Config{})
+	if _, err := job.RefreshRange(ctx, mustTime(t, "2026-01-10T10:00:00Z"), mustTime(t, "2026-01-10T11:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	// Reports by agent and model read the rollup in one step, as every
+	// report of few keys does; this reader reads it in two, as reports by
+	// conversation and user do.
+	r := query.NewReader(store, query.WithTwoStepRollup())
+	since, until := mustTime(t, "2026-01-10T09:00:00Z"), mustTime(t, "2026-01-10T13:00:00Z")
+	costs := func(by string, limit int) query.CostReport {
+		t.Helper()
+		rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Limit: limit})
+		if err != nil {
+			t.Fatalf("by %s, limit %d: %v", by, limit, err)
+		}
+		if rep.Freshness.RolledUpHours != 2 || len(rep.Freshness.Live) != 1 || !rep.Freshness.Live[0].Since.Equal(mustTime(t, "2026-01-10T11:00:00Z")) {
+			t.Fatalf("by %s, limit %d: %d rolled-up hours, want 2 (09:00, 10:00), live %+v, want from 11:00", by, limit, rep.Freshness.RolledUpHours, rep.Freshness.Live)
+		}
+		return rep
+	}
+	// By agent: the summarizer's rolled-up run alone (0.00027 USD) is the
+	// cheapest but one; with its run from the spans (1.5225 USD) it is
+	// the second costliest, after the researcher (0.012 + 1.5225), before
+	// the experimenter (0.0123 + 0.002) and the planner (0.00475 +
+	// 0.008775).
+	summarizer := goldentest.GroupWant{Spans: 3, LLM: 2, Input: 1000 + 250000, Output: 200 + 1000,
+		Cost: goldentest.CostVercelMini + goldentest.CostLongContext}
+	rep := costs(query.ByAgent, 2)
+	if len(rep.Groups) != 2 || rep.Groups[0].Key != "researcher" || rep.Groups[1].Key != "summarizer" || rep.GroupsTotal != 5 || rep.Others == nil {
+		t.Fatalf("by agent, limit 2: groups %+v of %d, others %+v", rep.Groups, rep.GroupsTotal, rep.Others)
+	}
+	goldentest.CheckGroups(t, "by agent, limit 2", rep, map[string]goldentest.GroupWant{
+		"researcher": goldenByAgent["researcher"], "summarizer": summarizer}, true)
+	// The experimenter, the planner (rolled up) and the solo run (from the
+	// spans) added up.
+	exp, planner, solo := goldenByAgent["experimenter"], goldenByAgent["planner"], goldenByAgent["solo"]
+	goldentest.CheckGroups(t, "by agent, limit 2, others", query.CostReport{Groups: []query.CostGroup{*rep.Others}},
+		map[string]goldentest.GroupWant{"": {Spans: exp.Spans + planner.Spans + solo.Spans, LLM: exp.LLM + planner.LLM,
+			ToolCalls: planner.ToolCalls, Retries: planner.Retries, Errors: planner.Errors, Input: exp.Input + planner.Input + solo.Input,
+			CacheRead: planner.CacheRead, CacheWrite: planner.CacheWrite, Output: exp.Output + planner.Output + solo.Output,
+			Cost: exp.Cost + planner.Cost + solo.Cost, Tax: planner.Tax, Unpriced: exp.Unpriced, Client: exp.Client}}, true)
+	if rep.Total.Spans != 16 || !near(rep.Total.Cost.Total, goldenTotalCost+goldentest.CostLongContext) {
+		t.Errorf("by agent, limit 2: total %d spans %v USD, want 16, %v", rep.Total.Spans, rep.Total.Cost.Total, goldenTotalCost+goldentest.CostLongContext)
+	}
+
+	// By model, against the report that lists every group (read in one
+	// step: more groups than maxTopKeys asked for): at every limit the
+	// same first groups, the rest added up in others. claude-sonnet-4-5
+	// has figures in both parts (the planner's and the researcher's calls
+	// rolled up, the summarizer's from the spans).
+	checkTopAgainstAll(t, query.ByModel, costs)
+
+	// By conversation, as every reader reads it (in two steps): conv-1 is
+	// the planner's run (rolled up) and the summarizer's at 11:55 (from
+	// the spans), 0.013525 + 1.5225 USD; every other run has none ("",
+	// 1.549175 USD), the costliest.
+	rep, err := query.NewReader(store).Costs(ctx, query.CostFilter{Project: "golden", By: query.ByConversation, Since: since, Until: until, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, sum := goldenByAgent["researcher"], goldenByAgent["summarizer"]
+	none := goldentest.GroupWant{Spans: res.Spans + exp.Spans + sum.Spans + solo.Spans, LLM: res.LLM + exp.LLM + sum.LLM,
+		Input: res.Input + exp.Input + sum.Input + solo.Input, CacheRead: res.CacheRead, Output: res.Output + exp.Output + sum.Output + solo.Output,
+		Cost: res.Cost + exp.Cost + sum.Cost + solo.Cost, Unpriced: exp.Unpriced, Client: exp.Client}
+	conv1 := planner
+	conv1.Spans, conv1.LLM, conv1.Input, conv1.Output, conv1.Cost = planner.Spans+1, planner.LLM+1, planner.Input+250000,
+		planner.Output+1000, planner.Cost+goldentest.CostLongContext
+	if rep.GroupsTotal != 2 || rep.Others == nil {
+		t.Fatalf("by conversation, limit 1: %d groups, others %+v; want 2 and others", rep.GroupsTotal, rep.Others)
+	}
+	goldentest.CheckGroups(t, "by conversation, limit 1", rep, map[string]goldentest.GroupWant{"": none}, true)
+	goldentest.CheckGroups(t, "by conversation, limit 1, others", query.CostReport{Groups: []query.CostGroup{*rep.Others}},
+		map[string]goldentest.GroupWant{"": conv1}, true)
+}
+
+// checkTopAgainstAll checks the reports by by at every limit against the
+// one that lists every group: the same first groups, the rest added up in
+// others.
+func checkTopAgainstAll(t *testing.T, by string, costs func(by string, limit int) query.CostReport) {
+	t.Helper()
+	all := costs(by, 5000)
+	n := len(all.Groups)
+	if n < 3 {
+		t.Fatalf("by %s: %d groups, want at least 3 to list in part", by, n)
+	}
+	for limit := 1; limit <= n; limit++ {
+		rep := costs(by, limit)
+		want := map[string]goldentest.GroupWant{}
+		for _, g := range all.Groups[:limit] {
+			want[g.Key] = groupWant(g.CostTotals)
+		}
+		label := fmt.Sprintf("by %s, limit %d", by, limit)
+		goldentest.CheckGroups(t, label, rep, want, true)
+		for i, g := range rep.Groups {
+			if g.Key != all.Groups[i].Key {
+				t.Errorf("%s: group %d is %q, want %q", label, i, g.Key, all.Groups[i].Key)
+			}
+		}
+		if rep.GroupsTotal != n || rep.Total.Spans != all.Total.Spans || !near(rep.Total.Cost.Total, all.Total.Cost.Total) {
+			t.Errorf("%s: %d groups, total %d spans %v USD; want %d, %d, %v", label, rep.GroupsTotal, rep.Total.Spans,
+				rep.Total.Cost.Total, n, all.Total.Spans, all.Total.Cost.Total)
+		}
+		if limit == n {
+			if rep.Others != nil {
+				t.Errorf("%s: others %+v, want none", label, rep.Others)
+			}
+			continue
+		}
+		var rest query.CostGroup
+		for _, g := range all.Groups[limit:] {
+			rest.Spans += g.Spans
+			rest.LLMCalls += g.LLMCalls
+			rest.ToolCalls += g.ToolCalls
+			rest.ToolRetries += g.ToolRetries
+			rest.ToolErrors += g.ToolErrors
+			rest.Usage.Add(g.Usage)
+			rest.Cost.Add(g.Cost)
+			rest.RetryTaxUSD += g.RetryTaxUSD
+			rest.UnpricedSpans += g.UnpricedSpans
+			rest.ClientCostSpans += g.ClientCostSpans
+		}
+		if rep.Others == nil {
+			t.Errorf("%s: no others, want %+v", label, rest.CostTotals)
+			continue
+		}
+		goldentest.CheckGroups(t, label+", others", query.CostReport{Groups: []query.CostGroup{*rep.Others}},
+			map[string]goldentest.GroupWant{"": groupWant(rest.CostTotals)}, true)
+	}
+}
+
+// groupWant is what goldentest.CheckGroups compares of t.
+func groupWant(t query.CostTotals) goldentest.GroupWant {
+	return goldentest.GroupWant{Spans: t.Spans, LLM: t.LLMCalls, ToolCalls: t.ToolCalls, Retries: t.ToolRetries, Errors: t.ToolErrors,
+		Input: t.Usage.Input, CacheRead: t.Usage.CacheRead, CacheWrite: t.Usage.CacheWrite, Output: t.Usage.Output,
+		Cost: t.Cost.Total, Tax: t.RetryTaxUSD, Unpriced: t.UnpricedSpans, Client: t.ClientCostSpans}
+}

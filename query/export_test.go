@@ -101,3 +101,8 @@ func OpenHour(r *Reader) OpenHourStats {
 	}
 	return s
 }
+
+// WithTwoStepRollup makes a reader's cost reports of every dimension read
+// the rollup in two steps (the keys' costs, then the listed keys'
+// measures), as reports by conversation and user do.
+func WithTwoStepRollup() ReaderOption { return func(r *core) { r.topEvery = true } }

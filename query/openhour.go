@@ -594,9 +594,15 @@ func (r *core) loadOpenRuns(ctx context.Context, project string, hour time.Time,
 	// starts at the second of the earliest (runs in flight started
 	// minutes ago, not an hour).
 	from = maxTime(from, time.Unix(0, int64(first)).UTC().Truncate(time.Second))
-	q := "SELECT " + factColumns + "\nFROM " + r.store.Table(schema.TableSpanFacts) +
-		"\nWHERE project = ? AND start >= ? AND start <= ? AND trace_id IN ?"
-	return r.attributeFacts(ctx, q, []any{project, from, to, traceSet(ids)}, lo, hi)
+	q, args := loadOpenRunsSQL(r.store, project, ids, from, to)
+	return r.attributeFacts(ctx, q, args, lo, hi)
+}
+
+// loadOpenRunsSQL builds loadOpenRuns' statement: the rows of project's
+// runs ids starting in [from, to] (seconds).
+func loadOpenRunsSQL(t tables, project string, ids []string, from, to time.Time) (string, []any) {
+	return "SELECT " + factColumns + "\nFROM " + t.Table(schema.TableSpanFacts) +
+		"\nWHERE project = ? AND start >= ? AND start <= ? AND trace_id IN ?", []any{project, from, to, traceSet(ids)}
 }
 
 // aggregateOpenHours adds the parts of ranges in the hours the open hour

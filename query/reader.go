@@ -43,6 +43,10 @@ type core struct {
 	edges *edgeHours
 	// opens is the open hour cache of cost reports (openhour.go); nil: off.
 	opens *openHours
+	// topEvery makes cost reports of every dimension read the rollup in
+	// two steps (costtop.go), not only manyKeys' (tests: WithTwoStepRollup
+	// in export_test.go).
+	topEvery bool
 	// liveShardRuns overrides liveShardRuns (tests: WithLiveShardRuns in
 	// export_test.go); 0 keeps it.
 	liveShardRuns int

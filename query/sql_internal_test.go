@@ -226,8 +226,14 @@ func TestBuiltSQL(t *testing.T) {
 		// costs.go
 		{"costs_rolled_hours", built(rolledHoursSQL(gt, since, until))},
 		{"costs_read_rollup", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour), since.Add(3 * time.Hour), since.Add(6 * time.Hour)},
-			view{grain: schema.GrainModel, dims: []string{"provider", "model"}}, true))},
-		{"costs_read_rollup_unpriced", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, unmatchedView, false))},
+			view{grain: schema.GrainModel, dims: []string{"provider", "model"}}, true, "", "", nil))},
+		{"costs_read_rollup_unpriced", built(readRollupSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, unmatchedView, false, "", "", nil))},
+		{"costs_read_rollup_costs", built(readRollupCostsSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, view{grain: schema.GrainConversation, dims: []string{"conversation_id"}}))},
+		{"costs_read_rollup_keys", built(readRollupKeysSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, view{grain: schema.GrainConversation, dims: []string{"conversation_id"}}, []string{"c1", "c2"}, true))},
+		{"costs_read_rollup_others", built(readRollupKeysSQL(gt, "p", []time.Time{since, since.Add(time.Hour)}, view{grain: schema.GrainConversation, dims: []string{"conversation_id"}}, []string{"c1", "c2"}, false))},
+		// openhour.go
+		{"costs_open_run_keys", built(openRunKeysSQL(gt, "p", since.Truncate(time.Hour)))},
+		{"costs_open_runs", built(loadOpenRunsSQL(gt, "p", []string{"t1", "t2"}, since, until))},
 		// attributed.go
 		{"spans_attributed", built(loadSpansShardSQL(gt, "", since, until, DefaultTraceWindow, Shard{}))},
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
