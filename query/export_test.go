@@ -83,8 +83,8 @@ func WithOpenHourAbsorbRows(n int) ReaderOption {
 // OpenHourStats is what an open hour cache has done and holds.
 type OpenHourStats struct {
 	Builds, Absorbs, Loads, Reads int // hours built, quiet runs absorbed (times), minutes of base spans loaded, reports answered
-	BaseRuns, Entries    int // of the hour asked for last
-	TooMany              bool
+	BaseRuns, Entries             int // of the hour asked for last
+	TooMany                       bool
 }
 
 // OpenHour says what r's open hour cache has done and holds.

@@ -122,7 +122,7 @@ type openHours struct {
 	// bound (tests absorb a small hour's runs with it).
 	absorbAt int
 	mu       sync.Mutex
-	held  []*openHour // the latest asked for first
+	held     []*openHour // the latest asked for first
 	// builds counts the hours built, absorbs the quiet runs added to a
 	// held hour's base, loads the minutes of base spans loaded; reads the
 	// reports answered from a held hour.
