@@ -2,6 +2,8 @@ package consistency
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -92,5 +94,37 @@ func TestMannWhitney(t *testing.T) {
 	zt := 3.5 / math.Sqrt(4.8)
 	if p := MannWhitney([]float64{1, 1, 2}, []float64{2, 3, 3}); math.Abs(p-math.Erfc(zt/math.Sqrt2)) > 1e-12 {
 		t.Errorf("with ties: %v, want %v", p, math.Erfc(zt/math.Sqrt2))
+	}
+}
+
+// TestSelectedQuantilesAreTheSorted: the quantiles Spread selects are
+// Quantile's of the sorted values, exactly, for sizes around the small
+// parts quickselect sorts, with many equal values, and at the ranks' ends.
+func TestSelectedQuantilesAreTheSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 16, 17, 18, 33, 100, 101, 1000, 4099} {
+		for _, distinct := range []int{1, 3, 1 << 30} {
+			values := make([]float64, n)
+			for i := range values {
+				values[i] = float64(rng.IntN(distinct)) * 0.37
+			}
+			sorted := slices.Clone(values)
+			slices.Sort(sorted)
+			for _, ps := range [][2]float64{{0.5, 0.99}, {0, 1}, {0.5, 0.5}, {0.95, 0.95}, {0.01, 0.02}} {
+				a := slices.Clone(values)
+				q1, q2 := Quantiles2(a, ps[0], ps[1])
+				if w1, w2 := Quantile(sorted, ps[0]), Quantile(sorted, ps[1]); q1 != w1 || q2 != w2 {
+					t.Errorf("n %d, %d distinct, p %v: %v, %v; sorted %v, %v", n, distinct, ps, q1, q2, w1, w2)
+				}
+				slices.Sort(a)
+				if !slices.Equal(a, sorted) {
+					t.Fatalf("n %d: the values changed, not only their order", n)
+				}
+			}
+			s := SpreadOf(slices.Clone(values))
+			if s.P50 != Quantile(sorted, 0.5) || s.P99 != Quantile(sorted, 0.99) || s.Max != sorted[n-1] || s.N != n {
+				t.Errorf("n %d, %d distinct: spread %+v", n, distinct, s)
+			}
+		}
 	}
 }

@@ -169,8 +169,7 @@ func (a *versionAcc) stats() VersionStats {
 	}
 	v.PassRate = side{graded: v.Graded, passed: v.Passed}.passRate()
 	v.CostPerRun = a.cost / float64(v.Runs)
-	slices.Sort(a.durs)
-	v.P95Ms = consistency.Quantile(a.durs, 0.95)
+	v.P95Ms = consistency.QuantileOf(a.durs, 0.95)
 	return v
 }
 
@@ -448,16 +447,8 @@ func compareRuns(task string, a, b CompareSide, ra, rb []gradedRun) *Comparison 
 		}
 		return ptr(s.gradedCost / float64(s.passed))
 	}
-	p95 := func(v []float64) *float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return ptr(consistency.Quantile(s, 0.95))
-	}
-	p50 := func(v []float64) *float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return ptr(consistency.Quantile(s, 0.5))
-	}
+	p95 := func(v []float64) *float64 { return ptr(consistency.QuantileOf(slices.Clone(v), 0.95)) }
+	p50 := func(v []float64) *float64 { return ptr(consistency.QuantileOf(slices.Clone(v), 0.5)) }
 	fisher := func(x1, n1, x2, n2 int) *float64 {
 		if n1 == 0 || n2 == 0 {
 			return nil

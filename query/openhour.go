@@ -353,6 +353,11 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 			return []TimeRange{lr}, nil
 		}
 	}
+	if h := r.opens.lookup(project, hour); h != nil && h.sums.tooMany {
+		// An hour of more entries than the cache holds is read from the
+		// spans: its runs' keys are not read either.
+		return []TimeRange{lr}, nil
+	}
 	keys, err := r.openRunKeys(ctx, project, hour)
 	if err != nil {
 		return nil, err

@@ -334,9 +334,7 @@ func taskReport(key string, runs []taskRun, f TaskFilter) TaskReport {
 	if t.Passed > 0 {
 		per := gradedCost / float64(t.Passed)
 		t.CostPerSuccess = &per
-		sorted := slices.Clone(passTokens)
-		slices.Sort(sorted)
-		t.BudgetTokens = f.BudgetMultiple * consistency.Quantile(sorted, 0.5)
+		t.BudgetTokens = f.BudgetMultiple * consistency.QuantileOf(slices.Clone(passTokens), 0.5)
 		for _, tok := range passTokens {
 			if tok > t.BudgetTokens {
 				t.OverBudgetPasses++
