@@ -66,23 +66,42 @@ func SpreadOf(values []float64) Spread {
 	if len(values) == 0 {
 		return s
 	}
-	sum := 0.0
+	// The sums are compensated (Neumaier's): the values come in the
+	// order runs are read, and the mean and variation should not depend
+	// on it beyond the last bit.
+	var sum sumOf
 	s.Max = values[0]
 	for _, v := range values {
-		sum += v
+		sum.add(v)
 		s.Max = max(s.Max, v)
 	}
-	s.Mean = sum / float64(len(values))
+	s.Mean = sum.value() / float64(len(values))
 	if len(values) > 1 && s.Mean != 0 {
-		ss := 0.0
+		var ss sumOf
 		for _, v := range values {
-			ss += (v - s.Mean) * (v - s.Mean)
+			ss.add((v - s.Mean) * (v - s.Mean))
 		}
-		s.CV = math.Sqrt(ss/float64(len(values)-1)) / s.Mean
+		s.CV = math.Sqrt(ss.value()/float64(len(values)-1)) / s.Mean
 	}
 	s.P50, s.P99 = Quantiles2(values, 0.5, 0.99)
 	return s
 }
+
+// sumOf is a compensated (Neumaier) sum of float64s: the rounding error
+// of each addition is kept apart and added back at the end.
+type sumOf struct{ sum, c float64 }
+
+func (s *sumOf) add(v float64) {
+	t := s.sum + v
+	if math.Abs(s.sum) >= math.Abs(v) {
+		s.c += (s.sum - t) + v
+	} else {
+		s.c += (v - t) + s.sum
+	}
+	s.sum = t
+}
+
+func (s *sumOf) value() float64 { return s.sum + s.c }
 
 // QuantileOf is Quantile of values once sorted, selected instead (values
 // are reordered).

@@ -99,7 +99,8 @@ func TestMannWhitney(t *testing.T) {
 
 // TestSelectedQuantilesAreTheSorted: the quantiles Spread selects are
 // Quantile's of the sorted values, exactly, for sizes around the small
-// parts quickselect sorts, with many equal values, and at the ranks' ends.
+// parts quickselect sorts, with many equal values, and at the ranks' ends;
+// the mean and variation do not depend on the values' order.
 func TestSelectedQuantilesAreTheSorted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 3, 16, 17, 18, 33, 100, 101, 1000, 4099} {
@@ -124,6 +125,12 @@ func TestSelectedQuantilesAreTheSorted(t *testing.T) {
 			s := SpreadOf(slices.Clone(values))
 			if s.P50 != Quantile(sorted, 0.5) || s.P99 != Quantile(sorted, 0.99) || s.Max != sorted[n-1] || s.N != n {
 				t.Errorf("n %d, %d distinct: spread %+v", n, distinct, s)
+			}
+			// The mean and variation of the same values in another order.
+			reversed := slices.Clone(values)
+			slices.Reverse(reversed)
+			if r := SpreadOf(reversed); r.Mean != s.Mean || r.CV != s.CV {
+				t.Errorf("n %d, %d distinct: mean %v, cv %v reversed; %v, %v", n, distinct, r.Mean, r.CV, s.Mean, s.CV)
 			}
 		}
 	}
