@@ -588,12 +588,7 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 		}
 	}
 	for i, p := range ends {
-		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
-		for j := range spans[i] {
-			if s := &spans[i][j]; s.startNs >= from && s.startNs < to {
-				addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
-			}
-		}
+		addSpansIn(out, views, bucket, spans[i], p)
 	}
 	if first.Before(last) {
 		m0, m1 := int(first.Sub(edge.hour)/time.Minute), int(last.Sub(edge.hour)/time.Minute)
@@ -612,6 +607,16 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 		rest = append(rest, TimeRange{hi, lr.Until})
 	}
 	return rest, nil
+}
+
+// addSpansIn adds the spans starting in p to the views.
+func addSpansIn(out []aggregation, views []view, bucket string, spans []edgeSpan, p TimeRange) {
+	from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
+	for j := range spans {
+		if s := &spans[j]; s.startNs >= from && s.startNs < to {
+			addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
+		}
+	}
 }
 
 // addToViews adds the totals t of one span starting at startNs, whose

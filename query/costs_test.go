@@ -7,7 +7,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -415,15 +414,7 @@ func TestCostsEdgeHourFromTheCache(t *testing.T) {
 
 	// A span for 10:25 arrives: another run, of agent latecomer, with the
 	// usage and cost of the solo run's span.
-	var late schema.Span
-	for _, s := range spans {
-		if s.SpanID == "0000000000000501" {
-			late = s
-		}
-	}
-	at := mustTime(t, "2026-01-10T10:25:00Z")
-	late.TraceID, late.SpanID, late.AgentName, late.Name = strings.Repeat("9", 32), "0000000000000901", "latecomer", "invoke_agent latecomer"
-	late.Start, late.StartNs, late.EndNs = at, uint64(at.UnixNano()), uint64(at.Add(time.Second).UnixNano())
+	late := lateSpan(t, spans, "0000000000000501", "latecomer", mustTime(t, "2026-01-10T10:25:00Z"))
 	insert(t, store, []schema.Span{late}, 1)
 	withLate := maps.Clone(fromSpans)
 	withLate["latecomer"] = goldenByAgent["solo"]
@@ -602,16 +593,8 @@ func TestCostsGroupLimitFromTheRollup(t *testing.T) {
 	// tokens of claude-sonnet-4-5, CostLongContext) sent again at 11:55 as
 	// a run of the summarizer's: the summarizer's 10:20 run is rolled up,
 	// this one read from the spans.
-	var long schema.Span
-	for _, s := range spans {
-		if s.SpanID == "0000000000000303" {
-			long = s
-		}
-	}
-	at := mustTime(t, "2026-01-10T11:55:00Z")
-	long.TraceID, long.SpanID, long.ParentSpanID, long.AgentName = strings.Repeat("8", 32), "0000000000000801", "", "summarizer"
-	long.ConversationID = "conv-1" // the planner's conversation (rolled up)
-	long.Start, long.StartNs, long.EndNs = at, uint64(at.UnixNano()), uint64(at.Add(time.Minute).UnixNano())
+	long := lateSpan(t, spans, "0000000000000303", "summarizer", mustTime(t, "2026-01-10T11:55:00Z"))
+	long.Name, long.ConversationID = "chat long", "conv-1" // the planner's conversation (rolled up)
 	insert(t, store, append(spans, long), 1)
 	job := rollup.New(store, rollup.Config{})
 	if _, err := job.RefreshRange(ctx, mustTime(t, "2026-01-10T10:00:00Z"), mustTime(t, "2026-01-10T11:00:00Z")); err != nil {

@@ -94,9 +94,9 @@ type edgeHour struct {
 	views   [len(edgeViews)][]edgeEntry
 	tooMany bool // more entries than the cache holds: views empty
 	parts   int  // the loads of spans that filled it
-	// spanMinutes are the spans of the minutes of the hour last asked for
-	// (edgeMinutesHeld at most), the latest first; under edgeHours.mu.
-	spanMinutes []*edgeMinute
+	// spanMinutes are the spans of the minutes of the hour last asked
+	// for; under edgeHours.mu.
+	spanMinutes heldMinutes
 }
 
 // edgeMinute is the spans of one minute of an edge hour, reduced to what
@@ -311,10 +311,7 @@ func (c *edgeHours) minute(ctx context.Context, h *edgeHour, start time.Time,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loads++
-	h.spanMinutes = slices.Insert(h.spanMinutes, 0, m)
-	if len(h.spanMinutes) > edgeMinutesHeld {
-		h.spanMinutes = h.spanMinutes[:edgeMinutesHeld]
-	}
+	h.spanMinutes.keep(m)
 	return spans, true, nil
 }
 
@@ -322,12 +319,31 @@ func (c *edgeHours) minute(ctx context.Context, h *edgeHour, start time.Time,
 func (c *edgeHours) lookupMinute(h *edgeHour, start time.Time) *edgeMinute {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range h.spanMinutes {
+	return h.spanMinutes.find(start)
+}
+
+// heldMinutes are the spans of the minutes of an hour last asked for
+// (edgeMinutesHeld at most), the latest first: what the edge and open hour
+// caches keep of the minutes a range starts or ends in.
+type heldMinutes []*edgeMinute
+
+// find is the minute starting at start, if held.
+func (ms heldMinutes) find(start time.Time) *edgeMinute {
+	for _, m := range ms {
 		if m.start.Equal(start) {
 			return m
 		}
 	}
 	return nil
+}
+
+// keep holds m as the latest asked for, and lets the oldest go beyond
+// edgeMinutesHeld.
+func (ms *heldMinutes) keep(m *edgeMinute) {
+	*ms = slices.Insert(*ms, 0, m)
+	if len(*ms) > edgeMinutesHeld {
+		*ms = (*ms)[:edgeMinutesHeld]
+	}
 }
 
 // loadEdgeHour loads project's spans starting in the rolled-up hour edge,

@@ -79,9 +79,9 @@ type openHour struct {
 	// spans of each minute (0: none): a part of a minute takes the
 	// minute's totals whole when every base span of it falls inside.
 	firstNs, lastNs [60]uint64
-	// spanMinutes are the base spans of the minutes last asked for
-	// (edgeMinutesHeld at most), the latest first; under openHours.mu.
-	spanMinutes []*edgeMinute
+	// spanMinutes are the base spans of the minutes last asked for; under
+	// openHours.mu.
+	spanMinutes heldMinutes
 }
 
 // current reports whether every base run of h still has its key in keys.
@@ -303,10 +303,7 @@ func (c *openHours) minute(ctx context.Context, h *openHour, start time.Time,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loads++
-	h.spanMinutes = slices.Insert(h.spanMinutes, 0, m)
-	if len(h.spanMinutes) > edgeMinutesHeld {
-		h.spanMinutes = h.spanMinutes[:edgeMinutesHeld]
-	}
+	h.spanMinutes.keep(m)
 	return m.spans, !m.tooMany, nil
 }
 
@@ -314,12 +311,7 @@ func (c *openHours) minute(ctx context.Context, h *openHour, start time.Time,
 func (c *openHours) lookupMinute(h *openHour, start time.Time) *edgeMinute {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range h.spanMinutes {
-		if m.start.Equal(start) {
-			return m
-		}
-	}
-	return nil
+	return h.spanMinutes.find(start)
 }
 
 // edgeSpanOf is what a cost report adds up of the attributed span a.
@@ -419,12 +411,7 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 			addMinutes(m, m+1)
 			continue
 		}
-		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
-		for j := range spans[i] {
-			if s := &spans[i][j]; s.startNs >= from && s.startNs < to {
-				addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
-			}
-		}
+		addSpansIn(out, views, bucket, spans[i], p)
 	}
 	if first.Before(last) {
 		addMinutes(int(first.Sub(hour)/time.Minute), int(last.Sub(hour)/time.Minute))

@@ -3,7 +3,6 @@ package query_test
 import (
 	"context"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,15 +89,7 @@ func TestCostsOpenHourFromTheCache(t *testing.T) {
 	// A run in flight at 10:25, accepted five seconds ago (of agent
 	// latecomer, with the usage and cost of the solo run's span): read
 	// from its spans, the base kept.
-	var late schema.Span
-	for _, s := range spans {
-		if s.SpanID == "0000000000000501" {
-			late = s
-		}
-	}
-	at := mustTime(t, "2026-01-10T10:25:00Z")
-	late.TraceID, late.SpanID, late.AgentName, late.Name = strings.Repeat("9", 32), "0000000000000901", "latecomer", "invoke_agent latecomer"
-	late.Start, late.StartNs, late.EndNs = at, uint64(at.UnixNano()), uint64(at.Add(time.Second).UnixNano())
+	late := lateSpan(t, spans, "0000000000000501", "latecomer", mustTime(t, "2026-01-10T10:25:00Z"))
 	insert(t, store, []schema.Span{late}, uint64(now.Add(-5*time.Second).UnixNano()))
 	withLate := maps.Clone(inHour)
 	withLate["latecomer"] = goldenByAgent["solo"]
