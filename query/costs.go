@@ -455,15 +455,13 @@ func (r *core) aggregate(ctx context.Context, project string, since, until time.
 			}
 			ranges := []TimeRange{lr}
 			for _, edge := range edges {
-				var rest []TimeRange
-				for _, lr := range ranges {
-					more, err := r.aggregateEdge(ctx, project, edge, lr, bucket, views, part)
-					if err != nil {
-						return nil, err
-					}
-					rest = append(rest, more...)
+				var err error
+				ranges, err = narrowed(ranges, func(lr TimeRange) ([]TimeRange, error) {
+					return r.aggregateEdge(ctx, project, edge, lr, bucket, views, part)
+				})
+				if err != nil {
+					return nil, err
 				}
-				ranges = rest
 			}
 			if match == nil {
 				var err error
@@ -605,6 +603,20 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 	}
 	if hi.Before(lr.Until) {
 		rest = append(rest, TimeRange{hi, lr.Until})
+	}
+	return rest, nil
+}
+
+// narrowed is what take leaves of each of ranges (take adds the part of a
+// range it answers for, and returns the rest).
+func narrowed(ranges []TimeRange, take func(TimeRange) ([]TimeRange, error)) ([]TimeRange, error) {
+	var rest []TimeRange
+	for _, lr := range ranges {
+		more, err := take(lr)
+		if err != nil {
+			return nil, err
+		}
+		rest = append(rest, more...)
 	}
 	return rest, nil
 }

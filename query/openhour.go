@@ -598,31 +598,22 @@ func loadOpenRunsSQL(t tables, project string, ids []string, from, to time.Time)
 }
 
 // aggregateOpenHours adds the parts of ranges in the hours the open hour
-// cache answers for (aggregateOpen) to the views, and returns the rest
-// of ranges, to be read live.
+// cache answers for (aggregateOpen: the open hour and the one before it)
+// to the views, and returns the rest of ranges, to be read live.
 func (r *core) aggregateOpenHours(ctx context.Context, project string, ranges []TimeRange, bucket string, views []view,
 	out []aggregation) ([]TimeRange, error) {
 	if r.opens == nil {
 		return ranges, nil
 	}
-	var rest []TimeRange
-	for _, lr := range ranges {
-		pieces := []TimeRange{lr}
-		for hour := lr.Since.Truncate(time.Hour); hour.Before(lr.Until); hour = hour.Add(time.Hour) {
-			if !r.opens.eligible(hour) {
-				continue
-			}
-			var left []TimeRange
-			for _, p := range pieces {
-				more, err := r.aggregateOpen(ctx, project, hour, p, bucket, views, out)
-				if err != nil {
-					return nil, err
-				}
-				left = append(left, more...)
-			}
-			pieces = left
+	open := r.opens.now().Truncate(time.Hour)
+	for _, hour := range []time.Time{open.Add(-time.Hour), open} {
+		var err error
+		ranges, err = narrowed(ranges, func(lr TimeRange) ([]TimeRange, error) {
+			return r.aggregateOpen(ctx, project, hour, lr, bucket, views, out)
+		})
+		if err != nil {
+			return nil, err
 		}
-		rest = append(rest, pieces...)
 	}
-	return rest, nil
+	return ranges, nil
 }
