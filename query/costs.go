@@ -528,13 +528,9 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 			return err
 		}
 		for i := range spans {
-			a := &spans[i]
-			if match != nil && !match(a) {
-				continue
+			if match == nil || match(&spans[i]) {
+				addAttributed(out, views, bucket, &spans[i])
 			}
-			var t CostTotals
-			t.AddSpan(a)
-			addToViews(out, views, bucket, a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
 		}
 	}
 	return nil
@@ -548,15 +544,10 @@ func (r *core) aggregateLive(ctx context.Context, project string, lr TimeRange, 
 // too large, a view it does not add up, lr outside the hour).
 func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHour, lr TimeRange, bucket string, views []view,
 	out []aggregation) ([]TimeRange, error) {
-	lo, hi := maxTime(lr.Since, edge.hour), minTime(lr.Until, edge.hour.Add(time.Hour))
-	if !lo.Before(hi) {
+	p, in := partOf(lr, edge.hour)
+	vis, ok := edgeViewsOf(views)
+	if !in || !ok {
 		return []TimeRange{lr}, nil
-	}
-	vis := make([]int, len(views))
-	for i, v := range views {
-		if vis[i] = edgeViewOf(v); vis[i] < 0 {
-			return []TimeRange{lr}, nil
-		}
 	}
 	h, ok, err := r.edges.get(ctx, project, edge.hour, edge.version, func(ctx context.Context, bound, partSpans int) (*edgeHour, error) {
 		return r.loadEdgeHour(ctx, project, edge, bound, partSpans)
@@ -564,47 +555,27 @@ func (r *core) aggregateEdge(ctx context.Context, project string, edge rolledHou
 	if err != nil || !ok {
 		return []TimeRange{lr}, err
 	}
-	// The parts of minutes at the ends, [lo, first) and [last, hi) (one
-	// part when lo and hi are in one minute), and the whole minutes
-	// between, [first, last).
-	first, last := minTime(ceilTo(lo, time.Minute), hi), maxTime(hi.Truncate(time.Minute), lo)
 	// Both ends' minutes are had before anything is added: a minute the
 	// cache cannot answer sends lr whole to be read live.
-	ends := [2]TimeRange{{lo, first}, {maxTime(last, first), hi}}
 	var spans [2][]edgeSpan
-	for i, p := range ends {
-		if !p.Since.Before(p.Until) {
+	for i, end := range p.ends {
+		if !end.Since.Before(end.Until) {
 			continue
 		}
 		var ok bool
 		var err error
-		spans[i], ok, err = r.edges.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]edgeSpan, error) {
+		spans[i], ok, err = r.edges.minute(ctx, h, end.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]edgeSpan, error) {
 			return r.loadEdgeSpans(ctx, project, from, from.Add(time.Minute))
 		})
 		if err != nil || !ok {
 			return []TimeRange{lr}, err
 		}
 	}
-	for i, p := range ends {
-		addSpansIn(out, views, bucket, spans[i], p)
+	for i, end := range p.ends {
+		addSpansIn(out, views, bucket, spans[i], end)
 	}
-	if first.Before(last) {
-		m0, m1 := int(first.Sub(edge.hour)/time.Minute), int(last.Sub(edge.hour)/time.Minute)
-		for i := range views {
-			for _, e := range h.minutes(vis[i], m0, m1) {
-				b := bucketStart(edge.hour.Add(time.Duration(e.minute)*time.Minute), bucket)
-				out[i].at(bucketKey{b, e.key}).add(&e.totals)
-			}
-		}
-	}
-	var rest []TimeRange
-	if lr.Since.Before(lo) {
-		rest = append(rest, TimeRange{lr.Since, lo})
-	}
-	if hi.Before(lr.Until) {
-		rest = append(rest, TimeRange{hi, lr.Until})
-	}
-	return rest, nil
+	h.addMinutes(out, vis, edge.hour, bucket, p.m0, p.m1)
+	return p.rest(lr), nil
 }
 
 // narrowed is what take leaves of each of ranges (take adds the part of a
@@ -629,6 +600,13 @@ func addSpansIn(out []aggregation, views []view, bucket string, spans []edgeSpan
 			addToViews(out, views, bucket, s.startNs, s.dim, &s.totals)
 		}
 	}
+}
+
+// addAttributed adds the attributed span a to the views.
+func addAttributed(out []aggregation, views []view, bucket string, a *attribution.Attributed) {
+	var t CostTotals
+	t.AddSpan(a)
+	addToViews(out, views, bucket, a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
 }
 
 // addToViews adds the totals t of one span starting at startNs, whose
@@ -877,8 +855,12 @@ func (rep *CostReport) setGroups(groups []*CostGroup, limit int) {
 }
 
 // costOrder orders groups costliest first, then by key.
-func costOrder(a, b *CostGroup) int {
-	return cmp.Or(cmp.Compare(b.Cost.Total, a.Cost.Total), strings.Compare(a.Key, b.Key))
+func costOrder(a, b *CostGroup) int { return costThenKey(a.Cost.Total, a.Key, b.Cost.Total, b.Key) }
+
+// costThenKey orders by cost, the highest first, then by key: the order a
+// report lists its groups in.
+func costThenKey(aCost float64, aKey string, bCost float64, bKey string) int {
+	return cmp.Or(cmp.Compare(bCost, aCost), strings.Compare(aKey, bKey))
 }
 
 // allCosts is Costs with its groups, in costOrder, apart from the report:

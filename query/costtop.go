@@ -1,11 +1,9 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -103,7 +101,7 @@ func (r *core) finishTop(ctx context.Context, project string, hours []time.Time,
 	for k, c := range costs {
 		all = append(all, keyCost{k, c})
 	}
-	slices.SortFunc(all, func(a, b keyCost) int { return cmp.Or(cmp.Compare(b.cost, a.cost), strings.Compare(a.key, b.key)) })
+	slices.SortFunc(all, func(a, b keyCost) int { return costThenKey(a.cost, a.key, b.cost, b.key) })
 	listed := make(map[string]bool, top.limit)
 	var ids []string
 	for _, kc := range all[:top.limit] {

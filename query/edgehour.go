@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tallyhq/tally/attribution"
 )
 
 // A cost report over the last 30 days starts in the middle of an hour: its
@@ -72,6 +74,66 @@ func edgeViewOf(v view) int {
 		}
 	}
 	return -1
+}
+
+// edgeViewsOf is the index in edgeViews of each of views; ok is false
+// when one is a view the hour caches do not add up.
+func edgeViewsOf(views []view) (vis []int, ok bool) {
+	vis = make([]int, len(views))
+	for i, v := range views {
+		if vis[i] = edgeViewOf(v); vis[i] < 0 {
+			return nil, false
+		}
+	}
+	return vis, true
+}
+
+// hourPart is the part [lo, hi) of a range in one hour, as the hour caches
+// answer it: the parts of minutes it starts and ends in (ends: [lo,
+// first) and [last, hi), one when lo and hi are in one minute, empty when
+// not needed) and the whole minutes between, [m0, m1) of the hour.
+type hourPart struct {
+	hour, lo, hi time.Time
+	ends         [2]TimeRange
+	m0, m1       int
+}
+
+// partOf is lr's part in hour; ok is false when lr is outside it.
+func partOf(lr TimeRange, hour time.Time) (p hourPart, ok bool) {
+	p.hour, p.lo, p.hi = hour, maxTime(lr.Since, hour), minTime(lr.Until, hour.Add(time.Hour))
+	if !p.lo.Before(p.hi) {
+		return p, false
+	}
+	first, last := minTime(ceilTo(p.lo, time.Minute), p.hi), maxTime(p.hi.Truncate(time.Minute), p.lo)
+	p.ends = [2]TimeRange{{p.lo, first}, {maxTime(last, first), p.hi}}
+	p.m0, p.m1 = int(first.Sub(hour)/time.Minute), int(last.Sub(hour)/time.Minute)
+	return p, true
+}
+
+// rest is what is left of lr outside the part, to be read live.
+func (p hourPart) rest(lr TimeRange) []TimeRange {
+	var rest []TimeRange
+	if lr.Since.Before(p.lo) {
+		rest = append(rest, TimeRange{lr.Since, p.lo})
+	}
+	if p.hi.Before(lr.Until) {
+		rest = append(rest, TimeRange{p.hi, lr.Until})
+	}
+	return rest
+}
+
+// addMinutes adds the entries of minutes [m0, m1) of h, the hour starting
+// at hour, to the views (vis: their indexes in edgeViews).
+func (h *edgeHour) addMinutes(out []aggregation, vis []int, hour time.Time, bucket string, m0, m1 int) {
+	if m0 >= m1 {
+		return
+	}
+	for i, vi := range vis {
+		for _, e := range h.minutes(vi, m0, m1) {
+			b := bucketStart(hour.Add(time.Duration(e.minute)*time.Minute), bucket)
+			out[i].at(bucketKey{b, e.key}).add(&e.totals)
+		}
+	}
 }
 
 // edgeEntry is one view's totals of the spans starting in one minute of
@@ -156,6 +218,13 @@ func newEdgeHourSum(hour time.Time) *edgeHourSum {
 		s.acc[i] = map[edgeKey]*CostTotals{}
 	}
 	return s
+}
+
+// addSpan adds the attributed span a (in the hour).
+func (s *edgeHourSum) addSpan(a *attribution.Attributed) {
+	var t CostTotals
+	t.AddSpan(a)
+	s.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
 }
 
 // add adds one span starting at startNs (in the hour), whose value of
@@ -352,10 +421,7 @@ func (ms *heldMinutes) keep(m *edgeMinute) {
 // and adds them up by minute (tooMany once they add up to more than bound
 // entries).
 func (r *core) loadEdgeHour(ctx context.Context, project string, edge rolledHour, bound, partSpans int) (*edgeHour, error) {
-	parts := 1
-	if partSpans > 0 && edge.rawRows > uint64(partSpans) {
-		parts = int((edge.rawRows + uint64(partSpans) - 1) / uint64(partSpans))
-	}
+	parts := loadParts(edge.rawRows, partSpans)
 	sum := newEdgeHourSum(edge.hour)
 	for i := range parts {
 		spans, err := r.loadSpansShard(ctx, project, edge.hour, edge.hour.Add(time.Hour), DefaultTraceWindow, Shard{Index: i, Of: parts})
@@ -363,10 +429,7 @@ func (r *core) loadEdgeHour(ctx context.Context, project string, edge rolledHour
 			return nil, err
 		}
 		for j := range spans {
-			a := &spans[j]
-			var t CostTotals
-			t.AddSpan(a)
-			sum.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+			sum.addSpan(&spans[j])
 		}
 		if sum.entries > bound {
 			return &edgeHour{tooMany: true, parts: i + 1}, nil
@@ -375,6 +438,15 @@ func (r *core) loadEdgeHour(ctx context.Context, project string, edge rolledHour
 	h := &edgeHour{parts: parts}
 	sum.into(h)
 	return h, nil
+}
+
+// loadParts is how many parts of its runs a load of rows spans takes at
+// most partSpans spans a part (one when partSpans is 0).
+func loadParts(rows uint64, partSpans int) int {
+	if partSpans <= 0 || rows <= uint64(partSpans) {
+		return 1
+	}
+	return int((rows + uint64(partSpans) - 1) / uint64(partSpans))
 }
 
 // loadEdgeSpans loads project's spans starting in [from, to), attributed
@@ -386,12 +458,17 @@ func (r *core) loadEdgeSpans(ctx context.Context, project string, from, to time.
 	}
 	out := make([]edgeSpan, len(spans))
 	for i := range spans {
-		a, e := &spans[i], &out[i]
-		e.startNs = a.StartNs
-		for j, d := range rollupDims {
-			e.dims[j] = dimValue(a, d)
-		}
-		e.totals.AddSpan(a)
+		out[i] = edgeSpanOf(&spans[i])
 	}
 	return out, nil
+}
+
+// edgeSpanOf is what a cost report adds up of the attributed span a.
+func edgeSpanOf(a *attribution.Attributed) edgeSpan {
+	e := edgeSpan{startNs: a.StartNs}
+	for j, d := range rollupDims {
+		e.dims[j] = dimValue(a, d)
+	}
+	e.totals.AddSpan(a)
+	return e
 }

@@ -67,6 +67,12 @@ type openRun struct {
 	lastVersion uint64
 }
 
+// quiet reports whether no row of the run was accepted for openQuiet
+// before now.
+func (run openRun) quiet(now time.Time) bool {
+	return now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet
+}
+
 // openHour is one project's hour not rolled up, added up over its base
 // runs.
 type openHour struct {
@@ -104,7 +110,7 @@ func (h *openHour) isBase(id string) bool {
 // window.
 func (h *openHour) others(keys map[string]openRun) (ids []string, rows uint64) {
 	for id, run := range keys {
-		if _, ok := h.base[id]; !ok {
+		if !h.isBase(id) {
 			ids = append(ids, id)
 			rows += run.key.rows
 		}
@@ -179,11 +185,8 @@ func (c *openHours) get(ctx context.Context, project string, hour time.Time, key
 	// quiet others, or building again; or that it cannot be used (nil
 	// others and not use).
 	type state struct {
-		others        []string
-		use, absorb   bool
-		rebuild       bool
-		quiet         []string
-		quietRowsOver bool
+		others, quiet        []string
+		use, absorb, rebuild bool
 	}
 	check := func(h *openHour) state {
 		if h == nil || !h.current(keys) {
@@ -197,7 +200,7 @@ func (c *openHours) get(ctx context.Context, project string, hour time.Time, key
 		var quiet []string
 		var quietRows uint64
 		for _, id := range others {
-			if run := keys[id]; now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
+			if run := keys[id]; run.quiet(now) {
 				quiet = append(quiet, id)
 				quietRows += run.key.rows
 			}
@@ -236,7 +239,7 @@ func (c *openHours) get(ctx context.Context, project string, hour time.Time, key
 		now := c.now()
 		base := map[string]runKey{}
 		for id, run := range keys {
-			if now.Sub(time.Unix(0, int64(run.lastVersion))) >= openQuiet {
+			if run.quiet(now) {
 				base[id] = run.key
 			}
 		}
@@ -314,17 +317,6 @@ func (c *openHours) lookupMinute(h *openHour, start time.Time) *edgeMinute {
 	return h.spanMinutes.find(start)
 }
 
-// edgeSpanOf is what a cost report adds up of the attributed span a.
-func edgeSpanOf(a *attribution.Attributed) edgeSpan {
-	var e edgeSpan
-	e.startNs = a.StartNs
-	for j, d := range rollupDims {
-		e.dims[j] = dimValue(a, d)
-	}
-	e.totals.AddSpan(a)
-	return e
-}
-
 // aggregateOpen adds the part of lr in hour (not rolled up: the open hour
 // or the one before it) to the views from the open hour cache: the base
 // runs' whole minutes from the hour's sums, the part of a minute lr
@@ -335,15 +327,10 @@ func edgeSpanOf(a *attribution.Attributed) edgeSpan {
 // not add up, too many entries or other runs).
 func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time, lr TimeRange, bucket string, views []view,
 	out []aggregation) ([]TimeRange, error) {
-	lo, hi := maxTime(lr.Since, hour), minTime(lr.Until, hour.Add(time.Hour))
-	if !lo.Before(hi) || !r.opens.eligible(hour) {
+	p, in := partOf(lr, hour)
+	vis, ok := edgeViewsOf(views)
+	if !in || !ok || !r.opens.eligible(hour) {
 		return []TimeRange{lr}, nil
-	}
-	vis := make([]int, len(views))
-	for i, v := range views {
-		if vis[i] = edgeViewOf(v); vis[i] < 0 {
-			return []TimeRange{lr}, nil
-		}
 	}
 	if h := r.opens.lookup(project, hour); h != nil && h.sums.tooMany {
 		// An hour of more entries than the cache holds is read from the
@@ -365,19 +352,17 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 	if err != nil || !ok {
 		return []TimeRange{lr}, err
 	}
-	// The base's parts of minutes at the ends, [lo, first) and [last, hi)
-	// (one part when lo and hi are in one minute), each whole, empty or
-	// from the minute's base spans; then the whole minutes between.
-	first, last := minTime(ceilTo(lo, time.Minute), hi), maxTime(hi.Truncate(time.Minute), lo)
-	ends := [2]TimeRange{{lo, first}, {maxTime(last, first), hi}}
+	// The base's part of each minute at the ends: the minute whole when
+	// all its base spans are in the part, nothing when none is, else from
+	// the minute's base spans.
 	var whole [2]bool
 	var spans [2][]edgeSpan
-	for i, p := range ends {
-		if !p.Since.Before(p.Until) {
+	for i, end := range p.ends {
+		if !end.Since.Before(end.Until) {
 			continue
 		}
-		m := int(p.Since.Sub(hour) / time.Minute)
-		from, to := uint64(p.Since.UnixNano()), uint64(p.Until.UnixNano())
+		m := int(end.Since.Sub(hour) / time.Minute)
+		from, to := uint64(end.Since.UnixNano()), uint64(end.Until.UnixNano())
 		switch f, l := h.firstNs[m], h.lastNs[m]; {
 		case f == 0 || l < from || f >= to:
 			// no base span of the minute in the part
@@ -385,7 +370,7 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 			whole[i] = true
 		default:
 			var ok bool
-			spans[i], ok, err = r.opens.minute(ctx, h, p.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]attribution.Attributed, error) {
+			spans[i], ok, err = r.opens.minute(ctx, h, end.Since.Truncate(time.Minute), func(ctx context.Context, from time.Time) ([]attribution.Attributed, error) {
 				return r.loadSpans(ctx, project, from, from.Add(time.Minute), DefaultTraceWindow)
 			})
 			if err != nil || !ok {
@@ -393,46 +378,26 @@ func (r *core) aggregateOpen(ctx context.Context, project string, hour time.Time
 			}
 		}
 	}
-	live, err := r.loadOpenRuns(ctx, project, hour, others, keys, lo, hi)
+	live, err := r.loadOpenRuns(ctx, project, hour, others, keys, p.lo, p.hi)
 	if err != nil {
 		return nil, err
 	}
-	addMinutes := func(m0, m1 int) {
-		for i := range views {
-			for _, e := range h.sums.minutes(vis[i], m0, m1) {
-				b := bucketStart(hour.Add(time.Duration(e.minute)*time.Minute), bucket)
-				out[i].at(bucketKey{b, e.key}).add(&e.totals)
-			}
-		}
-	}
-	for i, p := range ends {
+	for i, end := range p.ends {
 		if whole[i] {
-			m := int(p.Since.Sub(hour) / time.Minute)
-			addMinutes(m, m+1)
+			m := int(end.Since.Sub(hour) / time.Minute)
+			h.sums.addMinutes(out, vis, hour, bucket, m, m+1)
 			continue
 		}
-		addSpansIn(out, views, bucket, spans[i], p)
+		addSpansIn(out, views, bucket, spans[i], end)
 	}
-	if first.Before(last) {
-		addMinutes(int(first.Sub(hour)/time.Minute), int(last.Sub(hour)/time.Minute))
-	}
+	h.sums.addMinutes(out, vis, hour, bucket, p.m0, p.m1)
 	for i := range live {
-		a := &live[i]
-		var t CostTotals
-		t.AddSpan(a)
-		addToViews(out, views, bucket, a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+		addAttributed(out, views, bucket, &live[i])
 	}
 	r.opens.mu.Lock()
 	r.opens.reads++
 	r.opens.mu.Unlock()
-	var rest []TimeRange
-	if lr.Since.Before(lo) {
-		rest = append(rest, TimeRange{lr.Since, lo})
-	}
-	if hi.Before(lr.Until) {
-		rest = append(rest, TimeRange{hi, lr.Until})
-	}
-	return rest, nil
+	return p.rest(lr), nil
 }
 
 // buildOpenHour loads project's spans starting in hour, attributed as a
@@ -445,7 +410,7 @@ func (r *core) buildOpenHour(ctx context.Context, project string, hour time.Time
 	for _, run := range keys {
 		hourRows += run.hourRows
 	}
-	parts := max(1, int((hourRows+uint64(bound)-1)/uint64(bound)))
+	parts := loadParts(hourRows, bound)
 	h := &openHour{}
 	sum := newEdgeHourSum(hour)
 	for i := range parts {
@@ -470,9 +435,7 @@ func (r *core) buildOpenHour(ctx context.Context, project string, hour time.Time
 // add adds the attributed span a of a base run to sum and to the
 // earliest and latest start of its minute.
 func (h *openHour) add(sum *edgeHourSum, a *attribution.Attributed) {
-	var t CostTotals
-	t.AddSpan(a)
-	sum.add(a.StartNs, func(d string) string { return dimValue(a, d) }, &t)
+	sum.addSpan(a)
 	m := (a.StartNs - sum.hourNs) / uint64(time.Minute)
 	if h.firstNs[m] == 0 || a.StartNs < h.firstNs[m] {
 		h.firstNs[m] = a.StartNs
