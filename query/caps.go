@@ -77,12 +77,15 @@ type TaskCaps struct {
 // CapsReport is the answer of Caps: tasks with successful runs, most runs
 // first.
 type CapsReport struct {
-	Since      time.Time  `json:"since,omitzero"`
-	Until      time.Time  `json:"until,omitzero"`
-	Multiplier float64    `json:"multiplier"`
-	RunsRead   int        `json:"runs_read"`
-	Truncated  bool       `json:"truncated,omitempty"`
-	Tasks      []TaskCaps `json:"tasks"`
+	Since      time.Time `json:"since,omitzero"`
+	Until      time.Time `json:"until,omitzero"`
+	Multiplier float64   `json:"multiplier"`
+	RunsRead   int       `json:"runs_read"`
+	Truncated  bool      `json:"truncated,omitempty"`
+	// Quantiles says where the p50s and p99s come from (as
+	// TasksReport.Quantiles); the runs over the caps are counted exactly.
+	Quantiles string     `json:"quantiles"`
+	Tasks     []TaskCaps `json:"tasks"`
 }
 
 // capMeasures are the measures of a run caps are set on, in the order of
@@ -97,12 +100,23 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 	if !(f.Multiplier >= 1 && f.Multiplier <= 10) {
 		return nil, fmt.Errorf("multiplier %v: want 1 to 10", f.Multiplier)
 	}
-	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, Tasks: []TaskCaps{}}
+	runs := RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}
+	// A long window graded by every verdict is read from the run rollup.
+	if f.Outcome == "" {
+		w, err := r.windowFromRollup(ctx, runs, false, facts{approvals: true, noAgents: true, noRetries: true})
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			return r.capsFromRollup(ctx, f, w)
+		}
+	}
+	rep := &CapsReport{Since: f.Since, Until: f.Until, Multiplier: f.Multiplier, Quantiles: QuantilesExact, Tasks: []TaskCaps{}}
 	// The runs stream by (eachGradedRun), each kept as its measures.
 	byTask := map[string][]capRun{}
 	var order []string
-	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, facts{approvals: true, noAgents: true, noRetries: true}, func(g *windowRun, verdict *bool) error {
+	err := r.eachGradedRun(ctx, runs,
+		f.Outcome, facts{approvals: true, noAgents: true, noRetries: true}, runParts{}, func(g *windowRun, verdict *bool) error {
 			rep.RunsRead++
 			if byTask[g.Task] == nil {
 				order = append(order, g.Task)
@@ -117,17 +131,29 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 	}
 	for _, task := range order {
 		tc := taskCaps(task, byTask[task], f.Multiplier)
-		for _, c := range r.caps.List() {
-			if (c.Project == "" || c.Project == f.Project) && (c.Task == "" || c.Task == task) && c.Agent == "" {
-				tc.Configured = append(tc.Configured, capSpec(c))
-			}
-		}
+		tc.Configured = r.configuredCaps(f.Project, task)
 		if tc.Successful > 0 {
 			rep.Tasks = append(rep.Tasks, tc)
 		}
 	}
-	slices.SortStableFunc(rep.Tasks, func(a, b TaskCaps) int { return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Task, b.Task)) })
+	sortCaps(rep.Tasks)
 	return rep, nil
+}
+
+// configuredCaps are the --run-cap caps that apply to project's task now.
+func (r ReviewReader) configuredCaps(project, task string) []string {
+	out := []string{}
+	for _, c := range r.caps.List() {
+		if (c.Project == "" || c.Project == project) && (c.Task == "" || c.Task == task) && c.Agent == "" {
+			out = append(out, capSpec(c))
+		}
+	}
+	return out
+}
+
+// sortCaps orders a report's tasks: most runs first, then by name.
+func sortCaps(tasks []TaskCaps) {
+	slices.SortStableFunc(tasks, func(a, b TaskCaps) int { return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Task, b.Task)) })
 }
 
 // runMeasures are one run's values of capMeasures (wall: active ms) and

@@ -82,7 +82,7 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 	// included: the settled runs' cases are read after, for those runs
 	// only.
 	var caseOf []*versionAcc
-	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, facts{fingerprint: true, noAgents: true, noCounts: true, noRetries: true},
+	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, f.Outcome, facts{fingerprint: true, noAgents: true, noCounts: true, noRetries: true}, runParts{},
 		func(run *windowRun, verdict *bool) error {
 			versions := byTask[run.Task]
 			if versions == nil {

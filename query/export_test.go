@@ -106,3 +106,14 @@ func OpenHour(r *Reader) OpenHourStats {
 // the rollup in two steps (the keys' costs, then the listed keys'
 // measures), as reports by conversation and user do.
 func WithTwoStepRollup() ReaderOption { return func(r *core) { r.topEvery = true } }
+
+// WindowRollup says how a window report of f's runs (grouped by agent or
+// by task) reads them: from the run rollup or not, and then how many
+// hours it read from the rollup and how many runs one by one.
+func WindowRollup(ctx context.Context, r *Reader, f RunFilter, byAgent bool) (used bool, rolledHours, streamedRuns int, err error) {
+	w, err := r.core.windowFromRollup(ctx, f, byAgent, facts{approvals: true, noRetries: true})
+	if err != nil || w == nil {
+		return false, 0, 0, err
+	}
+	return true, len(w.rolled), len(w.streamed), nil
+}

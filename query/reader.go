@@ -53,6 +53,9 @@ type core struct {
 	// classifyPartCalls overrides classifyPartCalls (tests:
 	// WithClassifyPartCalls in export_test.go); 0 keeps it.
 	classifyPartCalls int
+	// windowExactRuns is the most runs a window report reads one by one
+	// (WithWindowExactRuns); more, it reads the run rollup.
+	windowExactRuns int
 }
 
 // The subject readers: each reads one subject's tables and answers its
@@ -126,7 +129,8 @@ func WithValidator(v *safety.Validator) ReaderOption { return func(r *core) { r.
 
 // NewReader returns the readers over the store.
 func NewReader(store *schema.Store, opts ...ReaderOption) *Reader {
-	c := &core{store: store, edges: newEdgeHours(DefaultEdgeHourSpans), opens: newOpenHours(DefaultEdgeHourSpans)}
+	c := &core{store: store, edges: newEdgeHours(DefaultEdgeHourSpans), opens: newOpenHours(DefaultEdgeHourSpans),
+		windowExactRuns: DefaultWindowExactRuns}
 	for _, o := range opts {
 		o(c)
 	}

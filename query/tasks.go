@@ -86,12 +86,20 @@ type TaskReport struct {
 
 // TasksReport is the answer of Tasks.
 type TasksReport struct {
-	By        string       `json:"by"`
-	Outcome   string       `json:"outcome,omitempty"`
-	Since     time.Time    `json:"since,omitzero"`
-	Until     time.Time    `json:"until,omitzero"`
-	RunsRead  int          `json:"runs_read"`
-	Truncated bool         `json:"truncated,omitempty"`
+	By        string    `json:"by"`
+	Outcome   string    `json:"outcome,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
+	Until     time.Time `json:"until,omitzero"`
+	RunsRead  int       `json:"runs_read"`
+	Truncated bool      `json:"truncated,omitempty"`
+	// Quantiles says where the percentiles (p50, p99, the budget's
+	// median) come from: every run's value (QuantilesExact), or the run
+	// rollup's sketches (QuantilesSketch, within 1%) for a window of more
+	// runs than the reader reads one by one (WithWindowExactRuns). Counts,
+	// means, maxima, variations and the runs named are exact either way,
+	// but for the passes over budget: from the sketch, a pass within 1% of
+	// the budget may count on the wrong side of it.
+	Quantiles string       `json:"quantiles"`
 	Tasks     []TaskReport `json:"tasks"`
 }
 
@@ -111,12 +119,25 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	if f.BudgetMultiple == 0 {
 		f.BudgetMultiple = DefaultBudgetMultiple
 	}
-	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Tasks: []TaskReport{}}
+	runs := RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}
+	// A long window of runs graded by every verdict is read from the run
+	// rollup; one graded by a named outcome, by dataset case or bounded
+	// to its newest runs is read run by run.
+	if f.Outcome == "" && f.By != "case" && f.MaxRuns == 0 {
+		w, err := r.windowFromRollup(ctx, runs, f.By == "agent", facts{approvals: true, noAgents: f.By != "agent", noRetries: true})
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			return r.tasksFromRollup(ctx, f, w)
+		}
+	}
+	rep := &TasksReport{By: f.By, Outcome: f.Outcome, Since: f.Since, Until: f.Until, Quantiles: QuantilesExact, Tasks: []TaskReport{}}
 	// The runs stream by (eachGradedRun), each kept as the few figures a
 	// task's report reads of it: a window's summaries are never held.
 	groups := map[string][]taskRun{}
-	err := r.eachGradedRun(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent},
-		f.Outcome, facts{config: f.By == "case", noAgents: f.By != "agent", noRetries: true}, func(g *windowRun, verdict *bool) error {
+	err := r.eachGradedRun(ctx, runs,
+		f.Outcome, facts{config: f.By == "case", noAgents: f.By != "agent", noRetries: true}, runParts{}, func(g *windowRun, verdict *bool) error {
 			if f.MaxRuns > 0 && rep.RunsRead == f.MaxRuns {
 				rep.Truncated = true
 				return errEnough
@@ -147,10 +168,15 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 		}
 		rep.Tasks = append(rep.Tasks, t)
 	}
-	slices.SortFunc(rep.Tasks, func(a, b TaskReport) int {
+	sortTasks(rep.Tasks)
+	return rep, nil
+}
+
+// sortTasks orders a report's groups: most runs first, then by key.
+func sortTasks(tasks []TaskReport) {
+	slices.SortFunc(tasks, func(a, b TaskReport) int {
 		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Key, b.Key))
 	})
-	return rep, nil
 }
 
 // gradedRun is one run with its verdict and its facts. It points at the
@@ -198,7 +224,7 @@ func (r *core) gradedRuns(ctx context.Context, f RunFilter, outcome string, want
 	const block = 4096
 	var out []gradedRun
 	var chunk []windowRun
-	err := r.eachGradedRun(ctx, f, outcome, want, func(run *windowRun, verdict *bool) error {
+	err := r.eachGradedRun(ctx, f, outcome, want, runParts{}, func(run *windowRun, verdict *bool) error {
 		if len(chunk) == cap(chunk) {
 			chunk = make([]windowRun, 0, block)
 		}

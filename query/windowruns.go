@@ -42,21 +42,25 @@ type windowRun struct {
 // read first, and prepare, when set, may give them facts before any run
 // is handed on; the settled ones stream from the run table with the facts
 // want names. each must not keep the run it is given.
-func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepare func(live []windowRun) error, each func(*windowRun) error) error {
+func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, parts runParts, prepare func(live []windowRun) error, each func(*windowRun) error) error {
 	sel, err := selectRuns(r.store, f)
 	if err != nil {
 		return err
 	}
-	lv, err := r.liveRuns(ctx, f.Project, f.Since)
-	if err != nil {
+	var lv liveSet
+	if parts.lv != nil {
+		lv = *parts.lv
+	} else if lv, err = r.liveRuns(ctx, f.Project, f.Since); err != nil {
 		return err
 	}
-	live, err := r.liveWindowRuns(ctx, sel, lv, Shard{}, prepare)
-	if err != nil {
-		return err
+	var live []windowRun
+	if !parts.noLive {
+		if live, err = r.liveWindowRuns(ctx, sel, lv, Shard{}, prepare); err != nil {
+			return err
+		}
 	}
 	next := 0 // the next live run to hand on
-	if !lv.all {
+	if !lv.all && !parts.noSettled {
 		q, args := settledFactsSQL(r.store, f.Project, sel, want, lv)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
@@ -135,6 +139,15 @@ func (r *core) eachWindowRun(ctx context.Context, f RunFilter, want facts, prepa
 		}
 	}
 	return nil
+}
+
+// runParts says which of a window's runs a read hands on — its live runs,
+// its settled ones, or both (the zero value) — and lv, when set, is the
+// window's live set already read: a report that reads a window in parts
+// (windowFromRollup) reads its live runs once.
+type runParts struct {
+	lv                *liveSet
+	noLive, noSettled bool
 }
 
 // liveWindowRuns reads the live runs (lv) sel selects, newest first (see
@@ -530,7 +543,7 @@ func postedInWindowSQL(t tables, project string, lo, hi time.Time) (string, []an
 // facts want names and their outcomes from their spans before any run is
 // handed on; the settled runs' posted outcomes are read once for the
 // window. each must not keep the run it is given.
-func (r *core) eachGradedRun(ctx context.Context, f RunFilter, outcome string, want facts, each func(run *windowRun, verdict *bool) error) error {
+func (r *core) eachGradedRun(ctx context.Context, f RunFilter, outcome string, want facts, parts runParts, each func(run *windowRun, verdict *bool) error) error {
 	want.outcomes = true
 	var liveOutcomes map[string][]Outcome
 	prepare := func(live []windowRun) error {
@@ -554,7 +567,7 @@ func (r *core) eachGradedRun(ctx context.Context, f RunFilter, outcome string, w
 		return err
 	}
 	var buf []Outcome
-	return r.eachWindowRun(ctx, f, want, prepare, func(run *windowRun) error {
+	return r.eachWindowRun(ctx, f, want, parts, prepare, func(run *windowRun) error {
 		var outcomes []Outcome
 		if run.Settled {
 			buf = append(append(buf[:0], posted[run.TraceID]...), run.facts.outcomes...)

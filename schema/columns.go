@@ -173,6 +173,12 @@ func strsCol[R any](name string, get func(*R) []string) column[R] {
 	}}
 }
 
+func i16sCol[R any](name string, get func(*R) []int16) column[R] {
+	return column[R]{name: name, typ: "Array(Int16)", appendRows: func(dst rowAppender, rows []R) error {
+		return appendArrays(dst, rows, get)
+	}}
+}
+
 func u64sCol[R any](name string, get func(*R) []uint64) column[R] {
 	return column[R]{name: name, typ: "Array(UInt64)", appendRows: func(dst rowAppender, rows []R) error {
 		return appendArrays(dst, rows, get)

@@ -97,6 +97,9 @@ var migrations = []migration{
 	}},
 	{version: 15, name: ColumnCodecsMigration, stmts: columnCodecs},
 	{version: 16, name: "vertical merges", stmts: modifyTableSettings},
+	{version: 17, name: "run rollup", tables: func(s *Store) []tableDef {
+		return []tableDef{runRollupTable(s), runRollupHoursTable(s)}
+	}},
 }
 
 // ColumnCodecsMigration is the name of the migration that gives the span
@@ -138,7 +141,8 @@ func modifyCodecs[R any](s *Store, table string, cols []column[R]) []string {
 }
 
 // tallyTables are the tables of tally's schema (the views' targets among
-// them), for the migrations that change every table.
+// them) as of the migrations that change every table: those created
+// later are created with the settings those migrations give.
 func tallyTables(s *Store) []tableDef {
 	return []tableDef{spansTable(s), contentTable(s), costRollupTable(s), rollupHoursTable(s), apiKeysTable(s), leasesTable(s),
 		spanFactsTable(s), outcomesTable(s), runsTable(s), runMarksTable(s), savedQueriesTable(s), searchKeysTable(s), migrationsTable()}

@@ -39,6 +39,8 @@ func RetainedTables() []RetainedTable {
 		{Name: TableSpanFacts, Class: ClassSpans, TimeColumn: "start", PerProject: true},
 		{Name: TableOutcomes, Class: ClassSpans, TimeColumn: "run_start", Monthly: true, PerProject: true},
 		{Name: TableRuns, Class: ClassSpans, TimeColumn: "start", PerProject: true},
+		{Name: TableRunRollup, Class: ClassSpans, TimeColumn: "hour", PerProject: true},
+		{Name: TableRunRollupHours, Class: ClassSpans, TimeColumn: "hour", PerProject: true},
 		{Name: TableContent, Class: ClassContent, TimeColumn: "start", PerProject: true},
 		{Name: TableSearchKeys, Class: ClassSpans, TimeColumn: "hour", PerProject: true},
 		{Name: TableCostRollup, Class: ClassRollups, TimeColumn: "hour", Monthly: true},

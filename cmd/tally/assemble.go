@@ -102,7 +102,8 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		return fail(err)
 	}
 	// The cost reports' edge hour holds at most the spans of one load.
-	reader := query.NewReader(store, append(review, query.WithEdgeHourSpans(cfg.MaxLoadSpans))...)
+	reader := query.NewReader(store, append(review, query.WithEdgeHourSpans(cfg.MaxLoadSpans),
+		query.WithWindowExactRuns(cfg.API.WindowExactRuns))...)
 
 	// Authentication.
 	keyring, err := buildAuth(ctx, cfg, store, log)
@@ -201,6 +202,8 @@ func assemble(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*server.
 		return fail(err)
 	}
 	jobs = append(jobs, background(settleRun))
+	// The run rollup, for the window reports (tasks, caps).
+	jobs = append(jobs, background(rollup.NewRunRollup(store, rollup.RunRollupConfig{Logger: log, Gate: gate}).Run))
 	// The search keys index, for autocomplete.
 	jobs = append(jobs, background(keyindex.New(store, keyindex.Config{Logger: log, KeptFrom: policy.SpansKeptFrom}).Run))
 	if catalog != nil {

@@ -225,6 +225,9 @@ or in tally.yaml; flags win over the environment, which wins over the file.`,
 		if cfg.BackgroundLoads < 1 {
 			return fmt.Errorf("--background-loads %d: want at least 1 (a background job with no turn would never load)", cfg.BackgroundLoads)
 		}
+		if cfg.API.WindowExactRuns < 0 {
+			return fmt.Errorf("--window-exact-runs %d: want 0 or more", cfg.API.WindowExactRuns)
+		}
 		cfg.Alerts.RulesExplicit = cmd.Flags().Changed("alerts-rules")
 		cfg.Storage.ContentRetentionSet = cmd.Flags().Changed("content-retention")
 		log := newLogger(cfg.LogLevel)

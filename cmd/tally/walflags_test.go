@@ -75,6 +75,17 @@ func TestServeRefusesNoBackgroundLoads(t *testing.T) {
 	}
 }
 
+// TestServeRefusesNegativeWindowExactRuns: the tasks and caps reports'
+// bound of runs read one by one is 0 (the rollup for any whole hour) or
+// more; -1 is refused before serve opens the store.
+func TestServeRefusesNegativeWindowExactRuns(t *testing.T) {
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--config", "", "--window-exact-runs", "-1"}
+	out, err := tallyCLI(t, args...)
+	if want := "--window-exact-runs -1: want 0 or more"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("serve --window-exact-runs -1: %v, want %q\n%s", err, want, out)
+	}
+}
+
 // TestServeRefusesBadDeadLetterBounds: zero refusals would dead-letter a
 // record at its first failure, and a stuck-after of 0 would report every
 // failed write as a stuck drain; serve refuses both before it listens.

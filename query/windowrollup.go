@@ -1,0 +1,475 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/consistency"
+	"github.com/tallyhq/tally/schema"
+)
+
+// A window report (tasks, caps) over many runs reads the run rollup for
+// the hours it holds and the runs of the others (windowFromRollup): its
+// counts, sums, means, maxima and variations are exact, its percentiles
+// within consistency.SketchAccuracy (Quantiles says which), and the runs
+// it names (failed, over a cap or a budget) and counts over a threshold
+// are read from the runs of the hours that can hold them (scanHours).
+
+// DefaultWindowExactRuns is the most runs a window report reads one by one
+// (exact percentiles) unless WithWindowExactRuns says otherwise: about
+// 20 ms of reading on the bench machine; a window of more reads the run
+// rollup.
+const DefaultWindowExactRuns = 20_000
+
+// WithWindowExactRuns sets the most runs a window report (tasks, caps)
+// reads one by one (tally serve --window-exact-runs); a window of more
+// reads the run rollup's hours, its percentiles from sketches. 0 reads the
+// rollup for every window with a whole hour in it.
+func WithWindowExactRuns(n int) ReaderOption { return func(r *core) { r.windowExactRuns = n } }
+
+// Quantiles of a window report: from every run's value, or from the run
+// rollup's sketches (within consistency.SketchAccuracy).
+const (
+	QuantilesExact  = "exact"
+	QuantilesSketch = "sketch"
+)
+
+// groupClasses are one group's runs by class (schema.RunClass).
+type groupClasses [6]classRuns
+
+// sum merges the classes keep selects.
+func (g *groupClasses) sum(keep func(verdict int8, failed bool) bool) classRuns {
+	var out classRuns
+	for c := range g {
+		if keep(schema.RunClassOf(uint8(c))) {
+			out.merge(&g[c])
+		}
+	}
+	return out
+}
+
+// anyVerdict reports whether a run of the group has an outcome verdict.
+func (g *groupClasses) anyVerdict() bool {
+	for c := range g {
+		if v, _ := schema.RunClassOf(uint8(c)); v != 0 && g[c].runs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hourClass is one rolled-up hour's runs of one group and class: how many
+// and each measure's greatest, which say whether the hour can hold a run
+// a report names.
+type hourClass struct {
+	hour  time.Time
+	key   string
+	class uint8
+	runs  uint64
+	max   [8]float64
+}
+
+// streamedRun is what a report keeps of a run it read one by one: enough
+// to tell whether it is one the report names.
+type streamedRun struct {
+	traceID string
+	startNs uint64
+	keys    []string
+	class   uint8
+	v       [8]float64
+}
+
+// rolledWindow is a window's runs as a report grouped them: by class per
+// group, the rolled-up hours' candidates, and the runs read one by one.
+type rolledWindow struct {
+	groups   map[string]*groupClasses
+	rolledUp map[string]*groupClasses // the rolled-up hours' part of groups
+	hourly   []hourClass
+	streamed []streamedRun
+	rolled   []time.Time // the hours read from the rollup, ascending
+	runs     int         // the runs of the window (each once)
+	filter   RunFilter   // the report's runs
+	lv       *liveSet    // the window's live runs (read one by one)
+	keyOf    func(run *windowRun) []string
+}
+
+func (w *rolledWindow) group(key string) *groupClasses { return groupIn(w.groups, key) }
+
+func groupIn(m map[string]*groupClasses, key string) *groupClasses {
+	g := m[key]
+	if g == nil {
+		g = &groupClasses{}
+		m[key] = g
+	}
+	return g
+}
+
+// windowFromRollup reads the runs f selects, grouped by task (byAgent
+// false) or by each of their agents, from the run rollup's hours whose
+// runs are as the rollup added them up, and one by one for the rest.
+// want names the facts the runs read one by one need. It returns nil when
+// the report should read every run one by one: the window has no whole
+// closed hour, holds at most windowExactRuns runs, or its runs in flight
+// cannot be told apart (the settler is off, or too many are live).
+func (r *core) windowFromRollup(ctx context.Context, f RunFilter, byAgent bool, want facts) (*rolledWindow, error) {
+	if f.Since.IsZero() || byAgent && f.Agent != "" {
+		return nil, nil
+	}
+	until := f.Until
+	now := time.Now().UTC()
+	if until.IsZero() || until.After(now) {
+		until = now
+	}
+	first := f.Since.UTC().Truncate(time.Hour)
+	if first.Before(f.Since) {
+		first = first.Add(time.Hour)
+	}
+	end := until.Add(time.Nanosecond).UTC().Truncate(time.Hour) // the end of the last whole hour
+	if !end.After(first) {
+		return nil, nil
+	}
+	states, err := r.runHourStates(ctx, f.Project, f.Since.UTC().Truncate(time.Hour), end.Add(time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, s := range states {
+		total += int(s.Runs)
+	}
+	if total <= r.windowExactRuns {
+		return nil, nil
+	}
+	// The runs in flight: their hours, and the hour after (a run's start
+	// moves earlier by at most the trace window when a late span arrives,
+	// so its last settled row may be there), are read one by one.
+	lv, err := r.liveRuns(ctx, f.Project, f.Since.Add(-DefaultTraceWindow))
+	if err != nil {
+		return nil, err
+	}
+	if lv.all || lv.sub != "" {
+		return nil, nil
+	}
+	stale := map[time.Time]bool{}
+	if !lv.none() {
+		sel, err := selectRuns(r.store, RunFilter{Project: f.Project, Since: f.Since.Add(-DefaultTraceWindow), Until: until})
+		if err != nil {
+			return nil, err
+		}
+		live, err := r.liveWindowRuns(ctx, sel, lv, Shard{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for i := range live {
+			h := live[i].Start.UTC().Truncate(time.Hour)
+			stale[h], stale[h.Add(time.Hour)] = true, true
+		}
+	}
+	records, err := r.runRollupRecords(ctx, f.Project, first, end)
+	if err != nil {
+		return nil, err
+	}
+	grain := schema.RunGrainTask
+	if byAgent || f.Agent != "" {
+		grain = schema.RunGrainAgent
+	}
+	versions, err := r.runRollupVersions(ctx, f.Project, grain, first, end)
+	if err != nil {
+		return nil, err
+	}
+	// An hour is read from the rollup when the record of its latest rows
+	// is there and its runs are in the state recorded; an hour without
+	// runs needs no read at all.
+	var usable []hourVersion
+	var blocks [][2]time.Time // [from, to) read one by one
+	addBlock := func(from, to time.Time) {
+		if n := len(blocks); n > 0 && blocks[n-1][1].Equal(from) {
+			blocks[n-1][1] = to
+			return
+		}
+		blocks = append(blocks, [2]time.Time{from, to})
+	}
+	if f.Since.Before(first) {
+		addBlock(f.Since, first)
+	}
+	for h := first; h.Before(end); h = h.Add(time.Hour) {
+		k := ProjectHour{f.Project, h}
+		state := states[k]
+		v, hasRows := versions[h]
+		ok := !stale[h]
+		if ok && hasRows {
+			ok = false
+			for _, rec := range records[k] {
+				if rec.Version == v && rec.State == state {
+					ok = true
+				}
+			}
+		} else if ok {
+			ok = state.Runs == 0 || slices.ContainsFunc(records[k], func(rec RunRollupRecord) bool { return rec.State == state })
+		}
+		switch {
+		case ok && hasRows:
+			usable = append(usable, hourVersion{h, v})
+		case !ok:
+			addBlock(h, h.Add(time.Hour))
+		}
+	}
+	if !end.After(until) {
+		addBlock(end, until.Add(time.Nanosecond))
+	}
+	w := &rolledWindow{groups: map[string]*groupClasses{}, rolledUp: map[string]*groupClasses{}, filter: f}
+	w.keyOf = func(run *windowRun) []string { return []string{run.Task} }
+	if byAgent {
+		w.keyOf = func(run *windowRun) []string { return run.Agents }
+	}
+	for _, u := range usable {
+		w.rolled = append(w.rolled, u.hour)
+	}
+	if len(usable) > 0 {
+		if err := r.readRunRollup(ctx, f, grain, byAgent, usable, w); err != nil {
+			return nil, err
+		}
+	}
+	// The runs read one by one are added up by group and class as they
+	// come, and kept as what tells whether a report names them.
+	builders := map[string]*[6]classBuilder{}
+	read := func(run *windowRun, verdict *bool) error {
+		w.runs++
+		s := streamedRun{traceID: run.TraceID, startNs: uint64(run.Start.UnixNano()), keys: slices.Clone(w.keyOf(run)),
+			class: schema.RunClass(gradeOf(verdict), run.Status == RunError), v: runMeasuresOf(&run.RunSummary, run.facts)}
+		for _, k := range s.keys {
+			bs := builders[k]
+			if bs == nil {
+				bs = &[6]classBuilder{}
+				builders[k] = bs
+			}
+			bs[s.class].add(s.v)
+		}
+		w.streamed = append(w.streamed, s)
+		return nil
+	}
+	// The live runs once, for the whole window (their hours are all read
+	// one by one), then the settled runs of each block.
+	w.lv = &lv
+	if !lv.none() {
+		if err := r.eachGradedRun(ctx, f, "", want, runParts{lv: &lv, noSettled: true}, read); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range blocks {
+		if err := r.eachGradedRun(ctx, withRange(f, b[0], b[1]), "", want, runParts{lv: &lv, noLive: true}, read); err != nil {
+			return nil, err
+		}
+	}
+	for k, bs := range builders {
+		g := w.group(k)
+		for c := range bs {
+			if bs[c].runs > 0 {
+				x := bs[c].classRuns()
+				g[c].merge(&x)
+			}
+		}
+	}
+	return w, nil
+}
+
+// withRange is f over [from, to).
+func withRange(f RunFilter, from, to time.Time) RunFilter {
+	f.Since, f.Until = from, to.Add(-time.Nanosecond)
+	return f
+}
+
+// hourVersion is a rolled-up hour and the version of its rows.
+type hourVersion struct {
+	hour    time.Time
+	version uint64
+}
+
+// runRollupVersions reads the latest version of each hour of project's
+// run rollup rows of grain in [from, to).
+func (r *core) runRollupVersions(ctx context.Context, project string, grain uint8, from, to time.Time) (map[time.Time]uint64, error) {
+	q := "SELECT toUInt32(hour), max(version) FROM " + r.store.Table(schema.TableRunRollup) +
+		" WHERE project = ? AND grain = ? AND hour >= ? AND hour < ? GROUP BY hour"
+	rows, err := r.store.Conn().Query(ctx, q, project, grain, from.UTC(), to.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("read run rollup versions: %w", err)
+	}
+	defer rows.Close()
+	out := map[time.Time]uint64{}
+	var h uint32
+	var v uint64
+	for rows.Next() {
+		if err := rows.Scan(&h, &v); err != nil {
+			return nil, fmt.Errorf("read run rollup versions: %w", err)
+		}
+		out[time.Unix(int64(h), 0).UTC()] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read run rollup versions: %w", err)
+	}
+	return out, nil
+}
+
+// runRollupCond is the condition of a window's rollup rows: the project,
+// grain, the hours' versions, the filter's task and agent.
+func runRollupCond(f RunFilter, grains []uint8, hours []hourVersion) (string, []any) {
+	tuples := make([]string, len(hours))
+	for i, h := range hours {
+		tuples[i] = fmt.Sprintf("(%d, %d)", h.hour.Unix(), h.version)
+	}
+	gs := make([]string, len(grains))
+	for i, g := range grains {
+		gs[i] = fmt.Sprint(g)
+	}
+	cond := "project = ? AND grain IN (" + strings.Join(gs, ", ") + ") AND hour >= ? AND hour <= ? AND (toUInt32(hour), version) IN (" +
+		strings.Join(tuples, ", ") + ")"
+	args := []any{f.Project, hours[0].hour.UTC(), hours[len(hours)-1].hour.UTC()}
+	if f.Task != "" {
+		cond += " AND task = ?"
+		args = append(args, f.Task)
+	}
+	if f.Agent != "" {
+		cond += " AND agent = ?"
+		args = append(args, f.Agent)
+	}
+	return cond, args
+}
+
+// runRollupSQL builds the reads of a window's rollup rows: each hour's
+// runs and maxima by key and class (hourly), and the whole window's by
+// key and class with the sketches merged by ClickHouse (sumMap). With
+// withTasks, the task grain's rows come too, under key "" (grain 1), so
+// that a report by agent counts each run once.
+func runRollupSQL(t tables, f RunFilter, grain uint8, withTasks bool, hours []hourVersion) (hourly, merged string, args []any) {
+	grains := []uint8{grain}
+	if withTasks && grain != schema.RunGrainTask {
+		grains = append(grains, schema.RunGrainTask)
+	}
+	cond, args := runRollupCond(f, grains, hours)
+	key := "if(grain = 1, task, agent)"
+	if grain == schema.RunGrainAgent && !withTasks {
+		key = "task" // by task, of one agent's rows
+	}
+	var maxes, measures []string
+	for _, m := range schema.RunMeasures {
+		sum, sumSq, mx, keys, counts := schema.RunRollupMeasureColumns(m)
+		maxes = append(maxes, mx)
+		measures = append(measures, "sum("+sum+")", "sum("+sumSq+")", "max("+mx+")",
+			"(sumMap("+keys+", "+counts+") AS sk_"+m+").1", "sk_"+m+".2")
+	}
+	table := t.Table(schema.TableRunRollup)
+	hourly = "SELECT toUInt32(hour), grain, " + key + ", class, runs, " + strings.Join(maxes, ", ") + " FROM " + table +
+		" WHERE " + cond + " AND runs > 0"
+	merged = "SELECT grain, " + key + " AS k, class, sum(runs), sum(waiting), " + strings.Join(measures, ", ") + " FROM " + table +
+		" WHERE " + cond + " AND runs > 0 GROUP BY grain, k, class"
+	return hourly, merged, args
+}
+
+// readRunRollup adds the usable hours' rows to w.
+func (r *core) readRunRollup(ctx context.Context, f RunFilter, grain uint8, byAgent bool, hours []hourVersion, w *rolledWindow) error {
+	hourly, merged, args := runRollupSQL(r.store, f, grain, byAgent, hours)
+	rows, err := r.store.Conn().Query(ctx, hourly, args...)
+	if err != nil {
+		return fmt.Errorf("read run rollup: %w", err)
+	}
+	var h uint32
+	var g uint8
+	var x hourClass
+	dest := []any{&h, &g, &x.key, &x.class, &x.runs}
+	for i := range x.max {
+		dest = append(dest, &x.max[i])
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return fmt.Errorf("read run rollup: %w", err)
+		}
+		if byAgent && g == schema.RunGrainTask {
+			continue
+		}
+		x.hour = time.Unix(int64(h), 0).UTC()
+		w.hourly = append(w.hourly, x)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("read run rollup: %w", err)
+	}
+	rows, err = r.store.Conn().Query(ctx, merged, args...)
+	if err != nil {
+		return fmt.Errorf("read run rollup: %w", err)
+	}
+	defer rows.Close()
+	var key string
+	var class uint8
+	var c classRuns
+	var skKeys [8][]int16 // the merged sketches (sumMap's keys and counts)
+	var skCounts [8][]uint64
+	dest = []any{&g, &key, &class, &c.runs, &c.waiting}
+	for i := range c.m {
+		dest = append(dest, &c.m[i].Sum, &c.m[i].SumSq, &c.m[i].Max, &skKeys[i], &skCounts[i])
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read run rollup: %w", err)
+		}
+		if g == schema.RunGrainTask && byAgent {
+			w.runs += int(c.runs)
+			continue
+		}
+		if !byAgent {
+			w.runs += int(c.runs)
+		}
+		for i := range c.m {
+			c.m[i].N = c.runs
+			c.sk[i] = consistency.Sketch{Keys: slices.Clone(skKeys[i]), Counts: slices.Clone(skCounts[i])}
+		}
+		w.group(key)[class].merge(&c)
+		groupIn(w.rolledUp, key)[class].merge(&c)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read run rollup: %w", err)
+	}
+	return nil
+}
+
+// scanHours reads the runs of hours (rolled-up hours that may hold runs a
+// report names), newest hour first, in blocks of consecutive hours (one
+// hour a block when oneByOne: the caller may stop early), until done
+// reports true after a block.
+func (r *core) scanHours(ctx context.Context, w *rolledWindow, hours []time.Time, oneByOne bool, done func() bool, each func(run *windowRun, verdict *bool, s *streamedRun)) error {
+	hours = slices.Clone(hours)
+	slices.SortFunc(hours, func(a, b time.Time) int { return b.Compare(a) })
+	hours = slices.Compact(hours)
+	var s streamedRun
+	for len(hours) > 0 {
+		n := 1
+		for !oneByOne && n < len(hours) && hours[n].Equal(hours[n-1].Add(-time.Hour)) {
+			n++
+		}
+		from, to := hours[n-1], hours[0].Add(time.Hour)
+		hours = hours[n:]
+		err := r.eachGradedRun(ctx, withRange(w.filter, from, to), "", facts{approvals: true, noRetries: true}, runParts{lv: w.lv, noLive: true}, func(run *windowRun, verdict *bool) error {
+			s = streamedRun{traceID: run.TraceID, startNs: uint64(run.Start.UnixNano()), keys: w.keyOf(run),
+				class: schema.RunClass(gradeOf(verdict), run.Status == RunError), v: runMeasuresOf(&run.RunSummary, run.facts)}
+			each(run, verdict, &s)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if done != nil && done() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// newestFirst orders runs by start, newest first, then by trace id (as
+// newer).
+func newestFirst(a, b *streamedRun) int {
+	return cmp.Or(cmp.Compare(b.startNs, a.startNs), strings.Compare(b.traceID, a.traceID))
+}
