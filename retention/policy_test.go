@@ -66,6 +66,8 @@ func TestPlan(t *testing.T) {
 			// (September 2026 ends after it); the others' rows go at 30 days.
 			"spans:delete:30d:all but[audit]", "span_facts:delete:30d:all but[audit]",
 			"outcomes:delete:30d:all but[audit]", "runs:delete:30d:all but[audit]",
+			// The run rollup goes with the runs.
+			"run_rollup_hourly:delete:30d:all but[audit]", "run_rollup_hours:delete:30d:all but[audit]",
 			// content: audit's content is kept 7 days like all (the default content retention).
 			"content:drop:20261123",
 			// The search keys index goes with the spans.
@@ -79,6 +81,7 @@ func TestPlan(t *testing.T) {
 			"spans:drop:20261031", "spans:delete:3d:[noisy]", "span_facts:delete:3d:[noisy]",
 			"outcomes:drop:202609", "outcomes:drop:202610", "outcomes:delete:3d:[noisy]",
 			"runs:drop:20261031", "runs:delete:3d:[noisy]",
+			"run_rollup_hourly:delete:3d:[noisy]", "run_rollup_hours:delete:3d:[noisy]",
 			"content:drop:20261123", "content:delete:1d:[noisy]",
 			"search_keys:delete:3d:[noisy]",
 		}},

@@ -200,7 +200,7 @@ func TestTableSettings(t *testing.T) {
 		check := func(when string) {
 			t.Helper()
 			got := tables()
-			if len(got) != 13 { // every table of tally (the migrations table included)
+			if len(got) != 15 { // every table of tally (the migrations table included)
 				t.Fatalf("%s: %d MergeTree tables: %v", when, len(got), got)
 			}
 			for name, has := range got {
@@ -213,13 +213,19 @@ func TestTableSettings(t *testing.T) {
 		if !c.has {
 			continue
 		}
+		// The tables of a later migration are created with the setting: a
+		// store before the migration has none of them.
+		later := map[string]bool{schema.TableRunRollup: true, schema.TableRunRollupHours: true}
 		for name := range tables() {
+			if later[name] {
+				continue
+			}
 			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(name)+" RESET SETTING "+c.reset); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for name, has := range tables() {
-			if has {
+			if has && !later[name] {
 				t.Fatalf("%s kept %s after RESET", name, c.setting)
 			}
 		}

@@ -87,6 +87,6 @@ export async function pageReliability() {
   ];
   const tasks = caps.tasks || [];
   show(capsEl, tasks.length
-    ? html`<p class="muted">Suggested caps are ${caps.multiplier}× the p99 of the successful runs (passed by their outcomes, else ended ok) over ${rangeText(caps.since, caps.until)}.</p>${tableHTML(capCols, tasks, null, { id: 'caps-table', rowAttrs: (t) => html` data-task="${esc(t.task)}"` })}`
+    ? html`<p class="muted">Suggested caps are ${caps.multiplier}× the p99 of the successful runs (passed by their outcomes, else ended ok) over ${rangeText(caps.since, caps.until)}.${caps.quantiles === 'sketch' ? html` <span data-quantiles="sketch">Over ${num(caps.runs_read)} runs the percentiles come from the hourly run rollup, within 1%; the runs over a cap are counted exactly.</span>` : ''}</p>${tableHTML(capCols, tasks, null, { id: 'caps-table', rowAttrs: (t) => html` data-task="${esc(t.task)}"` })}`
     : html`<p class="empty">No task has successful runs in this range.</p>`);
 }

@@ -50,6 +50,7 @@ export async function pageTasks() {
   const group = join(['task', 'agent', 'case'].map((g) => (g === by ? html`<strong>${g}</strong>`
     : html`<a href="/tasks?${new URLSearchParams({ ...Object.fromEntries(params), by: g })}" data-by="${g}">${g}</a>`)), ' · ');
   show(el, html`<p class="muted" id="tasks-by">Group by ${group}</p>${rep.truncated ? html`<p class="notice warn">The range has more runs than one report reads: figures cover the newest ${num(rep.runs_read)}.</p>` : ''}
+${rep.quantiles === 'sketch' ? html`<p class="muted" data-quantiles="sketch">Over ${num(rep.runs_read)} runs the percentiles (p50, p99, the budget's median) come from the hourly run rollup, within 1%; counts and means are exact.</p>` : ''}
 <p class="muted">pass@k: the chance that at least one of k tries passes; pass^k: that all k do — unbiased estimates from the graded runs (n) and their passes (c). A task passing 75% of the time has pass^3 ≈ 42%.</p>
 ${tableHTML(cols, tasks, null, { id: 'tasks-table', rowAttrs: (t) => html` data-task="${esc(t.key)}"` })}`);
 }
