@@ -103,7 +103,7 @@ func (r ReviewReader) Caps(ctx context.Context, f CapsFilter) (*CapsReport, erro
 	runs := RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}
 	// A long window graded by every verdict is read from the run rollup.
 	if f.Outcome == "" {
-		w, err := r.windowFromRollup(ctx, runs, false, facts{approvals: true, noAgents: true, noRetries: true})
+		w, err := r.windowFromRollup(ctx, runs, groupTask, facts{approvals: true, noAgents: true, noRetries: true})
 		if err != nil {
 			return nil, err
 		}

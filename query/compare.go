@@ -77,6 +77,17 @@ func byTaskVersion(runs []versionedRun) map[string]map[string][]versionedRun {
 // seen, pass rate, cost per run and p95 duration. It aggregates as the runs
 // stream by (eachGradedRun): a window's runs are never held at once.
 func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVersions, error) {
+	// A long window graded by every verdict is read from the run rollup.
+	if f.Outcome == "" {
+		w, err := r.windowFromRollup(ctx, RunFilter{Project: f.Project, Task: f.Task, Since: f.Since, Until: f.Until}, groupVersion,
+			facts{config: true, noAgents: true, noRetries: true})
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			return r.versionsFromRollup(ctx, f, w)
+		}
+	}
 	byTask := map[string]map[string]*versionAcc{}
 	// A version's configuration is its newest run's, dataset case
 	// included: the settled runs' cases are read after, for those runs
@@ -118,19 +129,27 @@ func (r OutcomeReader) Versions(ctx context.Context, f VersionFilter) ([]TaskVer
 	for _, acc := range caseOf {
 		acc.v.Config.Case = cases[acc.newest]
 	}
+	stats := map[string][]VersionStats{}
+	for task, versions := range byTask {
+		for _, acc := range versions {
+			stats[task] = append(stats[task], acc.stats())
+		}
+	}
+	return sortVersions(stats), nil
+}
+
+// sortVersions lists tasks' versions: tasks by name, each one's versions
+// newest first seen first.
+func sortVersions(byTask map[string][]VersionStats) []TaskVersions {
 	out := []TaskVersions{}
 	for task, versions := range byTask {
-		tv := TaskVersions{Task: task}
-		for _, acc := range versions {
-			tv.Versions = append(tv.Versions, acc.stats())
-		}
-		slices.SortFunc(tv.Versions, func(a, b VersionStats) int {
+		slices.SortFunc(versions, func(a, b VersionStats) int {
 			return cmp.Or(b.FirstSeen.Compare(a.FirstSeen), cmp.Compare(a.Fingerprint, b.Fingerprint))
 		})
-		out = append(out, tv)
+		out = append(out, TaskVersions{Task: task, Versions: versions})
 	}
 	slices.SortFunc(out, func(a, b TaskVersions) int { return cmp.Compare(a.Task, b.Task) })
-	return out, nil
+	return out
 }
 
 // versionAcc sums one version's runs as they stream by: the pass rate by

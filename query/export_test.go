@@ -111,7 +111,11 @@ func WithTwoStepRollup() ReaderOption { return func(r *core) { r.topEvery = true
 // by task) reads them: from the run rollup or not, and then how many
 // hours it read from the rollup and how many runs one by one.
 func WindowRollup(ctx context.Context, r *Reader, f RunFilter, byAgent bool) (used bool, rolledHours, streamedRuns int, err error) {
-	w, err := r.core.windowFromRollup(ctx, f, byAgent, facts{approvals: true, noRetries: true})
+	by := groupTask
+	if byAgent {
+		by = groupAgent
+	}
+	w, err := r.core.windowFromRollup(ctx, f, by, facts{approvals: true, noRetries: true})
 	if err != nil || w == nil {
 		return false, 0, 0, err
 	}

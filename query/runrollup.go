@@ -215,18 +215,42 @@ const (
 // sketch's zeros are the runs that did not wait.
 type classRuns struct {
 	runs, waiting uint64
+	seen          seenRuns
 	m             [8]consistency.Moments
 	sk            [8]consistency.Sketch
+}
+
+// seenRuns are when a group's runs started: the earliest and the latest,
+// and the latest run (by start, then trace id, as newer orders runs).
+type seenRuns struct {
+	firstNs, lastNs uint64
+	last            string
+}
+
+func (s *seenRuns) merge(o seenRuns) {
+	if o.last == "" && o.lastNs == 0 {
+		return
+	}
+	if s.last == "" && s.lastNs == 0 {
+		*s = o
+		return
+	}
+	s.firstNs = min(s.firstNs, o.firstNs)
+	if o.lastNs > s.lastNs || o.lastNs == s.lastNs && o.last > s.last {
+		s.lastNs, s.last = o.lastNs, o.last
+	}
 }
 
 // classBuilder adds runs up into a classRuns.
 type classBuilder struct {
 	runs, waiting uint64
+	seen          seenRuns
 	m             [8]consistency.Moments
 	sk            [8]consistency.SketchBuilder
 }
 
-func (b *classBuilder) add(v [8]float64) {
+func (b *classBuilder) add(v [8]float64, startNs uint64, traceID string) {
+	b.seen.merge(seenRuns{firstNs: startNs, lastNs: startNs, last: traceID})
 	b.runs++
 	if v[mWait] > 0 {
 		b.waiting++
@@ -241,7 +265,7 @@ func (b *classBuilder) add(v [8]float64) {
 }
 
 func (b *classBuilder) classRuns() classRuns {
-	c := classRuns{runs: b.runs, waiting: b.waiting, m: b.m}
+	c := classRuns{runs: b.runs, waiting: b.waiting, seen: b.seen, m: b.m}
 	for i := range b.sk {
 		c.sk[i] = b.sk[i].Sketch()
 	}
@@ -252,11 +276,16 @@ func (b *classBuilder) classRuns() classRuns {
 func (c *classRuns) merge(o *classRuns) {
 	c.runs += o.runs
 	c.waiting += o.waiting
+	c.seen.merge(o.seen)
 	for i := range c.m {
 		c.m[i].Merge(o.m[i])
 		c.sk[i].Merge(o.sk[i])
 	}
 }
+
+// rollupFacts are the facts the run rollup reads of a run: its approvals
+// (active time and waits) and its configuration's fingerprint.
+func rollupFacts() facts { return facts{approvals: true, fingerprint: true, noRetries: true} }
 
 // RunRollupHour computes the rows of one project's hour of the run rollup
 // from its runs (settled ones from the run table, live ones from their
@@ -264,22 +293,27 @@ func (c *classRuns) merge(o *classRuns) {
 // version.
 func (r RollupSource) RunRollupHour(ctx context.Context, project string, hour time.Time) ([]schema.RunRollupRow, error) {
 	builders := map[RunRollupKey]*classBuilder{}
-	add := func(k RunRollupKey, v [8]float64) {
-		b := builders[k]
-		if b == nil {
-			b = &classBuilder{}
-			builders[k] = b
-		}
-		b.add(v)
-	}
 	f := RunFilter{Project: project, Since: hour, Until: hour.Add(time.Hour - time.Nanosecond)}
-	err := r.eachGradedRun(ctx, f, "", facts{approvals: true, noRetries: true}, runParts{}, func(run *windowRun, verdict *bool) error {
+	err := r.eachGradedRun(ctx, f, "", rollupFacts(), runParts{}, func(run *windowRun, verdict *bool) error {
 		class := schema.RunClass(gradeOf(verdict), run.Status == RunError)
 		v := runMeasuresOf(&run.RunSummary, run.facts)
-		add(RunRollupKey{Grain: schema.RunGrainTask, Task: run.Task, Class: class}, v)
-		for _, a := range run.Agents {
-			add(RunRollupKey{Grain: schema.RunGrainAgent, Task: run.Task, Agent: a, Class: class}, v)
+		add := func(k RunRollupKey) {
+			b := builders[k]
+			if b == nil {
+				b = &classBuilder{}
+				builders[k] = b
+			}
+			b.add(v, uint64(run.Start.UnixNano()), run.TraceID)
 		}
+		add(RunRollupKey{Grain: schema.RunGrainTask, Task: run.Task, Class: class})
+		for _, a := range run.Agents {
+			add(RunRollupKey{Grain: schema.RunGrainAgent, Task: run.Task, Agent: a, Class: class})
+		}
+		fp := ""
+		if run.facts != nil {
+			fp = run.facts.config.Fingerprint
+		}
+		add(RunRollupKey{Grain: schema.RunGrainVersion, Task: run.Task, Fingerprint: fp, Class: class})
 		return nil
 	})
 	if err != nil {
@@ -289,7 +323,8 @@ func (r RollupSource) RunRollupHour(ctx context.Context, project string, hour ti
 	for k, b := range builders {
 		c := b.classRuns()
 		row := schema.RunRollupRow{Project: project, Hour: hour.UTC(), Grain: k.Grain, Task: k.Task, Agent: k.Agent,
-			Fingerprint: k.Fingerprint, Class: k.Class, Runs: c.runs, Waiting: c.waiting}
+			Fingerprint: k.Fingerprint, Class: k.Class, Runs: c.runs, Waiting: c.waiting, FirstNs: c.seen.firstNs,
+			LastNs: c.seen.lastNs, LastTrace: c.seen.last}
 		for i := range row.Measures {
 			row.Measures[i] = schema.RunMeasure{Sum: c.m[i].Sum, SumSq: c.m[i].SumSq, Max: c.m[i].Max,
 				Keys: c.sk[i].Keys, Counts: c.sk[i].Counts}

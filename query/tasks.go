@@ -124,7 +124,11 @@ func (r OutcomeReader) Tasks(ctx context.Context, f TaskFilter) (*TasksReport, e
 	// rollup; one graded by a named outcome, by dataset case or bounded
 	// to its newest runs is read run by run.
 	if f.Outcome == "" && f.By != "case" && f.MaxRuns == 0 {
-		w, err := r.windowFromRollup(ctx, runs, f.By == "agent", facts{approvals: true, noAgents: f.By != "agent", noRetries: true})
+		by := groupTask
+		if f.By == "agent" {
+			by = groupAgent
+		}
+		w, err := r.windowFromRollup(ctx, runs, by, facts{approvals: true, noAgents: f.By != "agent", noRetries: true})
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/consistency"
@@ -276,4 +277,43 @@ func (r ReviewReader) capsFromRollup(ctx context.Context, f CapsFilter, w *rolle
 	}
 	sortCaps(rep.Tasks)
 	return rep, nil
+}
+
+// versionsFromRollup is Versions over w (grouped by version): each
+// version's configuration is its newest run's, read by that run's key.
+func (r OutcomeReader) versionsFromRollup(ctx context.Context, f VersionFilter, w *rolledWindow) ([]TaskVersions, error) {
+	var ids []string
+	var starts []uint32
+	for key, g := range w.groups {
+		all := g.sum(every)
+		if _, live := w.liveConfigs[liveConfigKey(key, all.seen.last)]; !live && all.runs > 0 {
+			ids = append(ids, all.seen.last)
+			starts = append(starts, uint32(all.seen.lastNs/1e9))
+		}
+	}
+	configs, err := r.settledRunConfigs(ctx, f.Project, starts, ids)
+	if err != nil {
+		return nil, err
+	}
+	byTask := map[string][]VersionStats{}
+	for key, g := range w.groups {
+		all := g.sum(every)
+		if all.runs == 0 {
+			continue
+		}
+		task, fp, _ := strings.Cut(key, "\x00")
+		gr := gradingOf(g)
+		v := VersionStats{Fingerprint: fp, Runs: int(all.runs), Graded: int(g.sum(gr.graded).runs), Passed: int(g.sum(gr.passed).runs),
+			FirstSeen: time.Unix(0, int64(all.seen.firstNs)).UTC(), LastSeen: time.Unix(0, int64(all.seen.lastNs)).UTC(),
+			CostPerRun: all.m[mCost].Sum / float64(all.runs)}
+		v.PassRate = side{graded: v.Graded, passed: v.Passed}.passRate()
+		v.P95Ms, _ = all.sk[mDuration].Quantiles2(0.95, 0.95, all.m[mDuration].Max, false)
+		if c, live := w.liveConfigs[liveConfigKey(key, all.seen.last)]; live {
+			v.Config = c
+		} else {
+			v.Config = configs[rowKey{all.seen.last, uint32(all.seen.lastNs / 1e9)}]
+		}
+		byTask[task] = append(byTask[task], v)
+	}
+	return sortVersions(byTask), nil
 }

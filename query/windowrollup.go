@@ -94,7 +94,10 @@ type rolledWindow struct {
 	runs     int         // the runs of the window (each once)
 	filter   RunFilter   // the report's runs
 	lv       *liveSet    // the window's live runs (read one by one)
-	keyOf    func(run *windowRun) []string
+	// liveConfigs are the configurations of the live runs read, by group
+	// and trace id (liveConfigKey): a version's newest run may be one.
+	liveConfigs map[string]RunConfig
+	keyOf       func(run *windowRun) []string
 }
 
 func (w *rolledWindow) group(key string) *groupClasses { return groupIn(w.groups, key) }
@@ -108,15 +111,32 @@ func groupIn(m map[string]*groupClasses, key string) *groupClasses {
 	return g
 }
 
-// windowFromRollup reads the runs f selects, grouped by task (byAgent
-// false) or by each of their agents, from the run rollup's hours whose
+// windowGroup is what a window report groups runs by.
+type windowGroup uint8
+
+const (
+	groupTask    windowGroup = iota // the run's task
+	groupAgent                      // each of the run's agents
+	groupVersion                    // task and configuration fingerprint (versionKey)
+)
+
+// liveConfigKey is a live run's key in rolledWindow.liveConfigs: its
+// group's and its trace id (a trace id may have more than one row, of
+// different versions).
+func liveConfigKey(group, traceID string) string { return group + "\x00" + traceID }
+
+// versionKey is a version's group key: its task and fingerprint.
+func versionKey(task, fingerprint string) string { return task + "\x00" + fingerprint }
+
+// windowFromRollup reads the runs f selects, grouped by by, from the run rollup's hours whose
 // runs are as the rollup added them up, and one by one for the rest.
 // want names the facts the runs read one by one need. It returns nil when
 // the report should read every run one by one: the window has no whole
 // closed hour, holds at most windowExactRuns runs, or its runs in flight
 // cannot be told apart (the settler is off, or too many are live).
-func (r *core) windowFromRollup(ctx context.Context, f RunFilter, byAgent bool, want facts) (*rolledWindow, error) {
-	if f.Since.IsZero() || byAgent && f.Agent != "" {
+func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup, want facts) (*rolledWindow, error) {
+	byAgent := by == groupAgent
+	if f.Since.IsZero() || f.Agent != "" && by != groupTask {
 		return nil, nil
 	}
 	until := f.Until
@@ -173,7 +193,10 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, byAgent bool, 
 		return nil, err
 	}
 	grain := schema.RunGrainTask
-	if byAgent || f.Agent != "" {
+	switch {
+	case by == groupVersion:
+		grain = schema.RunGrainVersion
+	case byAgent || f.Agent != "":
 		grain = schema.RunGrainAgent
 	}
 	versions, err := r.runRollupVersions(ctx, f.Project, grain, first, end)
@@ -220,10 +243,21 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, byAgent bool, 
 	if !end.After(until) {
 		addBlock(end, until.Add(time.Nanosecond))
 	}
-	w := &rolledWindow{groups: map[string]*groupClasses{}, rolledUp: map[string]*groupClasses{}, filter: f}
-	w.keyOf = func(run *windowRun) []string { return []string{run.Task} }
-	if byAgent {
+	w := &rolledWindow{groups: map[string]*groupClasses{}, rolledUp: map[string]*groupClasses{}, filter: f,
+		liveConfigs: map[string]RunConfig{}}
+	switch by {
+	case groupAgent:
 		w.keyOf = func(run *windowRun) []string { return run.Agents }
+	case groupVersion:
+		w.keyOf = func(run *windowRun) []string {
+			fp := ""
+			if run.facts != nil {
+				fp = run.facts.config.Fingerprint
+			}
+			return []string{versionKey(run.Task, fp)}
+		}
+	default:
+		w.keyOf = func(run *windowRun) []string { return []string{run.Task} }
 	}
 	for _, u := range usable {
 		w.rolled = append(w.rolled, u.hour)
@@ -246,9 +280,12 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, byAgent bool, 
 				bs = &[6]classBuilder{}
 				builders[k] = bs
 			}
-			bs[s.class].add(s.v)
+			bs[s.class].add(s.v, s.startNs, s.traceID)
 		}
 		w.streamed = append(w.streamed, s)
+		if !run.Settled && run.facts != nil && by == groupVersion {
+			w.liveConfigs[liveConfigKey(s.keys[0], run.TraceID)] = run.facts.config
+		}
 		return nil
 	}
 	// The live runs once, for the whole window (their hours are all read
@@ -349,9 +386,12 @@ func runRollupSQL(t tables, f RunFilter, grain uint8, withTasks bool, hours []ho
 		grains = append(grains, schema.RunGrainTask)
 	}
 	cond, args := runRollupCond(f, grains, hours)
-	key := "if(grain = 1, task, agent)"
-	if grain == schema.RunGrainAgent && !withTasks {
-		key = "task" // by task, of one agent's rows
+	key := "task" // by task, of the task rows or of one agent's
+	switch {
+	case withTasks:
+		key = "if(grain = 1, task, agent)"
+	case grain == schema.RunGrainVersion:
+		key = "concat(task, '\\0', fingerprint)"
 	}
 	var maxes, measures []string
 	for _, m := range schema.RunMeasures {
@@ -363,7 +403,8 @@ func runRollupSQL(t tables, f RunFilter, grain uint8, withTasks bool, hours []ho
 	table := t.Table(schema.TableRunRollup)
 	hourly = "SELECT toUInt32(hour), grain, " + key + ", class, runs, " + strings.Join(maxes, ", ") + " FROM " + table +
 		" WHERE " + cond + " AND runs > 0"
-	merged = "SELECT grain, " + key + " AS k, class, sum(runs), sum(waiting), " + strings.Join(measures, ", ") + " FROM " + table +
+	merged = "SELECT grain, " + key + " AS k, class, sum(runs), sum(waiting), min(first_ns), max(last_ns), " +
+		"argMax(last_trace, (last_ns, last_trace)), " + strings.Join(measures, ", ") + " FROM " + table +
 		" WHERE " + cond + " AND runs > 0 GROUP BY grain, k, class"
 	return hourly, merged, args
 }
@@ -408,7 +449,7 @@ func (r *core) readRunRollup(ctx context.Context, f RunFilter, grain uint8, byAg
 	var c classRuns
 	var skKeys [8][]int16 // the merged sketches (sumMap's keys and counts)
 	var skCounts [8][]uint64
-	dest = []any{&g, &key, &class, &c.runs, &c.waiting}
+	dest = []any{&g, &key, &class, &c.runs, &c.waiting, &c.seen.firstNs, &c.seen.lastNs, &c.seen.last}
 	for i := range c.m {
 		dest = append(dest, &c.m[i].Sum, &c.m[i].SumSq, &c.m[i].Max, &skKeys[i], &skCounts[i])
 	}

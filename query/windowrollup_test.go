@@ -2,6 +2,9 @@ package query_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -103,6 +106,19 @@ func genRuns(t *testing.T, store *schema.Store, base time.Time) []genRun {
 						g.row.Failed = 0
 					}
 				}
+				// Two versions of each task: the configuration changes at
+				// base+4h; every run tries a dataset case of seven.
+				version := 1
+				if h >= 4 {
+					version = 2
+				}
+				cfg := query.RunConfig{Models: []string{"m→m"}, Prompts: []string{fmt.Sprintf("%s@%d", task, version)}, Case: fmt.Sprint("case-", n%7)}
+				cfg.Fingerprint = fmt.Sprintf("fp-%s-%d", task, version)
+				raw, err := json.Marshal(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.row.Fingerprint, g.row.Config = cfg.Fingerprint, string(raw)
 				switch g.verdict {
 				case 1:
 					g.row.Verdicts = []string{"pass:quality"}
@@ -203,6 +219,20 @@ func TestWindowReportsFromTheRunRollup(t *testing.T) {
 				checkTasks(t, f, runs, inWindow, want, got)
 			})
 		}
+		for _, task := range []string{"", "triage"} {
+			t.Run(fmt.Sprintf("versions task %q", task), func(t *testing.T) {
+				f := query.VersionFilter{Project: "p", Task: task, Since: since, Until: until}
+				want, err := exact.Versions(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := sketch.Versions(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkVersions(t, f, runs, inWindow, want, got)
+			})
+		}
 		for _, f := range []query.CapsFilter{{}, {Task: "code"}, {Agent: "coder"}} {
 			t.Run(fmt.Sprintf("caps task %q agent %q", f.Task, f.Agent), func(t *testing.T) {
 				f.Project, f.Since, f.Until = "p", since, until
@@ -278,8 +308,16 @@ func TestWindowReportsFromTheRunRollup(t *testing.T) {
 	if err != nil || rolled != 5 {
 		t.Fatalf("with a run in flight %d hours from the rollup (%v), want 5", rolled, err)
 	}
+	// Its configuration is empty: the fingerprint is the first 12 hex
+	// digits of the SHA-256 of the empty configuration's JSON.
+	empty, err := json.Marshal(query.RunConfig{Models: []string{}, AgentVersions: []string{}, Prompts: []string{}, Tools: []string{},
+		Instructions: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(empty)
 	runs = append(runs, genRun{row: schema.RunRow{TraceID: live.TraceID, StartNs: live.StartNs, EndNs: live.EndNs, Task: "research",
-		Failed: 1, ActiveNs: uint64(3 * time.Second)}})
+		Failed: 1, ActiveNs: uint64(3 * time.Second), Fingerprint: hex.EncodeToString(sum[:])[:12]}})
 	t.Run("a run in flight", check)
 }
 
@@ -464,4 +502,53 @@ func compareU(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+func checkVersions(t *testing.T, f query.VersionFilter, runs []genRun, inWindow func(*genRun) bool, want, got []query.TaskVersions) {
+	t.Helper()
+	// By hand: each version's runs, first and last seen.
+	type seen struct {
+		runs        int
+		first, last uint64
+	}
+	hand := map[string]*seen{}
+	for i := range runs {
+		g := &runs[i]
+		if !inWindow(g) || f.Task != "" && g.row.Task != f.Task {
+			continue
+		}
+		k := g.row.Task + "/" + g.row.Fingerprint
+		x := hand[k]
+		if x == nil {
+			x = &seen{first: g.row.StartNs, last: g.row.StartNs}
+			hand[k] = x
+		}
+		x.runs++
+		x.first, x.last = min(x.first, g.row.StartNs), max(x.last, g.row.StartNs)
+	}
+	n := 0
+	for _, tv := range got {
+		n += len(tv.Versions)
+	}
+	if len(got) != len(want) || n != len(hand) {
+		t.Fatalf("%d tasks, %d versions; run by run %d tasks, by hand %d versions", len(got), n, len(want), len(hand))
+	}
+	for i := range got {
+		if got[i].Task != want[i].Task || len(got[i].Versions) != len(want[i].Versions) {
+			t.Fatalf("task %d: %s with %d versions, want %s with %d", i, got[i].Task, len(got[i].Versions), want[i].Task, len(want[i].Versions))
+		}
+		for j := range got[i].Versions {
+			g, w := got[i].Versions[j], want[i].Versions[j]
+			x := hand[got[i].Task+"/"+g.Fingerprint]
+			gc, _ := json.Marshal(g.Config)
+			wc, _ := json.Marshal(w.Config)
+			if x == nil || g.Fingerprint != w.Fingerprint || g.Runs != x.runs || w.Runs != x.runs || g.Graded != w.Graded || g.Passed != w.Passed ||
+				uint64(g.FirstSeen.UnixNano()) != x.first || uint64(g.LastSeen.UnixNano()) != x.last || !g.FirstSeen.Equal(w.FirstSeen) ||
+				!g.LastSeen.Equal(w.LastSeen) || string(gc) != string(wc) || !nearly(g.CostPerRun, w.CostPerRun, 1e-9) ||
+				!nearly(g.P95Ms, w.P95Ms, consistency.SketchAccuracy) || (g.PassRate == nil) != (w.PassRate == nil) ||
+				g.PassRate != nil && !nearly(*g.PassRate, *w.PassRate, 1e-12) {
+				t.Errorf("%s version %s: %+v\nwant %+v (by hand %+v)", got[i].Task, g.Fingerprint, g, w, x)
+			}
+		}
+	}
 }

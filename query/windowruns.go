@@ -458,6 +458,50 @@ func (r *core) settledCases(ctx context.Context, project string, starts []uint32
 	return out, nil
 }
 
+// settledRunConfigs reads the configurations (their cases included) of
+// project's settled runs ids, which start at the given seconds (a key
+// lookup), by rowKey: a version's newest run's, for a report that read
+// the run rollup.
+func (r *core) settledRunConfigs(ctx context.Context, project string, starts []uint32, ids []string) (map[rowKey]RunConfig, error) {
+	out := map[rowKey]RunConfig{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q, args := settledRunConfigsSQL(r.store, project, starts, ids)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read configurations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k rowKey
+		var text string
+		if err := rows.Scan(&k.traceID, &k.start, &text); err != nil {
+			return nil, fmt.Errorf("read configurations: %w", err)
+		}
+		var c RunConfig
+		if err := decodeFact(text, &c); err != nil {
+			return nil, fmt.Errorf("run %s: configuration: %w", k.traceID, err)
+		}
+		out[k] = c
+	}
+	return out, rows.Err()
+}
+
+// rowKey is a run table row's key: a trace id may have rows under more
+// than one start.
+type rowKey struct {
+	traceID string
+	start   uint32 // seconds
+}
+
+// settledRunConfigsSQL builds settledRunConfigs' statement.
+func settledRunConfigsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
+	return "SELECT trace_id, toUInt32(start), config FROM (SELECT trace_id, start, config, deleted, version FROM " +
+			t.Table(schema.TableRuns) + " WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0",
+		[]any{project, traceSet(ids)}
+}
+
 // settledCasesSQL builds settledCases' statement.
 func settledCasesSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
 	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM " +

@@ -22,8 +22,9 @@ const (
 // besides their class. A run counts once in its task's row and once in
 // each of its agents' rows.
 const (
-	RunGrainTask  uint8 = 1 // task; agent and fingerprint empty
-	RunGrainAgent uint8 = 2 // task and agent (one row per agent of the run)
+	RunGrainTask    uint8 = 1 // task; agent and fingerprint empty
+	RunGrainAgent   uint8 = 2 // task and agent (one row per agent of the run)
+	RunGrainVersion uint8 = 3 // task and configuration fingerprint
 )
 
 // RunMeasures name a run's measures a RunRollupRow holds, in the order of
@@ -57,11 +58,15 @@ type RunRollupRow struct {
 	Grain       uint8
 	Task        string
 	Agent       string
-	Fingerprint string // reserved for a grain by configuration; empty
+	Fingerprint string // RunGrainVersion's configuration fingerprint, else empty
 	Class       uint8
 	Runs        uint64
 	Waiting     uint64 // runs that waited for approval
-	Measures    [8]RunMeasure
+	// FirstNs and LastNs are the earliest and latest run start; LastTrace
+	// the latest run (the greater trace id of two that started together).
+	FirstNs, LastNs uint64
+	LastTrace       string
+	Measures        [8]RunMeasure
 	Version     uint64
 }
 
@@ -127,6 +132,9 @@ func runRollupColumns() []column[RunRollupRow] {
 		u8Col("class", func(r *RunRollupRow) uint8 { return r.Class }),
 		u64Col("runs", func(r *RunRollupRow) uint64 { return r.Runs }),
 		u64Col("waiting", func(r *RunRollupRow) uint64 { return r.Waiting }),
+		u64Col("first_ns", func(r *RunRollupRow) uint64 { return r.FirstNs }),
+		u64Col("last_ns", func(r *RunRollupRow) uint64 { return r.LastNs }),
+		strCol("last_trace", func(r *RunRollupRow) string { return r.LastTrace }),
 	}
 	for i, m := range RunMeasures {
 		sum, sumSq, mx, keys, counts := RunRollupMeasureColumns(m)
