@@ -67,7 +67,7 @@ type RunRollupRow struct {
 	FirstNs, LastNs uint64
 	LastTrace       string
 	Measures        [8]RunMeasure
-	Version     uint64
+	Version         uint64
 }
 
 // RunClass is the class of a run graded by its outcomes' verdict
