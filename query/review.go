@@ -618,9 +618,25 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		settled settledReview
 		live    []windowRun // the live runs that raised a signal
 	)
+	// A window of many runs reads the settled runs' counts from the run
+	// rollup (reviewrollup.go).
+	var plan *rollupPlan
+	if !lv.all {
+		grain := schema.RunGrainTask
+		if f.Agent != "" {
+			grain = schema.RunGrainAgent
+		}
+		if plan, err = r.planRollup(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}, grain); err != nil {
+			return nil, err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if !lv.all {
 		g.Go(func() (err error) {
+			if plan != nil {
+				settled, err = r.settledReviewRolled(gctx, f, plan, lv)
+				return err
+			}
 			settled, err = r.settledReview(gctx, f.Project, sel, lv, f.Tool)
 			return err
 		})

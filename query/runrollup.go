@@ -284,8 +284,11 @@ func (c *classRuns) merge(o *classRuns) {
 }
 
 // rollupFacts are the facts the run rollup reads of a run: its approvals
-// (active time and waits) and its configuration's fingerprint.
-func rollupFacts() facts { return facts{approvals: true, fingerprint: true, noRetries: true} }
+// (active time and waits), its configuration's fingerprint and its
+// review's steps (a live run's, not read, are missing: an hour with a run
+// in flight is read one by one until the run settles and the hour is
+// computed again).
+func rollupFacts() facts { return facts{approvals: true, fingerprint: true, review: true, noRetries: true} }
 
 // RunRollupHour computes the rows of one project's hour of the run rollup
 // from its runs (settled ones from the run table, live ones from their
@@ -293,6 +296,7 @@ func rollupFacts() facts { return facts{approvals: true, fingerprint: true, noRe
 // version.
 func (r RollupSource) RunRollupHour(ctx context.Context, project string, hour time.Time) ([]schema.RunRollupRow, error) {
 	builders := map[RunRollupKey]*classBuilder{}
+	steps := map[RunRollupKey]uint64{}
 	f := RunFilter{Project: project, Since: hour, Until: hour.Add(time.Hour - time.Nanosecond)}
 	err := r.eachGradedRun(ctx, f, "", rollupFacts(), runParts{}, func(run *windowRun, verdict *bool) error {
 		class := schema.RunClass(gradeOf(verdict), run.Status == RunError)
@@ -314,6 +318,15 @@ func (r RollupSource) RunRollupHour(ctx context.Context, project string, hour ti
 			fp = run.facts.config.Fingerprint
 		}
 		add(RunRollupKey{Grain: schema.RunGrainVersion, Task: run.Task, Fingerprint: fp, Class: class})
+		if run.facts != nil {
+			for _, st := range run.facts.steps {
+				k := schema.RunStepKey(st.Tool, string(st.Status), string(st.Effect))
+				steps[RunRollupKey{Grain: schema.RunGrainSteps, Task: run.Task, Fingerprint: k}]++
+				for _, a := range run.Agents {
+					steps[RunRollupKey{Grain: schema.RunGrainAgentSteps, Task: run.Task, Agent: a, Fingerprint: k}]++
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -331,8 +344,13 @@ func (r RollupSource) RunRollupHour(ctx context.Context, project string, hour ti
 		}
 		out = append(out, row)
 	}
+	for k, n := range steps {
+		out = append(out, schema.RunRollupRow{Project: project, Hour: hour.UTC(), Grain: k.Grain, Task: k.Task, Agent: k.Agent,
+			Fingerprint: k.Fingerprint, Runs: n})
+	}
 	slices.SortFunc(out, func(a, b schema.RunRollupRow) int {
-		return cmp.Or(cmp.Compare(a.Grain, b.Grain), strings.Compare(a.Task, b.Task), strings.Compare(a.Agent, b.Agent), cmp.Compare(a.Class, b.Class))
+		return cmp.Or(cmp.Compare(a.Grain, b.Grain), strings.Compare(a.Task, b.Task), strings.Compare(a.Agent, b.Agent),
+			strings.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Class, b.Class))
 	})
 	return out, nil
 }

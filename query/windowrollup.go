@@ -128,15 +128,22 @@ func liveConfigKey(group, traceID string) string { return group + "\x00" + trace
 // versionKey is a version's group key: its task and fingerprint.
 func versionKey(task, fingerprint string) string { return task + "\x00" + fingerprint }
 
-// windowFromRollup reads the runs f selects, grouped by by, from the run rollup's hours whose
-// runs are as the rollup added them up, and one by one for the rest.
-// want names the facts the runs read one by one need. It returns nil when
-// the report should read every run one by one: the window has no whole
-// closed hour, holds at most windowExactRuns runs, or its runs in flight
-// cannot be told apart (the settler is off, or too many are live).
-func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup, want facts) (*rolledWindow, error) {
-	byAgent := by == groupAgent
-	if f.Since.IsZero() || f.Agent != "" && by != groupTask {
+// rollupPlan is how a window report reads a window: the run rollup's
+// hours whose runs are as it added them up (usable), and the other parts
+// of the window one by one (blocks: [from, to)), its live runs apart.
+type rollupPlan struct {
+	usable []hourVersion
+	blocks [][2]time.Time
+	lv     liveSet
+}
+
+// planRollup plans the read of the runs f selects by the run rollup's
+// grain. It returns nil when the report should read every run one by one:
+// the window has no whole closed hour, holds at most windowExactRuns runs,
+// or its runs in flight cannot be told apart (the settler is off, or too
+// many are live).
+func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8) (*rollupPlan, error) {
+	if f.Since.IsZero() {
 		return nil, nil
 	}
 	until := f.Until
@@ -192,13 +199,6 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 	if err != nil {
 		return nil, err
 	}
-	grain := schema.RunGrainTask
-	switch {
-	case by == groupVersion:
-		grain = schema.RunGrainVersion
-	case byAgent || f.Agent != "":
-		grain = schema.RunGrainAgent
-	}
 	versions, err := r.runRollupVersions(ctx, f.Project, grain, first, end)
 	if err != nil {
 		return nil, err
@@ -206,14 +206,13 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 	// An hour is read from the rollup when the record of its latest rows
 	// is there and its runs are in the state recorded; an hour without
 	// runs needs no read at all.
-	var usable []hourVersion
-	var blocks [][2]time.Time // [from, to) read one by one
+	p := &rollupPlan{lv: lv}
 	addBlock := func(from, to time.Time) {
-		if n := len(blocks); n > 0 && blocks[n-1][1].Equal(from) {
-			blocks[n-1][1] = to
+		if n := len(p.blocks); n > 0 && p.blocks[n-1][1].Equal(from) {
+			p.blocks[n-1][1] = to
 			return
 		}
-		blocks = append(blocks, [2]time.Time{from, to})
+		p.blocks = append(p.blocks, [2]time.Time{from, to})
 	}
 	if f.Since.Before(first) {
 		addBlock(f.Since, first)
@@ -235,7 +234,7 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 		}
 		switch {
 		case ok && hasRows:
-			usable = append(usable, hourVersion{h, v})
+			p.usable = append(p.usable, hourVersion{h, v})
 		case !ok:
 			addBlock(h, h.Add(time.Hour))
 		}
@@ -243,6 +242,30 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 	if !end.After(until) {
 		addBlock(end, until.Add(time.Nanosecond))
 	}
+	return p, nil
+}
+
+// windowFromRollup reads the runs f selects, grouped by by, from the run
+// rollup's hours whose runs are as it added them up, and one by one for
+// the rest (planRollup); want names the facts the runs read one by one
+// need. It returns nil when the report should read every run one by one.
+func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup, want facts) (*rolledWindow, error) {
+	byAgent := by == groupAgent
+	if f.Agent != "" && by != groupTask {
+		return nil, nil
+	}
+	grain := schema.RunGrainTask
+	switch {
+	case by == groupVersion:
+		grain = schema.RunGrainVersion
+	case byAgent || f.Agent != "":
+		grain = schema.RunGrainAgent
+	}
+	plan, err := r.planRollup(ctx, f, grain)
+	if plan == nil || err != nil {
+		return nil, err
+	}
+	usable, blocks, lv := plan.usable, plan.blocks, plan.lv
 	w := &rolledWindow{groups: map[string]*groupClasses{}, rolledUp: map[string]*groupClasses{}, filter: f,
 		liveConfigs: map[string]RunConfig{}}
 	switch by {

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/consistency"
 	"github.com/tallyhq/tally/query"
 	"github.com/tallyhq/tally/rollup"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -119,6 +120,32 @@ func genRuns(t *testing.T, store *schema.Store, base time.Time) []genRun {
 					t.Fatal(err)
 				}
 				g.row.Fingerprint, g.row.Config = cfg.Fingerprint, string(raw)
+				// 0–3 tool steps; one run in six raised a signal on its
+				// last step's tool (two kinds), one in 8 of those two.
+				toolNames := []string{"search", "write_file", "charge"}
+				effects := []string{"read", "idempotent", "non_idempotent"}
+				statuses := []string{"ok", "ok", "ok", "retryable", "failed"}
+				for range rng.IntN(4) {
+					i := rng.IntN(3)
+					g.row.StepTools = append(g.row.StepTools, toolNames[i])
+					g.row.StepEffects = append(g.row.StepEffects, effects[i])
+					g.row.StepStatuses = append(g.row.StepStatuses, statuses[rng.IntN(len(statuses))])
+				}
+				if n := len(g.row.StepTools); n > 0 && rng.IntN(6) == 0 {
+					sigs := []safety.Signal{{Kind: "unsafe_retry", Tool: g.row.StepTools[n-1], Reason: fmt.Sprint("retried ", n)}}
+					if rng.IntN(8) == 0 {
+						sigs = append(sigs, safety.Signal{Kind: "duplicate_side_effect", Tool: g.row.StepTools[0], Reason: "twice"})
+					}
+					for _, sg := range sigs {
+						g.row.SignalKinds = append(g.row.SignalKinds, string(sg.Kind))
+						g.row.SignalTools = append(g.row.SignalTools, sg.Tool)
+					}
+					js, err := json.Marshal(sigs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					g.row.Signals = string(js)
+				}
 				switch g.verdict {
 				case 1:
 					g.row.Verdicts = []string{"pass:quality"}
@@ -231,6 +258,21 @@ func TestWindowReportsFromTheRunRollup(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkVersions(t, f, runs, inWindow, want, got)
+			})
+		}
+		for _, f := range []query.SignalFilter{{}, {By: "task"}, {By: "agent", Task: "code"}, {Agent: "reviewer", Tool: "charge"},
+			{Kind: "duplicate_side_effect"}} {
+			t.Run(fmt.Sprintf("signals by %q task %q agent %q tool %q kind %q", f.By, f.Task, f.Agent, f.Tool, f.Kind), func(t *testing.T) {
+				f.Project, f.Since, f.Until = "p", since, until
+				want, err := exact.Signals(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := sketch.Signals(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSignals(t, f, runs, inWindow, want, got)
 			})
 		}
 		for _, f := range []query.CapsFilter{{}, {Task: "code"}, {Agent: "coder"}} {
@@ -550,5 +592,41 @@ func checkVersions(t *testing.T, f query.VersionFilter, runs []genRun, inWindow 
 				t.Errorf("%s version %s: %+v\nwant %+v (by hand %+v)", got[i].Task, g.Fingerprint, g, w, x)
 			}
 		}
+	}
+}
+
+func checkSignals(t *testing.T, f query.SignalFilter, runs []genRun, inWindow func(*genRun) bool, want, got *query.SignalsReport) {
+	t.Helper()
+	// By hand: the runs read, the signals raised and the steps.
+	runsRead, signals, steps := 0, 0, 0
+	for i := range runs {
+		g := &runs[i]
+		if !inWindow(g) || f.Task != "" && g.row.Task != f.Task || f.Agent != "" && !slices.Contains(g.row.Agents, f.Agent) {
+			continue
+		}
+		runsRead++
+		for j, k := range g.row.SignalKinds {
+			if (f.Kind == "" || string(f.Kind) == k) && (f.Tool == "" || f.Tool == g.row.SignalTools[j]) {
+				signals++
+			}
+		}
+		for _, tool := range g.row.StepTools {
+			if f.Tool == "" || tool == f.Tool {
+				steps++
+			}
+		}
+	}
+	gotSteps := 0
+	for _, tr := range got.Tools {
+		gotSteps += tr.Steps
+	}
+	if got.RunsRead != runsRead || got.Signals != signals || gotSteps != steps || signals == 0 {
+		t.Errorf("%d runs, %d signals, %d steps; by hand %d, %d, %d (and some signals)", got.RunsRead, got.Signals, gotSteps, runsRead, signals, steps)
+	}
+	// The rest as read run by run, whole.
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("from the rollup:\n%s\nrun by run:\n%s", gj, wj)
 	}
 }

@@ -25,7 +25,16 @@ const (
 	RunGrainTask    uint8 = 1 // task; agent and fingerprint empty
 	RunGrainAgent   uint8 = 2 // task and agent (one row per agent of the run)
 	RunGrainVersion uint8 = 3 // task and configuration fingerprint
+	// The runs' tool steps (the safety review's), by task (and agent),
+	// tool, terminal status and effect class: Fingerprint holds
+	// RunStepKey, Runs the steps, Class is 0 and the measures are zero.
+	RunGrainSteps      uint8 = 4
+	RunGrainAgentSteps uint8 = 5
 )
+
+// RunStepKey is a steps row's Fingerprint: the tool, status and effect,
+// NUL-separated.
+func RunStepKey(tool, status, effect string) string { return tool + "\x00" + status + "\x00" + effect }
 
 // RunMeasures name a run's measures a RunRollupRow holds, in the order of
 // RunRollupRow.Measures: its steps (model and tool calls), input and
