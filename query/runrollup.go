@@ -288,7 +288,9 @@ func (c *classRuns) merge(o *classRuns) {
 // review's steps (a live run's, not read, are missing: an hour with a run
 // in flight is read one by one until the run settles and the hour is
 // computed again).
-func rollupFacts() facts { return facts{approvals: true, fingerprint: true, review: true, noRetries: true} }
+func rollupFacts() facts {
+	return facts{approvals: true, fingerprint: true, review: true, noRetries: true}
+}
 
 // RunRollupHour computes the rows of one project's hour of the run rollup
 // from its runs (settled ones from the run table, live ones from their
