@@ -12,12 +12,13 @@ import (
 	"github.com/tallyhq/tally/schema"
 )
 
-// A window report (tasks, caps) over many runs reads the run rollup for
-// the hours it holds and the runs of the others (windowFromRollup): its
-// counts, sums, means, maxima and variations are exact, its percentiles
-// within consistency.SketchAccuracy (Quantiles says which), and the runs
-// it names (failed, over a cap or a budget) and counts over a threshold
-// are read from the runs of the hours that can hold them (scanHours).
+// A window report (tasks, caps, versions, the safety review) over many
+// runs reads the run rollup for the hours it holds and the runs of the
+// others (planRollup, windowFromRollup): its counts, sums, means, maxima
+// and variations are exact, its percentiles within
+// consistency.SketchAccuracy (Quantiles says which), and the runs it
+// names (failed, over a cap) and counts over a cap are read from the runs
+// of the hours that can hold them (scanHours).
 
 // DefaultWindowExactRuns is the most runs a window report reads one by one
 // (exact percentiles) unless WithWindowExactRuns says otherwise: about
@@ -25,10 +26,11 @@ import (
 // rollup.
 const DefaultWindowExactRuns = 20_000
 
-// WithWindowExactRuns sets the most runs a window report (tasks, caps)
-// reads one by one (tally serve --window-exact-runs); a window of more
-// reads the run rollup's hours, its percentiles from sketches. 0 reads the
-// rollup for every window with a whole hour in it.
+// WithWindowExactRuns sets the most runs a window report (tasks, caps,
+// versions, the safety review) reads one by one (tally serve
+// --window-exact-runs); a window of more reads the run rollup's hours, its
+// percentiles from sketches. 0 reads the rollup for every window with a
+// whole hour in it.
 func WithWindowExactRuns(n int) ReaderOption { return func(r *core) { r.windowExactRuns = n } }
 
 // Quantiles of a window report: from every run's value, or from the run

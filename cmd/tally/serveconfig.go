@@ -129,8 +129,9 @@ type apiConfig struct {
 	Validation safety.ValidationLimits
 	// Search bounds TraceQL queries.
 	Search query.SearchLimits
-	// WindowExactRuns is the most runs the tasks and caps reports read one
-	// by one; a window of more reads the run rollup (query.WithWindowExactRuns).
+	// WindowExactRuns is the most runs the window reports (tasks, caps,
+	// versions, the safety review) read one by one; a window of more reads
+	// the run rollup (query.WithWindowExactRuns).
 	WindowExactRuns int
 }
 
@@ -263,7 +264,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	bindReview(fs, &c.API)
 	fs.IntVar(&c.API.RunReads.MaxTreeSpans, "max-tree-spans", c.API.RunReads.MaxTreeSpans, "most spans of one run read to build its tree (about 1 KB of memory each while the read runs; a larger run is built from its earliest spans, marked truncated)")
 	fs.IntVar(&c.API.RunReads.MaxConcurrent, "max-concurrent-run-reads", c.API.RunReads.MaxConcurrent, "run and fixture reads served at once; others wait, then get 503 with Retry-After")
-	fs.IntVar(&c.API.WindowExactRuns, "window-exact-runs", c.API.WindowExactRuns, "most runs the tasks and caps reports read one by one, their percentiles exact; a window of more reads the hourly run rollup, its percentiles from sketches within 1% (0: the rollup for every window with a whole hour)")
+	fs.IntVar(&c.API.WindowExactRuns, "window-exact-runs", c.API.WindowExactRuns, "most runs the tasks, caps, versions and safety-review reports read one by one; a range of more reads the hourly run rollup for its whole hours, percentiles from sketches within 1%, the rest exact (0: the rollup for every range with a whole hour)")
 	fs.Var(dayDuration{d: &c.API.MaxQueryRange}, "max-query-range", "longest since..until an API request may ask for, like 400d or 72h (400 above)")
 	sl := &c.API.Search
 	sl.MaxRange, sl.MaxRowsToRead, sl.MaxExecution, sl.MaxExamined = query.DefaultSearchMaxRange, query.DefaultSearchMaxRowsToRead,
