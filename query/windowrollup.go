@@ -172,10 +172,11 @@ func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8) (*rollu
 	if total <= r.windowExactRuns {
 		return nil, nil
 	}
-	// The runs in flight: their hours, and the hour after (a run's start
-	// moves earlier by at most the trace window when a late span arrives,
-	// so its last settled row may be there), are read one by one.
-	lv, err := r.liveRuns(ctx, f.Project, f.Since.Add(-DefaultTraceWindow))
+	// The runs in flight are read from their spans (all of them: the
+	// rollup holds settled runs only). A live run settled before has its
+	// previous row in the run table, which the rollup may have added up:
+	// the hours of those rows are read one by one, without them.
+	lv, err := r.liveRuns(ctx, f.Project, f.Since)
 	if err != nil {
 		return nil, err
 	}
@@ -184,17 +185,8 @@ func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8) (*rollu
 	}
 	stale := map[time.Time]bool{}
 	if !lv.none() {
-		sel, err := selectRuns(r.store, RunFilter{Project: f.Project, Since: f.Since.Add(-DefaultTraceWindow), Until: until})
-		if err != nil {
+		if stale, err = r.settledHoursOf(ctx, f.Project, f.Since.UTC().Truncate(time.Hour), end, lv.ids); err != nil {
 			return nil, err
-		}
-		live, err := r.liveWindowRuns(ctx, sel, lv, Shard{}, nil)
-		if err != nil {
-			return nil, err
-		}
-		for i := range live {
-			h := live[i].Start.UTC().Truncate(time.Hour)
-			stale[h], stale[h.Add(time.Hour)] = true, true
 		}
 	}
 	records, err := r.runRollupRecords(ctx, f.Project, first, end)
@@ -348,6 +340,26 @@ func withRange(f RunFilter, from, to time.Time) RunFilter {
 type hourVersion struct {
 	hour    time.Time
 	version uint64
+}
+
+// settledHoursOf reads the hours in [from, to) of project's run table
+// rows (any version) of the runs ids.
+func (r *core) settledHoursOf(ctx context.Context, project string, from, to time.Time, ids []string) (map[time.Time]bool, error) {
+	q := "SELECT DISTINCT toUInt32(toStartOfHour(start)) FROM " + r.store.Table(schema.TableRuns) +
+		" WHERE project = ? AND start >= ? AND start < ? AND trace_id IN ?"
+	rows, err := r.store.Conn().Query(ctx, q, project, from.UTC(), to.UTC(), traceSet(ids))
+	if err != nil {
+		return nil, fmt.Errorf("find live runs' rows: %w", err)
+	}
+	hours, err := scanAll(rows, func(h *uint32) []any { return []any{h} })
+	if err != nil {
+		return nil, fmt.Errorf("find live runs' rows: %w", err)
+	}
+	out := map[time.Time]bool{}
+	for _, h := range hours {
+		out[time.Unix(int64(h), 0).UTC()] = true
+	}
+	return out, nil
 }
 
 // runRollupVersions reads the latest version of each hour of project's

@@ -338,28 +338,46 @@ func TestWindowReportsFromTheRunRollup(t *testing.T) {
 		return
 	}
 
-	// A run in flight (its span written after the settled mark) in the
-	// sixth hour: that hour and the next are read run by run, the run
-	// from its spans.
-	at := base.Add(5*time.Hour + 10*time.Minute)
-	live := schema.Span{Project: "p", TraceID: strings.Repeat("f", 32), SpanID: strings.Repeat("f", 16), Start: at,
-		StartNs: uint64(at.UnixNano()), EndNs: uint64(at.Add(3 * time.Second).UnixNano()), DurationNs: uint64(3 * time.Second),
-		Name: "research", Kind: "internal", Status: "error", SpanType: schema.TypeAgent}
-	insert(t, store, []schema.Span{live}, uint64(time.Now().UnixNano())+1)
-	_, rolled, _, err = query.WindowRollup(ctx, sketch, query.RunFilter{Project: "p", Since: since, Until: until}, false)
-	if err != nil || rolled != 5 {
-		t.Fatalf("with a run in flight %d hours from the rollup (%v), want 5", rolled, err)
+	// Two runs in flight (a span of each written after the settled mark),
+	// read from their spans: a new one in the sixth hour, which the
+	// rollup never held (the hours stay rolled up), and a settled run of
+	// the seventh sent again (a late span at its start, its only span
+	// now: the live run is that span), whose row the rollup added up: the
+	// seventh hour is read run by run, without that row.
+	seventh := slices.IndexFunc(runs, func(g genRun) bool {
+		return time.Unix(0, int64(g.row.StartNs)).Truncate(time.Hour).Equal(base.Add(6*time.Hour)) && g.row.Task == "code"
+	})
+	if seventh < 0 {
+		t.Fatal("no run to send again")
 	}
-	// Its configuration is empty: the fingerprint is the first 12 hex
-	// digits of the SHA-256 of the empty configuration's JSON.
+	spanOf := func(traceID, name string, startNs uint64) schema.Span {
+		at := time.Unix(0, int64(startNs)).UTC()
+		return schema.Span{Project: "p", TraceID: traceID, SpanID: strings.Repeat("f", 16), Start: at.Truncate(time.Second),
+			StartNs: startNs, EndNs: startNs + uint64(3*time.Second), DurationNs: uint64(3 * time.Second),
+			Name: name, Kind: "internal", Status: "error", SpanType: schema.TypeAgent}
+	}
+	fresh := spanOf(strings.Repeat("f", 32), "research", uint64(base.Add(5*time.Hour+10*time.Minute).UnixNano()))
+	again := spanOf(runs[seventh].row.TraceID, "code", runs[seventh].row.StartNs)
+	insert(t, store, []schema.Span{fresh, again}, uint64(time.Now().UnixNano())+1)
+	_, rolled, _, err = query.WindowRollup(ctx, sketch, query.RunFilter{Project: "p", Since: since, Until: until}, false)
+	if err != nil || rolled != 6 {
+		t.Fatalf("with runs in flight %d hours from the rollup (%v), want 6", rolled, err)
+	}
+	// Their configurations are empty: the fingerprint is the first 12 hex
+	// digits of the SHA-256 of the empty configuration's JSON. Each is one
+	// failed agent span of 3 s.
 	empty, err := json.Marshal(query.RunConfig{Models: []string{}, AgentVersions: []string{}, Prompts: []string{}, Tools: []string{},
 		Instructions: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(empty)
-	runs = append(runs, genRun{row: schema.RunRow{TraceID: live.TraceID, StartNs: live.StartNs, EndNs: live.EndNs, Task: "research",
-		Failed: 1, ActiveNs: uint64(3 * time.Second), Fingerprint: hex.EncodeToString(sum[:])[:12]}})
+	liveRow := func(sp schema.Span) schema.RunRow {
+		return schema.RunRow{TraceID: sp.TraceID, StartNs: sp.StartNs, EndNs: sp.EndNs, Task: sp.Name, Failed: 1,
+			ActiveNs: uint64(3 * time.Second), Fingerprint: hex.EncodeToString(sum[:])[:12]}
+	}
+	runs = append(runs, genRun{row: liveRow(fresh)})
+	runs[seventh] = genRun{row: liveRow(again)}
 	t.Run("a run in flight", check)
 }
 
