@@ -312,6 +312,21 @@ func gradeOf(verdict *bool) int8 {
 	return -1
 }
 
+// setPassEstimates sets t's pass rate, pass@k and pass^k (k = 1…min(maxK,
+// Graded)) from its graded runs and their passes.
+func (t *TaskReport) setPassEstimates(maxK int) {
+	if t.Graded == 0 {
+		return
+	}
+	rate := float64(t.Passed) / float64(t.Graded)
+	t.PassRate = &rate
+	for k := 1; k <= min(maxK, t.Graded); k++ {
+		at, _ := consistency.PassAtK(t.Graded, t.Passed, k)
+		hat, _ := consistency.PassHatK(t.Graded, t.Passed, k)
+		t.PassAtK[strconv.Itoa(k)], t.PassHatK[strconv.Itoa(k)] = at, hat
+	}
+}
+
 // taskReport computes one group's figures from its runs (newest first).
 func taskReport(key string, runs []taskRun, f TaskFilter) TaskReport {
 	t := TaskReport{Key: key, Runs: len(runs), VerdictsFrom: "status", PassAtK: map[string]float64{}, PassHatK: map[string]float64{},
@@ -352,15 +367,7 @@ func taskReport(key string, runs []taskRun, f TaskFilter) TaskReport {
 			}
 		}
 	}
-	if t.Graded > 0 {
-		rate := float64(t.Passed) / float64(t.Graded)
-		t.PassRate = &rate
-		for k := 1; k <= min(f.MaxK, t.Graded); k++ {
-			at, _ := consistency.PassAtK(t.Graded, t.Passed, k)
-			hat, _ := consistency.PassHatK(t.Graded, t.Passed, k)
-			t.PassAtK[strconv.Itoa(k)], t.PassHatK[strconv.Itoa(k)] = at, hat
-		}
-	}
+	t.setPassEstimates(f.MaxK)
 	if t.Passed > 0 {
 		per := gradedCost / float64(t.Passed)
 		t.CostPerSuccess = &per

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,15 +73,7 @@ func (r *core) tasksFromRollup(ctx context.Context, f TaskFilter, w *rolledWindo
 		if f.By == "task" {
 			t.Task = key
 		}
-		if t.Graded > 0 {
-			rate := float64(t.Passed) / float64(t.Graded)
-			t.PassRate = &rate
-			for k := 1; k <= min(f.MaxK, t.Graded); k++ {
-				at, _ := consistency.PassAtK(t.Graded, t.Passed, k)
-				hat, _ := consistency.PassHatK(t.Graded, t.Passed, k)
-				t.PassAtK[strconv.Itoa(k)], t.PassHatK[strconv.Itoa(k)] = at, hat
-			}
-		}
+		t.setPassEstimates(f.MaxK)
 		x := &group{grade: gr}
 		if t.Passed > 0 {
 			per := graded.m[mCost].Sum / float64(t.Passed)
