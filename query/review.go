@@ -626,7 +626,7 @@ func (r ReviewReader) Signals(ctx context.Context, f SignalFilter) (*SignalsRepo
 		if f.Agent != "" {
 			grain = schema.RunGrainAgent
 		}
-		if plan, err = r.planRollup(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}, grain); err != nil {
+		if plan, err = r.planRollup(ctx, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until, Task: f.Task, Agent: f.Agent}, grain, &lv); err != nil {
 			return nil, err
 		}
 	}

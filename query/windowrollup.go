@@ -142,11 +142,13 @@ type rollupPlan struct {
 }
 
 // planRollup plans the read of the runs f selects by the run rollup's
-// grain. It returns nil when the report should read every run one by one:
-// the window has no whole closed hour, holds at most windowExactRuns runs,
+// grain; known, when set, is the window's live set (liveRuns since
+// f.Since) the caller has read already. It returns nil when the report
+// should read every run one by one: the window has no whole closed hour,
+// holds at most windowExactRuns runs,
 // or its runs in flight cannot be told apart (the settler is off, or too
 // many are live).
-func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8) (*rollupPlan, error) {
+func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8, known *liveSet) (*rollupPlan, error) {
 	if f.Since.IsZero() {
 		return nil, nil
 	}
@@ -178,8 +180,10 @@ func (r *core) planRollup(ctx context.Context, f RunFilter, grain uint8) (*rollu
 	// rollup holds settled runs only). A live run settled before has its
 	// previous row in the run table, which the rollup may have added up:
 	// the hours of those rows are read one by one, without them.
-	lv, err := r.liveRuns(ctx, f.Project, f.Since)
-	if err != nil {
+	var lv liveSet
+	if known != nil {
+		lv = *known
+	} else if lv, err = r.liveRuns(ctx, f.Project, f.Since); err != nil {
 		return nil, err
 	}
 	if lv.all || lv.sub != "" {
@@ -257,7 +261,7 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 	case byAgent || f.Agent != "":
 		grain = schema.RunGrainAgent
 	}
-	plan, err := r.planRollup(ctx, f, grain)
+	plan, err := r.planRollup(ctx, f, grain, nil)
 	if plan == nil || err != nil {
 		return nil, err
 	}
@@ -291,8 +295,8 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 	builders := map[string]*[6]classBuilder{}
 	read := func(run *windowRun, verdict *bool) error {
 		w.runs++
-		s := streamedRun{traceID: run.TraceID, startNs: uint64(run.Start.UnixNano()), keys: slices.Clone(w.keyOf(run)),
-			class: schema.RunClass(gradeOf(verdict), run.Status == RunError), v: runMeasuresOf(&run.RunSummary, run.facts)}
+		s := w.streamedOf(run, verdict)
+		s.keys = slices.Clone(s.keys)
 		for _, k := range s.keys {
 			bs := builders[k]
 			if bs == nil {
@@ -330,6 +334,13 @@ func (r *core) windowFromRollup(ctx context.Context, f RunFilter, by windowGroup
 		}
 	}
 	return w, nil
+}
+
+// streamedOf is what w keeps of run, graded by verdict (its keys are
+// keyOf's, good until the next run).
+func (w *rolledWindow) streamedOf(run *windowRun, verdict *bool) streamedRun {
+	return streamedRun{traceID: run.TraceID, startNs: uint64(run.Start.UnixNano()), keys: w.keyOf(run),
+		class: schema.RunClass(gradeOf(verdict), run.Status == RunError), v: runMeasuresOf(&run.RunSummary, run.facts)}
 }
 
 // withRange is f over [from, to).
@@ -524,7 +535,6 @@ func (r *core) scanHours(ctx context.Context, w *rolledWindow, hours []time.Time
 	hours = slices.Clone(hours)
 	slices.SortFunc(hours, func(a, b time.Time) int { return b.Compare(a) })
 	hours = slices.Compact(hours)
-	var s streamedRun
 	for len(hours) > 0 {
 		n := 1
 		for !oneByOne && n < len(hours) && hours[n].Equal(hours[n-1].Add(-time.Hour)) {
@@ -533,8 +543,7 @@ func (r *core) scanHours(ctx context.Context, w *rolledWindow, hours []time.Time
 		from, to := hours[n-1], hours[0].Add(time.Hour)
 		hours = hours[n:]
 		err := r.eachGradedRun(ctx, withRange(w.filter, from, to), "", facts{approvals: true, noRetries: true}, runParts{lv: w.lv, noLive: true}, func(run *windowRun, verdict *bool) error {
-			s = streamedRun{traceID: run.TraceID, startNs: uint64(run.Start.UnixNano()), keys: w.keyOf(run),
-				class: schema.RunClass(gradeOf(verdict), run.Status == RunError), v: runMeasuresOf(&run.RunSummary, run.facts)}
+			s := w.streamedOf(run, verdict)
 			each(run, verdict, &s)
 			return nil
 		})
