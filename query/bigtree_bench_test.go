@@ -34,7 +34,7 @@ func BenchmarkRunTreeFirstPart(b *testing.B) {
 	reader := query.NewReader(store)
 	if os.Getenv("TALLY_BENCH_UNSETTLED") == "" {
 		for _, r := range st.Large {
-			settled, err := reader.SettleSource.Settle(ctx, "bench", []string{r.TraceID}, st.Since.Add(-time.Hour), time.Now().Add(24*time.Hour), uint64(time.Now().UnixNano()))
+			settled, err := reader.SettleSource.Settle(ctx, "bench", []string{r.TraceID}, uint64(time.Now().UnixNano()))
 			if err != nil || len(settled) != 1 {
 				b.Fatalf("settle: %d rows, %v", len(settled), err)
 			}

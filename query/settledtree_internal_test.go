@@ -30,7 +30,7 @@ func TestSettledTreeAnswersAsTheOutline(t *testing.T) {
 	id := st.Large[0].TraceID
 	r := NewReader(store).core
 
-	settled, err := SettleSource{r}.Settle(ctx, project, []string{id}, st.Since.Add(-time.Hour), time.Now().Add(24*time.Hour), uint64(time.Now().UnixNano()))
+	settled, err := SettleSource{r}.Settle(ctx, project, []string{id}, uint64(time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,7 +218,7 @@ func TestBuiltSQL(t *testing.T) {
 		{"settle_mark", built(settledMarkSQL(gt))},
 		{"settle_span_days", built(spanDaysSQL(gt, since, until))},
 		{"settle_spans", built(settleSpansSQL(gt, "p", ids, since, until))},
-		{"settle_extent", built(settleExtentSQL(gt, "p", ids, since, until))},
+		{"settle_extent", built(settleExtentSQL(gt, "p", ids))},
 		{"rollup_fingerprints", built(rollupFingerprintsSQL(gt, since, until))},
 		{"rollup_keys", built(rollupKeysSQL(gt, since, until))},
 		{"rollup_span_rows", built(spanRowsSQL(gt, "", since, until))},

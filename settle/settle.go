@@ -109,7 +109,7 @@ func (c Config) withDefaults() Config {
 // Source is what a Settler reads (query.SettleSource).
 type Source interface {
 	StaleRuns(ctx context.Context, from, to time.Time, after uint64) ([]query.StaleRun, error)
-	Settle(ctx context.Context, project string, ids []string, lo, hi time.Time, quietNs uint64) ([]query.SettledRun, error)
+	Settle(ctx context.Context, project string, ids []string, quietNs uint64) ([]query.SettledRun, error)
 	SettledMark(ctx context.Context) (uint64, error)
 	SpanDays(ctx context.Context, from, to time.Time) (map[time.Time]uint64, error)
 }
@@ -230,7 +230,7 @@ func (s *Settler) Cycle(ctx context.Context, now time.Time) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st, waiting, err := s.settle(ctx, stale, from, now)
+	st, waiting, err := s.settle(ctx, stale, now)
 	if err != nil {
 		return st, err
 	}
@@ -285,7 +285,7 @@ func (s *Settler) Check(ctx context.Context, from, to, now time.Time, progress f
 		if err != nil {
 			return total, err
 		}
-		st, _, err := s.settle(ctx, stale, lo, now)
+		st, _, err := s.settle(ctx, stale, now)
 		total.add(st)
 		if err != nil {
 			return total, err
@@ -298,10 +298,10 @@ func (s *Settler) Check(ctx context.Context, from, to, now time.Time, progress f
 	return total, nil
 }
 
-// settle loads and settles stale runs (whose spans start from from) in
+// settle loads and settles stale runs in
 // loads of at most MaxLoadRuns runs and MaxLoadSpans spans of one project,
 // writes the rows of the quiet ones, and returns the runs still waiting.
-func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now time.Time) (Stats, []query.StaleRun, error) {
+func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, now time.Time) (Stats, []query.StaleRun, error) {
 	st := Stats{Stale: len(stale)}
 	quietNs := uint64(now.Add(-s.cfg.Quiet).UnixNano())
 	var waiting []query.StaleRun
@@ -313,10 +313,6 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 		}
 		ready = append(ready, run)
 	}
-	// The load reads spans from RunReach before the range: a run's spans
-	// start at or after its start, which is within RunReach of its spans
-	// in the range (longer runs: see query.RunReach).
-	lo, hi := from.Add(-query.RunReach), now.Add(future)
 	for len(ready) > 0 {
 		n, spans := 0, uint64(0)
 		for n < len(ready) && n < s.cfg.MaxLoadRuns && ready[n].Project == ready[0].Project &&
@@ -331,7 +327,7 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 		for i, run := range load {
 			ids[i], byID[run.TraceID] = run.TraceID, run
 		}
-		runs, err := s.load(ctx, load[0].Project, ids, lo, hi, quietNs)
+		runs, err := s.load(ctx, load[0].Project, ids, quietNs)
 		if err != nil {
 			return st, waiting, err
 		}
@@ -346,10 +342,12 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 			}
 			r.Row.Version = version
 			rows = append(rows, r.Row)
-			if old := byID[r.Row.TraceID].RowStart; !old.IsZero() && !old.Equal(r.Row.Start) {
-				rows = append(rows, schema.RunRow{Project: r.Row.Project, TraceID: r.Row.TraceID, Start: old,
-					Deleted: 1, Version: version})
-				moved++
+			for _, old := range byID[r.Row.TraceID].RowStarts {
+				if !old.Equal(r.Row.Start) {
+					rows = append(rows, schema.RunRow{Project: r.Row.Project, TraceID: r.Row.TraceID, Start: old,
+						Deleted: 1, Version: version})
+					moved++
+				}
 			}
 		}
 		if err := s.sink.InsertRuns(ctx, rows); err != nil {
@@ -365,7 +363,7 @@ func (s *Settler) settle(ctx context.Context, stale []query.StaleRun, from, now 
 
 // load settles the runs ids of project in the gate's turn: their spans are
 // in memory only within it.
-func (s *Settler) load(ctx context.Context, project string, ids []string, lo, hi time.Time, quietNs uint64) ([]query.SettledRun, error) {
+func (s *Settler) load(ctx context.Context, project string, ids []string, quietNs uint64) ([]query.SettledRun, error) {
 	if s.cfg.Gate != nil {
 		release, err := s.cfg.Gate.Enter(ctx, "settle")
 		if err != nil {
@@ -373,7 +371,7 @@ func (s *Settler) load(ctx context.Context, project string, ids []string, lo, hi
 		}
 		defer release()
 	}
-	return s.src.Settle(ctx, project, ids, lo, hi, quietNs)
+	return s.src.Settle(ctx, project, ids, quietNs)
 }
 
 // timed adds the time since began to the busy counter.

@@ -442,6 +442,93 @@ func TestLateSpanResettles(t *testing.T) {
 	}
 }
 
+// TestRunLongerThanADaySettlesWhole settles runs whose spans lie further
+// apart than the settler's windows: a run started 80 h ago whose last
+// span is 2 h old is settled from all its spans, under its first start;
+// and a run that has, besides its right row, a row under a later start
+// (what a build before 2026-12-07 wrote for such a run from its later
+// spans alone) is found stale and the wrong row withdrawn, so that the
+// run is listed once.
+func TestRunLongerThanADaySettlesWhole(t *testing.T) {
+	store := goldentest.OpenStore(t)
+	r := query.NewReader(store)
+	ctx := context.Background()
+	now := time.Now()
+	const trace2 = "fedcba9876543210fedcba9876543210"
+	long := func(trace string, age time.Duration) (first, last time.Time, spans []schema.Span) {
+		first, last = now.Add(-age).Truncate(time.Second), now.Add(-2*time.Hour).Truncate(time.Second)
+		root := span("p", trace, "00000000000000b1", "", "agent run", first, age-time.Hour)
+		early := span("p", trace, "00000000000000b2", "00000000000000b1", "execute_tool search", first.Add(time.Second), time.Second)
+		early.SpanType, early.ToolName = schema.TypeTool, "search"
+		late := span("p", trace, "00000000000000b3", "00000000000000b1", "execute_tool fetch", last, time.Second)
+		late.SpanType, late.ToolName = schema.TypeTool, "fetch"
+		return first, last, []schema.Span{root, early, late}
+	}
+	// The first run: 80 h, more than the cycle's 48 h and a day before it.
+	first1, _, spans1 := long(trace1, 80*time.Hour)
+	// The second: 30 h, its right row and a wrong one under its last span's
+	// start, both of the spans' version and the review's configuration.
+	first2, last2, spans2 := long(trace2, 30*time.Hour)
+	version := uint64(now.Add(-time.Hour).UnixNano())
+	goldentest.Insert(t, store, append(spans1, spans2...), version)
+	settled, err := r.SettleSource.Settle(ctx, "p", []string{trace2}, uint64(now.UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(settled) != 1 || !settled[0].Row.Start.Equal(first2) || settled[0].Row.Spans != 3 {
+		t.Fatalf("settled %+v, want one row of 3 spans starting at %v", settled, first2)
+	}
+	right := settled[0].Row
+	right.Version = 1
+	wrong := right
+	wrong.Start, wrong.StartNs, wrong.Spans, wrong.Version = last2, uint64(last2.UnixNano()), 1, 2
+	if err := store.InsertRuns(ctx, []schema.RunRow{right, wrong}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := settle.New(r.SettleSource, store, settle.Config{})
+	st, err := s.Cycle(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settled != 2 {
+		t.Errorf("cycle: %+v, want both runs settled", st)
+	}
+	type row struct {
+		trace string
+		start time.Time
+		spans uint64
+	}
+	rows, err := store.Conn().Query(ctx, "SELECT trace_id, start, spans FROM (SELECT * FROM "+store.Table(schema.TableRuns)+
+		" FINAL) WHERE deleted = 0 ORDER BY trace_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []row
+	for rows.Next() {
+		var x row
+		if err := rows.Scan(&x.trace, &x.start, &x.spans); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, row{x.trace, x.start.UTC(), x.spans})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{trace1, first1.UTC(), 3}, {trace2, first2.UTC(), 3}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("current rows %+v, want %+v (each run once, under its first start, of its 3 spans)", got, want)
+	}
+	page, err := r.Runs(ctx, query.RunFilter{Project: "p", Since: now.Add(-100 * time.Hour), Until: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 2 || page.Runs[0].TraceID != trace2 || page.Runs[1].TraceID != trace1 ||
+		page.Runs[0].ToolCalls != 2 || page.Runs[1].ToolCalls != 2 || !page.Runs[1].Settled {
+		t.Errorf("runs %+v, want the two runs once each, settled, of 2 tool calls", page.Runs)
+	}
+}
+
 // TestRunInFlightWaits checks that a run whose last span ended within the
 // quiet time is not settled, is listed live, holds the mark below its
 // spans, and is settled once quiet.
