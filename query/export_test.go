@@ -10,6 +10,11 @@ import (
 // review in parts.
 func WithLiveShardRuns(n int) ReaderOption { return func(r *core) { r.liveShardRuns = n } }
 
+// WithLiveSummarySpans makes a reader summarize the runs in flight in Go
+// only while they have at most n span rows (maxLiveSummarySpans is
+// 100,000); -1 never, so that a test compares the two ways.
+func WithLiveSummarySpans(n int) ReaderOption { return func(r *core) { r.liveSummarySpans = n } }
+
 // WithClassifyPartCalls makes a reader classify a window's tool calls in
 // parts of n calls (classifyPartCalls is 100,000), so that a test of a few
 // runs covers the classification in parts.
@@ -120,4 +125,15 @@ func WindowRollup(ctx context.Context, r *Reader, f RunFilter, byAgent bool) (us
 		return false, 0, 0, err
 	}
 	return true, len(w.rolled), len(w.streamed), nil
+}
+
+// LiveInGo reports whether r summarizes project's runs in flight (those of
+// a window from since) in Go, under its bound of span rows.
+func LiveInGo(ctx context.Context, r *Reader, project string, since time.Time) (bool, error) {
+	lv, err := r.core.liveRuns(ctx, project, since)
+	if err != nil {
+		return false, err
+	}
+	_, ok, err := r.core.liveSummaries(ctx, project, lv.ids)
+	return ok, err
 }

@@ -56,6 +56,9 @@ type core struct {
 	// windowExactRuns is the most runs a window report reads one by one
 	// (WithWindowExactRuns); more, it reads the run rollup.
 	windowExactRuns int
+	// liveSummarySpans overrides maxLiveSummarySpans (tests:
+	// WithLiveSummarySpans in export_test.go); 0 keeps it.
+	liveSummarySpans int
 }
 
 // The subject readers: each reads one subject's tables and answers its

@@ -179,6 +179,22 @@ func earlier(a, b *SpanNode) bool {
 // classifyRunTools marks each tool span of a run tree with its retry class
 // and counts retries and repeats.
 func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats int) {
+	bySpan, retries, repeats := runToolClasses(spans)
+	stack := append([]*SpanNode(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c, ok := bySpan[n.SpanID]; ok {
+			n.RetryClass = c
+		}
+		stack = append(stack, n.Children...)
+	}
+	return retries, repeats
+}
+
+// runToolClasses classifies the tool calls of a run's spans (each span
+// once): each call's retry class by span id, and the retries and repeats.
+func runToolClasses(spans []schema.Span) (bySpan map[string]attribution.Class, retries, repeats int) {
 	var calls []attribution.ToolCall
 	seen := map[string]bool{}
 	for i := range spans {
@@ -192,7 +208,7 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 			Error: s.Status == schema.StatusError, StartNs: s.StartNs, DurationNs: s.DurationNs, Attempt: s.Attempt})
 	}
 	classes := attribution.ClassifyRetries(calls)
-	bySpan := make(map[string]attribution.Class, len(calls))
+	bySpan = make(map[string]attribution.Class, len(calls))
 	for i, c := range classes {
 		bySpan[calls[i].SpanID] = c
 		switch {
@@ -202,16 +218,7 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 			repeats++
 		}
 	}
-	stack := append([]*SpanNode(nil), roots...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if c, ok := bySpan[n.SpanID]; ok {
-			n.RetryClass = c
-		}
-		stack = append(stack, n.Children...)
-	}
-	return retries, repeats
+	return bySpan, retries, repeats
 }
 
 // summarize computes a run's summary from its spans with the same rules as
@@ -219,6 +226,14 @@ func classifyRunTools(spans []schema.Span, roots []*SpanNode) (retries, repeats 
 // aggregated usage only when no inference span carries any), and which
 // spans (by id) count.
 func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
+	rr, counted := summarizeRow(spans)
+	return rr.summary(), counted
+}
+
+// summarizeRow is summarize's figures as the run list's aggregation
+// (runAggregates) has them, before they become a summary: what a live
+// run's place in a list and its filters are computed from (livesummary.go).
+func summarizeRow(spans []schema.Span) (runRow, map[string]bool) {
 	seen := make(map[string]bool, len(spans))
 	var rr runRow
 	rr.StartNs = ^uint64(0)
@@ -323,7 +338,7 @@ func summarize(spans []schema.Span) (RunSummary, map[string]bool) {
 		}
 	}
 	rr.Agents, rr.Models = sortedKeys(agents), sortedKeys(models)
-	return rr.summary(), byID
+	return rr, byID
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -285,6 +285,15 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 		if lv.none() {
 			return pageOf(found, f.Limit, order), nil
 		}
+		if liveInGo(sel, lv) {
+			live, ok, err := r.liveListInGo(ctx, sel, lv, order, after, f.Limit+1)
+			if err != nil {
+				return RunPage{}, err
+			}
+			if ok {
+				return pageOf(append(found, live...), f.Limit, order), nil
+			}
+		}
 		sel = lv.narrow(sel)
 	}
 	var live []keyedRun
@@ -817,6 +826,10 @@ type runSelection struct {
 	// rowCols are the run table's columns rows reads besides
 	// settledColumns (tools, names).
 	rowCols []string
+	// filter is the run filter the selection was made from (selectRuns),
+	// its status validated: what keepsLive applies to a run in flight
+	// summarized in Go. nil for a selection written by hand.
+	filter *RunFilter
 }
 
 // selectRuns builds the selection of f's runs: the window on the run's
@@ -896,10 +909,12 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		both("c_total >= ?", f.MinCost)
 	}
 	if len(f.TraceIDs) > 0 {
+		// In the WHERE, where the spans' key finds them, and in the HAVING
+		// too: a read of the runs in flight replaces the WHERE by their
+		// ids (runSelection.only).
 		where = append(where, "trace_id IN ?")
 		args = append(args, traceSet(f.TraceIDs))
-		rows = append(rows, "trace_id IN ?")
-		rargs = append(rargs, traceSet(f.TraceIDs))
+		both("trace_id IN ?", traceSet(f.TraceIDs))
 	}
 	if f.Search != "" {
 		having = append(having, "(startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\\n'), ?) > 0)")
@@ -908,8 +923,9 @@ func selectRuns(t tables, f RunFilter) (runSelection, error) {
 		rargs = append(rargs, strings.ToLower(f.Search), f.Search, f.Search)
 		rowCols = append(rowCols, "names")
 	}
+	f.Status = status
 	return runSelection{where: where, whereArgs: args, having: having, havingArgs: hargs, rows: rows, rowArgs: rargs,
-		since: f.Since, until: f.Until, project: f.Project, rowCols: rowCols}, nil
+		since: f.Since, until: f.Until, project: f.Project, rowCols: rowCols, filter: &f}, nil
 }
 
 // args are the selection's parameters: the WHERE's, then the HAVING's.

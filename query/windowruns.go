@@ -158,24 +158,30 @@ func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet,
 	if lv.none() {
 		return nil, nil
 	}
-	if !lv.all {
-		sel = lv.narrow(sel)
-	}
-	if c := shard.cond(); c != "" {
-		sel = sel.narrowed(c, nil)
-	}
-	q, args := runSummarySQL(r.store, sel)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
+	live, ok, err := r.liveWindowRunsInGo(ctx, sel, lv, shard)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, err
 	}
-	found, err := scanAll(rows, (*runRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	live := make([]windowRun, len(found))
-	for i := range found {
-		live[i] = windowRun{RunSummary: found[i].summary()}
+	if !ok {
+		if !lv.all {
+			sel = lv.narrow(sel)
+		}
+		if c := shard.cond(); c != "" {
+			sel = sel.narrowed(c, nil)
+		}
+		q, args := runSummarySQL(r.store, sel)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		found, err := scanAll(rows, (*runRow).dest)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		live = make([]windowRun, len(found))
+		for i := range found {
+			live[i] = windowRun{RunSummary: found[i].summary()}
+		}
 	}
 	slices.SortFunc(live, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
 	if prepare != nil {
