@@ -101,14 +101,15 @@ func (r *core) loadRunSpans(ctx context.Context, project string, traces []string
 }
 
 // loadRunSpansSQL builds loadRunSpans' statement: the spans (FINAL) of the
-// given runs starting within window of [from, to).
+// given runs starting within window of [from, to), the runs' key a
+// PREWHERE (see reviewSpansSQL).
 func loadRunSpansSQL(t tables, project string, traces []string, from, to time.Time, window time.Duration) (string, []any) {
 	ids := clickhouse.GroupSet{Value: make([]any, len(traces))}
 	for i, id := range traces {
 		ids.Value[i] = id
 	}
-	q := "SELECT " + factColumns + "\nFROM " + final(t.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ?" +
-		" AND start >= ? AND start <= ?"
+	q := "SELECT " + factColumns + "\nFROM " + final(t.Table(schema.TableSpans)) + "\nPREWHERE project = ? AND trace_id IN ?" +
+		"\nWHERE start >= ? AND start <= ?"
 	return q, []any{project, ids, from.UTC().Truncate(time.Second).Add(-window), to.UTC().Truncate(time.Second).Add(window)}
 }
 

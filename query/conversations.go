@@ -66,6 +66,13 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if err != nil {
 		return ConversationPage{}, err
 	}
+	sel, err := selectRuns(r.store, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	if lv.rows, err = r.conversationLiveRows(ctx, sel, lv); err != nil {
+		return ConversationPage{}, err
+	}
 	ids, err := r.conversationPage(ctx, f, lv, after)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
@@ -275,10 +282,14 @@ func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCa
 	}
 	var parts []string
 	var args []any
-	if !lv.none() {
+	const liveCols = "SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM ("
+	switch {
+	case lv.rows != nil && lv.rows.sql != "":
+		parts = append(parts, liveCols+lv.rows.sql+")\nWHERE "+strings.Join(liveCond, " AND "))
+		args = append(args, lv.rows.args...)
+	case lv.rows == nil && !lv.none():
 		live := lv.narrow(sel)
-		parts = append(parts, "SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM ("+
-			runAggregation(t, live, "", liveCond...)+")")
+		parts = append(parts, liveCols+runAggregation(t, live, "", liveCond...)+")")
 		args = append(args, live.args()...)
 	}
 	settled, sargs := settledRunsSQL(t, sel.project, sel, "")
@@ -326,22 +337,31 @@ func conversationRunsSQL(t tables, f ConversationFilter, lv liveSet) (string, []
 	if err != nil {
 		return "", nil, err
 	}
-	var parts []string
-	var args []any
-	if !lv.none() {
-		live := sel
-		if !lv.all {
-			live = lv.narrow(sel)
-		}
-		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+runAggregation(t, live, "", "conv != ''")+")")
-		args = append(args, live.args()...)
-	}
+	parts, args := liveConversationRuns(t, sel, lv)
 	if !lv.all {
 		settled, sargs := settledCurrentSQL(t, sel.project, sel, lv, "")
 		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+settled+")\nWHERE conv != ''")
 		args = append(args, sargs...)
 	}
 	return strings.Join(parts, "\nUNION ALL\n"), args, nil
+}
+
+// liveConversationRuns is the part of a conversation read that reads the
+// runs in flight (lv) sel keeps that belong to a conversation, one row each
+// (conversationRunColumns) — the rows summarized in Go (lv.rows), or their
+// aggregation from their spans —, with its args; none when there are none.
+func liveConversationRuns(t tables, sel runSelection, lv liveSet) ([]string, []any) {
+	switch {
+	case lv.rows != nil && lv.rows.sql != "":
+		return []string{"SELECT " + conversationRunColumns + " FROM (" + lv.rows.sql + ")"}, slices.Clip(lv.rows.args)
+	case lv.rows == nil && !lv.none():
+		live := sel
+		if !lv.all {
+			live = lv.narrow(sel)
+		}
+		return []string{"SELECT " + conversationRunColumns + " FROM (" + runAggregation(t, live, "", "conv != ''") + ")"}, live.args()
+	}
+	return nil, nil
 }
 
 // conversationPageSQL builds the first of a page's two reads: the ids of
@@ -382,16 +402,7 @@ func conversationTotalsSQL(t tables, f ConversationFilter, lv liveSet, ids []str
 	for i, id := range ids {
 		set.Value[i] = id
 	}
-	var parts []string
-	var args []any
-	if !lv.none() {
-		live := sel
-		if !lv.all {
-			live = lv.narrow(sel)
-		}
-		parts = append(parts, "SELECT "+conversationRunColumns+" FROM ("+runAggregation(t, live, "", "conv != ''")+")")
-		args = append(args, live.args()...)
-	}
+	parts, args := liveConversationRuns(t, sel, lv)
 	if !lv.all {
 		settled, sargs := settledRunsSQL(t, sel.project, sel, "")
 		where, wargs := settledWindow(sel.project, sel)

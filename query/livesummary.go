@@ -284,3 +284,86 @@ func (r *core) liveWindowRunsInGo(ctx context.Context, sel runSelection, lv live
 	}
 	return out, true, nil
 }
+
+// maxLiveLiteralRuns is the most runs in flight a conversation read passes
+// to ClickHouse as rows written in the statement (liveRows): ~200 bytes a
+// run, well within the 256 KiB a statement may have.
+const maxLiveLiteralRuns = 500
+
+// liveRows are the runs in flight of a conversation read (those with a
+// conversation that its window keeps), summarized in Go, as a subquery of
+// rows written in the statement: the columns liveRowColumns names, which
+// the reads select from it as from their aggregation. sql is "" when no
+// run in flight belongs to a conversation.
+type liveRows struct {
+	sql  string
+	args []any
+}
+
+// liveRowColumns are liveRows' columns: the trace id and conversationRunColumns.
+var liveRowColumns = []struct{ name, cast string }{
+	{"trace_id", "toString"}, {"conv", "toString"}, {"s_ns", "toUInt64"}, {"e_ns", "toUInt64"}, {"n_err", "toUInt64"},
+	{"in_t", "toUInt64"}, {"cr_t", "toUInt64"}, {"cw_t", "toUInt64"}, {"out_t", "toUInt64"}, {"rs_t", "toUInt64"},
+	{"c_total", "toFloat64"}, {"c_in", "toFloat64"}, {"c_cr", "toFloat64"}, {"c_cw", "toFloat64"}, {"c_out", "toFloat64"},
+}
+
+// conversationLiveRows summarizes in Go the runs in flight lv names that
+// sel keeps and belong to a conversation, as liveRows; nil when they are
+// to be aggregated in ClickHouse (not named by id, too many spans, or more
+// than maxLiveLiteralRuns of them).
+func (r *core) conversationLiveRows(ctx context.Context, sel runSelection, lv liveSet) (*liveRows, error) {
+	if !liveInGo(sel, lv) {
+		return nil, nil
+	}
+	runs, ok, err := r.liveSummaries(ctx, sel.project, lv.ids)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var kept []*runRow
+	for i := range runs {
+		if runs[i].row.Conv != "" && sel.keepsLive(&runs[i]) {
+			kept = append(kept, &runs[i].row)
+		}
+	}
+	if len(kept) > maxLiveLiteralRuns {
+		return nil, nil
+	}
+	return liveRowsOf(kept), nil
+}
+
+// liveRowsOf is the subquery of rows, one per run: a column's values as
+// an array each, zipped into tuples and unrolled (arrayJoin).
+func liveRowsOf(rows []*runRow) *liveRows {
+	if len(rows) == 0 {
+		return &liveRows{}
+	}
+	ids, convs := make([]string, len(rows)), make([]string, len(rows))
+	counts := make([][]uint64, 8)
+	costs := make([][]float64, 5)
+	for i, rr := range rows {
+		ids[i], convs[i] = rr.TraceID, rr.Conv
+		for j, v := range []uint64{rr.StartNs, rr.EndNs, rr.Err, rr.In, rr.CR, rr.CW, rr.Out, rr.RS} {
+			counts[j] = append(counts[j], v)
+		}
+		for j, v := range []float64{rr.CTotal, rr.CIn, rr.CCR, rr.CCW, rr.COut} {
+			costs[j] = append(costs[j], v)
+		}
+	}
+	args := []any{ids, convs}
+	for _, c := range counts {
+		args = append(args, c)
+	}
+	for _, c := range costs {
+		args = append(args, c)
+	}
+	params, elems, vars := make([]string, len(liveRowColumns)), make([]string, len(liveRowColumns)), make([]string, len(liveRowColumns))
+	for i, c := range liveRowColumns {
+		params[i], vars[i] = "?", fmt.Sprintf("x%d", i+1)
+		elems[i] = fmt.Sprintf("%s(tupleElement(r, %d)) AS %s", c.cast, i+1, c.name)
+	}
+	v := strings.Join(vars, ", ")
+	return &liveRows{
+		sql:  "SELECT " + strings.Join(elems, ", ") + " FROM (SELECT arrayJoin(arrayMap((" + v + ") -> (" + v + "), " + strings.Join(params, ", ") + ")) AS r)",
+		args: args,
+	}
+}

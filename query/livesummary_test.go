@@ -194,6 +194,36 @@ func TestLiveRunsSummarizedInGo(t *testing.T) {
 		t.Errorf("golden runs by cost, summarized in Go: %v", err)
 	}
 
+	// The conversations: their page picked and added up over the runs in
+	// flight passed as rows to the statement, page by page.
+	for _, limit := range []int{3, 100} {
+		cf := query.ConversationFilter{Project: "default", Since: since, Until: until, Limit: limit}
+		var got, want []query.ConversationSummary
+		for _, c := range []struct {
+			r   *query.Reader
+			out *[]query.ConversationSummary
+		}{{inSQL, &want}, {inGo, &got}} {
+			f := cf
+			for {
+				page, err := c.r.Conversations(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*c.out = append(*c.out, page.Conversations...)
+				if page.NextCursor == "" {
+					break
+				}
+				f.Cursor = page.NextCursor
+			}
+		}
+		if len(want) < 2 {
+			t.Fatalf("%d conversations, want some to page through", len(want))
+		}
+		if err := sameJSON(got, want); err != nil {
+			t.Errorf("conversations, %d a page, summarized in Go: %v", limit, err)
+		}
+	}
+
 	// The window reports over the runs in flight.
 	for _, by := range []string{"task", "agent"} {
 		tf := query.TaskFilter{Project: "default", Since: since, Until: until, By: by}

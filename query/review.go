@@ -104,7 +104,10 @@ func (r *core) reviewSpans(ctx context.Context, project string, ids []string, lo
 
 // reviewSpansSQL builds reviewSpans' statement: the spans of the runs ids
 // whose spans start in [lo, hi] that a review reads, with only the
-// attributes and events it reads.
+// attributes and events it reads. The runs' key is a PREWHERE: with FINAL,
+// 18.16 does not move a WHERE there itself, and read the wide columns of
+// every row of the granules the key found (the review of ~100 runs in
+// flight on a 100M-density store: 260 ms, 24 ms so).
 func reviewSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
 	set := traceSet(ids)
 	keep := "(has(['" + strings.Join(reviewAttrs, "', '") + "'], k) OR (span_type = 'inference' AND k LIKE 'llm.tools.%'))"
@@ -121,7 +124,7 @@ func reviewSpansSQL(t tables, project string, ids []string, lo, hi time.Time) (s
 		"status_message, start_ns, duration_ns, attempt, input_tokens, output_tokens, cost_total, " +
 		"arrayFilter(k -> " + keep + ", attr_keys), arrayFilter((v, k) -> " + keep + ", attr_values, attr_keys), " +
 		"if(" + approvalEvent + ", event_names, emptyArrayString()), if(" + approvalEvent + ", event_time_ns, emptyArrayUInt64()), if(" + approvalEvent + ", event_attrs, emptyArrayString())\nFROM " +
-		final(t.Table(schema.TableSpans)) + "\nWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?" +
+		final(t.Table(schema.TableSpans)) + "\nPREWHERE project = ? AND trace_id IN ?\nWHERE start >= ? AND start <= ?" +
 		" AND (span_type IN ('tool', 'inference') OR parent_span_id = '' OR has(attr_keys, '" + safety.ApprovalDecisionAttribute + "')" +
 		" OR has(attr_keys, '" + safety.IncompleteAttribute + "') OR " + approvalEvent + " OR error_type IN ('" + strings.Join(limitErrors, "', '") + "')" +
 		" OR " + guardrail + ")" +

@@ -267,6 +267,19 @@ func TestBuiltSQL(t *testing.T) {
 			bound := uint64(1796083260500000000)
 			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204, &bound)
 		}},
+		{"conversations_candidates_live_rows", func() (string, []any, error) {
+			lv := liveSet{ids: []string{"t1", "t2"}, rows: liveRowsOf([]*runRow{
+				{TraceID: "t1", Conv: "c1", StartNs: 10, EndNs: 20, Err: 1, In: 100, Out: 7, CTotal: 0.25, CIn: 0.2, COut: 0.05},
+				{TraceID: "t2", Conv: "c2", StartNs: 30, EndNs: 40, CR: 64, CW: 32, RS: 5, CTotal: 1e-7, CCR: 1e-7}})}
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, lv, 204, nil)
+		}},
+		{"conversations_totals_live_rows", func() (string, []any, error) {
+			lv := liveSet{ids: []string{"t1"}, rows: liveRowsOf([]*runRow{{TraceID: "t1", Conv: "c1", StartNs: 10, EndNs: 20, CTotal: 0.25}})}
+			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since}, lv, []string{"c1", "c2"})
+		}},
+		{"conversations_totals_no_live_rows", func() (string, []any, error) {
+			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}, rows: liveRowsOf(nil)}, []string{"c1", "c2"})
+		}},
 		{"conversations_bound", func() (string, []any, error) {
 			return conversationBoundSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, 204)
 		}},

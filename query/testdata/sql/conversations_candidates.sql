@@ -65,7 +65,7 @@ SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_vers
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ?
+PREWHERE project = ? AND trace_id IN ?
 GROUP BY trace_id
 HAVING s_ns >= ? AND conv != '')
 UNION ALL

@@ -68,7 +68,7 @@ SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ?
+PREWHERE project = ? AND trace_id IN ?
 GROUP BY trace_id
 HAVING s_ns >= ? AND conv != '')
 UNION ALL

@@ -66,7 +66,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ?
+PREWHERE project = ? AND trace_id IN ?
 GROUP BY trace_id)
 -- parameters:
 -- string p

@@ -67,7 +67,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	countIf(usage_unreconciled = 1) AS n_unrec,
 	toUInt64(round(if(c_total > 0, c_total, 0) * 1e9)) AS sort_key
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? GROUP BY trace_id HAVING min(start_ns) >= ?)
+PREWHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? GROUP BY trace_id HAVING min(start_ns) >= ?)
 GROUP BY trace_id
 HAVING s_ns >= ? AND (sort_key > ? OR (sort_key = ? AND trace_id > ?))
 ORDER BY sort_key ASC, trace_id ASC

@@ -67,7 +67,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	countIf(usage_unreconciled = 1) AS n_unrec,
 	toUInt64(if(e_ns > s_ns, e_ns - s_ns, 0)) AS sort_key
 FROM `tally`.`spans` FINAL
-WHERE project = ?
+PREWHERE project = ?
 GROUP BY trace_id
 ORDER BY sort_key DESC, trace_id DESC
 LIMIT 51)

@@ -67,7 +67,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	countIf(usage_unreconciled = 1) AS n_unrec,
 	toUInt64(s_ns) AS sort_key
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ?
+PREWHERE project = ? AND trace_id IN ?
 GROUP BY trace_id
 HAVING s_ns >= ? AND has(agents, ?) AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
 ORDER BY sort_key DESC, trace_id DESC

@@ -64,7 +64,7 @@ SELECT trace_id FROM (SELECT
 	countIf(cost_source = 'unpriced' AND usage_mode != 'aggregated') AS n_unpriced,
 	countIf(usage_unreconciled = 1) AS n_unrec
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? GROUP BY trace_id HAVING min(start_ns) >= ?)
+PREWHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? GROUP BY trace_id HAVING min(start_ns) >= ?)
 GROUP BY trace_id
 HAVING s_ns >= ? AND countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0)
 -- parameters:

@@ -67,7 +67,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	countIf(usage_unreconciled = 1) AS n_unrec,
 	toUInt64(s_ns) AS sort_key
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? AND start <= ? GROUP BY trace_id HAVING min(start_ns) >= ? AND min(start_ns) <= ?)
+PREWHERE project = ? AND trace_id IN (SELECT trace_id FROM `tally`.`span_facts` WHERE project = ? AND start >= ? AND start <= ? GROUP BY trace_id HAVING min(start_ns) >= ? AND min(start_ns) <= ?)
 GROUP BY trace_id
 HAVING s_ns >= ? AND s_ns <= ? AND has(agents, ?) AND has(models, ?) AND svc = ? AND conv = ? AND if(task != '', task, if(root_name != '', root_name, first_name)) = ? AND countIf(if(span_type = 'tool' AND tool_name = '', ?, tool_name) = ?) > 0 AND run_err = 1 AND n_err > 0 AND (run_err = 1 OR n_err = 0) AND c_total >= ? AND (startsWith(trace_id, ?) OR conv = ? OR positionCaseInsensitive(arrayStringConcat(groupUniqArray(name), '\n'), ?) > 0)
 ORDER BY sort_key DESC, trace_id DESC

@@ -4,7 +4,8 @@ SELECT project, trace_id, span_id, parent_span_id, start_ns, end_ns, name, statu
 	usage_mode, cost_total, cost_input, cost_cache_read, cost_cache_write, cost_output, cost_source,
 	cost_confidence, usage_record, version
 FROM `tally`.`spans` FINAL
-WHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ?
+PREWHERE project = ? AND trace_id IN ?
+WHERE start >= ? AND start <= ?
 -- parameters:
 -- string p
 -- clickhouse.GroupSet {[t1 t2]}

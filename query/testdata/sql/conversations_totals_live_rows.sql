@@ -1,0 +1,47 @@
+SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
+	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
+	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
+FROM (
+SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT toString(tupleElement(r, 1)) AS trace_id, toString(tupleElement(r, 2)) AS conv, toUInt64(tupleElement(r, 3)) AS s_ns, toUInt64(tupleElement(r, 4)) AS e_ns, toUInt64(tupleElement(r, 5)) AS n_err, toUInt64(tupleElement(r, 6)) AS in_t, toUInt64(tupleElement(r, 7)) AS cr_t, toUInt64(tupleElement(r, 8)) AS cw_t, toUInt64(tupleElement(r, 9)) AS out_t, toUInt64(tupleElement(r, 10)) AS rs_t, toFloat64(tupleElement(r, 11)) AS c_total, toFloat64(tupleElement(r, 12)) AS c_in, toFloat64(tupleElement(r, 13)) AS c_cr, toFloat64(tupleElement(r, 14)) AS c_cw, toFloat64(tupleElement(r, 15)) AS c_out FROM (SELECT arrayJoin(arrayMap((x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15) -> (x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)) AS r))
+UNION ALL
+SELECT tupleElement(cur, 1) AS conv, tupleElement(cur, 2) AS s_ns, tupleElement(cur, 3) AS e_ns, tupleElement(cur, 4) AS n_err, tupleElement(cur, 5) AS in_t, tupleElement(cur, 6) AS cr_t, tupleElement(cur, 7) AS cw_t, tupleElement(cur, 8) AS out_t, tupleElement(cur, 9) AS rs_t, tupleElement(cur, 10) AS c_total, tupleElement(cur, 11) AS c_in, tupleElement(cur, 12) AS c_cr, tupleElement(cur, 13) AS c_cw, tupleElement(cur, 14) AS c_out FROM (
+SELECT argMax((conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out, deleted), row_version) AS cur FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
+	conversation_id AS conv, user_id AS usr, start_ns AS s_ns, end_ns AS e_ns, spans AS n_spans, llm_calls AS n_llm,
+	tool_calls AS n_tool, errors AS n_err, failed AS run_err, toUInt64(0) AS n_usage, from_aggregate AS from_agg,
+	input_tokens AS in_t, cache_read_tokens AS cr_t, cache_write_tokens AS cw_t, output_tokens AS out_t,
+	reasoning_tokens AS rs_t, cost_total AS c_total, cost_input AS c_in, cost_cache_read AS c_cr,
+	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
+	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
+	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, start AS row_start, version AS row_version FROM `tally`.`runs` WHERE project = ? AND start >= ?)
+WHERE trace_id IN (SELECT trace_id FROM `tally`.`runs` WHERE project = ? AND start >= ? AND conversation_id IN ?) AND trace_id NOT IN ?
+GROUP BY row_start, trace_id
+)
+WHERE tupleElement(cur, 15) = 0 AND s_ns >= ?
+)
+WHERE conv IN ?
+GROUP BY conv
+-- parameters:
+-- []string [t1]
+-- []string [c1]
+-- []uint64 [10]
+-- []uint64 [20]
+-- []uint64 [0]
+-- []uint64 [0]
+-- []uint64 [0]
+-- []uint64 [0]
+-- []uint64 [0]
+-- []uint64 [0]
+-- []float64 [0.25]
+-- []float64 [0]
+-- []float64 [0]
+-- []float64 [0]
+-- []float64 [0]
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- string p
+-- time.Time 2026-12-01 00:00:00 +0000 UTC
+-- clickhouse.GroupSet {[c1 c2]}
+-- clickhouse.GroupSet {[t1]}
+-- uint64 1796083200000000000
+-- clickhouse.GroupSet {[c1 c2]}
