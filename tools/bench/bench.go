@@ -77,6 +77,9 @@ type Config struct {
 	PaintSamples  int   `json:"paint_samples"`
 	RollupSamples int   `json:"rollup_samples"`
 	Seed          int64 `json:"seed"`
+	// InFlightWarmup is how long agents send before the pages are read
+	// with runs in flight (inFlightFigures).
+	InFlightWarmup time.Duration `json:"in_flight_warmup"`
 	// TallyEnv is added to tally serve's environment (e.g. GOMEMLIMIT=200MiB).
 	TallyEnv []string `json:"tally_env,omitempty"`
 	// IngestOnly measures figures 1, 2, 5 and the ingested storage only
@@ -118,6 +121,7 @@ func DefaultConfig() Config {
 		TreeSamples:          40,
 		PaintSamples:         3,
 		RollupSamples:        20,
+		InFlightWarmup:       15 * time.Second,
 		Seed:                 1,
 		Embedded:             true,
 		LoadContent:          true, // search's full-text figures read it

@@ -394,10 +394,16 @@ func readFigures(ctx context.Context, cfg Config, tg *target, res *Results, st l
 			return err
 		}
 	}
-	if tg.kind != storeServer {
-		return nil // first render in Chromium: the store's part is the run tree above
+	if tg.kind == storeServer {
+		// First render in Chromium (the embedded store's part is the run
+		// tree above).
+		if err := bigRunFigures(ctx, cfg, res, t.URL, client, bySize); err != nil {
+			return err
+		}
 	}
-	return bigRunFigures(ctx, cfg, res, t.URL, client, bySize)
+	// Last: the runs sent stay in flight (the settler is off) and would
+	// weigh on every read after.
+	return inFlightFigures(ctx, cfg, res, tg, client, t.URL, st.Spans)
 }
 
 // settleFigures settles every loaded run into the run table the way

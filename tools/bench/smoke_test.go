@@ -62,6 +62,7 @@ func TestSmoke(t *testing.T) {
 	cfg.LargeContentRequests = 4
 	cfg.DecodeDuration = 200 * time.Millisecond
 	cfg.TreeSamples, cfg.RollupSamples, cfg.PaintSamples = 4, 2, 1
+	cfg.InFlightWarmup = 2 * time.Second
 	cfg.ProfileDir = filepath.Join(work, "profiles")
 	if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,12 +79,14 @@ func TestSmoke(t *testing.T) {
 		"loader.spans_per_s", "storage.bytes_per_span", "storage.bytes_per_span_loaded",
 		"tree.500.p50", "tree.500.p99", "tree.5000.p50", "tree.5000.p99", "tree.5000.first_part", "ui.first_paint.5000", "tree.5000.readers_rss",
 		"rollup.cost_by_agent.p99", "rollup.cost_by_model.p99", "rollup.tool_p95.p99",
+		"inflight.runs.1h.p99", "inflight.runs.cost.7d.p99", "inflight.tasks.7d.p99", "inflight.signals.24h.p99", "inflight.conversations.7d.p99",
 		// The same store-dependent figures on the embedded store.
 		"embedded.ingest.efficiency", "embedded.ingest.spans_per_s", "embedded.ingest.ack_latency_p99",
 		"embedded.memory.sustained_peak_rss", "embedded.memory.overload_peak_rss",
 		"embedded.loader.spans_per_s", "embedded.storage.bytes_per_span", "embedded.storage.bytes_per_span_loaded",
 		"embedded.tree.500.p99", "embedded.tree.5000.p99", "embedded.tree.5000.readers_rss",
 		"embedded.rollup.cost_by_agent.p99", "embedded.rollup.cost_by_model.p99", "embedded.rollup.tool_p95.p99",
+		"embedded.inflight.runs.1h.p99", "embedded.inflight.tasks.7d.p99",
 	}
 	for _, id := range want {
 		f := res.Figure(id)
