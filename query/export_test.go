@@ -137,3 +137,29 @@ func LiveInGo(ctx context.Context, r *Reader, project string, since time.Time) (
 	_, ok, err := r.core.liveSummaries(ctx, project, lv.ids)
 	return ok, err
 }
+
+// WithLiveLiteralRuns makes a reader pass at most n runs in flight to a
+// conversation read as rows in its statement (maxLiveLiteralRuns is 500).
+func WithLiveLiteralRuns(n int) ReaderOption { return func(r *core) { r.liveLiteralRuns = n } }
+
+// ConversationLiveRows reports whether r passes project's runs in flight
+// of a conversation read from since as rows in its statements, and how
+// many.
+func ConversationLiveRows(ctx context.Context, r *Reader, project string, since time.Time) (bool, int, error) {
+	lv, err := r.core.liveRuns(ctx, project, since)
+	if err != nil {
+		return false, 0, err
+	}
+	sel, err := selectRuns(r.store, RunFilter{Project: project, Since: since})
+	if err != nil {
+		return false, 0, err
+	}
+	rows, err := r.core.conversationLiveRows(ctx, sel, lv)
+	if err != nil || rows == nil {
+		return false, 0, err
+	}
+	if len(rows.args) == 0 {
+		return true, 0, nil
+	}
+	return true, len(rows.args[0].([]string)), nil
+}

@@ -325,7 +325,7 @@ func (r *core) conversationLiveRows(ctx context.Context, sel runSelection, lv li
 			kept = append(kept, &runs[i].row)
 		}
 	}
-	if len(kept) > maxLiveLiteralRuns {
+	if len(kept) > cmp.Or(r.liveLiteralRuns, maxLiveLiteralRuns) {
 		return nil, nil
 	}
 	return liveRowsOf(kept), nil

@@ -194,6 +194,31 @@ func TestLiveRunsSummarizedInGo(t *testing.T) {
 		t.Errorf("golden runs by cost, summarized in Go: %v", err)
 	}
 
+	// The runs passed to a conversation read as rows, at their bound's
+	// edge: as many as the runs in flight with a conversation, and one
+	// fewer (then the aggregation).
+	withConv := 0
+	for _, run := range all {
+		if run.ConversationID != "" {
+			withConv++
+		}
+	}
+	if withConv < 2 {
+		t.Fatalf("%d runs with a conversation, want some to bound", withConv)
+	}
+	for _, c := range []struct {
+		bound int
+		want  bool
+	}{{withConv, true}, {withConv - 1, false}} {
+		ok, n, err := query.ConversationLiveRows(ctx, query.NewReader(in.Store, query.WithLiveLiteralRuns(c.bound)), "default", since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != c.want || ok && n != withConv {
+			t.Errorf("%d runs in flight with a conversation under a bound of %d: as rows %v (%d), want %v", withConv, c.bound, ok, n, c.want)
+		}
+	}
+
 	// The conversations: their page picked and added up over the runs in
 	// flight passed as rows to the statement, page by page.
 	for _, limit := range []int{3, 100} {

@@ -59,6 +59,9 @@ type core struct {
 	// liveSummarySpans overrides maxLiveSummarySpans (tests:
 	// WithLiveSummarySpans in export_test.go); 0 keeps it.
 	liveSummarySpans int
+	// liveLiteralRuns overrides maxLiveLiteralRuns (tests:
+	// WithLiveLiteralRuns in export_test.go); 0 keeps it.
+	liveLiteralRuns int
 }
 
 // The subject readers: each reads one subject's tables and answers its
