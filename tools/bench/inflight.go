@@ -44,22 +44,8 @@ func inFlightFigures(ctx context.Context, cfg Config, res *Results, tg *target, 
 		{"inflight.conversations.7d.p99", "conversations over 7 days, with runs in flight, p99", "/api/v1/conversations?since=7d", "7d"},
 	}
 	for _, p := range pages {
-		samples := max(3, cfg.RollupSamples/5)
-		inputs := map[string]any{"spans_stored": spansStored, "window": p.window, "endpoint": "GET " + p.path, "requests": samples,
-			"clients": 1, "load_requests_per_s": inFlightRate, "load_request_spans": inFlightSpans, "load_warmup_s": cfg.InFlightWarmup.Seconds()}
-		d, size, err := latencies(ctx, client, url+p.path, samples)
-		if he, ok := err.(*httpError); ok && he.missing() {
-			res.unavailable(tg.id(p.id), tg.name(p.name), "ms", "p99 ≤ 300", "not available in this build", inputs)
-			continue
-		}
-		if err != nil {
-			failedRead(cfg, res, tg.id(p.id), tg.name(p.name), "p99 ≤ 300", err, inputs)
-			continue
-		}
-		p50, p99 := ms(percentile(d, 50)), ms(percentile(d, 99))
-		cfg.logf("%s: p50 %.1f ms, p99 %.1f ms", p.name, p50, p99)
-		res.add(Figure{ID: tg.id(p.id), Name: tg.name(p.name), Value: p99, Unit: "ms", Goal: "p99 ≤ 300", Met: atMost(p99, 300),
-			Available: true, Inputs: inputs, Detail: map[string]any{"p50_ms": p50, "max_ms": ms(d[len(d)-1]), "response_bytes": size}})
+		pageFigure(ctx, cfg, tg, res, client, url, p.id, p.name, p.path, map[string]any{"spans_stored": spansStored, "window": p.window,
+			"load_requests_per_s": inFlightRate, "load_request_spans": inFlightSpans, "load_warmup_s": cfg.InFlightWarmup.Seconds()})
 	}
 	stop()
 	<-sent // stopped: what it sent is the load, whatever it says
