@@ -29,8 +29,11 @@ import (
 // aggregation answers.
 
 // maxLiveSummarySpans is the most span rows (unmerged duplicates included)
-// the runs in flight may have for a read to summarize them in Go: 100,000
-// outline spans take ~30 MB while they are summarized.
+// the runs in flight may have for a read to summarize them in Go. The
+// spans are folded run by run as they come, so a read holds one run's
+// spans at a time (~1 KB a span); the bound keeps a read's time near the
+// aggregation's at worst (100,000 outline spans: ~0.3 s to read and
+// summarize; the aggregation of 2,000 runs: seconds on 18.16).
 const maxLiveSummarySpans = 100_000
 
 // liveRun is a run in flight summarized from its spans: its figures as
@@ -84,18 +87,23 @@ func (r *core) liveSummaries(ctx context.Context, project string, ids []string) 
 	if err != nil {
 		return nil, false, fmt.Errorf("load runs in flight: %w", err)
 	}
-	spans, err := liveOutline.Scan(rows, int(n))
-	rows.Close()
+	defer rows.Close()
+	// The rows come in run order: each run is summarized as its last span
+	// is read, and its spans' slice reused for the next.
+	var run []schema.Span
+	err = liveOutline.ScanEach(rows, func(s *schema.Span) error {
+		if len(run) > 0 && run[0].TraceID != s.TraceID {
+			runs = append(runs, summarizeLive(run))
+			run = run[:0]
+		}
+		run = append(run, *s)
+		return nil
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("load runs in flight: %w", err)
 	}
-	for i := 0; i < len(spans); {
-		j := i + 1
-		for j < len(spans) && spans[j].TraceID == spans[i].TraceID {
-			j++
-		}
-		runs = append(runs, summarizeLive(spans[i:j]))
-		i = j
+	if len(run) > 0 {
+		runs = append(runs, summarizeLive(run))
 	}
 	return runs, true, nil
 }

@@ -228,6 +228,22 @@ func ScanSpans(rows driver.Rows) ([]Span, error) { return SpanColumnsAll().Scan(
 // array.
 func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 	out := make([]Span, 0, capacity)
+	err := p.ScanEach(rows, func(sp *Span) error {
+		out = append(out, *sp)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ScanEach reads every row of rows, which must select p.List(), handing
+// each span to each as it is read: a reader that folds the spans as they
+// come (a summary run by run) holds none but those it keeps. The Span
+// each is given is reused for the next row: each copies what it keeps
+// (its strings and slices stay valid).
+func (p SpanProjection) ScanEach(rows driver.Rows, each func(*Span) error) error {
 	var sp Span
 	v := reflect.ValueOf(&sp).Elem()
 	dest := make([]any, len(p.reads), len(p.reads)+1)
@@ -258,7 +274,7 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 	)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("scan span: %w", err)
+			return fmt.Errorf("scan span: %w", err)
 		}
 		for i, r := range p.reads {
 			var err error
@@ -278,25 +294,27 @@ func (p SpanProjection) Scan(rows driver.Rows, capacity int) ([]Span, error) {
 				*nums[i], err = splitNumbers(encoded[i])
 			}
 			if err != nil {
-				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
+				return fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
 			}
 		}
 		rest := text
 		for i, r := range p.packed {
 			var err error
 			if *packed[i], rest, err = nextEncoded(rest); err != nil {
-				return nil, fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
+				return fmt.Errorf("scan span: column %s: %w", spanColumns[r.column].name, err)
 			}
 		}
 		if rest != "" {
-			return nil, fmt.Errorf("scan span: %d bytes after the last string: %w", len(rest), errEncoding)
+			return fmt.Errorf("scan span: %d bytes after the last string: %w", len(rest), errEncoding)
 		}
-		out = append(out, sp)
+		if err := each(&sp); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read spans: %w", err)
+		return fmt.Errorf("read spans: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 var errEncoding = errors.New("malformed array encoding")
