@@ -19,7 +19,7 @@ import (
 // span is read — the counting rule's arrays (runCountedSQL), expanded alias
 // by alias, are that long to analyze — and ~3 ms a run more: every page
 // that lists runs took about a second while agents were sending. So when
-// the runs in flight are named by id and few spans, a read loads their
+// the runs in flight are named by id and few spans, a read streams their
 // spans (the outline: no attributes, events or content) and summarizes
 // each with the rule of a run's detail (summarizeRow: one rule, the one a
 // settled row is computed with), and applies the list's filters, order and
@@ -31,9 +31,10 @@ import (
 // maxLiveSummarySpans is the most span rows (unmerged duplicates included)
 // the runs in flight may have for a read to summarize them in Go. The
 // spans are folded run by run as they come, so a read holds one run's
-// spans at a time (~1 KB a span); the bound keeps a read's time near the
-// aggregation's at worst (100,000 outline spans: ~0.3 s to read and
-// summarize; the aggregation of 2,000 runs: seconds on 18.16).
+// spans at a time (~1 KB a span); the bound keeps every page from reading
+// a catch-up's worth of spans into Go (after a restart under load), where
+// the aggregation answers in ClickHouse. Agents' ordinary traffic is far
+// below it: ~100 runs of ~30 spans in flight at 50 spans a second.
 const maxLiveSummarySpans = 100_000
 
 // liveRun is a run in flight summarized from its spans: its figures as
