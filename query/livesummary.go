@@ -122,18 +122,26 @@ func liveSummarySpansSQL(t tables, project string, ids []string, first, last tim
 	return q, []any{project, traceSet(ids), first.UTC(), last.UTC()}
 }
 
-// summarizeLive is a run's liveRun from its spans.
+// summarizeLive is a run's liveRun from its spans (in start order).
 func summarizeLive(spans []schema.Span) liveRun {
 	row, _ := summarizeRow(spans)
 	_, retries, repeats := runToolClasses(spans)
-	l := liveRun{row: row, retries: retries, repeats: repeats, names: map[string]bool{}, tools: map[string]bool{}}
-	for i := range spans {
-		l.names[spans[i].Name] = true
-		if spans[i].SpanType == schema.TypeTool {
-			l.tools[cmp.Or(spans[i].ToolName, UnknownName)] = true
-		}
+	tools, names := runSpanSets(spans)
+	return liveRun{row: row, retries: retries, repeats: repeats, names: names, tools: tools}
+}
+
+// liveKept is the runs in flight lv names that sel keeps, summarized in
+// Go (liveSummaries), in no order; ok is false when they are to be
+// aggregated in ClickHouse instead (liveInGo, or too many spans).
+func (r *core) liveKept(ctx context.Context, sel runSelection, lv liveSet) ([]liveRun, bool, error) {
+	if !liveInGo(sel, lv) {
+		return nil, false, nil
 	}
-	return l
+	runs, ok, err := r.liveSummaries(ctx, sel.project, lv.ids)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return slices.DeleteFunc(runs, func(l liveRun) bool { return !sel.keepsLive(&l) }), true, nil
 }
 
 // keepsLive reports whether the live run l meets sel's filter: the
@@ -243,53 +251,39 @@ func (o runListOrder) keyOf(l *liveRun) uint64 {
 	return rr.StartNs
 }
 
-// liveListInGo is liveList's page from the runs in flight summarized in Go
-// (liveSummaries): those sel keeps, after the cursor, the first limit in
-// order, with their keys; ok is false when they are too many spans to
-// load.
-func (r *core) liveListInGo(ctx context.Context, sel runSelection, lv liveSet, order runListOrder, after *cursor, limit int) ([]keyedRun, bool, error) {
-	runs, ok, err := r.liveSummaries(ctx, sel.project, lv.ids)
+// liveListInGo is liveList's runs from the runs in flight summarized in
+// Go: those sel keeps after the cursor, with their keys under order, in no
+// order (the page's merge, pageOf, orders and cuts them with the settled
+// ones); ok is false when they are to be aggregated instead (liveKept).
+func (r *core) liveListInGo(ctx context.Context, sel runSelection, lv liveSet, order runListOrder, after *cursor) ([]keyedRun, bool, error) {
+	runs, ok, err := r.liveKept(ctx, sel, lv)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	var out []keyedRun
+	out := make([]keyedRun, 0, len(runs))
 	for i := range runs {
 		l := &runs[i]
-		if !sel.keepsLive(l) {
-			continue
+		if key := order.keyOf(l); after == nil || order.after(key, l.row.TraceID, *after) {
+			out = append(out, keyedRun{l.summary(), key})
 		}
-		key := order.keyOf(l)
-		if after != nil && !order.after(key, l.row.TraceID, *after) {
-			continue
-		}
-		out = append(out, keyedRun{l.summary(), key})
 	}
-	slices.SortFunc(out, func(a, b keyedRun) int {
-		c := cmp.Or(cmp.Compare(a.key, b.key), strings.Compare(a.run.TraceID, b.run.TraceID))
-		if order.desc {
-			return -c
-		}
-		return c
-	})
-	return out[:min(len(out), limit)], true, nil
+	return out, true, nil
 }
 
 // liveWindowRunsInGo is liveWindowRuns' runs from the runs in flight
 // summarized in Go: those sel keeps (of shard's part), in no order; ok is
-// false when they are not named by id or too many spans to load.
+// false when they are to be aggregated instead (liveKept, or a part).
 func (r *core) liveWindowRunsInGo(ctx context.Context, sel runSelection, lv liveSet, shard Shard) ([]windowRun, bool, error) {
-	if !liveInGo(sel, lv) || shard.cond() != "" {
+	if shard.cond() != "" {
 		return nil, false, nil
 	}
-	runs, ok, err := r.liveSummaries(ctx, sel.project, lv.ids)
+	runs, ok, err := r.liveKept(ctx, sel, lv)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	var out []windowRun
+	out := make([]windowRun, len(runs))
 	for i := range runs {
-		if sel.keepsLive(&runs[i]) {
-			out = append(out, windowRun{RunSummary: runs[i].summary()})
-		}
+		out[i] = windowRun{RunSummary: runs[i].summary()}
 	}
 	return out, true, nil
 }
@@ -321,16 +315,13 @@ var liveRowColumns = []struct{ name, cast string }{
 // to be aggregated in ClickHouse (not named by id, too many spans, or more
 // than maxLiveLiteralRuns of them).
 func (r *core) conversationLiveRows(ctx context.Context, sel runSelection, lv liveSet) (*liveRows, error) {
-	if !liveInGo(sel, lv) {
-		return nil, nil
-	}
-	runs, ok, err := r.liveSummaries(ctx, sel.project, lv.ids)
+	runs, ok, err := r.liveKept(ctx, sel, lv)
 	if err != nil || !ok {
 		return nil, err
 	}
 	var kept []*runRow
 	for i := range runs {
-		if runs[i].row.Conv != "" && sel.keepsLive(&runs[i]) {
+		if runs[i].row.Conv != "" {
 			kept = append(kept, &runs[i].row)
 		}
 	}

@@ -285,14 +285,12 @@ func (r *core) runList(ctx context.Context, f RunFilter, withRetries bool) (RunP
 		if lv.none() {
 			return pageOf(found, f.Limit, order), nil
 		}
-		if liveInGo(sel, lv) {
-			live, ok, err := r.liveListInGo(ctx, sel, lv, order, after, f.Limit+1)
-			if err != nil {
-				return RunPage{}, err
-			}
-			if ok {
-				return pageOf(append(found, live...), f.Limit, order), nil
-			}
+		live, ok, err := r.liveListInGo(ctx, sel, lv, order, after)
+		if err != nil {
+			return RunPage{}, err
+		}
+		if ok {
+			return pageOf(append(found, live...), f.Limit, order), nil
 		}
 		sel = lv.narrow(sel)
 	}

@@ -304,19 +304,13 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 	if b, err := json.Marshal(config); err == nil {
 		row.Config = string(b)
 	}
-	providers, tools, names := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	providers := map[string]bool{}
 	for i := range spans {
-		s := &spans[i]
-		if s.Provider != "" && s.SpanType == schema.TypeInference {
+		if s := &spans[i]; s.Provider != "" && s.SpanType == schema.TypeInference {
 			providers[s.Provider] = true
 		}
-		if s.SpanType == schema.TypeTool {
-			tools[cmp.Or(s.ToolName, UnknownName)] = true
-		}
-		if len(names) < schema.MaxRunNames {
-			names[s.Name] = true
-		}
 	}
+	tools, names := runSpanSets(spans)
 	// The root is the earliest root span (summarize's rule).
 	if root := earliestRoot(spans); root != nil {
 		row.RootName = root.Name
@@ -354,6 +348,26 @@ func runRowOf(project string, sum RunSummary, spans []schema.Span, review safety
 		}
 	}
 	return row
+}
+
+// runSpanSets are what a run's row keeps of its spans for the list's
+// filters by tool and search: the tools its tool spans called (UnknownName
+// for one without a name) and its distinct span names, the first
+// schema.MaxRunNames of them in span order. A run in flight is filtered
+// by the same sets (summarizeLive), so that settling never changes which
+// filters keep it.
+func runSpanSets(spans []schema.Span) (tools, names map[string]bool) {
+	tools, names = map[string]bool{}, map[string]bool{}
+	for i := range spans {
+		s := &spans[i]
+		if s.SpanType == schema.TypeTool {
+			tools[cmp.Or(s.ToolName, UnknownName)] = true
+		}
+		if len(names) < schema.MaxRunNames {
+			names[s.Name] = true
+		}
+	}
+	return tools, names
 }
 
 // verdictOf is one element of schema.RunRow.Verdicts.
