@@ -199,10 +199,16 @@ const adaptiveWriteBufferSetting = "min_columns_to_activate_adaptive_write_buffe
 // column.
 const verticalMergeSetting = "vertical_merge_algorithm_min_rows_to_activate"
 
+// postingListCodecSetting is the MergeTree setting of
+// Capabilities.PostingListCodec: the codec of the posting lists of the
+// table's text indexes, for the parts written from then on (a part's index
+// records its codec, so parts of either kind are read).
+const postingListCodecSetting = "text_index_posting_list_codec"
+
 // tableSettings are the MergeTree settings every table of tally gets on
-// this server, as "name = value": adaptive write buffers and
-// column-by-column merges for all, where the server has them
-// (Capabilities).
+// this server, as "name = value": adaptive write buffers, column-by-column
+// merges and compressed posting lists (only content has a text index) for
+// all, where the server has them (Capabilities).
 func (s *Store) tableSettings() []string {
 	var out []string
 	if s.caps.AdaptiveWriteBuffers {
@@ -210,6 +216,9 @@ func (s *Store) tableSettings() []string {
 	}
 	if s.caps.VerticalMerges {
 		out = append(out, verticalMergeSetting+" = 1")
+	}
+	if s.caps.PostingListCodec {
+		out = append(out, postingListCodecSetting+" = 'bitpacking'")
 	}
 	return out
 }

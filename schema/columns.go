@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -45,12 +46,36 @@ func (c column[R]) typeFor(caps Capabilities) string {
 // default LZ4 took it from 101 to 55 bytes a span (make bench, 10M spans
 // after OPTIMIZE … FINAL). Its reads are narrow and an hour or a few long
 // (a report's open hour, the rollup, a tool's p95), so ZSTD's slower
-// decompression costs them nothing measurable. The other tables keep LZ4:
-// with ZSTD on spans and content too, the reads of span rows and content
-// were 17–65% slower at 10M spans on the embedded store (attribute
-// equality over 24 hours 267 → 441 ms, a frequent phrase over 7 days
-// 1,190 → 1,558 ms), for 95 more bytes a span saved.
+// decompression costs them nothing measurable. spans and content take
+// ZSTD on their short columns only (rowsCodec, compact).
 const factsCodec = "ZSTD(3)"
+
+// rowsCodec compresses the short columns of spans that reads over a
+// window do not decode row by row (see compact) on servers with column
+// codecs: ZSTD's entropy coding stores random ids (parent span, tool call,
+// arguments' hash) at about half of LZ4's size, which finds repeats only,
+// and the costs, counters and LowCardinality keys at a half to a third.
+// Level 1: ZSTD decompresses at one speed whatever the level, and level 1
+// costs the writes the least.
+const rowsCodec = "ZSTD(1)"
+
+// compact gives every column of cols but the ones named in keep the codec
+// rowsCodec (after its transform, if any). keep are the columns a read over
+// a window decompresses for every row, where ZSTD's slower decompression
+// is paid at every search and page: the sort key and version (every FINAL
+// merges by them), the times a window and its conditions read, and the long
+// columns (names, attributes) that searches scan. Measured on the bench's
+// 10M-span embedded store with ZSTD on those too: a frequent phrase over 7
+// days 920 → 1,284 ms (p50), an intrinsic condition over 24 hours 75 → 98
+// ms, for the span ids' 7 bytes a span more.
+func compact[R any](cols []column[R], keep ...string) []column[R] {
+	for i := range cols {
+		if !slices.Contains(keep, cols[i].name) {
+			cols[i].codec = rowsCodec
+		}
+	}
+	return cols
+}
 
 // definition is the column's type on caps and, where the server has column
 // codecs and the column has one, its CODEC clause: what CREATE TABLE, ADD
@@ -207,8 +232,10 @@ func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
 	return nil
 }
 
-// spanColumns is the spans table, in order.
-var spanColumns = []column[Span]{
+// spanColumns is the spans table, in order: the short columns compressed
+// by rowsCodec; the key, the version, the times and the long columns (the
+// name, the attributes' and the resource's keys and values) keep LZ4.
+var spanColumns = compact([]column[Span]{
 	strCol("project", func(s *Span) string { return s.Project }),
 	strCol("trace_id", func(s *Span) string { return s.TraceID }),
 	strCol("span_id", func(s *Span) string { return s.SpanID }),
@@ -272,9 +299,12 @@ var spanColumns = []column[Span]{
 	strCol("links_json", func(s *Span) string { return s.LinksJSON }),
 	timeline(timeCol("ingested_at", func(s *Span) time.Time { return s.IngestedAt })),
 	u64Col("version", func(s *Span) uint64 { return s.Version }),
-}
+}, "project", "trace_id", "span_id", "version", "start", "start_ns", "end_ns", "duration_ns",
+	"name", "attr_keys", "attr_values", "resource_keys", "resource_values")
 
-// contentColumns is the content table, in order.
+// contentColumns is the content table, in order. Its columns keep LZ4: but
+// for the values, which a content search scans, they are its key, version
+// and start, which every read of a window decodes.
 var contentColumns = []column[Content]{
 	strCol("project", func(c *Content) string { return c.Project }),
 	strCol("trace_id", func(c *Content) string { return c.TraceID }),

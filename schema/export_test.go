@@ -28,6 +28,3 @@ func SpanFactsViewStatements(s *Store, names []string) []string {
 
 // ViewSpanFacts is the facts view's name.
 const ViewSpanFacts = viewSpanFacts
-
-// SpanFactNames lists span_facts' columns.
-func SpanFactNames() []string { return spanFactNames }

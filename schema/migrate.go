@@ -100,7 +100,17 @@ var migrations = []migration{
 	{version: 17, name: "run rollup", tables: func(s *Store) []tableDef {
 		return []tableDef{runRollupTable(s), runRollupHoursTable(s)}
 	}},
+	{version: 18, name: RowCodecsMigration, stmts: func(s *Store) []string {
+		return slices.Concat(columnCodecs(s), modifyTableSettings(s))
+	}},
 }
+
+// RowCodecsMigration is the name of the migration that gives the short
+// columns of spans ZSTD (rowsCodec) and the content's text index
+// compressed posting lists, on servers that have them; like
+// ColumnCodecsMigration, the parts written before keep their compression
+// until merged or recompressed.
+const RowCodecsMigration = "row codecs"
 
 // ColumnCodecsMigration is the name of the migration that gives the span
 // tables of a store created before it their columns' codecs; parts written

@@ -12,10 +12,11 @@ import (
 // ones Recompress rewrites.
 var codecTables = []string{TableSpans, TableSpanFacts, TableContent}
 
-// CodecsSince is when the column codecs migration was applied to this
-// store: parts written before then keep the compression they were written
-// with until a merge or Recompress rewrites them. ok is false on a server
-// without column codecs, and before the migration. The time is tally's
+// CodecsSince is when the last of the codecs migrations
+// (ColumnCodecsMigration, RowCodecsMigration) was applied to this store:
+// parts written before then keep the compression they were written with
+// until a merge or Recompress rewrites them. ok is false on a server
+// without column codecs, and before the migrations. The time is tally's
 // clock and the parts' times the server's: a skew between them leaves a
 // few parts to their next merge or rewrites a few twice, harmless either
 // way.
@@ -25,8 +26,8 @@ func (s *Store) CodecsSince(ctx context.Context) (since time.Time, ok bool, err 
 	}
 	var at time.Time
 	var n uint64
-	q := "SELECT min(applied_at), count() FROM " + s.Table(TableMigrations) + " WHERE name = ?"
-	if err := s.conn.QueryRow(ctx, q, ColumnCodecsMigration).Scan(&at, &n); err != nil {
+	q := "SELECT max(applied_at), count() FROM " + s.Table(TableMigrations) + " WHERE name IN (?, ?)"
+	if err := s.conn.QueryRow(ctx, q, ColumnCodecsMigration, RowCodecsMigration).Scan(&at, &n); err != nil {
 		return time.Time{}, false, fmt.Errorf("read when column codecs were applied: %w", err)
 	}
 	return at, n > 0, nil

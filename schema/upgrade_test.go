@@ -257,19 +257,31 @@ func TestColumnCodecs(t *testing.T) {
 		}
 		fresh := codecs()
 		for name, want := range map[string]string{
-			// spans and content: LZ4 (the server's default) after Delta
-			// for times and T64 for counters; no codec for the rest.
-			"spans.start":        "CODEC(Delta(4), LZ4)",
-			"spans.start_ns":     "CODEC(Delta(8), LZ4)",
-			"spans.ingested_at":  "CODEC(Delta(4), LZ4)",
-			"spans.duration_ns":  "",
-			"spans.input_tokens": "CODEC(T64, LZ4)",
-			"spans.attempt":      "CODEC(T64, LZ4)",
-			"spans.trace_id":     "",
-			"spans.attr_values":  "",
-			"spans.column_keys":  "",
-			"content.start":      "CODEC(Delta(4), LZ4)",
-			"content.value":      "",
+			// spans: ZSTD(1) for the short columns (after T64 for
+			// counters), but the key, version, times and long columns
+			// keep the server's default (LZ4, after Delta for times).
+			"spans.start":           "CODEC(Delta(4), LZ4)",
+			"spans.start_ns":        "CODEC(Delta(8), LZ4)",
+			"spans.ingested_at":     "CODEC(Delta(4), ZSTD(1))",
+			"spans.duration_ns":     "",
+			"spans.input_tokens":    "CODEC(T64, ZSTD(1))",
+			"spans.attempt":         "CODEC(T64, ZSTD(1))",
+			"spans.trace_id":        "",
+			"spans.span_id":         "",
+			"spans.version":         "",
+			"spans.parent_span_id":  "CODEC(ZSTD(1))",
+			"spans.cost_total":      "CODEC(ZSTD(1))",
+			"spans.model":           "CODEC(ZSTD(1))",
+			"spans.column_keys":     "CODEC(ZSTD(1))",
+			"spans.name":            "",
+			"spans.attr_keys":       "",
+			"spans.attr_values":     "",
+			"spans.resource_keys":   "",
+			"spans.resource_values": "",
+			// content: LZ4 (the default), after Delta for its start.
+			"content.start":   "CODEC(Delta(4), LZ4)",
+			"content.span_id": "",
+			"content.value":   "",
 			// span_facts: ZSTD(3) for every column, after the transforms.
 			"span_facts.end_ns":        "CODEC(Delta(8), ZSTD(3))",
 			"span_facts.output_tokens": "CODEC(T64, ZSTD(3))",
@@ -310,6 +322,42 @@ func TestColumnCodecs(t *testing.T) {
 			if got[name] != want {
 				t.Errorf("after migration 15, %s: codec %q, want the new store's %q", name, got[name], want)
 			}
+		}
+		// A store of schema 17 (the spans' short columns in LZ4, the text
+		// index's posting lists uncompressed) gets the row codecs from
+		// migration 18.
+		var cols []string
+		for name, codec := range fresh {
+			if c, ok := strings.CutPrefix(name, schema.TableSpans+"."); ok && strings.Contains(codec, "ZSTD(1)") {
+				cols = append(cols, "MODIFY COLUMN "+c+" CODEC(LZ4)")
+			}
+		}
+		if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(schema.TableSpans)+" "+strings.Join(cols, ", ")); err != nil {
+			t.Fatal(err)
+		}
+		const postings = "text_index_posting_list_codec = 'bitpacking'"
+		if caps.PostingListCodec {
+			if create := createQuery(t, s, schema.TableContent); !strings.Contains(create, postings) {
+				t.Errorf("a new store's content lacks %s: %s", postings, create)
+			}
+			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(schema.TableContent)+" RESET SETTING text_index_posting_list_codec"); err != nil {
+				t.Fatal(err)
+			}
+			if create := createQuery(t, s, schema.TableContent); strings.Contains(create, postings) {
+				t.Fatalf("content after RESET SETTING: %s", create)
+			}
+		}
+		if err := schema.ApplyMigration(ctx, s, 18); err != nil {
+			t.Fatalf("migration 18 on a store before it: %v", err)
+		}
+		got = codecs()
+		for name, want := range fresh {
+			if got[name] != want {
+				t.Errorf("after migration 18, %s: codec %q, want the new store's %q", name, got[name], want)
+			}
+		}
+		if create := createQuery(t, s, schema.TableContent); caps.PostingListCodec && !strings.Contains(create, postings) {
+			t.Errorf("content after migration 18 lacks %s: %s", postings, create)
 		}
 	} else if create := createQuery(t, s, schema.TableSpans); strings.Contains(create, "CODEC") {
 		t.Errorf("server %s without codecs, spans created with one: %s", caps.Version, create)
@@ -406,17 +454,21 @@ func createQuery(t *testing.T, s *schema.Store, table string) string {
 // 15 and the rewrite of its partitions (the golden corpus, delivered twice,
 // so the rewrite also collapses duplicates the reads were deduplicating).
 // Where the server has codecs the corpus is written as a store before the
-// migration would have (span_facts in LZ4).
+// migrations would have (the span tables in LZ4).
 func TestRecompressReadsTheSame(t *testing.T) {
 	ctx := context.Background()
 	s := migratedStore(t)
 	if s.Capabilities().Codecs {
-		var cols []string
-		for _, c := range schema.SpanFactNames() {
-			cols = append(cols, "MODIFY COLUMN "+c+" CODEC(LZ4)")
-		}
-		if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(schema.TableSpanFacts)+" "+strings.Join(cols, ", ")); err != nil {
-			t.Fatal(err)
+		for _, table := range []string{schema.TableSpans, schema.TableSpanFacts, schema.TableContent} {
+			var cols []string
+			for name, codec := range queryPairs(t, s, "SELECT name, compression_codec FROM system.columns WHERE database = ? AND table = ?", s.Database(), table) {
+				if codec != "" {
+					cols = append(cols, "MODIFY COLUMN "+name+" CODEC(LZ4)")
+				}
+			}
+			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(table)+" "+strings.Join(cols, ", ")); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	spans := goldentest.LoadCorpus(t, "../query/testdata/golden.json", "golden", goldentest.Builtin(t))
@@ -456,8 +508,10 @@ func TestRecompressReadsTheSame(t *testing.T) {
 	if !strings.Contains(before, `"trace_id"`) {
 		t.Fatalf("no runs read: %s", before)
 	}
-	if err := schema.ApplyMigration(ctx, s, 15); err != nil {
-		t.Fatal(err)
+	for _, m := range []int{15, 18} {
+		if err := schema.ApplyMigration(ctx, s, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 	n, err := s.Recompress(ctx, time.Now().Add(time.Hour), nil)
 	if err != nil || n == 0 {
@@ -468,6 +522,10 @@ func TestRecompressReadsTheSame(t *testing.T) {
 		if err := s.Conn().QueryRow(ctx, "SELECT compression_codec FROM system.columns WHERE database = ? AND table = ? AND name = 'cost_total'",
 			s.Database(), schema.TableSpanFacts).Scan(&codec); err != nil || codec != "CODEC(ZSTD(3))" {
 			t.Errorf("span_facts.cost_total after migration 15: %q, %v; want CODEC(ZSTD(3))", codec, err)
+		}
+		if err := s.Conn().QueryRow(ctx, "SELECT compression_codec FROM system.columns WHERE database = ? AND table = ? AND name = 'parent_span_id'",
+			s.Database(), schema.TableSpans).Scan(&codec); err != nil || codec != "CODEC(ZSTD(1))" {
+			t.Errorf("spans.parent_span_id after migration 18: %q, %v; want CODEC(ZSTD(1))", codec, err)
 		}
 	}
 	if after := answers(); after != before {

@@ -413,8 +413,9 @@ func newMigrateCmd() *cobra.Command {
 		Long: `Create or upgrade tally's ClickHouse schema. Every step is idempotent.
 
 Then, unless --recompress=false, rewrite the partitions written before the
-column codecs (schema 15) were applied, so the data stored before takes them
-too: a partition at a time, printing each one done; resumable the same way.
+column codecs (schema 15, and the row codecs of schema 18) were applied, so
+the data stored before takes them too: a partition at a time, printing each
+one done; resumable the same way.
 Only on servers with column codecs (19.10+, the embedded store).
 
 Then, unless --settle=false, settle every stored run not yet in the run table
