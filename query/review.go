@@ -64,7 +64,7 @@ func (r *core) reviewRuns(ctx context.Context, project string, runs []RunSummary
 		if err != nil {
 			return err
 		}
-		content, err := r.reviewContent(ctx, project, ids, lo, hi)
+		content, err := r.reviewContent(ctx, project, ids, lo, hi, false)
 		if err != nil {
 			return err
 		}
@@ -146,8 +146,8 @@ type reviewedContent struct {
 // run (the same tools offered each turn), so each span reads only their
 // hash, each distinct text is read and parsed once, and spans offered the
 // same text share one parsed value.
-func (r *core) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time) (*reviewedContent, error) {
-	q, args := reviewContentSQL(r.store, project, ids, lo, hi)
+func (r *core) reviewContent(ctx context.Context, project string, ids []string, lo, hi time.Time, latest bool) (*reviewedContent, error) {
+	q, args := reviewContentSQL(r.store, project, ids, lo, hi, latest)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read tool content to review: %w", err)
@@ -231,18 +231,28 @@ func (r *core) reviewContent(ctx context.Context, project string, ids []string, 
 // reviewContentSQL builds reviewContent's first statement: the tool
 // arguments the runs ids recorded, and the hashes of their tool
 // definitions, per span.
-func reviewContentSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
-	q := "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM " + final(t.Table(schema.TableContent)) +
-		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) ORDER BY span_id, source_key"
-	return q, []any{schema.ContentToolArguments, schema.ContentToolDefinitions, project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC(),
+//
+// latest (a single run's read on a modern server: see latestRunRows) picks
+// each row's newest version with latestOf instead of FINAL.
+func reviewContentSQL(t tables, project string, ids []string, lo, hi time.Time, latest bool) (string, []any) {
+	args := []any{schema.ContentToolArguments, schema.ContentToolDefinitions, project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC(),
 		schema.ContentToolArguments, schema.ContentToolDefinitions}
+	const where = " PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) "
+	const list = "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM "
+	if latest {
+		return list + "(SELECT span_id, kind, source_key, value, truncated, version FROM " + t.Table(schema.TableContent) + where +
+			latestOf("trace_id, span_id, kind, source_key") + ") ORDER BY span_id, source_key", args
+	}
+	return list + final(t.Table(schema.TableContent)) + where + "ORDER BY span_id, source_key", args
 }
 
 // reviewDefinitionsSQL builds reviewContent's second statement: each
 // distinct tool definition text the runs ids recorded whole, once, by its
-// hash.
+// hash. A copy of a row cannot change what it answers (a hash's text is
+// the same in every copy; a hash only an older version has is never looked
+// up), so it reads without FINAL.
 func reviewDefinitionsSQL(t tables, project string, ids []string, lo, hi time.Time) (string, []any) {
-	q := "SELECT cityHash64(value) AS h, any(value) FROM " + final(t.Table(schema.TableContent)) +
+	q := "SELECT cityHash64(value) AS h, any(value) FROM " + t.Table(schema.TableContent) +
 		" PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h"
 	return q, []any{project, traceSet(ids), lo.UTC().Truncate(time.Second), hi.UTC(), schema.ContentToolDefinitions}
 }
@@ -486,7 +496,7 @@ func (r *core) stepFacts(project string, sum RunSummary, roots []*SpanNode, span
 // recorded tool content, and applies the review.
 func (r *core) reviewDetail(ctx context.Context, project string, d *RunDetail, spans []schema.Span) error {
 	ids, lo, hi := runsExtent(1, func(int) *RunSummary { return &d.Summary })
-	content, err := r.reviewContent(ctx, project, ids, lo, hi)
+	content, err := r.reviewContent(ctx, project, ids, lo, hi, false)
 	if err != nil {
 		return err
 	}

@@ -208,7 +208,7 @@ func (r SettleSource) Settle(ctx context.Context, project string, ids []string, 
 	if len(found) == 0 {
 		return nil, nil
 	}
-	content, err := r.reviewContent(ctx, project, found, lo, hi)
+	content, err := r.reviewContent(ctx, project, found, lo, hi, false)
 	if err != nil {
 		return nil, err
 	}

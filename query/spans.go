@@ -1,8 +1,10 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,7 +81,8 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 	if want < schema.UnpackedBelow {
 		cols = cols.Unpacked()
 	}
-	q, args := readExtentSQL(r.store, project, traceID, cols.List(), ext, read)
+	latest := read == 0 && r.latestRead(ext)
+	q, args := readExtentSQL(r.store, project, traceID, cols.List(), ext, read, latest)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
@@ -88,6 +91,9 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 	spans, err := cols.Scan(rows, want)
 	if err != nil {
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
+	}
+	if latest {
+		spans = inStartOrder(spans)
 	}
 	if more && len(spans) <= limit {
 		more = false
@@ -98,14 +104,56 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 	return spans, more, nil
 }
 
+// latestRunRows is the most rows of a run (duplicate deliveries not yet
+// merged included) read whole with each span's newest version picked by
+// latestOf instead of FINAL, on servers of 20.x and later (the embedded
+// 26.x engine): there FINAL's merge of a run's granules is a fixed ~8 ms a
+// statement, a third of the read of a 500-span run's every column (22 →
+// 13.5 ms at 10M spans stored), while ClickHouse 18.16 reads either way
+// in the same time (8–9 ms). The same holds for the run's content read
+// beside them (reviewContentSQL). latestOf sorts the rows it keeps in
+// memory, where FINAL streams them: above this bound, FINAL.
+const latestRunRows = 10000
+
+// latestRead says whether the reads of the located run ext pick each row's
+// newest version with latestOf rather than FINAL (see latestRunRows).
+func (r *core) latestRead(ext runExtent) bool {
+	return ext.rows <= latestRunRows && r.store.Capabilities().Major >= 20
+}
+
 // readExtentSQL builds readExtent's statement: the located run's spans
 // (traceID lowercase) selecting list, in start order, at most limit of
-// them (0: all).
-func readExtentSQL(t tables, project, traceID, list string, ext runExtent, limit int) (string, []any) {
-	q := "SELECT " + list + " FROM " + final(t.Table(schema.TableSpans)) +
-		" PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? ORDER BY start_ns, span_id"
+// them (0: all). latest (only with limit 0) picks each span's newest
+// version with latestOf instead of FINAL, the rows in no particular order
+// (inStartOrder puts them in start order).
+func readExtentSQL(t tables, project, traceID, list string, ext runExtent, limit int, latest bool) (string, []any) {
+	args := []any{project, traceID, ext.lo, ext.hi}
+	where := " PREWHERE project = ? AND trace_id = ? WHERE start >= ? AND start <= ? "
+	if latest {
+		return "SELECT " + list + " FROM " + t.Table(schema.TableSpans) + where + latestOf("span_id"), args
+	}
+	q := "SELECT " + list + " FROM " + final(t.Table(schema.TableSpans)) + where + "ORDER BY start_ns, span_id"
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
-	return q, []any{project, traceID, ext.lo, ext.hi}
+	return q, args
+}
+
+// inStartOrder returns spans ordered as readExtentSQL's FINAL read orders
+// them (start, then span id, bytewise as ClickHouse compares strings),
+// moving each span once: a Span is a wide struct, which a sort would swap
+// n log n times.
+func inStartOrder(spans []schema.Span) []schema.Span {
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(spans[a].StartNs, spans[b].StartNs), strings.Compare(spans[a].SpanID, spans[b].SpanID))
+	})
+	out := make([]schema.Span, len(spans))
+	for i, j := range order {
+		out[i] = spans[j]
+	}
+	return out
 }

@@ -182,7 +182,8 @@ func TestBuiltSQL(t *testing.T) {
 			return q, args, err
 		}},
 		{"review_spans", built(reviewSpansSQL(gt, "p", ids, since, until))},
-		{"review_content", built(reviewContentSQL(gt, "p", ids, since, until))},
+		{"review_content", built(reviewContentSQL(gt, "p", ids, since, until, false))},
+		{"review_content_latest", built(reviewContentSQL(gt, "p", ids[:1], since, until, true))},
 		{"review_definitions", built(reviewDefinitionsSQL(gt, "p", ids, since, until))},
 		{"review_approvals", built(runApprovalsSQL(gt, "p", ids, since, until))},
 		// content.go and fixture.go
@@ -196,9 +197,10 @@ func TestBuiltSQL(t *testing.T) {
 		{"trace_ids_with_prefix", built(traceIDsWithPrefixSQL(gt, "p", "ab12", 10))},
 		// spans.go, treepart.go, rundetail.go
 		{"spans_locate", built(locateSQL(gt, "p", "T1"))},
-		{"spans_extent", built(readExtentSQL(gt, "p", "t1", schema.SpanSelectList(), ext, 0))},
-		{"spans_extent_limit", built(readExtentSQL(gt, "p", "t1", schema.SpanOutline(reviewOutline()).List(), ext, 101))},
-		{"spans_extent_unpacked", built(readExtentSQL(gt, "p", "t1", schema.SpanColumnsAll().Unpacked().List(), ext, 0))},
+		{"spans_extent", built(readExtentSQL(gt, "p", "t1", schema.SpanSelectList(), ext, 0, false))},
+		{"spans_extent_latest", built(readExtentSQL(gt, "p", "t1", schema.SpanSelectList(), ext, 0, true))},
+		{"spans_extent_limit", built(readExtentSQL(gt, "p", "t1", schema.SpanOutline(reviewOutline()).List(), ext, 101, false))},
+		{"spans_extent_unpacked", built(readExtentSQL(gt, "p", "t1", schema.SpanColumnsAll().Unpacked().List(), ext, 0, false))},
 		{"spans_wide", built(fillWideSQL(gt, "p", "T1", clickhouse.GroupSet{Value: []any{"s1", "s2"}}, ext))},
 		{"run_summary_whole", built(summarizeWholeSQL(gt, "p", "T1", since))},
 		// settledtree.go

@@ -95,25 +95,34 @@ func (r *core) runTree(ctx context.Context, project, traceID string, o TreeOptio
 
 // readWhole is the detail of a located run read whole (every column of
 // every span). A run that may have a settled tree (SettledTreeMinSpans)
-// tries it first, sparing the figures' computation and the review's
-// content read; any other reads its recorded tool content beside its
-// spans, within the located extent (content rows carry their span's
-// start), so the two statements cost the longer of them, not the sum.
+// reads it beside its spans, sparing the figures' computation and the
+// review's content read when it holds; any other reads its recorded tool
+// content beside its spans, within the located extent (content rows carry
+// their span's start). Either way the two statements cost the longer of
+// them, not the sum.
 func (r *core) readWhole(ctx context.Context, project, traceID string, ext runExtent, settled bool) (*RunDetail, error) {
 	withTree := settled && ext.rows >= SettledTreeMinSpans
 	ids := []string{strings.ToLower(traceID)}
 	var (
 		spans   []schema.Span
 		content *reviewedContent
+		tree    *RunDetail
+		total   int
+		held    bool
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		spans, _, err = r.readExtent(gctx, project, traceID, schema.SpanColumnsAll(), ext, 0)
 		return err
 	})
-	if !withTree {
+	if withTree {
 		g.Go(func() (err error) {
-			content, err = r.reviewContent(gctx, project, ids, ext.lo, ext.hi)
+			tree, total, held, err = r.settledTree(gctx, project, traceID, ext)
+			return err
+		})
+	} else {
+		g.Go(func() (err error) {
+			content, err = r.reviewContent(gctx, project, ids, ext.lo, ext.hi, r.latestRead(ext))
 			return err
 		})
 	}
@@ -124,11 +133,11 @@ func (r *core) readWhole(ctx context.Context, project, traceID string, ext runEx
 		return nil, ErrNotFound
 	}
 	if withTree {
-		d, ok, err := r.settledWhole(ctx, project, traceID, ext, spans)
-		if err != nil || ok {
-			return d, err
+		if held && total == len(spans) && fillTree(tree, spans) {
+			return tree, nil
 		}
-		if content, err = r.reviewContent(ctx, project, ids, ext.lo, ext.hi); err != nil {
+		var err error
+		if content, err = r.reviewContent(ctx, project, ids, ext.lo, ext.hi, r.latestRead(ext)); err != nil {
 			return nil, err
 		}
 	}
@@ -137,24 +146,19 @@ func (r *core) readWhole(ctx context.Context, project, traceID string, ext runEx
 	return d, nil
 }
 
-// settledWhole is the detail of a run read whole (spans, every column)
-// from its settled tree: ok is false when it has none that holds, or the
-// tree's spans are not the spans read.
-func (r *core) settledWhole(ctx context.Context, project, traceID string, ext runExtent, spans []schema.Span) (*RunDetail, bool, error) {
-	d, total, ok, err := r.settledTree(ctx, project, traceID, ext)
-	if err != nil || !ok || total != len(spans) {
-		return nil, false, err
-	}
+// fillTree puts the spans read whole on the nodes of a run's settled tree
+// d: false when the tree's spans are not the spans read.
+func fillTree(d *RunDetail, spans []schema.Span) bool {
 	byID := nodesByID(d.Roots)
 	for i := range spans {
 		n := byID[spans[i].SpanID]
 		if n == nil {
-			return nil, false, nil
+			return false
 		}
 		n.setSpan(&spans[i])
 		delete(byID, spans[i].SpanID)
 	}
-	return d, len(byID) == 0, nil
+	return len(byID) == 0
 }
 
 // wholeFigures is a big run's detail with the whole run's figures on every

@@ -1,4 +1,4 @@
-SELECT cityHash64(value) AS h, any(value) FROM `tally`.`content` FINAL PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h
+SELECT cityHash64(value) AS h, any(value) FROM `tally`.`content` PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind = ? AND truncated = 0 GROUP BY h
 -- parameters:
 -- string p
 -- clickhouse.GroupSet {[t1 t2]}
