@@ -67,7 +67,7 @@ const rowsCodec = "ZSTD(1)"
 // columns (names, attributes) that searches scan. Measured on the bench's
 // 10M-span embedded store with ZSTD on those too: a frequent phrase over 7
 // days 920 → 1,284 ms (p50), an intrinsic condition over 24 hours 75 → 98
-// ms, for the span ids' 7 bytes a span more.
+// ms, for 21 bytes a span more (267.4 → 246.0 on the loaded set).
 func compact[R any](cols []column[R], keep ...string) []column[R] {
 	for i := range cols {
 		if !slices.Contains(keep, cols[i].name) {
