@@ -139,10 +139,11 @@ func readExtentSQL(t tables, project, traceID, list string, ext runExtent, limit
 	return q, args
 }
 
-// inStartOrder returns spans ordered as readExtentSQL's FINAL read orders
-// them (start, then span id, bytewise as ClickHouse compares strings),
-// moving each span once: a Span is a wide struct, which a sort would swap
-// n log n times.
+// inStartOrder puts spans in the order readExtentSQL's FINAL read gives
+// (start, then span id, bytewise as ClickHouse compares strings), in
+// place: it sorts their indexes, then moves each span once along the
+// permutation's cycles. A Span is a wide struct, which a sort would swap
+// n log n times, and a sorted copy would allocate the run's spans again.
 func inStartOrder(spans []schema.Span) []schema.Span {
 	order := make([]int, len(spans))
 	for i := range order {
@@ -151,9 +152,23 @@ func inStartOrder(spans []schema.Span) []schema.Span {
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(spans[a].StartNs, spans[b].StartNs), strings.Compare(spans[a].SpanID, spans[b].SpanID))
 	})
-	out := make([]schema.Span, len(spans))
-	for i, j := range order {
-		out[i] = spans[j]
+	// Position j takes spans[order[j]]; a position's span is moved on
+	// before the position is written, and order[j] = -1 marks it done.
+	for i := range order {
+		if order[i] < 0 {
+			continue
+		}
+		held := spans[i]
+		for j := i; ; {
+			k := order[j]
+			order[j] = -1
+			if k == i {
+				spans[j] = held
+				break
+			}
+			spans[j] = spans[k]
+			j = k
+		}
 	}
-	return out
+	return spans
 }
