@@ -240,7 +240,7 @@ func reviewContentSQL(t tables, project string, ids []string, lo, hi time.Time, 
 	const where = " PREWHERE project = ? AND trace_id IN ? AND start >= ? AND start <= ? WHERE kind IN (?, ?) "
 	const list = "SELECT span_id, kind, if(kind = ?, value, ''), if(kind = ?, cityHash64(value), 0), truncated FROM "
 	if latest {
-		return list + "(SELECT span_id, kind, source_key, value, truncated, version FROM " + t.Table(schema.TableContent) + where +
+		return list + "(SELECT span_id, kind, source_key, value, truncated FROM " + t.Table(schema.TableContent) + where +
 			latestOf("trace_id, span_id, kind, source_key") + ") ORDER BY span_id, source_key", args
 	}
 	return list + final(t.Table(schema.TableContent)) + where + "ORDER BY span_id, source_key", args

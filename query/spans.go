@@ -93,7 +93,7 @@ func (r *core) readExtent(ctx context.Context, project, traceID string, cols sch
 		return nil, false, fmt.Errorf("load run %s: %w", traceID, err)
 	}
 	if latest {
-		spans = inStartOrder(spans)
+		inStartOrder(spans)
 	}
 	if more && len(spans) <= limit {
 		more = false
@@ -144,7 +144,7 @@ func readExtentSQL(t tables, project, traceID, list string, ext runExtent, limit
 // place: it sorts their indexes, then moves each span once along the
 // permutation's cycles. A Span is a wide struct, which a sort would swap
 // n log n times, and a sorted copy would allocate the run's spans again.
-func inStartOrder(spans []schema.Span) []schema.Span {
+func inStartOrder(spans []schema.Span) {
 	order := make([]int, len(spans))
 	for i := range order {
 		order[i] = i
@@ -170,5 +170,4 @@ func inStartOrder(spans []schema.Span) []schema.Span {
 			j = k
 		}
 	}
-	return spans
 }

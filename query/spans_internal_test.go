@@ -26,7 +26,8 @@ func TestInStartOrder(t *testing.T) {
 		slices.SortStableFunc(want, func(a, b schema.Span) int {
 			return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), strings.Compare(a.SpanID, b.SpanID))
 		})
-		got := inStartOrder(slices.Clone(spans))
+		got := slices.Clone(spans)
+		inStartOrder(got)
 		for i := range want {
 			if got[i].SpanID != want[i].SpanID || got[i].Name != want[i].Name {
 				t.Fatalf("%d spans: position %d holds %s (%s), want %s (%s)", n, i, got[i].SpanID, got[i].Name, want[i].SpanID, want[i].Name)

@@ -46,8 +46,8 @@ func (c column[R]) typeFor(caps Capabilities) string {
 // default LZ4 took it from 101 to 55 bytes a span (make bench, 10M spans
 // after OPTIMIZE … FINAL). Its reads are narrow and an hour or a few long
 // (a report's open hour, the rollup, a tool's p95), so ZSTD's slower
-// decompression costs them nothing measurable. spans and content take
-// ZSTD on their short columns only (rowsCodec, compact).
+// decompression costs them nothing measurable. spans takes ZSTD on its
+// short columns only (rowsCodec, compact); content keeps LZ4.
 const factsCodec = "ZSTD(3)"
 
 // rowsCodec compresses the short columns of spans that reads over a
