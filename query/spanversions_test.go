@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/query"
+	"github.com/tallyhq/tally/safety"
 	"github.com/tallyhq/tally/schema"
 )
 
@@ -17,7 +18,8 @@ import (
 // embedded store). The run: an agent span and four tool calls, two of
 // them starting at the same nanosecond; the third call was repriced
 // (version 2, renamed and costlier, in a part of its own) and the second
-// delivered twice at version 1 (an exporter's retry).
+// delivered twice at version 1 (an exporter's retry); the third's first
+// delivery was retried after the reprice.
 func TestRunReadKeepsTheNewestSpanVersion(t *testing.T) {
 	store := openStore(t)
 	ctx := context.Background()
@@ -42,6 +44,10 @@ func TestRunReadKeepsTheNewestSpanVersion(t *testing.T) {
 	repriced.Name, repriced.CostTotal = "lookup_v2", 0.5
 	insert(t, store, []schema.Span{repriced}, 2)
 	insert(t, store, []schema.Span{twinB}, 1)
+	// A retry of the first delivery, arriving after the reprice: the
+	// older version is in the newest part, so a read that keeps the first
+	// or the last row it meets of a span keeps the wrong one.
+	insert(t, store, []schema.Span{twinA}, 1)
 
 	r := query.NewReader(store)
 	spans, err := r.Spans(ctx, "p", trace)
@@ -86,5 +92,74 @@ func TestRunReadKeepsTheNewestSpanVersion(t *testing.T) {
 	}
 	if got := fmt.Sprint(names); got != "[search fetch lookup_v2 write]" {
 		t.Errorf("children %s, want [search fetch lookup_v2 write]", got)
+	}
+}
+
+// TestRunReadKeepsTheNewestContentVersion: the tool content a run's detail
+// reviews (the model's offered tools, each call's arguments) is read at
+// each row's newest version, once, on every store: FINAL on 18.16, the
+// newest version picked by the read itself on the embedded store. The run:
+// a chat offered refund (order and amount required), then two refund
+// calls. The first call's arguments are valid at version 2, and a late
+// retry of their version 1 (an invalid amount) arrived after it; the
+// second's were delivered twice at version 1 (valid), then at version 2
+// without the amount. So the newest version is in the oldest part for one
+// call and in the newest for the other: read at the newest version, only
+// the second call's arguments break the schema, while a read that keeps
+// the first (or the last) row it meets of a call flags the first call or
+// neither.
+func TestRunReadKeepsTheNewestContentVersion(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	at := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	trace := fmt.Sprintf("%032x", 0xc0de)
+	span := func(id, parent, name, typ string, offset time.Duration) schema.Span {
+		st := at.Add(offset)
+		return schema.Span{Project: "p", TraceID: trace, SpanID: id, ParentSpanID: parent, Name: name, SpanType: typ,
+			Start: st.Truncate(time.Second), StartNs: uint64(st.UnixNano()), EndNs: uint64(st.Add(500 * time.Millisecond).UnixNano()),
+			DurationNs: uint64(500 * time.Millisecond), Status: "ok"}
+	}
+	root := span("00000000000000a0", "", "invoke_agent clerk", schema.TypeAgent, 0)
+	root.EndNs, root.DurationNs = uint64(at.Add(10*time.Second).UnixNano()), uint64(10*time.Second)
+	chat := span("00000000000000b0", root.SpanID, "chat gpt-4o-mini", schema.TypeInference, time.Second)
+	chat.Operation, chat.Model = "chat", "gpt-4o-mini"
+	first := span("00000000000000c1", root.SpanID, "execute_tool refund", schema.TypeTool, 3*time.Second)
+	second := span("00000000000000c2", root.SpanID, "execute_tool refund", schema.TypeTool, 4*time.Second)
+	first.ToolName, second.ToolName = "refund", "refund"
+	insert(t, store, []schema.Span{root, chat, first, second}, 1)
+
+	content := func(s schema.Span, kind, key, value string, version uint64) schema.Content {
+		return schema.Content{Project: "p", TraceID: trace, SpanID: s.SpanID, Start: s.Start, Kind: kind,
+			SourceKey: key, Value: value, Version: version}
+	}
+	const tools = `[{"type":"function","name":"refund","parameters":{"type":"object",` +
+		`"properties":{"order":{"type":"string"},"amount":{"type":"number"}},"required":["order","amount"]}}]`
+	args := func(s schema.Span, value string, version uint64) schema.Content {
+		return content(s, schema.ContentToolArguments, "gen_ai.tool.call.arguments", value, version)
+	}
+	for _, rows := range [][]schema.Content{
+		{content(chat, schema.ContentToolDefinitions, "gen_ai.tool.definitions", tools, 1),
+			args(first, `{"order":"A1","amount":10}`, 2), args(second, `{"order":"A2","amount":5}`, 1)},
+		{args(first, `{"order":"A1","amount":"ten"}`, 1)},
+		{args(second, `{"order":"A2","amount":5}`, 1)},
+		{args(second, `{"order":"A2"}`, 2)},
+	} {
+		if err := store.InsertContents(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d, err := query.NewReader(store).RunTree(ctx, "p", trace, query.TreeOptions{MaxNodes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flagged []string
+	for _, s := range d.Summary.Signals {
+		if s.Kind == safety.KindInvalidArguments || s.Kind == safety.KindUnknownTool {
+			flagged = append(flagged, string(s.Kind)+"@"+s.SpanID)
+		}
+	}
+	if want := "[invalid_arguments@" + second.SpanID + "]"; fmt.Sprint(flagged) != want {
+		t.Errorf("signals %v, want %s (the arguments' newest versions: the first call valid, the second without its amount)", flagged, want)
 	}
 }
