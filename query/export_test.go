@@ -163,3 +163,7 @@ func ConversationLiveRows(ctx context.Context, r *Reader, project string, since 
 	}
 	return true, len(rows.args[0].([]string)), nil
 }
+
+// FloatArrayLiteral is floatArrayLiteral, for the test that the store
+// reads its literals back bit for bit.
+func FloatArrayLiteral(vs []float64) string { return floatArrayLiteral(vs) }

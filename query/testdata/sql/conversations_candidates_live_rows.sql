@@ -1,5 +1,5 @@
 SELECT conv, trace_id, row_start_s, row_version, settled FROM (
-SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM (SELECT toString(tupleElement(r, 1)) AS trace_id, toString(tupleElement(r, 2)) AS conv, toUInt64(tupleElement(r, 3)) AS s_ns, toUInt64(tupleElement(r, 4)) AS e_ns, toUInt64(tupleElement(r, 5)) AS n_err, toUInt64(tupleElement(r, 6)) AS in_t, toUInt64(tupleElement(r, 7)) AS cr_t, toUInt64(tupleElement(r, 8)) AS cw_t, toUInt64(tupleElement(r, 9)) AS out_t, toUInt64(tupleElement(r, 10)) AS rs_t, toFloat64(tupleElement(r, 11)) AS c_total, toFloat64(tupleElement(r, 12)) AS c_in, toFloat64(tupleElement(r, 13)) AS c_cr, toFloat64(tupleElement(r, 14)) AS c_cw, toFloat64(tupleElement(r, 15)) AS c_out FROM (SELECT arrayJoin(arrayMap((x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15) -> (x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)) AS r))
+SELECT conv, e_ns, trace_id, toUInt32(0) AS row_start_s, toUInt64(0) AS row_version, toUInt8(0) AS settled FROM (SELECT toString(tupleElement(r, 1)) AS trace_id, toString(tupleElement(r, 2)) AS conv, toUInt64(tupleElement(r, 3)) AS s_ns, toUInt64(tupleElement(r, 4)) AS e_ns, toUInt64(tupleElement(r, 5)) AS n_err, toUInt64(tupleElement(r, 6)) AS in_t, toUInt64(tupleElement(r, 7)) AS cr_t, toUInt64(tupleElement(r, 8)) AS cw_t, toUInt64(tupleElement(r, 9)) AS out_t, toUInt64(tupleElement(r, 10)) AS rs_t, toFloat64(tupleElement(r, 11)) AS c_total, toFloat64(tupleElement(r, 12)) AS c_in, toFloat64(tupleElement(r, 13)) AS c_cr, toFloat64(tupleElement(r, 14)) AS c_cw, toFloat64(tupleElement(r, 15)) AS c_out FROM (SELECT arrayJoin(arrayMap((x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15) -> (x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, [0.25, 1e-07], [0.2, 0], [0, 1e-07], [0, 0], [0.05, 0])) AS r))
 WHERE conv != ''
 UNION ALL
 SELECT conv, e_ns, trace_id, toUInt32(row_start) AS row_start_s, row_version, toUInt8(1) AS settled FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
@@ -26,11 +26,6 @@ LIMIT 204
 -- []uint64 [0 32]
 -- []uint64 [7 0]
 -- []uint64 [0 5]
--- []float64 [0.25 1e-07]
--- []float64 [0.2 0]
--- []float64 [0 1e-07]
--- []float64 [0 0]
--- []float64 [0.05 0]
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
 -- uint64 1796083200000000000

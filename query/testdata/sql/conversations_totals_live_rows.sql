@@ -2,7 +2,7 @@ SELECT conv, count() AS runs, min(s_ns), max(e_ns) AS last_ns, sum(n_err),
 	sum(in_t), sum(cr_t), sum(cw_t), sum(out_t), sum(rs_t),
 	sum(c_total), sum(c_in), sum(c_cr), sum(c_cw), sum(c_out)
 FROM (
-SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT toString(tupleElement(r, 1)) AS trace_id, toString(tupleElement(r, 2)) AS conv, toUInt64(tupleElement(r, 3)) AS s_ns, toUInt64(tupleElement(r, 4)) AS e_ns, toUInt64(tupleElement(r, 5)) AS n_err, toUInt64(tupleElement(r, 6)) AS in_t, toUInt64(tupleElement(r, 7)) AS cr_t, toUInt64(tupleElement(r, 8)) AS cw_t, toUInt64(tupleElement(r, 9)) AS out_t, toUInt64(tupleElement(r, 10)) AS rs_t, toFloat64(tupleElement(r, 11)) AS c_total, toFloat64(tupleElement(r, 12)) AS c_in, toFloat64(tupleElement(r, 13)) AS c_cr, toFloat64(tupleElement(r, 14)) AS c_cw, toFloat64(tupleElement(r, 15)) AS c_out FROM (SELECT arrayJoin(arrayMap((x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15) -> (x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)) AS r))
+SELECT conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out FROM (SELECT toString(tupleElement(r, 1)) AS trace_id, toString(tupleElement(r, 2)) AS conv, toUInt64(tupleElement(r, 3)) AS s_ns, toUInt64(tupleElement(r, 4)) AS e_ns, toUInt64(tupleElement(r, 5)) AS n_err, toUInt64(tupleElement(r, 6)) AS in_t, toUInt64(tupleElement(r, 7)) AS cr_t, toUInt64(tupleElement(r, 8)) AS cw_t, toUInt64(tupleElement(r, 9)) AS out_t, toUInt64(tupleElement(r, 10)) AS rs_t, toFloat64(tupleElement(r, 11)) AS c_total, toFloat64(tupleElement(r, 12)) AS c_in, toFloat64(tupleElement(r, 13)) AS c_cr, toFloat64(tupleElement(r, 14)) AS c_cw, toFloat64(tupleElement(r, 15)) AS c_out FROM (SELECT arrayJoin(arrayMap((x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15) -> (x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, [0.25], [0], [0], [0], [0])) AS r))
 UNION ALL
 SELECT tupleElement(cur, 1) AS conv, tupleElement(cur, 2) AS s_ns, tupleElement(cur, 3) AS e_ns, tupleElement(cur, 4) AS n_err, tupleElement(cur, 5) AS in_t, tupleElement(cur, 6) AS cr_t, tupleElement(cur, 7) AS cw_t, tupleElement(cur, 8) AS out_t, tupleElement(cur, 9) AS rs_t, tupleElement(cur, 10) AS c_total, tupleElement(cur, 11) AS c_in, tupleElement(cur, 12) AS c_cr, tupleElement(cur, 13) AS c_cw, tupleElement(cur, 14) AS c_out FROM (
 SELECT argMax((conv, s_ns, e_ns, n_err, in_t, cr_t, cw_t, out_t, rs_t, c_total, c_in, c_cr, c_cw, c_out, deleted), row_version) AS cur FROM (SELECT trace_id, name AS root_name, name AS first_name, task, service AS svc, agents, models,
@@ -32,11 +32,6 @@ GROUP BY conv
 -- []uint64 [0]
 -- []uint64 [0]
 -- []uint64 [0]
--- []float64 [0.25]
--- []float64 [0]
--- []float64 [0]
--- []float64 [0]
--- []float64 [0]
 -- string p
 -- time.Time 2026-12-01 00:00:00 +0000 UTC
 -- string p
