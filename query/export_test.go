@@ -2,7 +2,10 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/tallyhq/tally/schema"
 )
 
 // WithLiveShardRuns makes a reader review live runs in parts of n runs
@@ -167,3 +170,46 @@ func ConversationLiveRows(ctx context.Context, r *Reader, project string, since 
 // FloatArrayLiteral is floatArrayLiteral, for the test that the store
 // reads its literals back bit for bit.
 func FloatArrayLiteral(vs []float64) string { return floatArrayLiteral(vs) }
+
+// KeyLookupChunk is keyLookupChunk.
+const KeyLookupChunk = keyLookupChunk
+
+// WithKeyLookupChunk makes a reader look up the run table's rows by key in
+// parts of n keys (keyLookupChunk is 2,000), so that a test of a few runs
+// covers the lookups in parts.
+func WithKeyLookupChunk(n int) ReaderOption { return func(r *core) { r.keyChunk = n } }
+
+// KeyLookups builds each lookup of the run table by key on store, naming n
+// keys of the longest kind (each its own start second, a 32-digit id):
+// the statements and their args, by builder.
+func KeyLookups(store *schema.Store, n int) map[string]struct {
+	SQL  string
+	Args []any
+} {
+	starts, ids := make([]uint32, n), make([]string, n)
+	base := uint32(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Unix())
+	for i := range n {
+		starts[i], ids[i] = base+uint32(i), fmt.Sprintf("%032x", 0xfeedface00000000+uint64(i))
+	}
+	out := map[string]struct {
+		SQL  string
+		Args []any
+	}{}
+	add := func(name, q string, args []any) {
+		out[name] = struct {
+			SQL  string
+			Args []any
+		}{q, args}
+	}
+	q, args := flaggedRowsSQL(store, SignalFilter{Project: "p", Task: "t", Agent: "a"}, starts, ids)
+	add("flagged rows", q, args)
+	q, args = settledRunConfigsSQL(store, "p", starts, ids)
+	add("configurations", q, args)
+	q, args = settledCasesSQL(store, "p", starts, ids)
+	add("dataset cases", q, args)
+	q, args = settledRowsSQL(store, "p", starts, ids)
+	add("run list rows", q, args)
+	q, args = currentVersionsSQL(store, "p", starts, ids)
+	add("conversations' current versions", q, args)
+	return out
+}

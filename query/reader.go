@@ -62,6 +62,9 @@ type core struct {
 	// liveLiteralRuns overrides maxLiveLiteralRuns (tests:
 	// WithLiveLiteralRuns in export_test.go); 0 keeps it.
 	liveLiteralRuns int
+	// keyChunk overrides keyLookupChunk (tests: WithKeyLookupChunk in
+	// export_test.go); 0 keeps it.
+	keyChunk int
 }
 
 // The subject readers: each reads one subject's tables and answers its

@@ -88,9 +88,6 @@ func rolledReviewSQL(t tables, f RunFilter, runsGrain, stepsGrain uint8, hours [
 		" AND runs > 0 GROUP BY grain, task, fingerprint", args
 }
 
-// flaggedChunk is how many candidate runs one read of current rows names.
-const flaggedChunk = 5000
-
 // rolledFlagged reads the settled runs of the given hours that raised a
 // signal, as settledSignalsSQL does for a window: the keys of the rows
 // with signals (any version: a narrow scan), then those keys' current
@@ -105,18 +102,16 @@ func (r *core) rolledFlagged(ctx context.Context, f SignalFilter, hours []hourVe
 	if err != nil {
 		return nil, fmt.Errorf("find runs with signals: %w", err)
 	}
+	starts, ids := make([]uint32, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		starts[i], ids[i] = k.start, k.traceID
+	}
 	var out []windowRun
-	for len(keys) > 0 {
-		chunk := keys[:min(flaggedChunk, len(keys))]
-		keys = keys[len(chunk):]
-		starts, ids := make([]uint32, len(chunk)), make([]string, len(chunk))
-		for i, k := range chunk {
-			starts[i], ids[i] = k.start, k.traceID
-		}
+	err = r.eachKeyChunk(starts, ids, func(starts []uint32, ids []string) error {
 		q, args := flaggedRowsSQL(r.store, f, starts, ids)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
 		if err != nil {
-			return nil, fmt.Errorf("read settled signals: %w", err)
+			return fmt.Errorf("read settled signals: %w", err)
 		}
 		type flaggedRow struct {
 			traceID, task, signals string
@@ -125,16 +120,20 @@ func (r *core) rolledFlagged(ctx context.Context, f SignalFilter, hours []hourVe
 		}
 		found, err := scanAll(rows, func(x *flaggedRow) []any { return []any{&x.traceID, &x.startNs, &x.task, &x.agents, &x.signals} })
 		if err != nil {
-			return nil, fmt.Errorf("read settled signals: %w", err)
+			return fmt.Errorf("read settled signals: %w", err)
 		}
 		for _, x := range found {
 			run := windowRun{facts: &runFacts{}}
 			run.TraceID, run.Start, run.Task, run.Agents, run.Settled = x.traceID, nsTime(x.startNs), x.task, nonNil(x.agents), true
 			if err := decodeFact(x.signals, &run.facts.signals); err != nil {
-				return nil, fmt.Errorf("run %s: signals: %w", x.traceID, err)
+				return fmt.Errorf("run %s: signals: %w", x.traceID, err)
 			}
 			out = append(out, run)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
 	return out, nil

@@ -788,19 +788,48 @@ func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (st
 		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0", []any{project, traceSet(ids)}
 }
 
-// startList is the distinct seconds of starts as a list of DateTime
-// literals, in order: the key starts of a lookup of the run table.
-func startList(starts []uint32) string {
-	secs := make([]string, 0, len(starts))
-	seen := map[uint32]bool{}
-	for _, s := range starts {
-		if !seen[s] {
-			seen[s] = true
-			secs = append(secs, "toDateTime("+strconv.FormatUint(uint64(s), 10)+")")
+// keyLookupChunk is the most keys (a start second and a run id) one
+// lookup of the run table by key names. Each key is ~50 bytes of the
+// statement (its start second, its id quoted), and ClickHouse
+// refuses a statement longer than max_query_size (256 KiB): the 5,000
+// keys the flagged runs' read named at most did not fit, which a safety
+// review of 7 days at a 100M-span store's density reached (1.15M runs,
+// 4,508 of them flagged). 2,000 keys are ~100 KB
+// (TestKeyLookupsFitAStatement).
+const keyLookupChunk = 2000
+
+// eachKeyChunk calls read with the keys (starts[i], ids[i]) in parts of at
+// most keyLookupChunk (r.keyChunk in tests), in order, and stops at its
+// first error.
+func (r *core) eachKeyChunk(starts []uint32, ids []string, read func(starts []uint32, ids []string) error) error {
+	n := cmp.Or(r.keyChunk, keyLookupChunk)
+	for i := 0; i < len(ids); i += n {
+		j := min(i+n, len(ids))
+		if err := read(starts[i:j], ids[i:j]); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// startList is the distinct seconds of starts as a list of numbers, in
+// order: the key starts of a lookup of the run table (start IN (…), a
+// DateTime column, which reads the numbers as its seconds and prunes by
+// them as by DateTime literals). Not toDateTime(…) calls: ClickHouse
+// 18.16 analyses each call of an IN list, and a lookup of 2,000 keys read
+// in 240 ms with them against 131 ms with the numbers (the same rows).
+func startList(starts []uint32) string {
+	secs := slices.Clone(starts)
 	slices.Sort(secs)
-	return strings.Join(secs, ", ")
+	secs = slices.Compact(secs)
+	b := make([]byte, 0, len(secs)*12)
+	for i, s := range secs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendUint(b, uint64(s), 10)
+	}
+	return string(b)
 }
 
 // tables names a table of the database a statement reads (*schema.Store

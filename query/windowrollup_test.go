@@ -202,7 +202,9 @@ func TestWindowReportsFromTheRunRollup(t *testing.T) {
 		t.Fatalf("second refresh: %+v %v, want nothing recomputed", again, err)
 	}
 	exact := query.NewReader(store, query.WithWindowExactRuns(1<<30))
-	sketch := query.NewReader(store, query.WithWindowExactRuns(0))
+	// The rollup's reader looks the run table up by key three keys at a
+	// time (flagged runs, versions' configurations): in parts.
+	sketch := query.NewReader(store, query.WithWindowExactRuns(0), query.WithKeyLookupChunk(3))
 	since, until := base.Add(-20*time.Minute), base.Add(7*time.Hour+40*time.Minute)
 	inWindow := func(g *genRun) bool {
 		s := time.Unix(0, int64(g.row.StartNs))

@@ -446,22 +446,22 @@ func settledConfigsSQL(t tables, project string, sel runSelection) (string, []an
 // A run settled again since is left out.
 func (r *core) settledCases(ctx context.Context, project string, starts []uint32, ids []string) (map[string]string, error) {
 	out := map[string]string{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	q, args := settledCasesSQL(r.store, project, starts, ids)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read dataset cases: %w", err)
-	}
-	found, err := scanAll(rows, func(c *[2]string) []any { return []any{&c[0], &c[1]} })
-	if err != nil {
-		return nil, fmt.Errorf("read dataset cases: %w", err)
-	}
-	for _, c := range found {
-		out[c[0]] = c[1]
-	}
-	return out, nil
+	err := r.eachKeyChunk(starts, ids, func(starts []uint32, ids []string) error {
+		q, args := settledCasesSQL(r.store, project, starts, ids)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("read dataset cases: %w", err)
+		}
+		found, err := scanAll(rows, func(c *[2]string) []any { return []any{&c[0], &c[1]} })
+		if err != nil {
+			return fmt.Errorf("read dataset cases: %w", err)
+		}
+		for _, c := range found {
+			out[c[0]] = c[1]
+		}
+		return nil
+	})
+	return out, err
 }
 
 // settledRunConfigs reads the configurations (their cases included) of
@@ -470,28 +470,31 @@ func (r *core) settledCases(ctx context.Context, project string, starts []uint32
 // the run rollup.
 func (r *core) settledRunConfigs(ctx context.Context, project string, starts []uint32, ids []string) (map[rowKey]RunConfig, error) {
 	out := map[rowKey]RunConfig{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	q, args := settledRunConfigsSQL(r.store, project, starts, ids)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read configurations: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k rowKey
-		var text string
-		if err := rows.Scan(&k.traceID, &k.start, &text); err != nil {
-			return nil, fmt.Errorf("read configurations: %w", err)
+	err := r.eachKeyChunk(starts, ids, func(starts []uint32, ids []string) error {
+		q, args := settledRunConfigsSQL(r.store, project, starts, ids)
+		rows, err := r.store.Conn().Query(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("read configurations: %w", err)
 		}
-		var c RunConfig
-		if err := decodeFact(text, &c); err != nil {
-			return nil, fmt.Errorf("run %s: configuration: %w", k.traceID, err)
+		defer rows.Close()
+		for rows.Next() {
+			var k rowKey
+			var text string
+			if err := rows.Scan(&k.traceID, &k.start, &text); err != nil {
+				return fmt.Errorf("read configurations: %w", err)
+			}
+			var c RunConfig
+			if err := decodeFact(text, &c); err != nil {
+				return fmt.Errorf("run %s: configuration: %w", k.traceID, err)
+			}
+			out[k] = c
 		}
-		out[k] = c
-	}
-	return out, rows.Err()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read configurations: %w", err)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // rowKey is a run table row's key: a trace id may have rows under more
