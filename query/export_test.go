@@ -201,9 +201,7 @@ func KeyLookups(store *schema.Store, n int) map[string]struct {
 			Args []any
 		}{q, args}
 	}
-	q, args := flaggedRowsSQL(store, SignalFilter{Project: "p", Task: "t", Agent: "a"}, starts, ids)
-	add("flagged rows", q, args)
-	q, args = settledRunConfigsSQL(store, "p", starts, ids)
+	q, args := settledRunConfigsSQL(store, "p", starts, ids)
 	add("configurations", q, args)
 	q, args = settledCasesSQL(store, "p", starts, ids)
 	add("dataset cases", q, args)

@@ -89,75 +89,60 @@ func rolledReviewSQL(t tables, f RunFilter, runsGrain, stepsGrain uint8, hours [
 }
 
 // rolledFlagged reads the settled runs of the given hours that raised a
-// signal, as settledSignalsSQL does for a window: the keys of the rows
-// with signals (any version: a narrow scan), then those keys' current
-// rows, of which those still with signals and matching f are kept.
+// signal, as settledSignalsSQL does for a window: the current rows of the
+// keys any of whose rows has signals (flaggedRowsSQL), of which those
+// still with signals and matching f are kept.
 func (r *core) rolledFlagged(ctx context.Context, f SignalFilter, hours []hourVersion) ([]windowRun, error) {
-	q, args := flaggedKeysSQL(r.store, f.Project, hours)
+	q, args := flaggedRowsSQL(r.store, f, hours)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("find runs with signals: %w", err)
+		return nil, fmt.Errorf("read settled signals: %w", err)
 	}
-	keys, err := scanAll(rows, func(k *rowKey) []any { return []any{&k.start, &k.traceID} })
+	type flaggedRow struct {
+		traceID, task, signals string
+		agents                 []string
+		startNs                uint64
+	}
+	found, err := scanAll(rows, func(x *flaggedRow) []any { return []any{&x.traceID, &x.startNs, &x.task, &x.agents, &x.signals} })
 	if err != nil {
-		return nil, fmt.Errorf("find runs with signals: %w", err)
+		return nil, fmt.Errorf("read settled signals: %w", err)
 	}
-	starts, ids := make([]uint32, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		starts[i], ids[i] = k.start, k.traceID
-	}
-	var out []windowRun
-	err = r.eachKeyChunk(starts, ids, func(starts []uint32, ids []string) error {
-		q, args := flaggedRowsSQL(r.store, f, starts, ids)
-		rows, err := r.store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("read settled signals: %w", err)
+	out := make([]windowRun, 0, len(found))
+	for _, x := range found {
+		run := windowRun{facts: &runFacts{}}
+		run.TraceID, run.Start, run.Task, run.Agents, run.Settled = x.traceID, nsTime(x.startNs), x.task, nonNil(x.agents), true
+		if err := decodeFact(x.signals, &run.facts.signals); err != nil {
+			return nil, fmt.Errorf("run %s: signals: %w", x.traceID, err)
 		}
-		type flaggedRow struct {
-			traceID, task, signals string
-			agents                 []string
-			startNs                uint64
-		}
-		found, err := scanAll(rows, func(x *flaggedRow) []any { return []any{&x.traceID, &x.startNs, &x.task, &x.agents, &x.signals} })
-		if err != nil {
-			return fmt.Errorf("read settled signals: %w", err)
-		}
-		for _, x := range found {
-			run := windowRun{facts: &runFacts{}}
-			run.TraceID, run.Start, run.Task, run.Agents, run.Settled = x.traceID, nsTime(x.startNs), x.task, nonNil(x.agents), true
-			if err := decodeFact(x.signals, &run.facts.signals); err != nil {
-				return fmt.Errorf("run %s: signals: %w", x.traceID, err)
-			}
-			out = append(out, run)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		out = append(out, run)
 	}
 	slices.SortFunc(out, func(a, b windowRun) int { return newer(&a.RunSummary, &b.RunSummary) })
 	return out, nil
 }
 
-// flaggedKeysSQL builds the scan for the keys of project's run rows with
-// signals in the given hours (any version).
+// flaggedKeysSQL builds the subquery of the keys (start, trace id) of
+// project's run rows with signals in the given hours (any version: a
+// narrow scan).
 func flaggedKeysSQL(t tables, project string, hours []hourVersion) (string, []any) {
 	hs := make([]string, len(hours))
 	for i, h := range hours {
 		hs[i] = strconv.FormatInt(h.hour.Unix(), 10)
 	}
-	return "SELECT DISTINCT toUInt32(start), trace_id FROM " + t.Table(schema.TableRuns) +
+	return "SELECT start, trace_id FROM " + t.Table(schema.TableRuns) +
 			" WHERE project = ? AND start >= ? AND start < ? AND toUInt32(toStartOfHour(start)) IN (" + strings.Join(hs, ", ") + ")" +
 			" AND notEmpty(signal_kinds)",
 		[]any{project, hours[0].hour.UTC(), hours[len(hours)-1].hour.Add(time.Hour).UTC()}
 }
 
-// flaggedRowsSQL builds the read of the current rows of the keys (starts
-// and ids), kept when not a tombstone, with signals and of f's task and
-// agent: settledSignalsSQL's columns.
-func flaggedRowsSQL(t tables, f SignalFilter, starts []uint32, ids []string) (string, []any) {
+// flaggedRowsSQL builds the read of the current rows of the keys of the
+// given hours' rows with signals (flaggedKeysSQL, a subquery: a key set
+// built by the server, which a review of 7 days at a 100M-span store's
+// density makes 4,500 keys long), kept when not a tombstone, with signals
+// and of f's task and agent: settledSignalsSQL's columns.
+func flaggedRowsSQL(t tables, f SignalFilter, hours []hourVersion) (string, []any) {
+	keys, keyArgs := flaggedKeysSQL(t, f.Project, hours)
 	cond := []string{"deleted = 0", "notEmpty(signal_kinds)"}
-	args := []any{f.Project, traceSet(ids)}
+	args := append([]any{f.Project}, keyArgs...)
 	if f.Task != "" {
 		cond = append(cond, "run_task = ?")
 		args = append(args, f.Task)
@@ -168,6 +153,6 @@ func flaggedRowsSQL(t tables, f SignalFilter, starts []uint32, ids []string) (st
 	}
 	return "SELECT trace_id, start_ns, run_task, agents, signals FROM (SELECT trace_id, start, start_ns, if(task != '', task, name) AS run_task, " +
 		"agents, signals, signal_kinds, deleted, version FROM " + t.Table(schema.TableRuns) +
-		" WHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE " +
+		" WHERE project = ? AND (start, trace_id) IN (" + keys + ")" + currentByKey + ")\nWHERE " +
 		strings.Join(cond, " AND "), args
 }

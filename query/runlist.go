@@ -794,8 +794,8 @@ func settledRowsSQL(t tables, project string, starts []uint32, ids []string) (st
 // refuses a statement longer than max_query_size (256 KiB): the 5,000
 // keys the flagged runs' read named at most did not fit, which a safety
 // review of 7 days at a 100M-span store's density reached (1.15M runs,
-// 4,508 of them flagged). 2,000 keys are ~100 KB
-// (TestKeyLookupsFitAStatement).
+// 4,508 of them flagged; that read finds its keys by a subquery now).
+// 2,000 keys are ~100 KB (TestKeyLookupsFitAStatement).
 const keyLookupChunk = 2000
 
 // eachKeyChunk calls read with the keys (starts[i], ids[i]) in parts of at

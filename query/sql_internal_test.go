@@ -181,6 +181,8 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := settledSignalsSQL(gt, "p", sel, liveSet{ids: []string{"t1", "t2"}})
 			return q, args, err
 		}},
+		{"review_flagged_rows", built(flaggedRowsSQL(gt, SignalFilter{Project: "p"}, []hourVersion{{since, 3}, {since.Add(2 * time.Hour), 4}}))},
+		{"review_flagged_rows_task_agent", built(flaggedRowsSQL(gt, SignalFilter{Project: "p", Task: "t", Agent: "a"}, []hourVersion{{since, 3}}))},
 		{"review_spans", built(reviewSpansSQL(gt, "p", ids, since, until))},
 		{"review_content", built(reviewContentSQL(gt, "p", ids, since, until, false))},
 		{"review_content_latest", built(reviewContentSQL(gt, "p", ids[:1], since, until, true))},
