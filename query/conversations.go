@@ -129,8 +129,19 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 // conversation's latest (conversationPageSQL).
 func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, lv liveSet, after *cursor) ([]string, error) {
 	if after == nil && !lv.all {
+		// The ends that bound each try's candidates, read once for all of
+		// them: the most recent ends of the largest try.
+		q, args, err := conversationBoundSQL(r.store, f, conversationCandidates[len(conversationCandidates)-1]*(f.Limit+1))
+		if err != nil {
+			return nil, err
+		}
+		var ends []uint64
+		if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&ends); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(ends, func(a, b uint64) int { return cmp.Compare(b, a) })
 		for _, perConversation := range conversationCandidates {
-			ids, ok, err := r.recentConversations(ctx, f, lv, perConversation*(f.Limit+1))
+			ids, ok, err := r.recentConversations(ctx, f, lv, perConversation*(f.Limit+1), ends)
 			if err != nil || ok {
 				return ids, err
 			}
@@ -155,7 +166,9 @@ func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, l
 var conversationCandidates = [...]int{4, 64}
 
 // recentConversations picks a first page of conversations from the most
-// recently ended rows of the window (at most rowCap): every version of
+// recently ended rows of the window (at most rowCap; ends are the most
+// recent ends of the window's settled rows, newest first, at least rowCap
+// of them unless the window has fewer): every version of
 // the settled rows, without FINAL (which merged the whole window's rows,
 // in one thread on ClickHouse 18.16, before a sort of all of them), and
 // the live runs. A conversation's first row in that order is its latest
@@ -165,19 +178,17 @@ var conversationCandidates = [...]int{4, 64}
 // so its current latest run too, after every picked one. ok is false
 // otherwise (too few rows, or a stale version picked), and the caller
 // picks the page from the current rows.
-func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter, lv liveSet, rowCap int) (ids []string, ok bool, err error) {
-	// The bound of the candidates' ends first, over the settled rows'
-	// end column alone: the candidates' read then reads the rest of the
-	// rows within it only.
-	q, args, err := conversationBoundSQL(r.store, f, rowCap)
-	if err != nil {
-		return nil, false, err
+func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter, lv liveSet, rowCap int, ends []uint64) (ids []string, ok bool, err error) {
+	// The bound of the candidates' ends, from the settled rows' end column
+	// alone (the rowCap-th most recent end; none when the window has
+	// fewer rows): the candidates' read then reads the rest of the rows
+	// within it only.
+	var bound *uint64
+	if len(ends) >= rowCap {
+		bound = &ends[rowCap-1]
 	}
-	bound, _, err := r.readBound(ctx, q, args, rowCap)
+	q, args, err := conversationCandidatesSQL(r.store, f, lv, rowCap, bound)
 	if err != nil {
-		return nil, false, err
-	}
-	if q, args, err = conversationCandidatesSQL(r.store, f, lv, rowCap, bound); err != nil {
 		return nil, false, err
 	}
 	rows, err := r.store.Conn().Query(ctx, q, args...)
@@ -306,20 +317,24 @@ func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCa
 		"\n)\nORDER BY e_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(rowCap), args, nil
 }
 
-// conversationBoundSQL builds recentConversations' first read: the bound
-// of the limit latest ends among every version of the window's settled
-// rows that is no tombstone (the smallest of them), and how many there
-// were (at most limit; fewer: the bound leaves nothing out). It reads the
-// end column alone: neither the conversation nor the live runs are looked
-// at, so fewer than limit of the rows within the bound may be candidates,
-// and then recentConversations reads more or leaves the pick to FINAL.
+// conversationBoundSQL builds conversationPage's first read: the limit
+// latest ends among every version of the window's settled rows that is no
+// tombstone, as one array (in no particular order; fewer than limit: the
+// window has no more). It reads the end column alone: neither the
+// conversation nor the live runs are looked at, so fewer than a try's
+// rows within its bound may be candidates, and then recentConversations
+// reads more or leaves the pick to FINAL. One read serves every try
+// (conversationCandidates): with runs in flight at a 100M-span store's
+// density the first try often falls short (a few busy conversations ended
+// the most recent runs), and this scan of the window's ends was 45–64 ms
+// a try.
 func conversationBoundSQL(t tables, f ConversationFilter, limit int) (string, []any, error) {
 	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
 	if err != nil {
 		return "", nil, err
 	}
 	where, args := settledWindow(sel.project, sel)
-	return "SELECT min(e), count() FROM (\nSELECT end_ns AS e FROM " + t.Table(schema.TableRuns) + where + " AND deleted = 0" +
+	return "SELECT groupArray(e) FROM (\nSELECT end_ns AS e FROM " + t.Table(schema.TableRuns) + where + " AND deleted = 0" +
 		"\nORDER BY e DESC\nLIMIT " + strconv.Itoa(limit) + "\n)", args, nil
 }
 

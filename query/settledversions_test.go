@@ -207,6 +207,54 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 	}
 }
 
+// TestConversationsOfABusyConversation: the twelve most recently ended
+// runs all belong to one conversation, so the first page's first try (4
+// rows a conversation of a page of two, and the one after it: 12 rows)
+// holds one conversation only; the second try (64 rows each: 192, within
+// the 202 rows' bound) picks the page. busy (12 runs, the last ending at
+// +1,011 s), then the newest of 190 conversations of one run each (s189,
+// +189 s); the next page s188, s187.
+func TestConversationsOfABusyConversation(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second)
+	sec := func(n int) uint64 { return uint64(start.UnixNano()) + uint64(n)*1e9 }
+	var rows []schema.RunRow
+	row := func(n int, conv string, end int) schema.RunRow {
+		return schema.RunRow{Project: "p", TraceID: fmt.Sprintf("%032x", n), Start: start, StartNs: sec(0), EndNs: sec(end),
+			Name: "t", Task: "t", Conversation: conv, Spans: 2, LLMCalls: 1, CostTotal: 1, Version: 1}
+	}
+	for i := range 12 {
+		rows = append(rows, row(1000+i, "busy", 1000+i))
+	}
+	for i := range 190 {
+		rows = append(rows, row(i, fmt.Sprintf("s%03d", i), i))
+	}
+	if err := store.InsertRuns(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	now := uint64(time.Now().UnixNano())
+	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
+		t.Fatal(err)
+	}
+	r := query.NewReader(store)
+	f := query.ConversationFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Limit: 2}
+	var got []string
+	for range 2 {
+		page, err := r.Conversations(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page.Conversations {
+			got = append(got, fmt.Sprintf("%s:%d@%d", c.ConversationID, c.Runs, c.Last.Sub(start)/time.Second))
+		}
+		f.Cursor = page.NextCursor
+	}
+	if want := "[busy:12@1011 s189:1@189 s188:1@188 s187:1@187]"; fmt.Sprint(got) != want {
+		t.Errorf("pages of 2: %v, want %s", got, want)
+	}
+}
+
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
 
 // TestSettledRunListAcrossManyParts: a page sorted by cost over a month

@@ -1,4 +1,4 @@
-SELECT min(e), count() FROM (
+SELECT groupArray(e) FROM (
 SELECT end_ns AS e FROM `tally`.`runs` WHERE project = ? AND start >= ? AND start <= ? AND deleted = 0
 ORDER BY e DESC
 LIMIT 204
