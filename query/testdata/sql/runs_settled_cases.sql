@@ -1,4 +1,4 @@
-SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM `tally`.`runs` WHERE project = ? AND start IN (1796083200, 1796083260) AND trace_id IN ?
+SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM `tally`.`runs` PREWHERE project = ? AND start IN (1796083200, 1796083260) AND trace_id IN ?
 ORDER BY version DESC LIMIT 1 BY start, trace_id)
 WHERE deleted = 0
 -- parameters:

@@ -8,7 +8,7 @@ SELECT trace_id, root_name, first_name, task, svc, agents, models, conv, usr, s_
 	cost_cache_write AS c_cw, cost_output AS c_out, cost_exact AS cf_exact, cost_upper_bound AS cf_upper,
 	cost_lower_bound AS cf_lower, cost_corrected AS cf_corr, cost_approximate AS cf_approx,
 	unpriced_spans AS n_unpriced, unreconciled_spans AS n_unrec,
-	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, start, version FROM `tally`.`runs` WHERE project = ? AND start IN (1796083200, 1796083260) AND trace_id IN ?
+	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, start, version FROM `tally`.`runs` PREWHERE project = ? AND start IN (1796083200, 1796083260) AND trace_id IN ?
 ORDER BY version DESC LIMIT 1 BY start, trace_id)
 WHERE deleted = 0
 -- parameters:
