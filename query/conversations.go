@@ -271,7 +271,7 @@ func (r RunReader) currentVersions(ctx context.Context, project string, runs []p
 // currentVersionsSQL builds currentVersions' key read.
 func currentVersionsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
 	return "SELECT trace_id, version FROM (SELECT trace_id, start, version, deleted FROM " + t.Table(schema.TableRuns) +
-		" PREWHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0", []any{project, traceSet(ids)}
+		byKey(starts) + ")\nWHERE deleted = 0", []any{project, traceSet(ids)}
 }
 
 // conversationCandidatesSQL builds recentConversations' read: the rows of

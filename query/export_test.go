@@ -179,35 +179,29 @@ const KeyLookupChunk = keyLookupChunk
 // covers the lookups in parts.
 func WithKeyLookupChunk(n int) ReaderOption { return func(r *core) { r.keyChunk = n } }
 
+// KeyLookup is a built statement and its args.
+type KeyLookup struct {
+	SQL  string
+	Args []any
+}
+
 // KeyLookups builds each lookup of the run table by key on store, naming n
 // keys of the longest kind (each its own start second, a 32-digit id):
 // the statements and their args, by builder.
-func KeyLookups(store *schema.Store, n int) map[string]struct {
-	SQL  string
-	Args []any
-} {
+func KeyLookups(store *schema.Store, n int) map[string]KeyLookup {
 	starts, ids := make([]uint32, n), make([]string, n)
 	base := uint32(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Unix())
 	for i := range n {
 		starts[i], ids[i] = base+uint32(i), fmt.Sprintf("%032x", 0xfeedface00000000+uint64(i))
 	}
-	out := map[string]struct {
-		SQL  string
-		Args []any
-	}{}
-	add := func(name, q string, args []any) {
-		out[name] = struct {
-			SQL  string
-			Args []any
-		}{q, args}
-	}
+	out := map[string]KeyLookup{}
 	q, args := settledRunConfigsSQL(store, "p", starts, ids)
-	add("configurations", q, args)
+	out["configurations"] = KeyLookup{q, args}
 	q, args = settledCasesSQL(store, "p", starts, ids)
-	add("dataset cases", q, args)
+	out["dataset cases"] = KeyLookup{q, args}
 	q, args = settledRowsSQL(store, "p", starts, ids)
-	add("run list rows", q, args)
+	out["run list rows"] = KeyLookup{q, args}
 	q, args = currentVersionsSQL(store, "p", starts, ids)
-	add("conversations' current versions", q, args)
+	out["conversations' current versions"] = KeyLookup{q, args}
 	return out
 }

@@ -352,17 +352,20 @@ func liveRowsOf(rows []*runRow) *liveRows {
 			costs[j] = append(costs[j], v)
 		}
 	}
+	// The arrays in liveRowColumns' order: the ids and counts bound, the
+	// costs written.
 	args := []any{ids, convs}
 	for _, c := range counts {
 		args = append(args, c)
 	}
-	params, elems, vars := make([]string, len(liveRowColumns)), make([]string, len(liveRowColumns)), make([]string, len(liveRowColumns))
-	for i, c := range liveRowColumns {
-		params[i], vars[i] = "?", fmt.Sprintf("x%d", i+1)
-		elems[i] = fmt.Sprintf("%s(tupleElement(r, %d)) AS %s", c.cast, i+1, c.name)
+	params := slices.Repeat([]string{"?"}, len(args))
+	for _, c := range costs {
+		params = append(params, floatArrayLiteral(c))
 	}
-	for j, c := range costs { // the columns after the ids and counts
-		params[len(params)-len(costs)+j] = floatArrayLiteral(c)
+	elems, vars := make([]string, len(liveRowColumns)), make([]string, len(liveRowColumns))
+	for i, c := range liveRowColumns {
+		vars[i] = fmt.Sprintf("x%d", i+1)
+		elems[i] = fmt.Sprintf("%s(tupleElement(r, %d)) AS %s", c.cast, i+1, c.name)
 	}
 	v := strings.Join(vars, ", ")
 	return &liveRows{

@@ -35,10 +35,7 @@ func TestSettledReadKeepsTheNewestVersion(t *testing.T) {
 		}
 	}
 	// The run table is complete through now: no run is live.
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
+	markSettled(t, store)
 	r := query.NewReader(store)
 	window := query.TaskFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour)}
 	for _, c := range []struct {
@@ -101,10 +98,7 @@ func TestSettledRunListKeepsTheNewestVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
+	markSettled(t, store)
 	r := query.NewReader(store)
 	for _, c := range []struct {
 		dir   query.SortDir
@@ -174,10 +168,7 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
+	markSettled(t, store)
 	r := query.NewReader(store)
 	type conv struct {
 		id   string
@@ -189,17 +180,8 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 	for _, limit := range []int{1, 2, 50} {
 		f := query.ConversationFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Limit: limit}
 		var got []conv
-		for range 4 {
-			page, err := r.Conversations(ctx, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range page.Conversations {
-				got = append(got, conv{c.ConversationID, c.Runs, c.Last, c.Cost.Total})
-			}
-			if f.Cursor = page.NextCursor; f.Cursor == "" {
-				break
-			}
+		for _, c := range conversationPages(t, r, f, 4) {
+			got = append(got, conv{c.ConversationID, c.Runs, c.Last, c.Cost.Total})
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("pages of %d: %v, want %v", limit, got, want)
@@ -210,10 +192,12 @@ func TestSettledConversationsKeepTheNewestVersion(t *testing.T) {
 // TestConversationsOfABusyConversation: the twelve most recently ended
 // runs all belong to one conversation, so the first page's first try (4
 // rows a conversation of a page of two, and the one after it: 12 rows)
-// holds one conversation only; the second try (64 rows each: 192, within
-// the 202 rows' bound) picks the page. busy (12 runs, the last ending at
-// +1,011 s), then the newest of 190 conversations of one run each (s189,
-// +189 s); the next page s188, s187.
+// holds one conversation only, and the second (64 rows each: 192, within
+// the 202 rows' bound) reads its bound from the same ends. The pages are
+// the same whichever read picks them (a try or FINAL), so this holds the
+// shared ends to a right answer, not the path taken: busy (12 runs, the
+// last ending at +1,011 s), then the newest of 190 conversations of one
+// run each (s189, +189 s); the next page s188, s187.
 func TestConversationsOfABusyConversation(t *testing.T) {
 	store := openStore(t)
 	ctx := context.Background()
@@ -233,22 +217,12 @@ func TestConversationsOfABusyConversation(t *testing.T) {
 	if err := store.InsertRuns(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
+	markSettled(t, store)
 	r := query.NewReader(store)
 	f := query.ConversationFilter{Project: "p", Since: start.Add(-time.Hour), Until: start.Add(time.Hour), Limit: 2}
 	var got []string
-	for range 2 {
-		page, err := r.Conversations(ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range page.Conversations {
-			got = append(got, fmt.Sprintf("%s:%d@%d", c.ConversationID, c.Runs, c.Last.Sub(start)/time.Second))
-		}
-		f.Cursor = page.NextCursor
+	for _, c := range conversationPages(t, r, f, 2) {
+		got = append(got, fmt.Sprintf("%s:%d@%d", c.ConversationID, c.Runs, c.Last.Sub(start)/time.Second))
 	}
 	if want := "[busy:12@1011 s189:1@189 s188:1@188 s187:1@187]"; fmt.Sprint(got) != want {
 		t.Errorf("pages of 2: %v, want %s", got, want)
@@ -256,6 +230,24 @@ func TestConversationsOfABusyConversation(t *testing.T) {
 }
 
 func nsTime(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
+
+// conversationPages reads f's conversations page after page, at most
+// pages of them, and returns them in order.
+func conversationPages(t *testing.T, r *query.Reader, f query.ConversationFilter, pages int) []query.ConversationSummary {
+	t.Helper()
+	var out []query.ConversationSummary
+	for range pages {
+		page, err := r.Conversations(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Conversations...)
+		if f.Cursor = page.NextCursor; f.Cursor == "" {
+			break
+		}
+	}
+	return out
+}
 
 // TestSettledRunListAcrossManyParts: a page sorted by cost over a month
 // has its runs in every part of the window. Its rows are read by key; with
@@ -331,9 +323,6 @@ func storeOfManyParts(t *testing.T) (*schema.Store, time.Time) {
 			t.Fatal(err)
 		}
 	}
-	now := uint64(time.Now().UnixNano())
-	if err := store.InsertRunMark(ctx, schema.RunMarkRow{Name: schema.RunMarkSettled, Value: now, Version: now}); err != nil {
-		t.Fatal(err)
-	}
+	markSettled(t, store)
 	return store, day0
 }

@@ -507,14 +507,14 @@ type rowKey struct {
 // settledRunConfigsSQL builds settledRunConfigs' statement.
 func settledRunConfigsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
 	return "SELECT trace_id, toUInt32(start), config FROM (SELECT trace_id, start, config, deleted, version FROM " +
-			t.Table(schema.TableRuns) + " PREWHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0",
+			t.Table(schema.TableRuns) + byKey(starts) + ")\nWHERE deleted = 0",
 		[]any{project, traceSet(ids)}
 }
 
 // settledCasesSQL builds settledCases' statement.
 func settledCasesSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
 	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM " +
-			t.Table(schema.TableRuns) + " PREWHERE project = ? AND start IN (" + startList(starts) + ") AND trace_id IN ?" + currentByKey + ")\nWHERE deleted = 0",
+			t.Table(schema.TableRuns) + byKey(starts) + ")\nWHERE deleted = 0",
 		[]any{project, traceSet(ids)}
 }
 
