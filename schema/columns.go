@@ -132,6 +132,33 @@ func lowCol[R any](name string, get func(*R) string) column[R] {
 	return c
 }
 
+// dictionary stores a String or Array(String) column whose values repeat
+// from span to span though they are not few — span names, attribute and
+// resource keys — as LowCardinality where the server has it: each part
+// keeps a dictionary of the values and a small index a row. Measured on the
+// bench's 10M-span embedded store (2M spans of it copied): names 6.3 → 0.8
+// bytes a span, attribute keys 9.8 → 1.4; a condition on the name reads
+// 3–6 times faster (equality 18 → 6 ms, ILIKE 40 → 6.5 ms over 2M spans)
+// and has() on the keys 46 → 31 ms. A name of many distinct values (an
+// HTTP path with ids in it) costs about what a String does: the
+// dictionary starts anew when it grows past its bound. The attribute
+// values stay String: they are ids, numbers and messages.
+//
+// One trap: the 26.x engine's has() and indexOf() do not find "" in an
+// Array(LowCardinality(String)); a search names no empty key (see
+// ColumnKeysUnknown for the one column that would need it).
+func dictionary[R any](c column[R]) column[R] {
+	switch c.typ {
+	case "String":
+		c.modern = "LowCardinality(String)"
+	case "Array(String)":
+		c.modern = "Array(LowCardinality(String))"
+	default:
+		panic("schema: dictionary column " + c.name + " of type " + c.typ)
+	}
+	return c
+}
+
 func u64Col[R any](name string, get func(*R) uint64) column[R] {
 	return column[R]{name: name, typ: "UInt64", extract: func(rows []R) any {
 		out := make([]uint64, len(rows))
@@ -234,7 +261,11 @@ func appendArrays[R, T any](dst rowAppender, rows []R, get func(*R) []T) error {
 
 // spanColumns is the spans table, in order: the short columns compressed
 // by rowsCodec; the key, the version, the times and the long columns (the
-// name, the attributes' and the resource's keys and values) keep LZ4.
+// name, the attributes' and the resource's values) keep LZ4. The
+// attributes' and the resource's keys are dictionaries (see dictionary)
+// whose rows are small numbers: ZSTD(1) stores those at 1.4 bytes a span
+// against LZ4's 3.9, and has() read them faster than the text keys in LZ4
+// (31 against 46 ms over 2M spans).
 var spanColumns = compact([]column[Span]{
 	strCol("project", func(s *Span) string { return s.Project }),
 	strCol("trace_id", func(s *Span) string { return s.TraceID }),
@@ -244,7 +275,7 @@ var spanColumns = compact([]column[Span]{
 	timeline(u64Col("start_ns", func(s *Span) uint64 { return s.StartNs })),
 	timeline(u64Col("end_ns", func(s *Span) uint64 { return s.EndNs })),
 	u64Col("duration_ns", func(s *Span) uint64 { return s.DurationNs }),
-	strCol("name", func(s *Span) string { return s.Name }),
+	dictionary(strCol("name", func(s *Span) string { return s.Name })),
 	lowCol("kind", func(s *Span) string { return s.Kind }),
 	lowCol("status", func(s *Span) string { return s.Status }),
 	strCol("status_message", func(s *Span) string { return s.StatusMessage }),
@@ -288,10 +319,10 @@ var spanColumns = compact([]column[Span]{
 	lowCol("cost_confidence", func(s *Span) string { return s.CostConfidence }),
 	lowCol("price_entry", func(s *Span) string { return s.PriceEntry }),
 	lowCol("price_version", func(s *Span) string { return s.PriceVersion }),
-	strsCol("attr_keys", func(s *Span) []string { return s.AttrKeys }),
+	dictionary(strsCol("attr_keys", func(s *Span) []string { return s.AttrKeys })),
 	strsCol("attr_values", func(s *Span) []string { return s.AttrValues }),
 	columnKeysCol(),
-	strsCol("resource_keys", func(s *Span) []string { return s.ResourceKeys }),
+	dictionary(strsCol("resource_keys", func(s *Span) []string { return s.ResourceKeys })),
 	strsCol("resource_values", func(s *Span) []string { return s.ResourceValues }),
 	strsCol("event_names", func(s *Span) []string { return s.EventNames }),
 	u64sCol("event_time_ns", func(s *Span) []uint64 { return s.EventTimeNs }),
@@ -300,7 +331,7 @@ var spanColumns = compact([]column[Span]{
 	timeline(timeCol("ingested_at", func(s *Span) time.Time { return s.IngestedAt })),
 	u64Col("version", func(s *Span) uint64 { return s.Version }),
 }, "project", "trace_id", "span_id", "version", "start", "start_ns", "end_ns", "duration_ns",
-	"name", "attr_keys", "attr_values", "resource_keys", "resource_values")
+	"name", "attr_values", "resource_values")
 
 // contentColumns is the content table, in order. Its columns keep LZ4: but
 // for the values, which a content search scans, they are its key, version

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // migration is one versioned, idempotent schema change. Every statement must
@@ -26,6 +28,9 @@ type migration struct {
 	// has no ADD COLUMN IF NOT EXISTS), before stmts.
 	columns func(s *Store) []addedColumn
 	stmts   func(s *Store) []string
+	// background says stmts start rewrites of the stored parts (a
+	// column's type changed) that the server finishes after they return.
+	background bool
 }
 
 // addedColumn is a column a migration adds to a table that exists, placed
@@ -103,6 +108,53 @@ var migrations = []migration{
 	{version: 18, name: RowCodecsMigration, stmts: func(s *Store) []string {
 		return slices.Concat(columnCodecs(s), modifyTableSettings(s))
 	}},
+	{version: 19, name: DictionaryNamesMigration, stmts: dictionaryNames, background: true},
+}
+
+// DictionaryNamesMigration is the name of the migration that stores span
+// names and attribute and resource keys as LowCardinality (dictionary) on
+// servers that have it. The parts written before are rewritten by the
+// server in the background (a mutation of those columns alone, which
+// tally migrate waits for: Store.Rewrites); reads meanwhile convert them as
+// they go.
+const DictionaryNamesMigration = "dictionary names"
+
+// dictionaryNames gives the columns stored as dictionaries (see
+// dictionary) their type on servers with LowCardinality: nothing on 18.16.
+func dictionaryNames(s *Store) []string {
+	if !s.caps.LowCardinality {
+		return nil
+	}
+	return slices.Concat(
+		modifyTypes(s, TableSpans, spanColumns, "name", "attr_keys", "resource_keys"),
+		modifyTypes(s, TableSpanFacts, factColumns(), "name"))
+}
+
+// modifyTypes is the ALTER that gives the named columns of table their
+// type (and codec) on s's server, on the table holding the rows and, in
+// cluster mode, on the Distributed table over it (its type only). Giving a
+// column the type it has already changes nothing, so it is safe to run
+// twice.
+func modifyTypes[R any](s *Store, table string, cols []column[R], names ...string) []string {
+	var out []string
+	for _, t := range s.columnTables(table) {
+		distributed := s.cluster != "" && t == table
+		var clauses []string
+		for _, c := range cols {
+			if !slices.Contains(names, c.name) {
+				continue
+			}
+			def := c.definition(s.caps)
+			if distributed {
+				def = c.typeFor(s.caps)
+			}
+			clauses = append(clauses, "MODIFY COLUMN "+c.name+" "+def)
+		}
+		if len(clauses) > 0 {
+			out = append(out, "ALTER TABLE `"+s.db+"`.`"+t+"`"+s.onCluster()+" "+strings.Join(clauses, ", "))
+		}
+	}
+	return out
 }
 
 // RowCodecsMigration is the name of the migration that gives the short
@@ -310,8 +362,17 @@ func (s *Store) apply(ctx context.Context, m migration) error {
 			}
 		}
 	}
+	// A migration that changes a column's type leaves the rewrite of the
+	// stored parts to the server's background (see Mutations): the ALTER
+	// waits for it otherwise (alter_sync, on the embedded engine too),
+	// which would hold tally serve's start for as long as the rewrite
+	// takes. 18.16 has neither setting (nor such a migration).
+	stmtCtx := ctx
+	if m.background && s.caps.Major >= 20 {
+		stmtCtx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"mutations_sync": 0, "alter_sync": 0}))
+	}
 	for _, stmt := range m.statements(s) {
-		if err := s.conn.Exec(ctx, stmt); err != nil {
+		if err := s.conn.Exec(stmtCtx, stmt); err != nil {
 			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}
 	}

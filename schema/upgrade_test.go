@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -274,9 +275,9 @@ func TestColumnCodecs(t *testing.T) {
 			"spans.model":           "CODEC(ZSTD(1))",
 			"spans.column_keys":     "CODEC(ZSTD(1))",
 			"spans.name":            "",
-			"spans.attr_keys":       "",
+			"spans.attr_keys":       "CODEC(ZSTD(1))",
 			"spans.attr_values":     "",
-			"spans.resource_keys":   "",
+			"spans.resource_keys":   "CODEC(ZSTD(1))",
 			"spans.resource_values": "",
 			// content: LZ4 (the default), after Delta for its start.
 			"content.start":   "CODEC(Delta(4), LZ4)",
@@ -530,5 +531,191 @@ func TestRecompressReadsTheSame(t *testing.T) {
 	}
 	if after := answers(); after != before {
 		t.Errorf("answers changed by the rewrite:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestDictionaryNamesMigration: a store created before migration 19 (span
+// names and attribute and resource keys as String) takes their dictionary
+// type from it where the server has LowCardinality, the server rewrites the
+// parts stored before (WaitMutations sees it through), and every answer —
+// costs, the run list, each run's detail, searches on the name and on the
+// keys — reads the same before and after. On 18.16 the migration changes
+// nothing.
+func TestDictionaryNamesMigration(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	lc := s.Capabilities().LowCardinality
+	types := func() map[string]string {
+		t.Helper()
+		return queryPairs(t, s, "SELECT concat(table, '.', name), type FROM system.columns WHERE database = ? AND table IN (?, ?) AND name IN ('name', 'attr_keys', 'attr_values', 'resource_keys')",
+			s.Database(), schema.TableSpans, schema.TableSpanFacts)
+	}
+	want := map[string]string{"spans.name": "String", "spans.attr_keys": "Array(String)", "spans.resource_keys": "Array(String)",
+		"spans.attr_values": "Array(String)", "span_facts.name": "String"}
+	if lc {
+		want["spans.name"], want["span_facts.name"] = "LowCardinality(String)", "LowCardinality(String)"
+		want["spans.attr_keys"], want["spans.resource_keys"] = "Array(LowCardinality(String))", "Array(LowCardinality(String))"
+	}
+	if got := types(); !maps.Equal(got, want) {
+		t.Fatalf("a new store's types: %v, want %v", got, want)
+	}
+	if lc {
+		// The store as it was before migration 19.
+		codecs := queryPairs(t, s, "SELECT concat(table, '.', name), compression_codec FROM system.columns WHERE database = ? AND name = 'name'", s.Database())
+		keysCodec := "" // a store of schema 18 kept the keys in LZ4
+		if s.Capabilities().Codecs {
+			keysCodec = " CODEC(LZ4)"
+		}
+		for stmt, table := range map[string]string{
+			"MODIFY COLUMN name String " + codecs["spans.name"] + ", MODIFY COLUMN attr_keys Array(String)" + keysCodec +
+				", MODIFY COLUMN resource_keys Array(String)" + keysCodec: schema.TableSpans,
+			"MODIFY COLUMN name String " + codecs["span_facts.name"]: schema.TableSpanFacts,
+		} {
+			if err := s.Conn().Exec(ctx, "ALTER TABLE "+s.Table(table)+" "+stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before19 := types()
+	for _, c := range []string{"spans.name", "spans.attr_keys", "spans.resource_keys", "span_facts.name"} {
+		if strings.Contains(before19[c], "LowCardinality") {
+			t.Fatalf("%s before migration 19: %s", c, before19[c])
+		}
+	}
+
+	spans := goldentest.LoadCorpus(t, "../query/testdata/golden.json", "golden", goldentest.Builtin(t))
+	goldentest.Insert(t, s, spans, 1)
+	goldentest.Insert(t, s, spans, 2)
+	// Runs of one span each whose names and keys the searches below tell
+	// apart, one with a key "" (which the 26.x engine's has() does not find
+	// in a dictionary array: the run's detail still shows it).
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	var own []schema.Span
+	for i, x := range []struct {
+		name     string
+		keys     []string
+		resource string
+	}{
+		{"plan trip", []string{"app.tenant", "app.plan"}, "travel"},
+		{"book hotel", []string{"app.tenant"}, "travel"},
+		{"plan trip", nil, "billing"},
+		{"summarize", []string{"", "app.plan"}, "billing"},
+	} {
+		start := base.Add(time.Duration(i) * time.Minute)
+		values := make([]string, len(x.keys))
+		for j := range values {
+			values[j] = fmt.Sprintf("v%d", j)
+		}
+		own = append(own, schema.Span{Project: "p", TraceID: fmt.Sprintf("%032x", 0xd1c0+i), SpanID: fmt.Sprintf("%016x", i+1),
+			Start: start, StartNs: uint64(start.UnixNano()), EndNs: uint64(start.UnixNano()) + 1e9, DurationNs: 1e9,
+			Name: x.name, Service: x.resource, AttrKeys: x.keys, AttrValues: values,
+			ResourceKeys: []string{"service.name"}, ResourceValues: []string{x.resource}, ColumnKeys: []string{}, IngestedAt: start})
+	}
+	goldentest.Insert(t, s, own, 1)
+
+	r := query.NewReader(s)
+	since, until := goldentest.MustTime(t, "2026-01-10T00:00:00Z"), goldentest.MustTime(t, "2026-01-11T00:00:00Z")
+	searches := []struct {
+		q    string
+		want []string // the runs' names, newest first
+	}{
+		{`{ name = "plan trip" }`, []string{"plan trip", "plan trip"}},
+		{`{ span.app.tenant = "v0" }`, []string{"book hotel", "plan trip"}},
+		{`{ .app.plan != nil }`, []string{"summarize", "plan trip"}},
+		{`{ resource.service.name = "billing" }`, []string{"summarize", "plan trip"}},
+	}
+	answers := func() string {
+		t.Helper()
+		var out []any
+		for _, by := range []string{query.ByAgent, query.ByModel} {
+			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rep)
+		}
+		for _, p := range []struct {
+			project      string
+			since, until time.Time
+		}{{"golden", since, until}, {"p", base.Add(-time.Minute), base.Add(time.Hour)}} {
+			page, err := r.Runs(ctx, query.RunFilter{Project: p.project, Since: p.since, Until: p.until, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page)
+			for _, run := range page.Runs {
+				d, err := r.Run(ctx, p.project, run.TraceID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, d)
+			}
+		}
+		for _, tc := range searches {
+			page, err := r.Search(ctx, query.SearchRequest{Project: "p", Query: tc.q, Since: base.Add(-time.Minute), Until: base.Add(time.Hour)})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.q, err)
+			}
+			var got []string
+			for _, run := range page.Runs {
+				got = append(got, run.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: runs %v, want %v", tc.q, got, tc.want)
+			}
+			out = append(out, got)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := answers()
+	if !strings.Contains(before, `"summarize"`) || !strings.Contains(before, `"invoke_agent planner"`) {
+		t.Fatalf("the runs not read: %s", before)
+	}
+	if !strings.Contains(before, `"key":""`) && !strings.Contains(before, `"":"v0"`) {
+		t.Fatalf("the attribute of key \"\" not in the run's detail: %s", before)
+	}
+
+	for range 2 {
+		if err := schema.ApplyMigration(ctx, s, 19); err != nil {
+			t.Fatalf("migration 19 on a store before it: %v", err)
+		}
+	}
+	if got := types(); !maps.Equal(got, want) {
+		t.Errorf("types after migration 19: %v, want a new store's %v", got, want)
+	}
+	if s.Capabilities().Codecs {
+		codecs := queryPairs(t, s, "SELECT name, compression_codec FROM system.columns WHERE database = ? AND table = ? AND name IN ('attr_keys', 'resource_keys')",
+			s.Database(), schema.TableSpans)
+		if want := map[string]string{"attr_keys": "CODEC(ZSTD(1))", "resource_keys": "CODEC(ZSTD(1))"}; !maps.Equal(codecs, want) {
+			t.Errorf("the keys' codecs after migration 19: %v, want %v", codecs, want)
+		}
+	}
+	reports := 0
+	if err := s.WaitMutations(ctx, 20*time.Millisecond, time.Minute, func(ms []schema.Mutation) { reports++ }); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := s.Mutations(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("rewrites left after WaitMutations: %v, %v", ms, err)
+	}
+	if lc {
+		// Every part stored before now holds the dictionary type.
+		stored := queryPairs(t, s, "SELECT concat(table, '.', column, '.', type), toString(count()) FROM system.parts_columns WHERE database = ? AND active AND table IN (?, ?) AND column IN ('name', 'attr_keys') GROUP BY table, column, type",
+			s.Database(), schema.TableSpans, schema.TableSpanFacts)
+		for c, n := range stored {
+			if !strings.Contains(c, "LowCardinality") {
+				t.Errorf("%s parts not rewritten: %s", n, c)
+			}
+		}
+		if len(stored) != 3 {
+			t.Errorf("parts' types %v: want spans.name, spans.attr_keys and span_facts.name", stored)
+		}
+	}
+	t.Logf("rewrites reported %d times", reports)
+	if after := answers(); after != before {
+		t.Errorf("answers changed by the migration:\nbefore %s\nafter  %s", before, after)
 	}
 }

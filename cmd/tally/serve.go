@@ -405,12 +405,35 @@ func recompressStore(ctx context.Context, store *schema.Store, out io.Writer) er
 	return nil
 }
 
+// waitMutations waits for the server's rewrites of tally's tables after a
+// migration (schema.Store.WaitMutations), printing what is left at most
+// every 10 seconds.
+func waitMutations(ctx context.Context, store *schema.Store, out io.Writer) error {
+	var printed time.Time
+	return store.WaitMutations(ctx, time.Second, 10*time.Minute, func(ms []schema.Mutation) {
+		if time.Since(printed) < 10*time.Second {
+			return
+		}
+		printed = time.Now()
+		for _, m := range ms {
+			fmt.Fprintf(out, "the server is rewriting %s, %s: %d parts left\n", m.Table, strings.Trim(m.Command, "()"), m.PartsToDo)
+		}
+	})
+}
+
 func newMigrateCmd() *cobra.Command {
 	var st storeFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade tally's ClickHouse schema (idempotent), and settle the runs stored before",
 		Long: `Create or upgrade tally's ClickHouse schema. Every step is idempotent.
+
+Then, unless --wait-rewrites=false, wait while the server rewrites the
+parts stored before a migration that changed a column's type (schema 19:
+span names and attribute keys as dictionaries), printing the parts left
+every few seconds. The server does it in the background and resumes it
+after a restart; tally serve reads meanwhile, so stopping the wait loses
+nothing.
 
 Then, unless --recompress=false, rewrite the partitions written before the
 column codecs (schema 15, and the row codecs of schema 18) were applied, so
@@ -430,6 +453,7 @@ serve reviews the runs again under its own.`,
 	st.register(cmd.Flags(), nil)
 	var review apiConfig
 	bindReview(cmd.Flags(), &review)
+	waitRewrites := cmd.Flags().Bool("wait-rewrites", true, "wait for the server to rewrite the parts stored before a migration that changed a column's type, printing what is left")
 	recompress := cmd.Flags().Bool("recompress", true, "rewrite the partitions written before the column codecs, so they take them")
 	settleRuns := cmd.Flags().Bool("settle", true, "settle the stored runs the run table does not hold yet")
 	quiet := cmd.Flags().Duration("settle-quiet", settle.DefaultQuiet, "a run whose last span ended or was written more recently is left to tally serve's settler")
@@ -457,6 +481,11 @@ serve reviews the runs again under its own.`,
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "schema at version %d (clickhouse %s, database %s)\n", v, store.Capabilities().Version, st.database)
+		if *waitRewrites {
+			if err := waitMutations(ctx, store, out); err != nil {
+				return err
+			}
+		}
 		if *recompress {
 			if err := recompressStore(ctx, store, out); err != nil {
 				return err
