@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +47,98 @@ var spanFactNamesV5 = []string{
 	"input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
 	"usage_mode", "cost_total", "cost_input", "cost_cache_read", "cost_cache_write", "cost_output",
 	"cost_source", "version",
+}
+
+// derivedFactsEnd is span_facts.end_ns since migration 20: not stored but
+// computed from the start and duration it is the sum of (Normalize makes
+// every span's duration its end less its start, so the two are the same
+// figure). It was a copy of spans.end_ns, 5.2 bytes a span with the
+// codecs, 7 on 18.16. The table is still created with the column stored
+// (the views of migrations 5 and 8, which every store runs first, select
+// it, and 18.16 refuses a view whose target lacks a column it selects);
+// migration 20 turns it into this alias.
+const derivedFactsEnd = "start_ns + duration_ns"
+
+// spanFactViewNames are the columns the view feeding span_facts selects
+// since migration 20: spanFactNames but the derived end.
+func spanFactViewNames() []string {
+	return slices.DeleteFunc(slices.Clone(spanFactNames), func(n string) bool { return n == "end_ns" })
+}
+
+// deriveFactsEnd is migration 20: it replaces the stored span_facts.end_ns
+// by the alias derivedFactsEnd. The view feeding span_facts selects the
+// column, and a view into a table whose column it selects is an alias
+// fails on 18.16, so: the view is dropped, the column dropped and added
+// again as the alias (a codec'd column cannot be modified into an alias on
+// 26.x, nor can 18.16 modify a column's kind), and the view created again
+// without it, with the spans written since a little before copied again
+// as recreateSpanFactsView does. Between the drop and the add a read of
+// the column fails (for as long as two ALTERs take). It is safe to run
+// again: the column is replaced only while it is stored, and the view is
+// always created again.
+func deriveFactsEnd(ctx context.Context, s *Store) error {
+	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
+	if err := s.conn.Exec(ctx, "DROP TABLE IF EXISTS "+view+s.onCluster()); err != nil {
+		return fmt.Errorf("drop the view feeding span_facts: %w", err)
+	}
+	// Another tally migrating at once may take a step first: each step is
+	// taken only while the column is as it was before it, and a step that
+	// fails stands if the column is now as the step would leave it.
+	table := s.LocalTable(TableSpanFacts) + s.onCluster()
+	kind, err := s.factsEndKind(ctx)
+	if err != nil {
+		return err
+	}
+	if kind == factsEndStored {
+		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" DROP COLUMN end_ns"); err != nil {
+			if kind, kerr := s.factsEndKind(ctx); kerr != nil || kind == factsEndStored {
+				return fmt.Errorf("drop the stored span_facts.end_ns: %w", err)
+			}
+		}
+	}
+	if kind != factsEndAlias {
+		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" ADD COLUMN end_ns UInt64 ALIAS "+derivedFactsEnd); err != nil {
+			if kind, kerr := s.factsEndKind(ctx); kerr != nil || kind != factsEndAlias {
+				return fmt.Errorf("add span_facts.end_ns as %s: %w", derivedFactsEnd, err)
+			}
+		}
+	}
+	since := uint64(time.Now().Add(-10 * time.Minute).UnixNano())
+	for _, stmt := range s.spanFactsView(spanFactViewNames(), "version >= "+strconv.FormatUint(since, 10)) {
+		if err := s.conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("create the view feeding span_facts: %w", err)
+		}
+	}
+	return nil
+}
+
+// What span_facts.end_ns is on this node (factsEndKind).
+const (
+	factsEndStored = "stored"
+	factsEndAlias  = "alias"
+	factsEndNone   = "none"
+)
+
+// factsEndKind reads what span_facts.end_ns is on this node: stored, the
+// alias, or not there.
+func (s *Store) factsEndKind(ctx context.Context) (string, error) {
+	local := TableSpanFacts
+	if s.cluster != "" {
+		local += "_local"
+	}
+	var kind string
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT any(default_kind), count() FROM system.columns WHERE database = ? AND table = ? AND name = 'end_ns'",
+		s.db, local).Scan(&kind, &n); err != nil {
+		return "", fmt.Errorf("read span_facts.end_ns: %w", err)
+	}
+	switch {
+	case n == 0:
+		return factsEndNone, nil
+	case kind == "ALIAS":
+		return factsEndAlias, nil
+	}
+	return factsEndStored, nil
 }
 
 func spanFactsTable(s *Store) tableDef {
@@ -98,6 +192,8 @@ func (s *Store) spanFactsView(names []string, where string) []string {
 // write time in nanoseconds, from ten minutes before the migration: the
 // clocks of several tally processes may differ) are copied again, which the
 // facts table's ReplacingMergeTree collapses with the rows it has.
+// It is migration 8's, which selects spanFactNames (the end included: see
+// derivedFactsEnd).
 func recreateSpanFactsView(s *Store) []string {
 	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
 	since := uint64(time.Now().Add(-10 * time.Minute).UnixNano())

@@ -44,6 +44,12 @@ func TestUpgradeAddsColumnsAndFeedsFacts(t *testing.T) {
 			}
 		}
 	}
+	// Before migration 20, span_facts stored its end_ns.
+	for _, stmt := range []string{"DROP COLUMN end_ns", "ADD COLUMN end_ns UInt64 AFTER start_ns"} {
+		if err := conn.Exec(ctx, "ALTER TABLE "+s.Table(schema.TableSpanFacts)+" "+stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, stmt := range schema.SpanFactsViewStatements(s, schema.SpanFactsV5) {
 		if err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatal(err)
@@ -53,6 +59,11 @@ func TestUpgradeAddsColumnsAndFeedsFacts(t *testing.T) {
 		if err := schema.ApplyMigration(ctx, s, 8); err != nil {
 			t.Fatalf("migration 8 on a store before it: %v", err)
 		}
+	}
+	// And the later migration that changes the view (as an upgrade runs
+	// every later migration): its view selects no end_ns, now an alias.
+	if err := schema.ApplyMigration(ctx, s, 20); err != nil {
+		t.Fatalf("migration 20 after 8: %v", err)
 	}
 	for table := range added {
 		if got := columnOrder(t, s, table); got != fresh[table] {
@@ -284,7 +295,8 @@ func TestColumnCodecs(t *testing.T) {
 			"content.span_id": "",
 			"content.value":   "",
 			// span_facts: ZSTD(3) for every column, after the transforms.
-			"span_facts.end_ns":        "CODEC(Delta(8), ZSTD(3))",
+			"span_facts.start_ns":      "CODEC(Delta(8), ZSTD(3))",
+			"span_facts.end_ns":        "", // an alias (migration 20)
 			"span_facts.output_tokens": "CODEC(T64, ZSTD(3))",
 			"span_facts.trace_id":      "CODEC(ZSTD(3))",
 			"span_facts.duration_ns":   "CODEC(ZSTD(3))",
@@ -718,4 +730,155 @@ func TestDictionaryNamesMigration(t *testing.T) {
 	if after := answers(); after != before {
 		t.Errorf("answers changed by the migration:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// TestDerivedFactsEndMigration: span_facts.end_ns is computed from the
+// start and duration since migration 20. A store put back in its shape
+// before it (the end stored, the view selecting it) stores the golden
+// corpus, then takes migration 20 twice: the column is the alias and no
+// part stores it, every answer that reads span_facts (costs, tools, the
+// run list of runs read live, each run's detail) reads the same, and a
+// span written after reaches span_facts with its end.
+func TestDerivedFactsEndMigration(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t)
+	conn := s.Conn()
+	kind := func() string {
+		t.Helper()
+		var k, expr string
+		if err := conn.QueryRow(ctx, "SELECT default_kind, default_expression FROM system.columns WHERE database = ? AND table = ? AND name = 'end_ns'",
+			s.Database(), schema.TableSpanFacts).Scan(&k, &expr); err != nil {
+			t.Fatal(err)
+		}
+		return k + " " + expr
+	}
+	if got := kind(); got != "ALIAS start_ns + duration_ns" {
+		t.Fatalf("a new store's span_facts.end_ns: %q, want the alias", got)
+	}
+	codec := ""
+	if s.Capabilities().Codecs {
+		codec = " CODEC(Delta(8), ZSTD(3))"
+	}
+	if err := conn.Exec(ctx, "DROP TABLE "+s.Table(schema.ViewSpanFacts)); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"DROP COLUMN end_ns", "ADD COLUMN end_ns UInt64" + codec + " AFTER start_ns"} {
+		if err := conn.Exec(ctx, "ALTER TABLE "+s.Table(schema.TableSpanFacts)+" "+stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range schema.SpanFactsViewStatements(s, schema.SpanFactsV8) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := kind(); got != " " {
+		t.Fatalf("span_facts.end_ns before migration 20: %q, want stored", got)
+	}
+
+	spans := goldentest.LoadCorpus(t, "../query/testdata/golden.json", "golden", goldentest.Builtin(t))
+	goldentest.Insert(t, s, spans, 1)
+	stored := func() uint64 {
+		t.Helper()
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.parts_columns WHERE database = ? AND table = ? AND column = 'end_ns' AND active",
+			s.Database(), schema.TableSpanFacts).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if stored() == 0 {
+		t.Fatal("no part of span_facts stores end_ns before migration 20")
+	}
+	// Every span's end in span_facts, worked out from the corpus.
+	wantEnds := map[string]uint64{}
+	for _, sp := range spans {
+		wantEnds[sp.SpanID] = sp.EndNs
+	}
+	ends := func() {
+		t.Helper()
+		rows, err := conn.Query(ctx, "SELECT span_id, end_ns FROM "+s.Table(schema.TableSpanFacts)+" FINAL WHERE project = 'golden'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			var id string
+			var end uint64
+			if err := rows.Scan(&id, &end); err != nil {
+				t.Fatal(err)
+			}
+			if end != wantEnds[id] {
+				t.Errorf("span %s: span_facts.end_ns %d, want %d", id, end, wantEnds[id])
+			}
+			n++
+		}
+		if n != len(wantEnds) {
+			t.Errorf("%d spans in span_facts, want %d", n, len(wantEnds))
+		}
+	}
+	ends()
+
+	r := query.NewReader(s)
+	since, until := goldentest.MustTime(t, "2026-01-10T00:00:00Z"), goldentest.MustTime(t, "2026-01-11T00:00:00Z")
+	answers := func() string {
+		t.Helper()
+		var out []any
+		for _, by := range []string{query.ByAgent, query.ByModel} {
+			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rep)
+		}
+		tools, err := r.Tools(ctx, query.ToolFilter{Window: query.Window{Project: "golden", Since: since, Until: until}, PerMinute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := r.Runs(ctx, query.RunFilter{Project: "golden", Since: since, Until: until, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tools, page)
+		for _, run := range page.Runs {
+			d, err := r.Run(ctx, "golden", run.TraceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := answers()
+	if !strings.Contains(before, `"invoke_agent planner"`) || !strings.Contains(before, `"p95_ms"`) {
+		t.Fatalf("the corpus not read: %s", before)
+	}
+
+	for range 2 {
+		if err := schema.ApplyMigration(ctx, s, 20); err != nil {
+			t.Fatalf("migration 20: %v", err)
+		}
+	}
+	if got := kind(); got != "ALIAS start_ns + duration_ns" {
+		t.Fatalf("span_facts.end_ns after migration 20: %q, want the alias", got)
+	}
+	if n := stored(); n != 0 {
+		t.Errorf("%d parts of span_facts still store end_ns", n)
+	}
+	ends()
+	if after := answers(); after != before {
+		t.Errorf("answers changed by the migration:\nbefore %s\nafter  %s", before, after)
+	}
+	// The view feeds span_facts again, without the column.
+	now := time.Now().UTC()
+	span := schema.Span{Project: "golden", TraceID: strings.Repeat("c", 32), SpanID: strings.Repeat("d", 16), Start: now.Truncate(time.Second),
+		StartNs: uint64(now.UnixNano()), EndNs: uint64(now.UnixNano()) + 1500, DurationNs: 1500, SpanType: schema.TypeInference, IngestedAt: now}
+	goldentest.Insert(t, s, []schema.Span{span}, 1)
+	wantEnds[span.SpanID] = span.EndNs
+	ends()
 }
