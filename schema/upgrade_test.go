@@ -491,31 +491,7 @@ func TestRecompressReadsTheSame(t *testing.T) {
 	since, until := goldentest.MustTime(t, "2026-01-10T00:00:00Z"), goldentest.MustTime(t, "2026-01-11T00:00:00Z")
 	answers := func() string {
 		t.Helper()
-		var out []any
-		for _, by := range []string{query.ByAgent, query.ByModel} {
-			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rep)
-		}
-		page, err := r.Runs(ctx, query.RunFilter{Project: "golden", Since: since, Until: until, Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page)
-		for _, run := range page.Runs {
-			d, err := r.Run(ctx, "golden", run.TraceID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, d)
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return marshalled(t, slices.Concat(goldenCosts(t, r, since, until), runsRead(t, r, "golden", since, until)))
 	}
 	before := answers()
 	if !strings.Contains(before, `"trace_id"`) {
@@ -638,31 +614,8 @@ func TestDictionaryNamesMigration(t *testing.T) {
 	}
 	answers := func() string {
 		t.Helper()
-		var out []any
-		for _, by := range []string{query.ByAgent, query.ByModel} {
-			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rep)
-		}
-		for _, p := range []struct {
-			project      string
-			since, until time.Time
-		}{{"golden", since, until}, {"p", base.Add(-time.Minute), base.Add(time.Hour)}} {
-			page, err := r.Runs(ctx, query.RunFilter{Project: p.project, Since: p.since, Until: p.until, Limit: 1000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, page)
-			for _, run := range page.Runs {
-				d, err := r.Run(ctx, p.project, run.TraceID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, d)
-			}
-		}
+		out := slices.Concat(goldenCosts(t, r, since, until), runsRead(t, r, "golden", since, until),
+			runsRead(t, r, "p", base.Add(-time.Minute), base.Add(time.Hour)))
 		for _, tc := range searches {
 			page, err := r.Search(ctx, query.SearchRequest{Project: "p", Query: tc.q, Since: base.Add(-time.Minute), Until: base.Add(time.Hour)})
 			if err != nil {
@@ -677,11 +630,7 @@ func TestDictionaryNamesMigration(t *testing.T) {
 			}
 			out = append(out, got)
 		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return marshalled(t, out)
 	}
 	before := answers()
 	if !strings.Contains(before, `"summarize"`) || !strings.Contains(before, `"invoke_agent planner"`) {
@@ -824,35 +773,11 @@ func TestDerivedFactsEndMigration(t *testing.T) {
 	since, until := goldentest.MustTime(t, "2026-01-10T00:00:00Z"), goldentest.MustTime(t, "2026-01-11T00:00:00Z")
 	answers := func() string {
 		t.Helper()
-		var out []any
-		for _, by := range []string{query.ByAgent, query.ByModel} {
-			rep, err := r.Costs(ctx, query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rep)
-		}
 		tools, err := r.Tools(ctx, query.ToolFilter{Window: query.Window{Project: "golden", Since: since, Until: until}, PerMinute: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := r.Runs(ctx, query.RunFilter{Project: "golden", Since: since, Until: until, Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tools, page)
-		for _, run := range page.Runs {
-			d, err := r.Run(ctx, "golden", run.TraceID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, d)
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return marshalled(t, slices.Concat(goldenCosts(t, r, since, until), []any{tools}, runsRead(t, r, "golden", since, until)))
 	}
 	before := answers()
 	if !strings.Contains(before, `"invoke_agent planner"`) || !strings.Contains(before, `"p95_ms"`) {
@@ -881,4 +806,50 @@ func TestDerivedFactsEndMigration(t *testing.T) {
 	goldentest.Insert(t, s, []schema.Span{span}, 1)
 	wantEnds[span.SpanID] = span.EndNs
 	ends()
+}
+
+// goldenCosts reads the golden corpus's cost reports by agent and by model
+// over [since, until), by hour: what the upgrade tests compare before and
+// after a change of the store.
+func goldenCosts(t *testing.T, r *query.Reader, since, until time.Time) []any {
+	t.Helper()
+	var out []any
+	for _, by := range []string{query.ByAgent, query.ByModel} {
+		rep, err := r.Costs(context.Background(), query.CostFilter{Project: "golden", By: by, Since: since, Until: until, Bucket: query.BucketHour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rep)
+	}
+	return out
+}
+
+// runsRead reads project's run list over [since, until) and each run's
+// detail.
+func runsRead(t *testing.T, r *query.Reader, project string, since, until time.Time) []any {
+	t.Helper()
+	ctx := context.Background()
+	page, err := r.Runs(ctx, query.RunFilter{Project: project, Since: since, Until: until, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []any{page}
+	for _, run := range page.Runs {
+		d, err := r.Run(ctx, project, run.TraceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// marshalled is answers as JSON, to compare byte for byte.
+func marshalled(t *testing.T, answers []any) string {
+	t.Helper()
+	b, err := json.Marshal(answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
