@@ -137,7 +137,7 @@ func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, l
 		}
 		var ends []uint64
 		if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&ends); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read the window's latest ends: %w", err)
 		}
 		slices.SortFunc(ends, func(a, b uint64) int { return cmp.Compare(b, a) })
 		for _, perConversation := range conversationCandidates {
@@ -270,8 +270,8 @@ func (r RunReader) currentVersions(ctx context.Context, project string, runs []p
 
 // currentVersionsSQL builds currentVersions' key read.
 func currentVersionsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT trace_id, version FROM (SELECT trace_id, start, version, deleted FROM " + t.Table(schema.TableRuns) +
-		byKey(starts) + ")\nWHERE deleted = 0", []any{project, traceSet(ids)}
+	q, args := byKey(t, "trace_id, start, version, deleted", project, starts, ids)
+	return "SELECT trace_id, version FROM " + q, args
 }
 
 // conversationCandidatesSQL builds recentConversations' read: the rows of

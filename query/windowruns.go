@@ -476,21 +476,20 @@ func (r *core) settledRunConfigs(ctx context.Context, project string, starts []u
 		if err != nil {
 			return fmt.Errorf("read configurations: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k rowKey
-			var text string
-			if err := rows.Scan(&k.traceID, &k.start, &text); err != nil {
-				return fmt.Errorf("read configurations: %w", err)
-			}
-			var c RunConfig
-			if err := decodeFact(text, &c); err != nil {
-				return fmt.Errorf("run %s: configuration: %w", k.traceID, err)
-			}
-			out[k] = c
+		type configRow struct {
+			key  rowKey
+			text string
 		}
-		if err := rows.Err(); err != nil {
+		found, err := scanAll(rows, func(x *configRow) []any { return []any{&x.key.traceID, &x.key.start, &x.text} })
+		if err != nil {
 			return fmt.Errorf("read configurations: %w", err)
+		}
+		for _, x := range found {
+			var c RunConfig
+			if err := decodeFact(x.text, &c); err != nil {
+				return fmt.Errorf("run %s: configuration: %w", x.key.traceID, err)
+			}
+			out[x.key] = c
 		}
 		return nil
 	})
@@ -506,16 +505,14 @@ type rowKey struct {
 
 // settledRunConfigsSQL builds settledRunConfigs' statement.
 func settledRunConfigsSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT trace_id, toUInt32(start), config FROM (SELECT trace_id, start, config, deleted, version FROM " +
-			t.Table(schema.TableRuns) + byKey(starts) + ")\nWHERE deleted = 0",
-		[]any{project, traceSet(ids)}
+	q, args := byKey(t, "trace_id, start, config, deleted, version", project, starts, ids)
+	return "SELECT trace_id, toUInt32(start), config FROM " + q, args
 }
 
 // settledCasesSQL builds settledCases' statement.
 func settledCasesSQL(t tables, project string, starts []uint32, ids []string) (string, []any) {
-	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM (SELECT trace_id, start, config, deleted, version FROM " +
-			t.Table(schema.TableRuns) + byKey(starts) + ")\nWHERE deleted = 0",
-		[]any{project, traceSet(ids)}
+	q, args := byKey(t, "trace_id, start, config, deleted, version", project, starts, ids)
+	return "SELECT trace_id, visitParamExtractString(config, 'case') FROM " + q, args
 }
 
 // liveFacts fills in what the reports need of the live runs among runs

@@ -60,10 +60,13 @@ var spanFactNamesV5 = []string{
 // migration 20 turns it into this alias.
 const derivedFactsEnd = "start_ns + duration_ns"
 
+// factsEnd is the column of span_facts derivedFactsEnd computes.
+const factsEnd = "end_ns"
+
 // spanFactViewNames are the columns the view feeding span_facts selects
 // since migration 20: spanFactNames but the derived end.
 func spanFactViewNames() []string {
-	return slices.DeleteFunc(slices.Clone(spanFactNames), func(n string) bool { return n == "end_ns" })
+	return slices.DeleteFunc(slices.Clone(spanFactNames), func(n string) bool { return n == factsEnd })
 }
 
 // deriveFactsEnd is migration 20: it replaces the stored span_facts.end_ns
@@ -78,8 +81,7 @@ func spanFactViewNames() []string {
 // again: the column is replaced only while it is stored, and the view is
 // always created again.
 func deriveFactsEnd(ctx context.Context, s *Store) error {
-	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
-	if err := s.conn.Exec(ctx, "DROP TABLE IF EXISTS "+view+s.onCluster()); err != nil {
+	if err := s.conn.Exec(ctx, s.dropSpanFactsView()); err != nil {
 		return fmt.Errorf("drop the view feeding span_facts: %w", err)
 	}
 	// Another tally migrating at once may take a step first: each step is
@@ -91,21 +93,20 @@ func deriveFactsEnd(ctx context.Context, s *Store) error {
 		return err
 	}
 	if kind == factsEndStored {
-		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" DROP COLUMN end_ns"); err != nil {
+		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" DROP COLUMN "+factsEnd); err != nil {
 			if kind, kerr := s.factsEndKind(ctx); kerr != nil || kind == factsEndStored {
 				return fmt.Errorf("drop the stored span_facts.end_ns: %w", err)
 			}
 		}
 	}
 	if kind != factsEndAlias {
-		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" ADD COLUMN end_ns UInt64 ALIAS "+derivedFactsEnd); err != nil {
+		if err := s.conn.Exec(ctx, "ALTER TABLE "+table+" ADD COLUMN "+factsEnd+" UInt64 ALIAS "+derivedFactsEnd); err != nil {
 			if kind, kerr := s.factsEndKind(ctx); kerr != nil || kind != factsEndAlias {
 				return fmt.Errorf("add span_facts.end_ns as %s: %w", derivedFactsEnd, err)
 			}
 		}
 	}
-	since := uint64(time.Now().Add(-10 * time.Minute).UnixNano())
-	for _, stmt := range s.spanFactsView(spanFactViewNames(), "version >= "+strconv.FormatUint(since, 10)) {
+	for _, stmt := range s.refillSpanFactsView(spanFactViewNames()) {
 		if err := s.conn.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("create the view feeding span_facts: %w", err)
 		}
@@ -123,14 +124,11 @@ const (
 // factsEndKind reads what span_facts.end_ns is on this node: stored, the
 // alias, or not there.
 func (s *Store) factsEndKind(ctx context.Context) (string, error) {
-	local := TableSpanFacts
-	if s.cluster != "" {
-		local += "_local"
-	}
+	local := s.columnTables(TableSpanFacts)[0] // the table holding the rows
 	var kind string
 	var n uint64
-	if err := s.conn.QueryRow(ctx, "SELECT any(default_kind), count() FROM system.columns WHERE database = ? AND table = ? AND name = 'end_ns'",
-		s.db, local).Scan(&kind, &n); err != nil {
+	if err := s.conn.QueryRow(ctx, "SELECT any(default_kind), count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+		s.db, local, factsEnd).Scan(&kind, &n); err != nil {
 		return "", fmt.Errorf("read span_facts.end_ns: %w", err)
 	}
 	switch {
@@ -174,13 +172,12 @@ func spanFactsStatements(s *Store) []string {
 // when empty).
 func (s *Store) spanFactsView(names []string, where string) []string {
 	list := strings.Join(names, ", ")
-	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
 	copyRows := "INSERT INTO " + s.Table(TableSpanFacts) + " (" + list + ") SELECT " + list + " FROM " + s.Table(TableSpans)
 	if where != "" {
 		copyRows += " WHERE " + where
 	}
 	return []string{
-		"CREATE MATERIALIZED VIEW IF NOT EXISTS " + view + s.onCluster() + " TO " + s.LocalTable(TableSpanFacts) +
+		"CREATE MATERIALIZED VIEW IF NOT EXISTS " + s.Table(viewSpanFacts) + s.onCluster() + " TO " + s.LocalTable(TableSpanFacts) +
 			" AS SELECT " + list + " FROM " + s.LocalTable(TableSpans),
 		copyRows,
 	}
@@ -196,8 +193,19 @@ func (s *Store) spanFactsView(names []string, where string) []string {
 // It is migration 8's, which selects spanFactNames (the end included: see
 // derivedFactsEnd).
 func recreateSpanFactsView(s *Store) []string {
-	view := "`" + s.db + "`.`" + viewSpanFacts + "`"
+	return append([]string{s.dropSpanFactsView()}, s.refillSpanFactsView(spanFactNames)...)
+}
+
+// dropSpanFactsView is the statement that drops the view feeding
+// span_facts (recreateSpanFactsView, deriveFactsEnd).
+func (s *Store) dropSpanFactsView() string {
+	return "DROP TABLE IF EXISTS " + s.Table(viewSpanFacts) + s.onCluster()
+}
+
+// refillSpanFactsView is the statements that create the view feeding
+// span_facts with names again after dropSpanFactsView, and copy the spans
+// written since ten minutes before (see recreateSpanFactsView).
+func (s *Store) refillSpanFactsView(names []string) []string {
 	since := uint64(time.Now().Add(-10 * time.Minute).UnixNano())
-	return append([]string{"DROP TABLE IF EXISTS " + view + s.onCluster()},
-		s.spanFactsView(spanFactNames, "version >= "+strconv.FormatUint(since, 10))...)
+	return s.spanFactsView(names, "version >= "+strconv.FormatUint(since, 10))
 }

@@ -119,8 +119,8 @@ var migrations = []migration{
 // names and attribute and resource keys as LowCardinality (dictionary) on
 // servers that have it. The parts written before are rewritten by the
 // server in the background (a mutation of those columns alone, which
-// tally migrate waits for: Store.Rewrites); reads meanwhile convert them as
-// they go.
+// tally migrate waits for: Store.WaitMutations); reads meanwhile convert
+// them as they go.
 const DictionaryNamesMigration = "dictionary names"
 
 // dictionaryNames gives the columns stored as dictionaries (see
@@ -196,7 +196,7 @@ func columnCodecs(s *Store) []string {
 func modifyCodecs[R any](s *Store, table string, cols []column[R]) []string {
 	var clauses []string
 	for _, c := range cols {
-		if table == TableSpanFacts && c.name == "end_ns" {
+		if table == TableSpanFacts && c.name == factsEnd {
 			continue // an alias since migration 20 (derivedFactsEnd), which takes no codec
 		}
 		if def := c.definition(s.caps); def != c.typeFor(s.caps) {
