@@ -4,12 +4,31 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/ingest/rowcodec"
 )
 
 func TestDrainBatchesBoundedByBytes(t *testing.T) {
-	// 20 records of 5 spans wait in the log; every one encodes to rec bytes.
-	rec := int64(len(rowcodec.Encode(nil, batchOf(0, 5))))
+	// 20 records of 5 spans wait in the log; every one holds rec bytes of
+	// row data, which bounds a batch (not the record's own, smaller size).
+	rowData := func(b ingest.Batch) (n int64) {
+		for i := range b.Spans {
+			n += b.Spans[i].DataBytes()
+		}
+		for i := range b.Contents {
+			n += b.Contents[i].DataBytes()
+		}
+		return n
+	}
+	rec := rowData(batchOf(0, 5))
+	for i := range 20 {
+		if n := rowData(batchOf(i*5, 5)); n != rec {
+			t.Fatalf("record %d holds %d bytes of row data, the first %d", i, n, rec)
+		}
+	}
+	if enc := int64(len(rowcodec.Encode(nil, batchOf(0, 5)))); enc >= rec {
+		t.Fatalf("a record of %d bytes for %d of row data: the bound below would not tell them apart", enc, rec)
+	}
 	tests := []struct {
 		name     string
 		maxBytes int64

@@ -9,11 +9,13 @@
 //
 // Sink.Run drains the log, in order, into the downstream writer: it
 // coalesces consecutive records into batches of up to Config.MaxBatchSpans
-// spans and Config.MaxBatchBytes record bytes (a decoded record takes about
-// its encoded size: its strings share one copy of the record), retries a failed write with exponential backoff (at least the
-// Retry-After a refusing downstream asks for) until it succeeds or Run's
-// context ends, and never drops a record. After each successful write it
-// truncates the log up to the last record written (a durable checkpoint).
+// spans and Config.MaxBatchBytes of row data (what the decoded rows hold,
+// which each record's header gives; a record refers back to the strings
+// its rows repeat and is 2–3 times smaller), retries a failed write with
+// exponential backoff (at least the Retry-After a refusing downstream asks
+// for) until it succeeds or Run's context ends, and never drops a record.
+// After each successful write it truncates the log up to the last record
+// written (a durable checkpoint).
 // With Config.Begin the drain streams: consecutive batches are appended to
 // one open downstream write (a Stream, one INSERT per table), which is
 // committed, and the log checkpointed, per Config.CommitSpans,
@@ -121,9 +123,10 @@ type Config struct {
 	// MaxBatchSpans bounds the spans of one downstream write assembled from
 	// consecutive records (a single larger record is written alone).
 	MaxBatchSpans int
-	// MaxBatchBytes bounds the record bytes of one downstream write the same
-	// way, so that spans with large content (1 MiB tool results) cannot
-	// gather into a batch of gigabytes after an outage.
+	// MaxBatchBytes bounds the row data (schema.Span.DataBytes) of one
+	// downstream write the same way, so that spans with large content
+	// (1 MiB tool results) cannot gather into a batch of gigabytes after an
+	// outage.
 	MaxBatchBytes int64
 	// RetryMin and RetryMax bound the backoff between failed downstream writes.
 	RetryMin time.Duration
@@ -956,7 +959,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 	if p.upto == 0 {
 		p.batch = d.spare()
 	}
-	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.bytes < s.cfg.MaxBatchBytes {
+	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.rows < s.cfg.MaxBatchBytes {
 		seq, rec, err := d.r.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -965,10 +968,10 @@ func (s *Sink) next(d *drain) (pending, error) {
 			s.setErr(err)
 			return pending{}, fmt.Errorf("durable log: read: %w", err)
 		}
-		n, err := rowcodec.SpanCount(rec)
+		n, rows, err := rowcodec.Header(rec)
 		into := &p
 		if err == nil && p.upto != 0 &&
-			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.bytes+int64(len(rec)) > s.cfg.MaxBatchBytes) {
+			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.rows+rows > s.cfg.MaxBatchBytes) {
 			into = &d.carry
 			d.carry.batch = d.spare()
 		}
@@ -984,6 +987,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 		}
 		into.upto = seq
 		into.bytes += int64(len(rec))
+		into.rows += rows
 		if d.carry.upto != 0 || d.single != 0 {
 			break
 		}
@@ -1024,7 +1028,8 @@ type pending struct {
 	batch ingest.Batch
 	from  uint64 // the first record in it
 	upto  uint64
-	bytes int64
+	bytes int64 // record bytes: what the log holds of it (CommitBytes)
+	rows  int64 // row data: what it holds decoded (MaxBatchBytes)
 }
 
 // caughtUp ends the replay phase once every record from before Open is

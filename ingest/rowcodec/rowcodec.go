@@ -1,13 +1,28 @@
 // Package rowcodec is a compact, fast binary encoding of ingest.Batch: how a
 // batch is stored as one record of the durable log (package ingest/wal).
 //
-// Layout (version 3): a version byte, then the spans (uvarint count, then
-// each span's fields in declaration order of schema.Span), then the contents
-// (uvarint count, then each schema.Content's fields in order). Strings are a
-// uvarint length and the bytes; []string and []uint64 are a uvarint count and
-// the elements; integers and floats are fixed-width little-endian (uint8 1
-// byte, uint32 4, uint64 and float64 8); a time.Time is its Unix seconds
-// (int64) and nanoseconds (uint32), and decodes in UTC.
+// Layout (version 4): a version byte, the batch's row data (uvarint, the
+// bytes schema.Span.DataBytes and schema.Content.DataBytes count: what the
+// decoded rows hold, for the drain's memory bounds), then the spans
+// (uvarint count, then each span's fields in declaration order of
+// schema.Span), then the contents (uvarint count, then each
+// schema.Content's fields in order). []string and
+// []uint64 are a uvarint count and the elements; integers and floats are
+// fixed-width little-endian (uint8 1 byte, uint32 4, uint64 and float64 8); a
+// time.Time is its Unix seconds (int64) and nanoseconds (uint32), and
+// decodes in UTC.
+//
+// A string is a uvarint tag: 0 is the empty string; 1 to 4 name one of the
+// last four strings written literally in the same field of the record's
+// earlier rows (for an element of a []string, the element at the same index
+// of one of the field's last four slices); a larger tag is a literal of
+// tag−4 bytes, which then takes the place of the oldest of the four. A
+// batch's rows repeat most of their strings (the project, service, scope,
+// attribute keys, resource, trace id, model), so a record of a 512-span
+// request is 2–3 times smaller than with every string written out, and
+// costs the durable log's write(2) and the drain's memory that much less;
+// the decoded strings that repeat share their bytes. Versions 1 to 3 wrote
+// every string as its uvarint length and bytes, and no row data.
 //
 // Decode checks every length against the bytes left before it allocates, so
 // truncated or garbage input yields an error and never a panic or an
@@ -34,14 +49,66 @@ import (
 )
 
 // Version is the format version written as the first byte.
-const Version byte = 3
+const Version byte = 4
 
 // The older versions Decode reads: version1 without UsageRecord,
-// CostConfidence and ColumnKeys, version2 without ColumnKeys.
+// CostConfidence and ColumnKeys, version2 without ColumnKeys, version3
+// with every string written out.
 const (
 	version1 byte = 1
 	version2 byte = 2
+	version3 byte = 3
 )
+
+// recent is how many earlier strings of a field (or slices of a []string
+// field) a version-4 string tag may refer to. The encoder compares a string
+// with each of them, so it stays small: a field's values in one batch
+// mostly alternate among a few (an agent's root, chat and tool spans).
+const recent = 4
+
+// The string and []string fields of one row, each with its own
+// references: a span has 34 strings and 8 slices, a content row 6 strings.
+const (
+	spanStrings    = 34
+	contentStrings = 6
+	spanSlices     = 8
+)
+
+// stringRing is the last recent literal strings of one field.
+type stringRing struct {
+	vals [recent]string
+	next uint8
+}
+
+// push makes s the newest value, in place of the oldest.
+func (r *stringRing) push(s string) {
+	r.vals[r.next] = s
+	r.next = (r.next + 1) % recent
+}
+
+// sliceRing is the last recent slices of one []string field.
+type sliceRing struct {
+	vals [recent][]string
+	next uint8
+}
+
+// push makes ss the newest slice, in place of the oldest.
+func (r *sliceRing) push(ss []string) {
+	r.vals[r.next] = ss
+	r.next = (r.next + 1) % recent
+}
+
+// refs is the references of one record, on both sides: the encoder and the
+// decoder keep the same rings in the same order, so a tag means the same
+// string to both. The row's fields take their rings in the order they are
+// written (field counts, not names, so a version's layout alone decides).
+type refs struct {
+	strs   [spanStrings + contentStrings]stringRing
+	slices [spanSlices]sliceRing
+	// str and slice are the rings the row's next string and []string
+	// fields take.
+	str, slice int
+}
 
 // Smallest encodings of one zero-valued row: every string and slice is one
 // length byte. A span has 34 strings, 8 string slices and 1 uint64 slice
@@ -69,115 +136,200 @@ func Encode(dst []byte, b ingest.Batch) []byte {
 	return encode(dst, b, Version)
 }
 
-// encode is Encode in format version v (the tests write version 1 with it).
+// encode is Encode in format version v (the tests write the older versions
+// with it).
 func encode(dst []byte, b ingest.Batch, v byte) []byte {
-	dst = append(dst, v)
-	dst = binary.AppendUvarint(dst, uint64(len(b.Spans)))
+	e := encoder{d: append(dst, v), v: v, refer: v >= 4}
+	if e.refer {
+		var rows int64
+		for i := range b.Spans {
+			rows += b.Spans[i].DataBytes()
+		}
+		for i := range b.Contents {
+			rows += b.Contents[i].DataBytes()
+		}
+		e.d = binary.AppendUvarint(e.d, uint64(rows))
+	}
+	e.d = binary.AppendUvarint(e.d, uint64(len(b.Spans)))
 	for i := range b.Spans {
-		dst = appendSpan(dst, &b.Spans[i], v)
+		e.row(0)
+		e.span(&b.Spans[i])
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(b.Contents)))
+	e.d = binary.AppendUvarint(e.d, uint64(len(b.Contents)))
 	for i := range b.Contents {
-		dst = appendContent(dst, &b.Contents[i])
+		e.row(spanStrings)
+		e.content(&b.Contents[i])
 	}
-	return dst
+	return e.d
 }
 
-func appendSpan(d []byte, s *schema.Span, v byte) []byte {
-	d = appendString(d, s.Project)
-	d = appendString(d, s.TraceID)
-	d = appendString(d, s.SpanID)
-	d = appendString(d, s.ParentSpanID)
-
-	d = appendTime(d, s.Start)
-	d = binary.LittleEndian.AppendUint64(d, s.StartNs)
-	d = binary.LittleEndian.AppendUint64(d, s.EndNs)
-	d = binary.LittleEndian.AppendUint64(d, s.DurationNs)
-
-	d = appendString(d, s.Name)
-	d = appendString(d, s.Kind)
-	d = appendString(d, s.Status)
-	d = appendString(d, s.StatusMessage)
-	d = appendString(d, s.Service)
-	d = appendString(d, s.ScopeName)
-	d = appendString(d, s.ScopeVersion)
-
-	d = appendString(d, s.SpanType)
-	d = appendString(d, s.Operation)
-	d = appendString(d, s.Provider)
-	d = appendString(d, s.RequestModel)
-	d = appendString(d, s.ResponseModel)
-	d = appendString(d, s.Model)
-
-	d = appendString(d, s.AgentName)
-	d = appendString(d, s.AgentID)
-	d = appendString(d, s.ConversationID)
-	d = appendString(d, s.UserID)
-	d = appendString(d, s.TaskName)
-
-	d = appendString(d, s.ToolName)
-	d = appendString(d, s.ToolCallID)
-	d = appendString(d, s.ToolType)
-	d = binary.LittleEndian.AppendUint32(d, s.Attempt)
-	d = appendString(d, s.StepID)
-	d = appendString(d, s.ArgsHash)
-
-	d = appendStrings(d, s.FinishReasons)
-	d = appendString(d, s.ErrorType)
-	d = appendFloat(d, s.TTFCMs)
-
-	d = binary.LittleEndian.AppendUint64(d, s.InputTokens)
-	d = binary.LittleEndian.AppendUint64(d, s.CacheReadTokens)
-	d = binary.LittleEndian.AppendUint64(d, s.CacheWriteTokens)
-	d = binary.LittleEndian.AppendUint64(d, s.OutputTokens)
-	d = binary.LittleEndian.AppendUint64(d, s.ReasoningTokens)
-	d = appendString(d, s.UsageMode)
-	d = append(d, s.UsageUnreconciled)
-	if v != version1 {
-		d = append(d, s.UsageRecord)
-	}
-
-	d = appendFloat(d, s.CostInput)
-	d = appendFloat(d, s.CostCacheRead)
-	d = appendFloat(d, s.CostCacheWrite)
-	d = appendFloat(d, s.CostOutput)
-	d = appendFloat(d, s.CostTotal)
-	d = appendString(d, s.CostSource)
-	if v != version1 {
-		d = appendString(d, s.CostConfidence)
-	}
-	d = appendString(d, s.PriceEntry)
-	d = appendString(d, s.PriceVersion)
-
-	d = appendStrings(d, s.AttrKeys)
-	d = appendStrings(d, s.AttrValues)
-	if v >= 3 {
-		d = appendStrings(d, s.ColumnKeys)
-	}
-	d = appendStrings(d, s.ResourceKeys)
-	d = appendStrings(d, s.ResourceValues)
-
-	d = appendStrings(d, s.EventNames)
-	d = appendUint64s(d, s.EventTimeNs)
-	d = appendStrings(d, s.EventAttrs)
-	d = appendString(d, s.LinksJSON)
-
-	d = appendTime(d, s.IngestedAt)
-	d = binary.LittleEndian.AppendUint64(d, s.Version)
-	return d
+// encoder appends one record's rows to d in format version v.
+type encoder struct {
+	d     []byte
+	v     byte
+	refer bool // version 4: strings may refer to earlier ones (refs)
+	refs  refs
 }
 
-func appendContent(d []byte, c *schema.Content) []byte {
-	d = appendString(d, c.Project)
-	d = appendString(d, c.TraceID)
-	d = appendString(d, c.SpanID)
-	d = appendTime(d, c.Start)
-	d = appendString(d, c.Kind)
-	d = appendString(d, c.SourceKey)
-	d = appendString(d, c.Value)
-	d = append(d, c.Truncated)
-	d = binary.LittleEndian.AppendUint64(d, c.Version)
-	return d
+// row starts a row whose string fields take the rings from first on.
+func (e *encoder) row(first int) {
+	e.refs.str, e.refs.slice = first, 0
+}
+
+// string appends s as the row's next string field.
+func (e *encoder) string(s string) {
+	if !e.refer {
+		e.d = appendString(e.d, s)
+		return
+	}
+	r := &e.refs.strs[e.refs.str]
+	e.refs.str++
+	if s == "" {
+		e.d = append(e.d, 0)
+		return
+	}
+	for k := range r.vals {
+		if r.vals[k] == s {
+			e.d = append(e.d, byte(k+1))
+			return
+		}
+	}
+	e.literal(s)
+	r.push(s)
+}
+
+// strings appends ss as the row's next []string field.
+func (e *encoder) strings(ss []string) {
+	if !e.refer {
+		e.d = appendStrings(e.d, ss)
+		return
+	}
+	r := &e.refs.slices[e.refs.slice]
+	e.refs.slice++
+	e.d = binary.AppendUvarint(e.d, uint64(len(ss)))
+next:
+	for i, s := range ss {
+		if s == "" {
+			e.d = append(e.d, 0)
+			continue
+		}
+		for k := range r.vals {
+			if prev := r.vals[k]; i < len(prev) && prev[i] == s {
+				e.d = append(e.d, byte(k+1))
+				continue next
+			}
+		}
+		e.literal(s)
+	}
+	r.push(ss)
+}
+
+// literal appends s as a version-4 literal: its tag, then its bytes.
+func (e *encoder) literal(s string) {
+	e.d = binary.AppendUvarint(e.d, uint64(len(s))+recent)
+	e.d = append(e.d, s...)
+}
+
+func (e *encoder) uint8(v uint8)      { e.d = append(e.d, v) }
+func (e *encoder) uint32(v uint32)    { e.d = binary.LittleEndian.AppendUint32(e.d, v) }
+func (e *encoder) uint64(v uint64)    { e.d = binary.LittleEndian.AppendUint64(e.d, v) }
+func (e *encoder) float(f float64)    { e.d = appendFloat(e.d, f) }
+func (e *encoder) time(t time.Time)   { e.d = appendTime(e.d, t) }
+func (e *encoder) uint64s(v []uint64) { e.d = appendUint64s(e.d, v) }
+
+func (e *encoder) span(s *schema.Span) {
+	e.string(s.Project)
+	e.string(s.TraceID)
+	e.string(s.SpanID)
+	e.string(s.ParentSpanID)
+
+	e.time(s.Start)
+	e.uint64(s.StartNs)
+	e.uint64(s.EndNs)
+	e.uint64(s.DurationNs)
+
+	e.string(s.Name)
+	e.string(s.Kind)
+	e.string(s.Status)
+	e.string(s.StatusMessage)
+	e.string(s.Service)
+	e.string(s.ScopeName)
+	e.string(s.ScopeVersion)
+
+	e.string(s.SpanType)
+	e.string(s.Operation)
+	e.string(s.Provider)
+	e.string(s.RequestModel)
+	e.string(s.ResponseModel)
+	e.string(s.Model)
+
+	e.string(s.AgentName)
+	e.string(s.AgentID)
+	e.string(s.ConversationID)
+	e.string(s.UserID)
+	e.string(s.TaskName)
+
+	e.string(s.ToolName)
+	e.string(s.ToolCallID)
+	e.string(s.ToolType)
+	e.uint32(s.Attempt)
+	e.string(s.StepID)
+	e.string(s.ArgsHash)
+
+	e.strings(s.FinishReasons)
+	e.string(s.ErrorType)
+	e.float(s.TTFCMs)
+
+	e.uint64(s.InputTokens)
+	e.uint64(s.CacheReadTokens)
+	e.uint64(s.CacheWriteTokens)
+	e.uint64(s.OutputTokens)
+	e.uint64(s.ReasoningTokens)
+	e.string(s.UsageMode)
+	e.uint8(s.UsageUnreconciled)
+	if e.v != version1 {
+		e.uint8(s.UsageRecord)
+	}
+
+	e.float(s.CostInput)
+	e.float(s.CostCacheRead)
+	e.float(s.CostCacheWrite)
+	e.float(s.CostOutput)
+	e.float(s.CostTotal)
+	e.string(s.CostSource)
+	if e.v != version1 {
+		e.string(s.CostConfidence)
+	}
+	e.string(s.PriceEntry)
+	e.string(s.PriceVersion)
+
+	e.strings(s.AttrKeys)
+	e.strings(s.AttrValues)
+	if e.v >= version3 {
+		e.strings(s.ColumnKeys)
+	}
+	e.strings(s.ResourceKeys)
+	e.strings(s.ResourceValues)
+
+	e.strings(s.EventNames)
+	e.uint64s(s.EventTimeNs)
+	e.strings(s.EventAttrs)
+	e.string(s.LinksJSON)
+
+	e.time(s.IngestedAt)
+	e.uint64(s.Version)
+}
+
+func (e *encoder) content(c *schema.Content) {
+	e.string(c.Project)
+	e.string(c.TraceID)
+	e.string(c.SpanID)
+	e.time(c.Start)
+	e.string(c.Kind)
+	e.string(c.SourceKey)
+	e.string(c.Value)
+	e.uint8(c.Truncated)
+	e.uint64(c.Version)
 }
 
 func appendString(d []byte, s string) []byte {
@@ -230,17 +382,22 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	}
 	// One copy of the input backs every decoded string (substrings of it),
 	// instead of one allocation per string.
-	d := decoder{buf: data, str: string(data), pos: 1, version: data[0]}
+	d := decoder{buf: data, str: string(data), pos: 1, version: data[0], refer: data[0] >= 4}
+	if d.refer {
+		d.uvarint("row data")
+	}
 	b := dst
 	if n := d.count(d.minSpan(), "spans"); n > 0 {
 		b.Spans = slices.Grow(b.Spans, n)[:len(b.Spans)+n] // every field is set below
 		for i := range b.Spans[len(dst.Spans):] {
+			d.row(0)
 			d.span(&b.Spans[len(dst.Spans)+i])
 		}
 	}
 	if n := d.count(minContentBytes, "contents"); n > 0 {
 		b.Contents = slices.Grow(b.Contents, n)[:len(b.Contents)+n]
 		for i := range b.Contents[len(dst.Contents):] {
+			d.row(spanStrings)
 			d.content(&b.Contents[len(dst.Contents)+i])
 		}
 	}
@@ -258,16 +415,29 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 // SpanCount is the number of spans an encoded batch holds, read from its
 // header without decoding it (0 and an error when the header is damaged).
 func SpanCount(data []byte) (int, error) {
+	n, _, err := Header(data)
+	return n, err
+}
+
+// Header reads an encoded batch's span count and row data (what its rows
+// hold decoded, in schema.Span.DataBytes' measure) without decoding it; a
+// record of a version before 4, whose strings are all written out, gives
+// its own length as its row data.
+func Header(data []byte) (spans int, rowBytes int64, err error) {
 	if len(data) == 0 || !known(data[0]) {
-		return 0, fmt.Errorf("%w: bad header", ErrMalformed)
+		return 0, 0, fmt.Errorf("%w: bad header", ErrMalformed)
 	}
 	d := decoder{buf: data, pos: 1, version: data[0]}
-	n := d.count(d.minSpan(), "spans")
-	return n, d.err
+	rowBytes = int64(len(data))
+	if d.version >= 4 {
+		rowBytes = int64(min(d.uvarint("row data"), math.MaxInt64))
+	}
+	spans = d.count(d.minSpan(), "spans")
+	return spans, rowBytes, d.err
 }
 
 // known reports whether Decode reads format version v.
-func known(v byte) bool { return v == Version || v == version2 || v == version1 }
+func known(v byte) bool { return v >= version1 && v <= Version }
 
 // decoder reads fields in order; the first problem sticks in err and every
 // later read returns zero values.
@@ -278,9 +448,16 @@ type decoder struct {
 	pos     int
 	// Backing arrays carved into the decoded slices, so a batch costs a few
 	// allocations instead of one per slice.
-	strs []string
-	nums []uint64
-	err  error
+	strs  []string
+	nums  []uint64
+	refer bool // version 4: strings may refer to earlier ones (refs)
+	refs  refs
+	err   error
+}
+
+// row starts a row whose string fields take the rings from first on.
+func (d *decoder) row(first int) {
+	d.refs.str, d.refs.slice = first, 0
 }
 
 // minSpan is the smallest encoding of a span in d's version.
@@ -345,7 +522,31 @@ func (d *decoder) count(minBytes int, what string) int {
 }
 
 func (d *decoder) string(what string) string {
-	n := d.uvarint(what)
+	if !d.refer {
+		return d.literal(d.uvarint(what), what)
+	}
+	r := &d.refs.strs[d.refs.str]
+	d.refs.str++
+	t := d.uvarint(what)
+	switch {
+	case d.err != nil || t == 0:
+		return ""
+	case t <= recent:
+		s := r.vals[t-1]
+		if s == "" {
+			d.fail(fmt.Sprintf("%s refers to earlier string %d, which is not there", what, t))
+		}
+		return s
+	}
+	s := d.literal(t-recent, what)
+	if d.err == nil {
+		r.push(s)
+	}
+	return s
+}
+
+// literal reads a string of n bytes.
+func (d *decoder) literal(n uint64, what string) string {
 	if d.err != nil || n == 0 {
 		return ""
 	}
@@ -359,8 +560,16 @@ func (d *decoder) string(what string) string {
 }
 
 func (d *decoder) strings(what string) []string {
+	var r *sliceRing
+	if d.refer {
+		r = &d.refs.slices[d.refs.slice]
+		d.refs.slice++
+	}
 	n := d.count(1, what)
 	if n == 0 {
+		if r != nil {
+			r.push(nil)
+		}
 		return nil
 	}
 	if len(d.strs) < n {
@@ -369,7 +578,23 @@ func (d *decoder) strings(what string) []string {
 	ss := d.strs[:n:n]
 	d.strs = d.strs[n:]
 	for i := range ss {
-		ss[i] = d.string(what)
+		t := d.uvarint(what)
+		switch {
+		case r == nil:
+			ss[i] = d.literal(t, what)
+		case d.err != nil || t == 0:
+		case t <= recent:
+			if prev := r.vals[t-1]; i < len(prev) && prev[i] != "" {
+				ss[i] = prev[i]
+			} else {
+				d.fail(fmt.Sprintf("%s element %d refers to earlier slice %d, which has none there", what, i, t))
+			}
+		default:
+			ss[i] = d.literal(t-recent, what)
+		}
+	}
+	if r != nil {
+		r.push(ss)
 	}
 	return ss
 }

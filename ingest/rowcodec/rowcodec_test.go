@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tallyhq/tally/ingest"
 	"github.com/tallyhq/tally/schema"
@@ -159,9 +161,16 @@ func TestSpecialValuesRoundTrip(t *testing.T) {
 }
 
 func TestMinimumRowSizes(t *testing.T) {
-	// version + span count + one zero span + content count = 1+1+193+1.
-	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 196 {
-		t.Fatalf("batch of one zero span encodes to %d bytes, want 196", n)
+	// version + row data + span count + one zero span + content count =
+	// 1+2+1+193+1: a zero span's row data is its fixed-width fields, 150
+	// bytes (9 uint64, 6 float64, a uint32, 2 uint8, 2 times of 12), a
+	// two-byte uvarint.
+	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 198 {
+		t.Fatalf("batch of one zero span encodes to %d bytes, want 198", n)
+	}
+	// Version 3 had no row data.
+	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version3)); n != 196 {
+		t.Fatalf("version 3: batch of one zero span encodes to %d bytes, want 196", n)
 	}
 	// Version 2 had no column_keys.
 	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version2)); n != 195 {
@@ -171,9 +180,10 @@ func TestMinimumRowSizes(t *testing.T) {
 	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version1)); n != 193 {
 		t.Fatalf("version 1: batch of one zero span encodes to %d bytes, want 193", n)
 	}
-	// version + span count + content count + one zero content = 1+1+1+27.
-	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 30 {
-		t.Fatalf("batch of one zero content encodes to %d bytes, want 30", n)
+	// version + row data (21: a uint8, a uint64, a time) + span count +
+	// content count + one zero content = 1+1+1+1+27.
+	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 31 {
+		t.Fatalf("batch of one zero content encodes to %d bytes, want 31", n)
 	}
 }
 
@@ -181,26 +191,181 @@ func TestContentLayout(t *testing.T) {
 	b := ingest.Batch{Contents: []schema.Content{{
 		Project: "p", TraceID: "t", SpanID: "s",
 		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 1, Version: 258,
+	}, {
+		Project: "p", TraceID: "t", SpanID: "s2",
+		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 0, Version: 258,
 	}}}
 	want := []byte{
-		3,                      // version
+		4,                      // version
+		55,                     // row data: 21 fixed bytes a row, and the strings' 6 and 7
 		0,                      // no spans
-		1,                      // one content
-		1, 'p', 1, 't', 1, 's', // project, trace_id, span_id
+		2,                      // two contents
+		5, 'p', 5, 't', 5, 's', // project, trace_id, span_id: literals, tag = 4 + length
 		3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, // start: seconds 3 (int64), nanoseconds 4 (uint32)
-		1, 'k', 0, 2, 'v', 'v', // kind, source_key "", value
+		5, 'k', 0, 6, 'v', 'v', // kind, source_key "" (tag 0), value
 		1,                      // truncated
 		2, 1, 0, 0, 0, 0, 0, 0, // version 258 = 0x0102, little-endian
+		1, 1, 6, 's', '2', // project, trace_id: the field's first earlier literal; span_id a literal
+		3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0,
+		1, 0, 1, // kind and value as before, source_key empty
+		0,
+		2, 1, 0, 0, 0, 0, 0, 0,
 	}
 	if got := Encode(nil, b); !bytes.Equal(got, want) {
 		t.Fatalf("encoding\n got %v\nwant %v", got, want)
+	}
+	// Version 3 wrote every string as its length and bytes.
+	want3 := []byte{
+		3, 0, 1,
+		1, 'p', 1, 't', 1, 's',
+		3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0,
+		1, 'k', 0, 2, 'v', 'v',
+		1,
+		2, 1, 0, 0, 0, 0, 0, 0,
+	}
+	if got := encode(nil, ingest.Batch{Contents: b.Contents[:1]}, version3); !bytes.Equal(got, want3) {
+		t.Fatalf("version 3 encoding\n got %v\nwant %v", got, want3)
+	}
+}
+
+// TestReferencesLayout: a field refers to its own last four literals, the
+// oldest giving way to a new one; a slice's element to the element at its
+// index in the field's last four slices.
+func TestReferencesLayout(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "a", "e"}
+	keys := [][]string{{"k1", "k2"}, {"k1"}, {"k2", "k2", "k3"}}
+	var b ingest.Batch
+	for i, n := range names {
+		s := schema.Span{Name: n}
+		if i < len(keys) {
+			s.AttrKeys = keys[i]
+		}
+		b.Spans = append(b.Spans, s)
+	}
+	enc := Encode(nil, b)
+	// The name is the span's fifth string: it follows the project, trace,
+	// span and parent ids (all empty, tag 0) and the start and three
+	// numbers (36 bytes). Its tags, span by span: "a" to "d" literals
+	// (5 = 4 + length 1); "e" a literal too, in place of "a"; then "a"
+	// again a literal, in place of "b"; "e" the ring's first entry (tag 1).
+	nameTags := []byte{5, 5, 5, 5, 5, 5, 1}
+	starts := spanStarts(t, enc, len(b.Spans))
+	for i, want := range nameTags {
+		if got := enc[starts[i]+4+36]; got != want {
+			t.Errorf("span %d: name tag %d, want %d", i, got, want)
+		}
+	}
+	got, err := Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, b) {
+		t.Fatalf("round trip: got %+v\nwant %+v", got.Spans, b.Spans)
+	}
+	// The keys: {k1 k2} literals; {k1} refers to the first slice's first
+	// element; {k2 k2 k3}: k2 at index 0 is a literal (neither earlier slice
+	// has k2 there), k2 at index 1 the first slice's, k3 a literal.
+	keys2 := []byte{1, 1} // count, ref 1
+	keys3 := []byte{3, 6, 'k', '2', 1, 6, 'k', '3'}
+	if !bytes.Contains(enc[starts[1]:starts[2]], keys2) || !bytes.Contains(enc[starts[2]:starts[3]], keys3) {
+		t.Fatalf("keys of spans 2 and 3 not encoded as %v and %v: %v", keys2, keys3, enc[starts[1]:starts[3]])
+	}
+}
+
+// spanStarts is where each of the first n spans of enc starts, found by
+// decoding them in order (references reach back to the spans before).
+func spanStarts(t *testing.T, enc []byte, n int) []int {
+	t.Helper()
+	d := decoder{buf: enc, str: string(enc), pos: 1, version: Version, refer: true}
+	d.uvarint("row data")
+	d.uvarint("spans")
+	var starts []int
+	for range n {
+		starts = append(starts, d.pos)
+		d.row(0)
+		var s schema.Span
+		d.span(&s)
+	}
+	if d.err != nil {
+		t.Fatalf("span layout: %v", d.err)
+	}
+	return starts
+}
+
+// TestReferencesRoundTrip: batches whose fields draw from small alphabets,
+// so that references of every distance, wrapped rings and slices of
+// different lengths all occur, decode to what was encoded.
+func TestReferencesRoundTrip(t *testing.T) {
+	for _, alphabet := range []int{1, 2, 4, 5, 7} {
+		t.Run(fmt.Sprint(alphabet), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(alphabet), 7))
+			pick := func() string {
+				if k := rng.IntN(alphabet + 1); k < alphabet {
+					return fmt.Sprint("v", k)
+				}
+				return ""
+			}
+			picks := func() []string {
+				n := rng.IntN(4)
+				if n == 0 {
+					return nil
+				}
+				ss := make([]string, n)
+				for i := range ss {
+					ss[i] = pick()
+				}
+				return ss
+			}
+			var want ingest.Batch
+			for range 200 {
+				want.Spans = append(want.Spans, schema.Span{
+					Project: pick(), TraceID: pick(), Name: pick(), Model: pick(), LinksJSON: pick(),
+					AttrKeys: picks(), AttrValues: picks(), ResourceKeys: picks(), FinishReasons: picks(),
+					EventAttrs: picks(),
+				})
+				want.Contents = append(want.Contents, schema.Content{Project: pick(), SpanID: pick(), Value: pick()})
+			}
+			got, err := Decode(Encode(nil, want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatal("round trip differs")
+			}
+		})
+	}
+}
+
+// TestRepeatedStringsShareBytes: a string every span of a record repeats
+// is written once and decodes to one copy, which the spans share.
+func TestRepeatedStringsShareBytes(t *testing.T) {
+	want := sampleBatch(64)
+	enc := Encode(nil, want)
+	if n := bytes.Count(enc, []byte("opentelemetry.instrumentation.openai")); n != 1 {
+		t.Fatalf("the scope name is written %d times in the record, want once", n)
+	}
+	got, err := Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("round trip differs")
+	}
+	first := unsafe.StringData(got.Spans[0].ScopeName)
+	for i, s := range got.Spans {
+		if unsafe.StringData(s.ScopeName) != first || unsafe.StringData(s.ResourceKeys[3]) != unsafe.StringData(got.Spans[0].ResourceKeys[3]) {
+			t.Fatalf("span %d holds a copy of its own of a repeated string", i)
+		}
+	}
+	if v3 := encode(nil, want, version3); len(enc)*2 > len(v3) {
+		t.Errorf("version 4 record %d bytes, version 3 %d: want at most half", len(enc), len(v3))
 	}
 }
 
 func TestEmptyBatch(t *testing.T) {
 	enc := Encode(nil, ingest.Batch{Spans: []schema.Span{}})
-	if !bytes.Equal(enc, []byte{3, 0, 0}) {
-		t.Fatalf("empty batch encodes to %v, want [3 0 0]", enc)
+	if !bytes.Equal(enc, []byte{4, 0, 0, 0}) {
+		t.Fatalf("empty batch encodes to %v, want [4 0 0 0]", enc)
 	}
 	got, err := Decode(enc)
 	if err != nil || got.Spans != nil || got.Contents != nil {
@@ -210,16 +375,35 @@ func TestEmptyBatch(t *testing.T) {
 
 func TestDecodeRejectsBadInput(t *testing.T) {
 	valid := Encode(nil, filledBatch(t, 2, 1))
+	// Version 4's references to what is not there: the second of two
+	// contents whose project refers to ring entry 2 (only entry 1, "p", was
+	// written), and a span whose second attribute key refers to the element
+	// at index 1 of the previous span's keys, which has one.
+	badRef := Encode(nil, ingest.Batch{Contents: []schema.Content{{Project: "p"}, {Project: "p"}}})
+	// version, row data, spans, contents; the first content: 5 'p', empty
+	// trace and span ids, start (12), kind, source key, value, truncated,
+	// version (8).
+	second := 4 + 2 + 2 + 12 + 4 + 8
+	if badRef[second] != 1 {
+		t.Fatalf("second content's project tag %d, want 1 (the layout changed)", badRef[second])
+	}
+	badRef[second] = 2
+	badElem := Encode(nil, ingest.Batch{Spans: []schema.Span{{AttrKeys: []string{"k"}}, {AttrKeys: []string{"k", "x"}}}})
+	badElem = bytes.Replace(badElem, []byte{2, 1, 5, 'x'}, []byte{2, 1, 1}, 1)
 	tests := []struct {
 		name string
 		in   []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{4}, valid[1:]...)},
+		{"unknown version", append([]byte{5}, valid[1:]...)},
+		{"reference before any literal", []byte{4, 0, 1, 1}}, // a content whose project refers to an earlier one
+		{"reference past the field's literals", badRef},
+		{"element reference past the earlier slice", badElem},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
 		{"span count too large for input", []byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0}}, // 1<<32 spans in 1 byte
 		{"overlong uvarint", []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
 		{"string longer than input", append([]byte{1, 0, 1, 0x7f}, "short"...)},
+		{"literal longer than input", append([]byte{4, 0, 1, 0x7f}, "short"...)},
 		{"nanoseconds out of range", slices.Concat(
 			[]byte{1, 0, 1},                // version, no spans, one content
 			[]byte{0, 0, 0},                // empty project, trace_id, span_id
@@ -420,5 +604,70 @@ func TestReadsVersion2(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 2 decoded as\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestHeader: a record's header gives its spans and its rows' data
+// without decoding it; a record of version 3 gives its own length.
+func TestHeader(t *testing.T) {
+	b := sampleBatch(40)
+	var want int64
+	for i := range b.Spans {
+		want += b.Spans[i].DataBytes()
+	}
+	for i := range b.Contents {
+		want += b.Contents[i].DataBytes()
+	}
+	enc := Encode(nil, b)
+	if spans, rows, err := Header(enc); err != nil || spans != 40 || rows != want {
+		t.Fatalf("Header = %d spans, %d row bytes, %v; want 40, %d", spans, rows, err, want)
+	}
+	if rows := int64(len(enc)); rows*2 > want {
+		t.Errorf("record of %d bytes for %d bytes of rows: want at most half", len(enc), want)
+	}
+	old := encode(nil, b, version3)
+	if spans, rows, err := Header(old); err != nil || spans != 40 || rows != int64(len(old)) {
+		t.Fatalf("Header of version 3 = %d spans, %d row bytes, %v; want 40, %d", spans, rows, err, len(old))
+	}
+}
+
+// TestReadsVersion3: a record of format version 3 (every string written
+// out, no row data in the header), as a durable log written before
+// version 4 holds, decodes whole.
+func TestReadsVersion3(t *testing.T) {
+	want := filledBatch(t, 3, 2)
+	got, err := Decode(encode(nil, want, version3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 3 decoded as\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestRingCounts: every string and []string field of a row has a ring of
+// its own (a field added to the rows raises the counts).
+func TestRingCounts(t *testing.T) {
+	count := func(typ reflect.Type, kind reflect.Type) (n int) {
+		for i := range typ.NumField() {
+			if typ.Field(i).Type == kind {
+				n++
+			}
+		}
+		return n
+	}
+	str, strs := reflect.TypeFor[string](), reflect.TypeFor[[]string]()
+	span, content := reflect.TypeFor[schema.Span](), reflect.TypeFor[schema.Content]()
+	if n := count(span, str); n != spanStrings {
+		t.Errorf("schema.Span has %d string fields, spanStrings is %d", n, spanStrings)
+	}
+	if n := count(span, strs); n != spanSlices {
+		t.Errorf("schema.Span has %d []string fields, spanSlices is %d", n, spanSlices)
+	}
+	if n := count(content, str); n != contentStrings {
+		t.Errorf("schema.Content has %d string fields, contentStrings is %d", n, contentStrings)
+	}
+	if n := count(content, strs); n != 0 {
+		t.Errorf("schema.Content has %d []string fields, rowcodec gives it none", n)
 	}
 }
