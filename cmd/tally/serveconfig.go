@@ -246,7 +246,7 @@ func (c *serveConfig) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&d.NoStream, "wal-no-stream", false, "write each batch drained from the durable log in INSERTs of its own instead of streaming consecutive batches into one INSERT per table (the embedded store never streams)")
 	fs.IntVar(&d.CommitSpans, "wal-commit-spans", durable.DefaultCommitSpans, "spans after which a streaming INSERT from the durable log is committed and checkpointed")
 	fs.Int64Var(&d.CommitBytes, "wal-commit-bytes", durable.DefaultCommitBytes, "log record bytes after which a streaming INSERT is committed; keep under --wal-pace-bytes")
-	fs.Int64Var(&d.StreamBatch, "wal-stream-batch-bytes", durable.DefaultStreamBatchBytes, "row data the drain holds at a time while it streams (in place of --batch-bytes)")
+	fs.Int64Var(&d.StreamBatch, "wal-stream-batch-bytes", durable.DefaultStreamBatchBytes, "log record bytes, each record counted with every string written out, the drain holds at a time while it streams (in place of --batch-bytes)")
 	fs.DurationVar(&d.CommitEvery, "wal-commit-interval", durable.DefaultCommitInterval, "age after which a streaming INSERT is committed at its next batch (at most 15s: a stream must commit within the 30s INSERT timeout)")
 	fs.IntVar(&d.DeadLetterAttempts, "wal-dead-letter-attempts", durable.DefaultDeadLetterAttempts, "refusals in a row of the same rows by ClickHouse (for the rows themselves, not an outage) before a batch is written record by record, and a record alone is moved to <data-dir>/deadletter so the records behind it go on")
 	fs.DurationVar(&d.StuckAfter, "wal-stuck-after", durable.DefaultStuckAfter, "how long the durable log's writes to ClickHouse may fail without one succeeding before /readyz reports the drain stuck")

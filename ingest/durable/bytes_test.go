@@ -9,25 +9,25 @@ import (
 )
 
 func TestDrainBatchesBoundedByBytes(t *testing.T) {
-	// 20 records of 5 spans wait in the log; every one holds rec bytes of
-	// row data, which bounds a batch (not the record's own, smaller size).
-	rowData := func(b ingest.Batch) (n int64) {
-		for i := range b.Spans {
-			n += b.Spans[i].DataBytes()
+	// 20 records of 5 spans wait in the log; every one is rec bytes
+	// written out (its header's size, what its rows hold decoded), which
+	// bounds a batch, not the record's own, smaller length.
+	size := func(b ingest.Batch) (written, out int64) {
+		enc := rowcodec.Encode(nil, b)
+		_, n, err := rowcodec.Header(enc)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i := range b.Contents {
-			n += b.Contents[i].DataBytes()
-		}
-		return n
+		return int64(len(enc)), n
 	}
-	rec := rowData(batchOf(0, 5))
+	written, rec := size(batchOf(0, 5))
+	if written >= rec {
+		t.Fatalf("a record of %d bytes, %d written out: the bounds below would not tell them apart", written, rec)
+	}
 	for i := range 20 {
-		if n := rowData(batchOf(i*5, 5)); n != rec {
-			t.Fatalf("record %d holds %d bytes of row data, the first %d", i, n, rec)
+		if _, n := size(batchOf(i*5, 5)); n != rec {
+			t.Fatalf("record %d is %d bytes written out, the first %d", i, n, rec)
 		}
-	}
-	if enc := int64(len(rowcodec.Encode(nil, batchOf(0, 5)))); enc >= rec {
-		t.Fatalf("a record of %d bytes for %d of row data: the bound below would not tell them apart", enc, rec)
 	}
 	tests := []struct {
 		name     string

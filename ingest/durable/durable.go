@@ -9,14 +9,14 @@
 //
 // Sink.Run drains the log, in order, into the downstream writer: it
 // coalesces consecutive records into batches of up to Config.MaxBatchSpans
-// spans and Config.MaxBatchBytes of row data (what the decoded rows hold,
-// which each record's header gives; a record refers back to the strings
-// its rows repeat and is 2–3 times smaller), retries a failed write with
-// exponential backoff (at least the Retry-After a refusing downstream asks
-// for) until it succeeds or Run's context ends, and never drops a record.
-// After each successful write it truncates the log up to the last record
-// written (a durable checkpoint).
-// With Config.Begin the drain streams: consecutive batches are appended to
+// spans and Config.MaxBatchBytes of records written out (each record's
+// header gives its size had it written out the strings its rows repeat, to
+// which it refers back instead: about what its rows hold decoded, 2–3
+// times its own length), retries a failed write with exponential backoff
+// (at least the Retry-After a refusing downstream asks for) until it
+// succeeds or Run's context ends, and never drops a record. After each
+// successful write it truncates the log up to the last record written (a
+// durable checkpoint). With Config.Begin the drain streams: consecutive batches are appended to
 // one open downstream write (a Stream, one INSERT per table), which is
 // committed, and the log checkpointed, per Config.CommitSpans,
 // Config.CommitBytes or Config.CommitInterval, or as soon as the log has
@@ -123,10 +123,10 @@ type Config struct {
 	// MaxBatchSpans bounds the spans of one downstream write assembled from
 	// consecutive records (a single larger record is written alone).
 	MaxBatchSpans int
-	// MaxBatchBytes bounds the row data (schema.Span.DataBytes) of one
-	// downstream write the same way, so that spans with large content
-	// (1 MiB tool results) cannot gather into a batch of gigabytes after an
-	// outage.
+	// MaxBatchBytes bounds the records of one downstream write the same
+	// way, by their size written out (rowcodec.Header: about what the
+	// decoded rows hold), so that spans with large content (1 MiB tool
+	// results) cannot gather into a batch of gigabytes after an outage.
 	MaxBatchBytes int64
 	// RetryMin and RetryMax bound the backoff between failed downstream writes.
 	RetryMin time.Duration
@@ -1029,7 +1029,7 @@ type pending struct {
 	from  uint64 // the first record in it
 	upto  uint64
 	bytes int64 // record bytes: what the log holds of it (CommitBytes)
-	rows  int64 // row data: what it holds decoded (MaxBatchBytes)
+	rows  int64 // its records' size written out: what it holds decoded (MaxBatchBytes)
 }
 
 // caughtUp ends the replay phase once every record from before Open is

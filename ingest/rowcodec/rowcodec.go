@@ -1,9 +1,9 @@
 // Package rowcodec is a compact, fast binary encoding of ingest.Batch: how a
 // batch is stored as one record of the durable log (package ingest/wal).
 //
-// Layout (version 4): a version byte, the batch's row data (uvarint, the
-// bytes schema.Span.DataBytes and schema.Content.DataBytes count: what the
-// decoded rows hold, for the drain's memory bounds), then the spans
+// Layout (version 4): a version byte, the record's size written out (uint64:
+// its length had it written every string out, as version 3 did, which is
+// what its rows hold decoded, for the drain's memory bounds), then the spans
 // (uvarint count, then each span's fields in declaration order of
 // schema.Span), then the contents (uvarint count, then each
 // schema.Content's fields in order). []string and
@@ -22,7 +22,7 @@
 // request is 2–3 times smaller than with every string written out, and
 // costs the durable log's write(2) and the drain's memory that much less;
 // the decoded strings that repeat share their bytes. Versions 1 to 3 wrote
-// every string as its uvarint length and bytes, and no row data.
+// every string as its uvarint length and bytes, and no size.
 //
 // Decode checks every length against the bytes left before it allocates, so
 // truncated or garbage input yields an error and never a panic or an
@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -139,16 +140,10 @@ func Encode(dst []byte, b ingest.Batch) []byte {
 // encode is Encode in format version v (the tests write the older versions
 // with it).
 func encode(dst []byte, b ingest.Batch, v byte) []byte {
+	start := len(dst)
 	e := encoder{d: append(dst, v), v: v, refer: v >= 4}
 	if e.refer {
-		var rows int64
-		for i := range b.Spans {
-			rows += b.Spans[i].DataBytes()
-		}
-		for i := range b.Contents {
-			rows += b.Contents[i].DataBytes()
-		}
-		e.d = binary.AppendUvarint(e.d, uint64(rows))
+		e.d = binary.LittleEndian.AppendUint64(e.d, 0) // the size written out, set below
 	}
 	e.d = binary.AppendUvarint(e.d, uint64(len(b.Spans)))
 	for i := range b.Spans {
@@ -160,8 +155,18 @@ func encode(dst []byte, b ingest.Batch, v byte) []byte {
 		e.row(spanStrings)
 		e.content(&b.Contents[i])
 	}
+	if e.refer {
+		out := len(e.d) - start - sizeBytes + e.saved
+		binary.LittleEndian.PutUint64(e.d[start+1:], uint64(out))
+	}
 	return e.d
 }
+
+// sizeBytes is the length of version 4's size field.
+const sizeBytes = 8
+
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x int) int { return (bits.Len64(uint64(x)|1) + 6) / 7 }
 
 // encoder appends one record's rows to d in format version v.
 type encoder struct {
@@ -169,6 +174,9 @@ type encoder struct {
 	v     byte
 	refer bool // version 4: strings may refer to earlier ones (refs)
 	refs  refs
+	// saved is how many bytes the references and literal tags took less
+	// than writing every string out (the size field adds it back).
+	saved int
 }
 
 // row starts a row whose string fields take the rings from first on.
@@ -190,7 +198,7 @@ func (e *encoder) string(s string) {
 	}
 	for k := range r.vals {
 		if r.vals[k] == s {
-			e.d = append(e.d, byte(k+1))
+			e.ref(k, s)
 			return
 		}
 	}
@@ -207,15 +215,21 @@ func (e *encoder) strings(ss []string) {
 	r := &e.refs.slices[e.refs.slice]
 	e.refs.slice++
 	e.d = binary.AppendUvarint(e.d, uint64(len(ss)))
+	hint := 0 // the slice the last element matched: its neighbour likely does too
 next:
 	for i, s := range ss {
 		if s == "" {
 			e.d = append(e.d, 0)
 			continue
 		}
+		if prev := r.vals[hint]; i < len(prev) && prev[i] == s {
+			e.ref(hint, s)
+			continue
+		}
 		for k := range r.vals {
-			if prev := r.vals[k]; i < len(prev) && prev[i] == s {
-				e.d = append(e.d, byte(k+1))
+			if prev := r.vals[k]; k != hint && i < len(prev) && prev[i] == s {
+				e.ref(k, s)
+				hint = k
 				continue next
 			}
 		}
@@ -224,10 +238,17 @@ next:
 	r.push(ss)
 }
 
+// ref appends the tag of s as the field's k-th earlier string.
+func (e *encoder) ref(k int, s string) {
+	e.d = append(e.d, byte(k+1))
+	e.saved += uvarintLen(len(s)) + len(s) - 1
+}
+
 // literal appends s as a version-4 literal: its tag, then its bytes.
 func (e *encoder) literal(s string) {
 	e.d = binary.AppendUvarint(e.d, uint64(len(s))+recent)
 	e.d = append(e.d, s...)
+	e.saved += uvarintLen(len(s)) - uvarintLen(len(s)+recent)
 }
 
 func (e *encoder) uint8(v uint8)      { e.d = append(e.d, v) }
@@ -384,7 +405,7 @@ func AppendDecode(dst ingest.Batch, data []byte) (ingest.Batch, error) {
 	// instead of one allocation per string.
 	d := decoder{buf: data, str: string(data), pos: 1, version: data[0], refer: data[0] >= 4}
 	if d.refer {
-		d.uvarint("row data")
+		d.uint64("size")
 	}
 	b := dst
 	if n := d.count(d.minSpan(), "spans"); n > 0 {
@@ -419,21 +440,21 @@ func SpanCount(data []byte) (int, error) {
 	return n, err
 }
 
-// Header reads an encoded batch's span count and row data (what its rows
-// hold decoded, in schema.Span.DataBytes' measure) without decoding it; a
-// record of a version before 4, whose strings are all written out, gives
-// its own length as its row data.
-func Header(data []byte) (spans int, rowBytes int64, err error) {
+// Header reads an encoded batch's span count and its size written out (its
+// length had it written every string out, as version 3 did: about what its
+// rows hold decoded) without decoding it; a record of a version before 4 is
+// written out, and gives its own length.
+func Header(data []byte) (spans int, size int64, err error) {
 	if len(data) == 0 || !known(data[0]) {
 		return 0, 0, fmt.Errorf("%w: bad header", ErrMalformed)
 	}
 	d := decoder{buf: data, pos: 1, version: data[0]}
-	rowBytes = int64(len(data))
+	size = int64(len(data))
 	if d.version >= 4 {
-		rowBytes = int64(min(d.uvarint("row data"), math.MaxInt64))
+		size = int64(min(d.uint64("size"), math.MaxInt64))
 	}
 	spans = d.count(d.minSpan(), "spans")
-	return spans, rowBytes, d.err
+	return spans, size, d.err
 }
 
 // known reports whether Decode reads format version v.

@@ -161,14 +161,12 @@ func TestSpecialValuesRoundTrip(t *testing.T) {
 }
 
 func TestMinimumRowSizes(t *testing.T) {
-	// version + row data + span count + one zero span + content count =
-	// 1+2+1+193+1: a zero span's row data is its fixed-width fields, 150
-	// bytes (9 uint64, 6 float64, a uint32, 2 uint8, 2 times of 12), a
-	// two-byte uvarint.
-	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 198 {
-		t.Fatalf("batch of one zero span encodes to %d bytes, want 198", n)
+	// version + size + span count + one zero span + content count =
+	// 1+8+1+193+1.
+	if n := len(Encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)})); n != 204 {
+		t.Fatalf("batch of one zero span encodes to %d bytes, want 204", n)
 	}
-	// Version 3 had no row data.
+	// Version 3 had no size.
 	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version3)); n != 196 {
 		t.Fatalf("version 3: batch of one zero span encodes to %d bytes, want 196", n)
 	}
@@ -180,10 +178,10 @@ func TestMinimumRowSizes(t *testing.T) {
 	if n := len(encode(nil, ingest.Batch{Spans: make([]schema.Span, 1)}, version1)); n != 193 {
 		t.Fatalf("version 1: batch of one zero span encodes to %d bytes, want 193", n)
 	}
-	// version + row data (21: a uint8, a uint64, a time) + span count +
-	// content count + one zero content = 1+1+1+1+27.
-	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 31 {
-		t.Fatalf("batch of one zero content encodes to %d bytes, want 31", n)
+	// version + size + span count + content count + one zero content =
+	// 1+8+1+1+27.
+	if n := len(Encode(nil, ingest.Batch{Contents: make([]schema.Content, 1)})); n != 38 {
+		t.Fatalf("batch of one zero content encodes to %d bytes, want 38", n)
 	}
 }
 
@@ -196,8 +194,8 @@ func TestContentLayout(t *testing.T) {
 		Start: time.Unix(3, 4).UTC(), Kind: "k", SourceKey: "", Value: "vv", Truncated: 0, Version: 258,
 	}}}
 	want := []byte{
-		4,                      // version
-		55,                     // row data: 21 fixed bytes a row, and the strings' 6 and 7
+		4,                       // version
+		70, 0, 0, 0, 0, 0, 0, 0, // size written out: 3 + 33 + 34, as version 3 writes it (below, and a second content of 34)
 		0,                      // no spans
 		2,                      // two contents
 		5, 'p', 5, 't', 5, 's', // project, trace_id, span_id: literals, tag = 4 + length
@@ -277,7 +275,7 @@ func TestReferencesLayout(t *testing.T) {
 func spanStarts(t *testing.T, enc []byte, n int) []int {
 	t.Helper()
 	d := decoder{buf: enc, str: string(enc), pos: 1, version: Version, refer: true}
-	d.uvarint("row data")
+	d.uint64("size")
 	d.uvarint("spans")
 	var starts []int
 	for range n {
@@ -364,8 +362,8 @@ func TestRepeatedStringsShareBytes(t *testing.T) {
 
 func TestEmptyBatch(t *testing.T) {
 	enc := Encode(nil, ingest.Batch{Spans: []schema.Span{}})
-	if !bytes.Equal(enc, []byte{4, 0, 0, 0}) {
-		t.Fatalf("empty batch encodes to %v, want [4 0 0 0]", enc)
+	if want := []byte{4, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}; !bytes.Equal(enc, want) {
+		t.Fatalf("empty batch encodes to %v, want %v", enc, want)
 	}
 	got, err := Decode(enc)
 	if err != nil || got.Spans != nil || got.Contents != nil {
@@ -380,10 +378,10 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	// written), and a span whose second attribute key refers to the element
 	// at index 1 of the previous span's keys, which has one.
 	badRef := Encode(nil, ingest.Batch{Contents: []schema.Content{{Project: "p"}, {Project: "p"}}})
-	// version, row data, spans, contents; the first content: 5 'p', empty
+	// version, size (8), spans, contents; the first content: 5 'p', empty
 	// trace and span ids, start (12), kind, source key, value, truncated,
 	// version (8).
-	second := 4 + 2 + 2 + 12 + 4 + 8
+	second := 11 + 2 + 2 + 12 + 4 + 8
 	if badRef[second] != 1 {
 		t.Fatalf("second content's project tag %d, want 1 (the layout changed)", badRef[second])
 	}
@@ -396,14 +394,14 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"unknown version", append([]byte{5}, valid[1:]...)},
-		{"reference before any literal", []byte{4, 0, 1, 1}}, // a content whose project refers to an earlier one
+		{"reference before any literal", slices.Concat([]byte{4}, make([]byte, 8), []byte{0, 1, 1})}, // a content whose project refers to an earlier one
 		{"reference past the field's literals", badRef},
 		{"element reference past the earlier slice", badElem},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
 		{"span count too large for input", []byte{1, 0x80, 0x80, 0x80, 0x80, 0x10, 0}}, // 1<<32 spans in 1 byte
 		{"overlong uvarint", []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
 		{"string longer than input", append([]byte{1, 0, 1, 0x7f}, "short"...)},
-		{"literal longer than input", append([]byte{4, 0, 1, 0x7f}, "short"...)},
+		{"literal longer than input", slices.Concat([]byte{4}, make([]byte, 8), []byte{0, 1, 0x7f}, []byte("short"))},
 		{"nanoseconds out of range", slices.Concat(
 			[]byte{1, 0, 1},                // version, no spans, one content
 			[]byte{0, 0, 0},                // empty project, trace_id, span_id
@@ -607,27 +605,24 @@ func TestReadsVersion2(t *testing.T) {
 	}
 }
 
-// TestHeader: a record's header gives its spans and its rows' data
-// without decoding it; a record of version 3 gives its own length.
+// TestHeader: a record's header gives its spans and its size written out
+// (what version 3 took for it) without decoding it; a record of version 3
+// gives its own length.
 func TestHeader(t *testing.T) {
 	b := sampleBatch(40)
-	var want int64
-	for i := range b.Spans {
-		want += b.Spans[i].DataBytes()
-	}
-	for i := range b.Contents {
-		want += b.Contents[i].DataBytes()
-	}
-	enc := Encode(nil, b)
-	if spans, rows, err := Header(enc); err != nil || spans != 40 || rows != want {
-		t.Fatalf("Header = %d spans, %d row bytes, %v; want 40, %d", spans, rows, err, want)
-	}
-	if rows := int64(len(enc)); rows*2 > want {
-		t.Errorf("record of %d bytes for %d bytes of rows: want at most half", len(enc), want)
-	}
+	// A literal of 124 to 127 bytes takes a two-byte tag where version 3's
+	// length took one: the size still counts version 3's.
+	b.Spans[5].StatusMessage = strings.Repeat("x", 125)
 	old := encode(nil, b, version3)
-	if spans, rows, err := Header(old); err != nil || spans != 40 || rows != int64(len(old)) {
-		t.Fatalf("Header of version 3 = %d spans, %d row bytes, %v; want 40, %d", spans, rows, err, len(old))
+	enc := Encode(nil, b)
+	if spans, size, err := Header(enc); err != nil || spans != 40 || size != int64(len(old)) {
+		t.Fatalf("Header = %d spans, size %d, %v; want 40, %d", spans, size, err, len(old))
+	}
+	if len(enc)*2 > len(old) {
+		t.Errorf("record of %d bytes, %d written out: want at most half", len(enc), len(old))
+	}
+	if spans, size, err := Header(old); err != nil || spans != 40 || size != int64(len(old)) {
+		t.Fatalf("Header of version 3 = %d spans, size %d, %v; want 40, %d", spans, size, err, len(old))
 	}
 }
 
