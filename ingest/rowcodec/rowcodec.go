@@ -165,6 +165,10 @@ func encode(dst []byte, b ingest.Batch, v byte) []byte {
 // sizeBytes is the length of version 4's size field.
 const sizeBytes = 8
 
+// maxSize is the largest size Header reports, so that sums of a few sizes
+// stay positive.
+const maxSize = 1 << 56
+
 // uvarintLen is the length of x as a uvarint.
 func uvarintLen(x int) int { return (bits.Len64(uint64(x)|1) + 6) / 7 }
 
@@ -451,7 +455,7 @@ func Header(data []byte) (spans int, size int64, err error) {
 	d := decoder{buf: data, pos: 1, version: data[0]}
 	size = int64(len(data))
 	if d.version >= 4 {
-		size = int64(min(d.uint64("size"), math.MaxInt64))
+		size = int64(min(d.uint64("size"), maxSize)) // a damaged size cannot overflow a sum of sizes
 	}
 	spans = d.count(d.minSpan(), "spans")
 	return spans, size, d.err

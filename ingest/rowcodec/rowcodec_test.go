@@ -624,6 +624,12 @@ func TestHeader(t *testing.T) {
 	if spans, size, err := Header(old); err != nil || spans != 40 || size != int64(len(old)) {
 		t.Fatalf("Header of version 3 = %d spans, size %d, %v; want 40, %d", spans, size, err, len(old))
 	}
+	// A damaged size is capped, so the drain's sums of sizes cannot overflow.
+	damaged := bytes.Clone(enc)
+	copy(damaged[1:9], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	if _, size, err := Header(damaged); err != nil || size != 1<<56 {
+		t.Fatalf("Header of a record sized 2^64-1 = size %d, %v; want 2^56", size, err)
+	}
 }
 
 // TestReadsVersion3: a record of format version 3 (every string written
