@@ -633,8 +633,10 @@ func TestHeader(t *testing.T) {
 }
 
 // TestReadsVersion3: a record of format version 3 (every string written
-// out, no row data in the header), as a durable log written before
-// version 4 holds, decodes whole.
+// out, no size in the header), as a durable log written before version 4
+// holds, decodes whole. testdata/version3.bin is such a record, of
+// sampleBatch(24), written by the version 3 encoder (commit 48a8eba); the
+// durable log's upgrade test replays it.
 func TestReadsVersion3(t *testing.T) {
 	want := filledBatch(t, 3, 2)
 	got, err := Decode(encode(nil, want, version3))
@@ -643,6 +645,17 @@ func TestReadsVersion3(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 3 decoded as\n%+v\nwant\n%+v", got, want)
+	}
+	old, err := os.ReadFile("testdata/version3.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := sampleBatch(24)
+	if !bytes.Equal(encode(nil, sample, version3), old) {
+		t.Fatal("testdata/version3.bin is not the version 3 encoding of sampleBatch(24)")
+	}
+	if got, err := Decode(old); err != nil || !reflect.DeepEqual(got, sample) {
+		t.Fatalf("testdata/version3.bin decoded with %v to %d spans, not sampleBatch(24)", err, len(got.Spans))
 	}
 }
 
