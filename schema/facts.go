@@ -163,6 +163,13 @@ func factColumns() []column[Span] {
 	return cols
 }
 
+// storedFactColumns are factColumns but the derived end (an alias since
+// migration 20, which takes no codec): the columns columnCodecs gives
+// codecs.
+func storedFactColumns() []column[Span] {
+	return slices.DeleteFunc(factColumns(), func(c column[Span]) bool { return c.name == factsEnd })
+}
+
 func spanFactsStatements(s *Store) []string {
 	return s.spanFactsView(spanFactNamesV5, "")
 }

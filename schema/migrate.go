@@ -186,7 +186,7 @@ func columnCodecs(s *Store) []string {
 	}
 	return slices.Concat(
 		modifyCodecs(s, TableSpans, spanColumns),
-		modifyCodecs(s, TableSpanFacts, factColumns()),
+		modifyCodecs(s, TableSpanFacts, storedFactColumns()),
 		modifyCodecs(s, TableContent, contentColumns))
 }
 
@@ -196,9 +196,6 @@ func columnCodecs(s *Store) []string {
 func modifyCodecs[R any](s *Store, table string, cols []column[R]) []string {
 	var clauses []string
 	for _, c := range cols {
-		if table == TableSpanFacts && c.name == factsEnd {
-			continue // an alias since migration 20 (derivedFactsEnd), which takes no codec
-		}
 		if def := c.definition(s.caps); def != c.typeFor(s.caps) {
 			clauses = append(clauses, "MODIFY COLUMN "+c.name+" "+def)
 		}

@@ -9,20 +9,19 @@
 //
 // Sink.Run drains the log, in order, into the downstream writer: it
 // coalesces consecutive records into batches of up to Config.MaxBatchSpans
-// spans and Config.MaxBatchBytes of records written out (each record's
-// header gives its size had it written out the strings its rows repeat, to
-// which it refers back instead: about what its rows hold decoded, 2–3
-// times its own length), retries a failed write with exponential backoff
-// (at least the Retry-After a refusing downstream asks for) until it
-// succeeds or Run's context ends, and never drops a record. After each
-// successful write it truncates the log up to the last record written (a
-// durable checkpoint). With Config.Begin the drain streams: consecutive batches are appended to
-// one open downstream write (a Stream, one INSERT per table), which is
-// committed, and the log checkpointed, per Config.CommitSpans,
-// Config.CommitBytes or Config.CommitInterval, or as soon as the log has
-// nothing more to read. ClickHouse then makes large parts, which it merges
-// far less, while the drain holds one batch at a time; a failed stream is
-// rewritten from the checkpoint.
+// spans and Config.MaxBatchBytes, each record counted at its size with
+// every string written out (rowcodec.Header: about what its rows hold
+// decoded, 2–3 times its own length), retries a failed write with
+// exponential backoff (at least the Retry-After a refusing downstream asks
+// for) until it succeeds or Run's context ends, and never drops a record.
+// After each successful write it truncates the log up to the last record
+// written (a durable checkpoint). With Config.Begin the drain streams:
+// consecutive batches are appended to one open downstream write (a Stream,
+// one INSERT per table), which is committed, and the log checkpointed, per
+// Config.CommitSpans, Config.CommitBytes or Config.CommitInterval, or as
+// soon as the log has nothing more to read. ClickHouse then makes large
+// parts, which it merges far less, while the drain holds one batch at a
+// time; a failed stream is rewritten from the checkpoint.
 //
 // # Delivery
 //
@@ -959,7 +958,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 	if p.upto == 0 {
 		p.batch = d.spare()
 	}
-	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.rows < s.cfg.MaxBatchBytes {
+	for len(p.batch.Spans) < s.cfg.MaxBatchSpans && p.size < s.cfg.MaxBatchBytes {
 		seq, rec, err := d.r.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -968,10 +967,10 @@ func (s *Sink) next(d *drain) (pending, error) {
 			s.setErr(err)
 			return pending{}, fmt.Errorf("durable log: read: %w", err)
 		}
-		n, rows, err := rowcodec.Header(rec)
+		n, size, err := rowcodec.Header(rec)
 		into := &p
 		if err == nil && p.upto != 0 &&
-			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.rows+rows > s.cfg.MaxBatchBytes) {
+			(len(p.batch.Spans)+n > s.cfg.MaxBatchSpans || p.size+size > s.cfg.MaxBatchBytes) {
 			into = &d.carry
 			d.carry.batch = d.spare()
 		}
@@ -987,7 +986,7 @@ func (s *Sink) next(d *drain) (pending, error) {
 		}
 		into.upto = seq
 		into.bytes += int64(len(rec))
-		into.rows += rows
+		into.size += size
 		if d.carry.upto != 0 || d.single != 0 {
 			break
 		}
@@ -1029,7 +1028,7 @@ type pending struct {
 	from  uint64 // the first record in it
 	upto  uint64
 	bytes int64 // record bytes: what the log holds of it (CommitBytes)
-	rows  int64 // its records' size written out: what it holds decoded (MaxBatchBytes)
+	size  int64 // its records' size written out: what it holds decoded (MaxBatchBytes)
 }
 
 // caughtUp ends the replay phase once every record from before Open is
