@@ -62,14 +62,26 @@ func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader, before ...
 			until = now.UTC()
 		}
 		w := query.Window{Project: Project(c), Since: since, Until: until}
+		// The two are independent reads of the window: at once, so that
+		// one's stages in Go (classifying retries, decoding) overlap the
+		// other's in ClickHouse.
+		var (
+			models   []query.ModelStats
+			modelErr error
+			done     = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			models, modelErr = tools.Models(c.Request.Context(), w)
+		}()
 		stats, err := tools.Tools(c.Request.Context(), query.ToolFilter{Window: w, Tool: c.Query("tool")})
+		<-done
 		if err != nil {
 			fail(c, http.StatusInternalServerError, "tool statistics: %v", err)
 			return
 		}
-		models, err := tools.Models(c.Request.Context(), w)
-		if err != nil {
-			fail(c, http.StatusInternalServerError, "model latency: %v", err)
+		if modelErr != nil {
+			fail(c, http.StatusInternalServerError, "model latency: %v", modelErr)
 			return
 		}
 		c.JSON(http.StatusOK, ToolsReport{Since: since, Until: until, Tools: stats, Models: models,

@@ -142,23 +142,12 @@ func TestBuiltSQL(t *testing.T) {
 			q, args := runsByIDSQL(goldenTables{}, "p", clickhouse.GroupSet{Value: []any{"t1", "t2"}})
 			return q, args, nil
 		}},
-		{"tools_aggregates", func() (string, []any, error) {
-			q, args := toolAggregatesSQL(goldenTables{}, ToolFilter{Window: Window{Project: "p", Since: since, Until: until}})
-			return q, args, nil
-		}},
-		{"tools_aggregates_one_tool", func() (string, []any, error) {
-			q, args := toolAggregatesSQL(goldenTables{}, ToolFilter{Window: Window{Project: "p", Since: since, Until: until}, Tool: "search"})
-			return q, args, nil
-		}},
 		// tools.go
 		{"tools_calls", built(toolCallsSQL(gt, win))},
-		{"tools_examples", built(toolExamplesSQL(gt, ToolFilter{Window: win}))},
-		{"tools_examples_one_tool", built(toolExamplesSQL(gt, ToolFilter{Window: win, Tool: "search"}))},
 		{"tools_classify_window", built(classifyWindowSQL(gt, win, Shard{}))},
 		{"tools_classify_window_part", built(classifyWindowSQL(gt, win, Shard{Index: 2, Of: 3}))},
 		{"tools_window_rows", built(windowToolRowsSQL(gt, win))},
 		{"models_latency", built(modelLatencySQL(gt, win))},
-		{"models_slowest_runs", built(slowestModelRunsSQL(gt, win))},
 		{"runs_over_budget", built(runsOverBudgetSQL(gt, win, 2.5, 10))},
 		{"tools_repeat_loops", built(repeatLoopsSQL(gt, win, 3, 20))},
 		{"usage_by_minute", built(usageByMinuteSQL(gt, win))},

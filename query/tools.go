@@ -3,11 +3,11 @@ package query
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/attribution"
@@ -138,97 +138,178 @@ type ToolFilter struct {
 // exampleRuns is how many example run ids a statistic carries per list.
 const exampleRuns = 5
 
-// Tools computes per-tool statistics over a window, sorted by tool name.
+// Tools computes per-tool statistics over a window, sorted by tool name, in
+// one pass over the window's deduplicated tool spans (classifyWindow): the
+// rows that retry classification loads anyway, every call of a run
+// together, give calls, errors, duration percentiles, the per-minute split
+// and the example runs as well. Retries and repeats are decided in one
+// place, Go's attribution.RetryClassifier.
 //
-// ClickHouse computes the figures that need no retry rule over the window's
-// deduplicated tool spans (toolAggregates, toolExamples): calls, errors,
-// duration percentiles, the per-minute split and the slowest and failed
-// runs. Retries and repeats are decided in one place, Go's
-// attribution.RetryClassifier, over compact rows of every run's calls (see
-// classifyWindow): ClickHouse only loads them.
+// One pass, not a statement per figure: each statement read every span row
+// of the window (span_facts is sorted by hour, then run), so at a 100M-span
+// store's density the hour's three statements cost three reads of its
+// 137k rows.
 func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
-	// The three queries are independent: run them at once, so that one's
-	// single-threaded stages (deduplication, transfer, classification)
-	// overlap the others' scans.
-	var (
-		wg                            sync.WaitGroup
-		agg                           []toolAgg
-		examples                      map[string]toolExampleRuns
-		classified                    map[string]*toolClassified
-		aggErr, examplesErr, classErr error
-	)
-	wg.Add(3)
-	go func() { defer wg.Done(); agg, aggErr = r.toolAggregates(ctx, f) }()
-	go func() { defer wg.Done(); examples, examplesErr = r.toolExamples(ctx, f) }()
-	go func() { defer wg.Done(); classified, classErr = r.classifyTools(ctx, f) }()
-	wg.Wait()
-	if err := errors.Join(aggErr, examplesErr, classErr); err != nil {
+	acc := newToolTally(f)
+	if err := r.classifyWindow(ctx, f.Window, acc.add); err != nil {
 		return nil, err
 	}
-	out := make([]ToolStats, 0, len(agg))
-	for i := range agg {
-		a := &agg[i]
-		s := a.stats
-		ex := examples[s.Tool]
-		s.SlowestRuns, s.FailedRuns = nonNil(ex.slowest), nonNil(ex.failed)
-		var retried []example
-		if c := classified[s.Tool]; c != nil {
-			s.Retries += c.retries
-			s.Repeats += c.repeats
-			retried = append(retried, c.retried...)
-			for at, n := range c.minuteRetries {
-				if m := a.minutes[at]; m != nil {
-					m.Retries += n
-				}
-			}
+	return acc.stats(), nil
+}
+
+// toolTally adds up Tools' figures call by call, as classifyWindow visits
+// them (all of a run's calls one after the other).
+type toolTally struct {
+	f     ToolFilter
+	tools map[string]*oneTool
+	trace string     // the run being visited
+	inRun []*oneTool // the tools the run being visited called
+}
+
+// oneTool is one tool's figures so far.
+type oneTool struct {
+	stats     ToolStats
+	durations []uint64 // every call's duration, for the percentiles
+	minutes   map[time.Time]*ToolMinute
+	retried   []example
+	slowest   topRuns // runs by their slowest call of the tool
+	failed    topRuns // runs by their latest failed call of the tool
+	// The run being visited: its slowest call, its latest failed call.
+	runMax, runLastErr uint64
+	runFailed, inRun   bool
+}
+
+func newToolTally(f ToolFilter) *toolTally {
+	return &toolTally{f: f, tools: map[string]*oneTool{}}
+}
+
+// add counts one classified call.
+func (t *toolTally) add(c *windowCall, class attribution.Class) {
+	if c.trace != t.trace {
+		t.endRun()
+		t.trace = c.trace
+	}
+	if t.f.Tool != "" && c.tool != t.f.Tool {
+		return
+	}
+	o := t.tools[c.tool]
+	if o == nil {
+		o = &oneTool{stats: ToolStats{Tool: c.tool}, minutes: map[time.Time]*ToolMinute{}}
+		t.tools[c.tool] = o
+	}
+	if !o.inRun {
+		o.inRun, o.runMax, o.runLastErr, o.runFailed = true, 0, 0, false
+		t.inRun = append(t.inRun, o)
+	}
+	at := nsTime(c.start).Truncate(time.Minute)
+	m := o.minutes[at]
+	if m == nil {
+		m = &ToolMinute{Minute: at}
+		o.minutes[at] = m
+	}
+	o.stats.Calls++
+	m.Calls++
+	o.durations = append(o.durations, c.duration)
+	o.runMax = max(o.runMax, c.duration)
+	if c.err {
+		o.stats.Errors++
+		m.Errors++
+		o.runLastErr, o.runFailed = max(o.runLastErr, c.start), true
+	}
+	switch class {
+	case attribution.ClassRepeat:
+		o.stats.Repeats++
+	case attribution.ClassOriginal:
+	default:
+		o.stats.Retries++
+		m.Retries++
+		o.retried = append(o.retried, example{c.trace, c.start})
+	}
+}
+
+// endRun offers the run just visited to its tools' example runs.
+func (t *toolTally) endRun() {
+	for _, o := range t.inRun {
+		o.slowest.offer(o.runMax, t.trace)
+		if o.runFailed {
+			o.failed.offer(o.runLastErr, t.trace)
 		}
+		o.inRun = false
+	}
+	t.inRun = t.inRun[:0]
+}
+
+// stats returns the tools' figures, sorted by tool name.
+func (t *toolTally) stats() []ToolStats {
+	t.endRun()
+	out := make([]ToolStats, 0, len(t.tools))
+	for _, o := range t.tools {
+		s := o.stats
 		s.RetryRate = float64(s.Retries) / float64(s.Calls)
 		s.ErrorRate = float64(s.Errors) / float64(s.Calls)
-		s.RetriedRuns = recentRuns(retried)
-		if f.PerMinute {
-			for _, m := range a.minutes {
+		slices.Sort(o.durations)
+		s.P50Ms, s.P95Ms, s.P99Ms = exactMs(o.durations, 0.5), exactMs(o.durations, 0.95), exactMs(o.durations, 0.99)
+		s.SlowestRuns, s.FailedRuns, s.RetriedRuns = o.slowest.traces(), o.failed.traces(), recentRuns(o.retried)
+		if t.f.PerMinute {
+			for _, m := range o.minutes {
 				s.PerMinute = append(s.PerMinute, *m)
 			}
 			sort.Slice(s.PerMinute, func(i, j int) bool { return s.PerMinute[i].Minute.Before(s.PerMinute[j].Minute) })
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
+	return out
 }
 
-// toolClassified is what Go's classification adds to one tool's figures:
-// retries (every rule), repeats, and the runs and minutes of those retries.
-type toolClassified struct {
-	retries, repeats int
-	retried          []example
-	minuteRetries    map[time.Time]int
+// exactMs is ClickHouse's quantileExact of level q over sorted durations
+// in nanoseconds, in milliseconds: the value at 0-based position ⌊q·n⌋
+// (the largest for q = 1), as the note at the top of this file says; 0
+// for no values.
+func exactMs(sorted []uint64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := len(sorted) - 1
+	if q < 1 {
+		i = min(int(q*float64(len(sorted))), i)
+	}
+	return float64(sorted[i]) / 1e6
 }
 
-// classifyTools classifies the window's calls (classifyWindow) and sums,
-// per tool (f.Tool only when set), retries and repeats.
-func (r *core) classifyTools(ctx context.Context, f ToolFilter) (map[string]*toolClassified, error) {
-	out := map[string]*toolClassified{}
-	err := r.classifyWindow(ctx, f.Window, func(c *windowCall, class attribution.Class) {
-		if class == attribution.ClassOriginal || (f.Tool != "" && c.tool != f.Tool) {
-			return
-		}
-		t := out[c.tool]
-		if t == nil {
-			t = &toolClassified{minuteRetries: map[time.Time]int{}}
-			out[c.tool] = t
-		}
-		if class == attribution.ClassRepeat {
-			t.repeats++
-			return
-		}
-		t.retries++
-		t.retried = append(t.retried, example{c.trace, c.start})
-		t.minuteRetries[nsTime(c.start).Truncate(time.Minute)]++
-	})
-	return out, err
+// topRuns keeps the exampleRuns runs of the greatest values, greatest
+// first and, between equal values, the greatest trace id first: the order
+// ClickHouse's arrayReverseSort of (value, trace_id) pairs gives.
+type topRuns []example
+
+// offer counts a run's value.
+func (t *topRuns) offer(value uint64, trace string) {
+	above := func(e example) bool { return e.start > value || e.start == value && e.trace > trace }
+	i := 0
+	for i < len(*t) && above((*t)[i]) {
+		i++
+	}
+	if i == exampleRuns {
+		return
+	}
+	if len(*t) < exampleRuns {
+		*t = append(*t, example{})
+	}
+	copy((*t)[i+1:], (*t)[i:])
+	(*t)[i] = example{trace, value}
 }
 
-// example is a run in which a call of interest started at start (ns).
+// traces are the kept runs' ids, in order.
+func (t topRuns) traces() []string {
+	out := make([]string, len(t))
+	for i, e := range t {
+		out[i] = e.trace
+	}
+	return out
+}
+
+// example is a run in which a call of interest started at start (ns), or,
+// in topRuns, a run and its value.
 type example struct {
 	trace string
 	start uint64
@@ -257,139 +338,11 @@ func recentRuns(exs []example) []string {
 	return out
 }
 
-// toolAgg is one tool's figures as ClickHouse computed them, before the
-// retries Go classifies are added.
-type toolAgg struct {
-	stats   ToolStats
-	minutes map[time.Time]*ToolMinute
-}
-
-// toolAggregates computes per tool calls, errors, duration percentiles and
-// per-minute counts (sumMap) over the window's deduplicated tool spans.
-//
-// Deduplication is LIMIT 1 BY the span's identity rather than FINAL: the
-// rows of one span differ only in version and cost columns (a reprice), which
-// tool statistics do not read, so any row of a span will do, and keeping the
-// first one seen needs neither the merge of every part's rows that FINAL does
-// nor reading the rows of other span types.
-func (r *core) toolAggregates(ctx context.Context, f ToolFilter) ([]toolAgg, error) {
-	q, args := toolAggregatesSQL(r.store, f)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("tool statistics: %w", err)
-	}
-	type row struct {
-		tool          string
-		calls, errs   uint64
-		qs            []float64
-		minutes       []uint32
-		mCalls, mErrs []uint64
-	}
-	found, err := scanAll(rows, func(r *row) []any {
-		return []any{&r.tool, &r.calls, &r.errs, &r.qs, &r.minutes, &r.mCalls, &r.mErrs}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tool statistics: %w", err)
-	}
-	out := make([]toolAgg, 0, len(found))
-	for _, r := range found {
-		var a toolAgg
-		a.stats.Tool, a.stats.Calls, a.stats.Errors = r.tool, int(r.calls), int(r.errs)
-		if len(r.qs) == 3 {
-			a.stats.P50Ms, a.stats.P95Ms, a.stats.P99Ms = finite(r.qs[0]), finite(r.qs[1]), finite(r.qs[2])
-		}
-		a.stats.SlowestRuns, a.stats.FailedRuns = []string{}, []string{}
-		a.minutes = make(map[time.Time]*ToolMinute, len(r.minutes))
-		for i, m := range r.minutes {
-			at := time.Unix(int64(m), 0).UTC()
-			a.minutes[at] = &ToolMinute{Minute: at, Calls: int(r.mCalls[i]), Errors: int(r.mErrs[i])}
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// toolAggregatesSQL builds toolAggregates' statement.
-func toolAggregatesSQL(t tables, f ToolFilter) (string, []any) {
-	where, args := f.toolWhere()
-	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, count(), countIf(status = 'error'),
-	quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
-	tupleElement(sumMap([toUInt32(toStartOfMinute(start))], [toUInt64(1)], [toUInt64(status = 'error')]) AS pm, 1),
-	tupleElement(pm, 2), tupleElement(pm, 3)
-FROM (
-	SELECT trace_id, span_id, tool_name, status, duration_ns, start
-	FROM ` + t.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'tool'
-	` + onePerSpan + `)
-GROUP BY tool ORDER BY tool`
-	return q, append([]any{UnknownName}, args...)
-}
-
-// toolWhere is the WHERE clause of the filter's spans (all types; the
-// queries add span_type).
-func (f ToolFilter) toolWhere() (string, []any) {
-	where, args := f.where()
-	if f.Tool != "" {
-		where += " AND if(tool_name = '', ?, tool_name) = ?"
-		args = append(args, UnknownName, f.Tool)
-	}
-	return where, args
-}
-
-// toolExampleRuns are one tool's example runs as ClickHouse picks them.
-type toolExampleRuns struct {
-	slowest, failed []string
-}
-
-// toolExamples picks per tool the runs of the slowest calls and the runs
-// with the latest failed calls. It reads each
-// run's maximum per tool, which a duplicate row cannot change, so it needs
-// no deduplication.
-func (r *core) toolExamples(ctx context.Context, f ToolFilter) (map[string]toolExampleRuns, error) {
-	q, args := toolExamplesSQL(r.store, f)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("tool example runs: %w", err)
-	}
-	type row struct {
-		tool string
-		ex   toolExampleRuns
-	}
-	found, err := scanAll(rows, func(r *row) []any { return []any{&r.tool, &r.ex.slowest, &r.ex.failed} })
-	if err != nil {
-		return nil, fmt.Errorf("tool example runs: %w", err)
-	}
-	out := make(map[string]toolExampleRuns, len(found))
-	for _, r := range found {
-		out[r.tool] = r.ex
-	}
-	return out, nil
-}
-
-// toolExamplesSQL builds toolExamples' statement: per tool, the runs of
-// the slowest calls and of the latest failed ones.
-func toolExamplesSQL(t tables, f ToolFilter) (string, []any) {
-	where, args := f.toolWhere()
-	top := func(what string) string {
-		return "arraySlice(arrayReverseSort(" + what + "), 1, " + fmt.Sprint(exampleRuns) + ")"
-	}
-	q := `SELECT tool,
-	arrayMap(t -> tupleElement(t, 2), ` + top("groupArray((max_dur, trace_id))") + `),
-	arrayMap(t -> tupleElement(t, 2), ` + top("groupArrayIf((last_err, trace_id), last_err > 0)") + `)
-FROM (
-	SELECT if(tool_name = '', ?, tool_name) AS tool, trace_id, max(duration_ns) AS max_dur,
-		maxIf(start_ns, status = 'error') AS last_err
-	FROM ` + t.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'tool'
-	GROUP BY tool, trace_id)
-GROUP BY tool`
-	return q, append([]any{UnknownName}, args...)
-}
-
 // windowCall is one call of a run classifyWindow classified.
 type windowCall struct {
-	trace, tool string
-	start       uint64
+	trace, tool     string
+	start, duration uint64 // ns
+	err             bool
 }
 
 // classifyPartCalls is about how many tool calls one part of classifyWindow
@@ -463,11 +416,11 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 		classes []attribution.Class
 	)
 	flush := func() {
-		sort.Slice(run, func(a, b int) bool {
-			if run[a].call.StartNs != run[b].call.StartNs {
-				return run[a].call.StartNs < run[b].call.StartNs
-			}
-			return run[a].spanID < run[b].spanID
+		// slices.SortFunc, not sort.Slice: the rows are moved by the
+		// compiler's code for their type rather than by reflection (a
+		// fifth of the pass's CPU at a 100M-span store's density).
+		slices.SortFunc(run, func(a, b row) int {
+			return cmp.Or(cmp.Compare(a.call.StartNs, b.call.StartNs), strings.Compare(a.spanID, b.spanID))
 		})
 		calls, classes = calls[:0], classes[:0]
 		for i := range run {
@@ -497,7 +450,8 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 			k = uint64(len(toolKeys) + 1)
 			toolKeys[x.meta.tool] = k
 		}
-		x.call.Tool, x.call.Error, x.meta.start = k, isErr == 1, x.call.StartNs
+		x.call.Tool, x.call.Error = k, isErr == 1
+		x.meta.start, x.meta.duration, x.meta.err = x.call.StartNs, x.call.DurationNs, isErr == 1
 		run = append(run, x)
 	}
 	if err := rows.Err(); err != nil {
@@ -564,30 +518,9 @@ type ModelStats struct {
 
 // Models computes per-model inference latency over a window, sorted by
 // model: counts and percentiles over the window's deduplicated inference
-// spans (LIMIT 1 BY, as toolAggregates), and, at the same time, the runs of
-// the slowest calls.
+// spans (LIMIT 1 BY, see onePerSpan) and the runs of the slowest calls, in
+// one statement (modelLatencySQL).
 func (r ToolReader) Models(ctx context.Context, w Window) ([]ModelStats, error) {
-	var (
-		wg             sync.WaitGroup
-		out            []ModelStats
-		slowest        map[string][]string
-		statErr, exErr error
-	)
-	wg.Add(2)
-	go func() { defer wg.Done(); out, statErr = r.modelLatency(ctx, w) }()
-	go func() { defer wg.Done(); slowest, exErr = r.slowestModelRuns(ctx, w) }()
-	wg.Wait()
-	if err := errors.Join(statErr, exErr); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].SlowestRuns = nonNil(slowest[out[i].Model])
-	}
-	return out, nil
-}
-
-// modelLatency computes Models' counts and percentiles.
-func (r *core) modelLatency(ctx context.Context, w Window) ([]ModelStats, error) {
 	q, args := modelLatencySQL(r.store, w)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
 	if err != nil {
@@ -597,14 +530,17 @@ func (r *core) modelLatency(ctx context.Context, w Window) ([]ModelStats, error)
 		model            string
 		calls, ttfcCalls uint64
 		d, t             []float64
+		slowest          []string
 	}
-	found, err := scanAll(rows, func(r *row) []any { return []any{&r.model, &r.calls, &r.d, &r.ttfcCalls, &r.t} })
+	found, err := scanAll(rows, func(r *row) []any {
+		return []any{&r.model, &r.calls, &r.d, &r.ttfcCalls, &r.t, &r.slowest}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("model latency: %w", err)
 	}
 	out := make([]ModelStats, 0, len(found))
 	for _, r := range found {
-		s := ModelStats{Model: r.model, Calls: int(r.calls), TTFCCalls: int(r.ttfcCalls)}
+		s := ModelStats{Model: r.model, Calls: int(r.calls), TTFCCalls: int(r.ttfcCalls), SlowestRuns: nonNil(r.slowest)}
 		if len(r.d) == 3 {
 			s.P50Ms, s.P95Ms, s.P99Ms = finite(r.d[0]), finite(r.d[1]), finite(r.d[2])
 		}
@@ -616,54 +552,26 @@ func (r *core) modelLatency(ctx context.Context, w Window) ([]ModelStats, error)
 	return out, nil
 }
 
-// modelLatencySQL builds modelLatency's statement: per model, counts and
-// percentiles over the window's deduplicated inference spans.
+// modelLatencySQL builds Models' statement: the window's deduplicated
+// inference spans grouped by model and run, then by model. The inner
+// grouping gives each run's slowest call per model and the run's
+// durations and positive times to first chunk as arrays, which the
+// percentiles take whole (the -Array combinator): the same values as one
+// row per call, and one read of the window's rows for both the figures
+// and the slowest runs, where two statements read them twice.
 func modelLatencySQL(t tables, w Window) (string, []any) {
 	where, args := w.where()
-	q := `SELECT if(model = '', ?, model) AS m, count(), quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6),
-	countIf(ttfc_ms > 0), quantilesExactIf(0.5, 0.95, 0.99)(ttfc_ms, ttfc_ms > 0)
+	q := `SELECT m, sum(n), quantilesExactArray(0.5, 0.95, 0.99)(ds), sum(tn), quantilesExactArray(0.5, 0.95, 0.99)(ts),
+	arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` + fmt.Sprint(exampleRuns) + `))
 FROM (
-	SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + t.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'inference'
-	` + onePerSpan + `)
-GROUP BY m ORDER BY m`
-	return q, append([]any{UnknownName}, args...)
-}
-
-// slowestModelRuns picks per model the runs of the slowest calls: each run's
-// slowest call per model (a maximum, which duplicates cannot change), the
-// top ones.
-func (r *core) slowestModelRuns(ctx context.Context, w Window) (map[string][]string, error) {
-	q, args := slowestModelRunsSQL(r.store, w)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("slowest model calls: %w", err)
-	}
-	type row struct {
-		model  string
-		traces []string
-	}
-	found, err := scanAll(rows, func(r *row) []any { return []any{&r.model, &r.traces} })
-	if err != nil {
-		return nil, fmt.Errorf("slowest model calls: %w", err)
-	}
-	out := make(map[string][]string, len(found))
-	for _, r := range found {
-		out[r.model] = r.traces
-	}
-	return out, nil
-}
-
-// slowestModelRunsSQL builds slowestModelRuns' statement.
-func slowestModelRunsSQL(t tables, w Window) (string, []any) {
-	where, args := w.where()
-	q := `SELECT m, arrayMap(t -> tupleElement(t, 2), arraySlice(arrayReverseSort(groupArray((max_dur, trace_id))), 1, ` +
-		fmt.Sprint(exampleRuns) + `))
-FROM (
-	SELECT if(model = '', ?, model) AS m, trace_id, max(duration_ns) AS max_dur FROM ` + t.Table(schema.TableSpanFacts) + `
-	WHERE ` + where + ` AND span_type = 'inference'
+	SELECT if(model = '', ?, model) AS m, trace_id, count() AS n, groupArray(duration_ns / 1e6) AS ds,
+		countIf(ttfc_ms > 0) AS tn, groupArrayIf(ttfc_ms, ttfc_ms > 0) AS ts, max(duration_ns) AS max_dur
+	FROM (
+		SELECT trace_id, span_id, model, duration_ns, ttfc_ms FROM ` + t.Table(schema.TableSpanFacts) + `
+		WHERE ` + where + ` AND span_type = 'inference'
+		` + onePerSpan + `)
 	GROUP BY m, trace_id)
-GROUP BY m`
+GROUP BY m ORDER BY m`
 	return q, append([]any{UnknownName}, args...)
 }
 

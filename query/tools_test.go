@@ -139,6 +139,86 @@ func TestToolsOverClickHouse(t *testing.T) {
 	}
 }
 
+// TestToolExampleRuns checks the example runs Tools picks per tool and a
+// filter by tool: a run is offered by its slowest call of the tool (equal
+// values: the greater trace id first) and, for failed runs, by its latest
+// failed call of the tool; a run's calls of another tool count for that
+// tool alone.
+func TestToolExampleRuns(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	call := func(trace, id, tool string, at, dur time.Duration, failed bool) schema.Span {
+		sp := span(trace, id, schema.TypeTool, at, dur)
+		sp.ToolName = tool
+		if failed {
+			sp.Status = "error"
+		}
+		return sp
+	}
+	ms := time.Millisecond
+	rows := []schema.Span{
+		call("s1", "a", "search", 0, 100*ms, false),
+		call("s1", "b", "search", time.Second, 700*ms, true),
+		call("s2", "a", "search", 2*time.Second, 700*ms, false),
+		call("s3", "a", "search", 10*time.Second, 300*ms, true),
+		call("s3", "b", "search", 20*time.Second, 200*ms, true),
+		call("s4", "a", "search", 3*time.Second, 900*ms, false),
+		call("s4", "b", "fetch", 4*time.Second, 5000*ms, true),
+		call("s5", "a", "search", 5*time.Second, 50*ms, false),
+		call("s6", "a", "search", 6*time.Second, 60*ms, false),
+		call("s7", "a", "search", 7*time.Second, 40*ms, false),
+	}
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	id := func(names ...string) []string {
+		out := []string{}
+		for _, n := range names {
+			out = append(out, fmt.Sprintf("%032s", n))
+		}
+		return out
+	}
+	win := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
+	all, err := r.Tools(ctx, query.ToolFilter{Window: win})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Tool != "fetch" || all[1].Tool != "search" {
+		t.Fatalf("tools: %+v", all)
+	}
+	fetch, search := all[0], all[1]
+	// search: 9 calls, 3 failed (s1's second, both of s3's). Slowest per run:
+	// s4 900, s2 700 and s1 700 (equal: s2's id is the greater), s3 300, s6
+	// 60 (s5 50 and s7 40 are left out). Failed, by the latest failed call:
+	// s3 at 20 s, s1 at 1 s; s4 failed only in fetch.
+	if search.Calls != 9 || search.Errors != 3 {
+		t.Errorf("search: %d calls, %d errors, want 9 and 3", search.Calls, search.Errors)
+	}
+	if want := id("s4", "s2", "s1", "s3", "s6"); !reflect.DeepEqual(search.SlowestRuns, want) {
+		t.Errorf("search slowest runs %v, want %v", search.SlowestRuns, want)
+	}
+	if want := id("s3", "s1"); !reflect.DeepEqual(search.FailedRuns, want) {
+		t.Errorf("search failed runs %v, want %v", search.FailedRuns, want)
+	}
+	// Sorted durations 40 50 60 100 200 300 700 700 900 ms: positions
+	// ⌊0.5·9⌋ = 4 → 200, ⌊0.95·9⌋ = ⌊0.99·9⌋ = 8 → 900.
+	if search.P50Ms != 200 || search.P95Ms != 900 || search.P99Ms != 900 {
+		t.Errorf("search percentiles %v / %v / %v, want 200 / 900 / 900", search.P50Ms, search.P95Ms, search.P99Ms)
+	}
+	if fetch.Calls != 1 || fetch.Errors != 1 || fetch.P95Ms != 5000 ||
+		!reflect.DeepEqual(fetch.SlowestRuns, id("s4")) || !reflect.DeepEqual(fetch.FailedRuns, id("s4")) {
+		t.Errorf("fetch: %+v", fetch)
+	}
+	// One tool asked for: the same figures, the other tool left out.
+	only, err := r.Tools(ctx, query.ToolFilter{Window: win, Tool: "search"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only) != 1 || !reflect.DeepEqual(only[0], search) {
+		t.Errorf("search alone: %+v, want %+v", only, search)
+	}
+}
+
 func TestModelsRunCostsAndLoops(t *testing.T) {
 	ctx := context.Background()
 	r, s := openReader(t)
