@@ -144,6 +144,8 @@ func TestBuiltSQL(t *testing.T) {
 		}},
 		// tools.go
 		{"tools_calls", built(toolCallsSQL(gt, win))},
+		{"tools_percentiles", built(toolPercentilesSQL(gt, ToolFilter{Window: win}))},
+		{"tools_percentiles_one_tool", built(toolPercentilesSQL(gt, ToolFilter{Window: win, Tool: "search"}))},
 		{"tools_classify_window", built(classifyWindowSQL(gt, win, Shard{}))},
 		{"tools_classify_window_part", built(classifyWindowSQL(gt, win, Shard{Index: 2, Of: 3}))},
 		{"tools_window_rows", built(windowToolRowsSQL(gt, win))},

@@ -3,6 +3,7 @@ package query
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,13 +15,15 @@ import (
 	"github.com/tallyhq/tally/schema"
 )
 
-// Percentiles in this file come from ClickHouse's quantilesExact, which sorts
+// Percentiles in this file follow ClickHouse's quantilesExact, which sorts
 // the group's values and returns the one at 0-based position ⌊q·n⌋ (the
-// largest value for q = 1). Tolerance: the result is exact for the samples it
-// saw, but it may sit one rank above the textbook nearest-rank percentile
+// largest value for q = 1): the models' in ClickHouse, the tools' in Go
+// by the same rule (exactMs). Tolerance: the result is exact for the samples
+// it saw, but it may sit one rank above the textbook nearest-rank percentile
 // (the ⌈q·n⌉-th smallest value): p95 of 100 samples is the 96th smallest,
-// where nearest-rank says the 95th. quantileExact holds every value of a group
-// in memory; groups are bounded by one tool or model over one time window.
+// where nearest-rank says the 95th. Both hold every value of a group in
+// memory (8 bytes a call); groups are bounded by one tool or model over one
+// time window.
 
 // Window selects spans of one project by start time: Since inclusive, Until
 // exclusive. A zero Until means now; a zero Since means 24 hours before Until.
@@ -148,22 +151,86 @@ const exampleRuns = 5
 // One pass, not a statement per figure: each statement read every span row
 // of the window (span_facts is sorted by hour, then run), so at a 100M-span
 // store's density the hour's three statements cost three reads of its
-// 137k rows.
+// 137k rows. The percentiles need every duration at once: Go keeps them
+// for a window of one part (classifyPartCalls calls, 8 bytes each); a
+// larger window's come from ClickHouse (toolPercentilesSQL), read beside
+// the classification, so that Go's memory stays bounded by a part.
 func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error) {
-	acc := newToolTally(f)
-	if err := r.classifyWindow(ctx, f.Window, acc.add); err != nil {
+	parts, err := r.classifyParts(ctx, f.Window)
+	if err != nil {
 		return nil, err
 	}
-	return acc.stats(), nil
+	acc := newToolTally(f, parts == 1)
+	var (
+		pct    map[string][3]float64
+		pctErr error
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		if parts > 1 {
+			pct, pctErr = r.toolPercentiles(ctx, f)
+		}
+	}()
+	err = r.classifyWindow(ctx, f.Window, parts, acc.add)
+	<-done
+	if err := errors.Join(err, pctErr); err != nil {
+		return nil, err
+	}
+	return acc.stats(pct), nil
+}
+
+// toolPercentiles reads per tool the duration percentiles (p50, p95, p99,
+// milliseconds) of the window's deduplicated tool spans.
+func (r *core) toolPercentiles(ctx context.Context, f ToolFilter) (map[string][3]float64, error) {
+	q, args := toolPercentilesSQL(r.store, f)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tool percentiles: %w", err)
+	}
+	type row struct {
+		tool string
+		qs   []float64
+	}
+	found, err := scanAll(rows, func(x *row) []any { return []any{&x.tool, &x.qs} })
+	if err != nil {
+		return nil, fmt.Errorf("tool percentiles: %w", err)
+	}
+	out := make(map[string][3]float64, len(found))
+	for _, x := range found {
+		if len(x.qs) == 3 {
+			out[x.tool] = [3]float64{finite(x.qs[0]), finite(x.qs[1]), finite(x.qs[2])}
+		}
+	}
+	return out, nil
+}
+
+// toolPercentilesSQL builds toolPercentiles' statement.
+func toolPercentilesSQL(t tables, f ToolFilter) (string, []any) {
+	where, args := f.where()
+	args = append([]any{UnknownName}, args...)
+	if f.Tool != "" {
+		where += " AND if(tool_name = '', ?, tool_name) = ?"
+		args = append(args, UnknownName, f.Tool)
+	}
+	q := `SELECT if(tool_name = '', ?, tool_name) AS tool, quantilesExact(0.5, 0.95, 0.99)(duration_ns / 1e6)
+FROM (
+	SELECT trace_id, span_id, tool_name, duration_ns
+	FROM ` + t.Table(schema.TableSpanFacts) + `
+	WHERE ` + where + ` AND span_type = 'tool'
+	` + onePerSpan + `)
+GROUP BY tool`
+	return q, args
 }
 
 // toolTally adds up Tools' figures call by call, as classifyWindow visits
 // them (all of a run's calls one after the other).
 type toolTally struct {
-	f     ToolFilter
-	tools map[string]*oneTool
-	trace string     // the run being visited
-	inRun []*oneTool // the tools the run being visited called
+	f         ToolFilter
+	durations bool // keep every call's duration, for the percentiles
+	tools     map[string]*oneTool
+	trace     string     // the run being visited
+	inRun     []*oneTool // the tools the run being visited called
 }
 
 // oneTool is one tool's figures so far.
@@ -179,8 +246,10 @@ type oneTool struct {
 	runFailed, inRun   bool
 }
 
-func newToolTally(f ToolFilter) *toolTally {
-	return &toolTally{f: f, tools: map[string]*oneTool{}}
+// newToolTally starts the figures of f; durations says whether Go computes
+// the percentiles (Tools).
+func newToolTally(f ToolFilter, durations bool) *toolTally {
+	return &toolTally{f: f, durations: durations, tools: map[string]*oneTool{}}
 }
 
 // add counts one classified call.
@@ -201,15 +270,20 @@ func (t *toolTally) add(c *windowCall, class attribution.Class) {
 		o.inRun, o.runMax, o.runLastErr, o.runFailed = true, 0, 0, false
 		t.inRun = append(t.inRun, o)
 	}
-	at := nsTime(c.start).Truncate(time.Minute)
-	m := o.minutes[at]
-	if m == nil {
-		m = &ToolMinute{Minute: at}
-		o.minutes[at] = m
+	// The minute's counts go to a scratch minute unless they were asked for.
+	m := &ToolMinute{}
+	if t.f.PerMinute {
+		at := nsTime(c.start).Truncate(time.Minute)
+		if m = o.minutes[at]; m == nil {
+			m = &ToolMinute{Minute: at}
+			o.minutes[at] = m
+		}
 	}
 	o.stats.Calls++
 	m.Calls++
-	o.durations = append(o.durations, c.duration)
+	if t.durations {
+		o.durations = append(o.durations, c.duration)
+	}
 	o.runMax = max(o.runMax, c.duration)
 	if c.err {
 		o.stats.Errors++
@@ -239,16 +313,22 @@ func (t *toolTally) endRun() {
 	t.inRun = t.inRun[:0]
 }
 
-// stats returns the tools' figures, sorted by tool name.
-func (t *toolTally) stats() []ToolStats {
+// stats returns the tools' figures, sorted by tool name; pct are the
+// percentiles per tool when Go did not keep the durations.
+func (t *toolTally) stats(pct map[string][3]float64) []ToolStats {
 	t.endRun()
 	out := make([]ToolStats, 0, len(t.tools))
 	for _, o := range t.tools {
 		s := o.stats
 		s.RetryRate = float64(s.Retries) / float64(s.Calls)
 		s.ErrorRate = float64(s.Errors) / float64(s.Calls)
-		slices.Sort(o.durations)
-		s.P50Ms, s.P95Ms, s.P99Ms = exactMs(o.durations, 0.5), exactMs(o.durations, 0.95), exactMs(o.durations, 0.99)
+		if t.durations {
+			slices.Sort(o.durations)
+			s.P50Ms, s.P95Ms, s.P99Ms = exactMs(o.durations, 0.5), exactMs(o.durations, 0.95), exactMs(o.durations, 0.99)
+		} else {
+			q := pct[s.Tool]
+			s.P50Ms, s.P95Ms, s.P99Ms = q[0], q[1], q[2]
+		}
 		s.SlowestRuns, s.FailedRuns, s.RetriedRuns = o.slowest.traces(), o.failed.traces(), recentRuns(o.retried)
 		if t.f.PerMinute {
 			for _, m := range o.minutes {
@@ -360,11 +440,7 @@ const classifyPartCalls = 100_000
 // cityHash64 keys (see attribution.KeyedCall). A window of more than
 // classifyPartCalls calls is read in parts of the runs by trace id
 // (classifyParts), each run whole in one of them. visit sees every call.
-func (r *core) classifyWindow(ctx context.Context, w Window, visit func(c *windowCall, class attribution.Class)) error {
-	parts, err := r.classifyParts(ctx, w)
-	if err != nil {
-		return err
-	}
+func (r *core) classifyWindow(ctx context.Context, w Window, parts int, visit func(c *windowCall, class attribution.Class)) error {
 	rc := attribution.NewRetryClassifier()
 	toolKeys := map[string]uint64{}
 	for i := range parts {

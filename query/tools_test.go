@@ -171,6 +171,21 @@ func TestToolExampleRuns(t *testing.T) {
 	if err := s.InsertSpans(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
+	win := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
+	// At once (the percentiles from the durations Go keeps) and in parts
+	// of 3 calls (4 parts; the percentiles from ClickHouse): the same
+	// figures.
+	for _, tc := range []struct {
+		name string
+		r    *query.Reader
+	}{{"at once", r}, {"in parts", query.NewReader(s, query.WithClassifyPartCalls(3))}} {
+		t.Run(tc.name, func(t *testing.T) { checkToolExampleRuns(ctx, t, tc.r, win) })
+	}
+}
+
+// checkToolExampleRuns is TestToolExampleRuns' checks of r's figures.
+func checkToolExampleRuns(ctx context.Context, t *testing.T, r *query.Reader, win query.Window) {
+	t.Helper()
 	id := func(names ...string) []string {
 		out := []string{}
 		for _, n := range names {
@@ -178,7 +193,6 @@ func TestToolExampleRuns(t *testing.T) {
 		}
 		return out
 	}
-	win := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
 	all, err := r.Tools(ctx, query.ToolFilter{Window: win})
 	if err != nil {
 		t.Fatal(err)
