@@ -25,7 +25,22 @@ func WithClassifyPartCalls(n int) ReaderOption { return func(r *core) { r.classi
 
 // ClassifyParts is how many parts r classifies w's tool calls in.
 func ClassifyParts(ctx context.Context, r *Reader, w Window) (int, error) {
-	return r.core.classifyParts(ctx, w)
+	parts, err := r.core.classifyParts(ctx, w)
+	return len(parts), err
+}
+
+// ClassifyRanges are the trace id ranges [lo, hi) r classifies w's tool
+// calls in, nil when it classifies them at once or in shards by hash.
+func ClassifyRanges(ctx context.Context, r *Reader, w Window) ([][2]string, error) {
+	parts, err := r.core.classifyParts(ctx, w)
+	if err != nil || len(parts) < 2 || parts[0].shard.Of > 1 {
+		return nil, err
+	}
+	out := make([][2]string, len(parts))
+	for i, p := range parts {
+		out[i] = [2]string{p.lo, p.hi}
+	}
+	return out, nil
 }
 
 // WithEdgeHourPartSpans makes a reader load the cost reports' edge hour in

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,7 +161,7 @@ func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error
 	if err != nil {
 		return nil, err
 	}
-	acc := newToolTally(f, parts == 1)
+	acc := newToolTally(f, len(parts) == 1)
 	var (
 		pct    map[string][3]float64
 		pctErr error
@@ -168,7 +169,7 @@ func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error
 	)
 	go func() {
 		defer close(done)
-		if parts > 1 {
+		if len(parts) > 1 {
 			pct, pctErr = r.toolPercentiles(ctx, f)
 		}
 	}()
@@ -435,33 +436,111 @@ const classifyPartCalls = 100_000
 // classifyWindow classifies the tool calls in the window of every run with
 // attribution.RetryClassifier, the one place the retry rules are decided.
 // Each pass over the window's deduplicated tool spans (LIMIT 1 BY, see
-// toolAggregates) groups them per run and unfolds them again (ARRAY JOIN),
+// onePerSpan) groups them per run and unfolds them again (ARRAY JOIN),
 // so a run's calls arrive together as compact rows: ids and arguments come as
 // cityHash64 keys (see attribution.KeyedCall). A window of more than
 // classifyPartCalls calls is read in parts of the runs by trace id
 // (classifyParts), each run whole in one of them. visit sees every call.
-func (r *core) classifyWindow(ctx context.Context, w Window, parts int, visit func(c *windowCall, class attribution.Class)) error {
+func (r *core) classifyWindow(ctx context.Context, w Window, parts []callPart, visit func(c *windowCall, class attribution.Class)) error {
 	rc := attribution.NewRetryClassifier()
 	toolKeys := map[string]uint64{}
-	for i := range parts {
-		if err := r.classifyPart(ctx, w, Shard{Index: i, Of: parts}, rc, toolKeys, visit); err != nil {
+	for _, part := range parts {
+		if err := r.classifyPart(ctx, w, part, rc, toolKeys, visit); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// classifyParts is how many parts classifyWindow reads w's calls in: one
-// per classifyPartCalls (or the reader's WithClassifyPartCalls) of its tool
-// span rows, duplicate deliveries not yet merged included.
-func (r *core) classifyParts(ctx context.Context, w Window) (int, error) {
+// callPart is one part of the runs classifyWindow reads: the trace ids in
+// [lo, hi) ("" leaves a side open), or, when shard.Of > 1, a shard of them
+// by hash.
+//
+// A range is what the window's read can prune by: span_facts is sorted by
+// project, hour and trace id, so within each hour the granules outside the
+// range are skipped, where a part by hash reads every granule of the window
+// (a day of a 100M-span store's density in 12 parts by hash read its 3.4M
+// rows 12 times). Hash shards remain for trace ids whose prefixes do not
+// spread (classifyParts).
+type callPart struct {
+	lo, hi string
+	shard  Shard
+}
+
+// cond is the part's condition on trace_id and its arguments, "" for
+// every run.
+func (p callPart) cond() (string, []any) {
+	if p.shard.Of > 1 {
+		return p.shard.cond(), nil
+	}
+	var conds []string
+	var args []any
+	if p.lo != "" {
+		conds, args = append(conds, "trace_id >= ?"), append(args, p.lo)
+	}
+	if p.hi != "" {
+		conds, args = append(conds, "trace_id < ?"), append(args, p.hi)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// tracePrefixLen is how many leading characters of a trace id
+// classifyParts counts calls by: 4,096 prefixes of hexadecimal ids, so a
+// part can be cut to within a 4,096th of the window's calls.
+const tracePrefixLen = 3
+
+// classifyParts is the parts classifyWindow reads w's calls in: one while
+// the window holds at most classifyPartCalls (or the reader's
+// WithClassifyPartCalls) tool span rows, duplicate deliveries not yet
+// merged included; else ranges of trace ids of at most that many rows
+// each, cut between the ids' prefixes by a count of the rows of each
+// (tracePrefixLen), or, when one prefix alone holds more (ids that begin
+// with a timestamp), as many shards by hash as the count needs.
+func (r *core) classifyParts(ctx context.Context, w Window) ([]callPart, error) {
 	q, args := windowToolRowsSQL(r.store, w)
 	var n uint64
 	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count tool calls: %w", err)
+		return nil, fmt.Errorf("count tool calls: %w", err)
 	}
 	per := uint64(cmp.Or(r.classifyPartCalls, classifyPartCalls))
-	return int(max(1, (n+per-1)/per)), nil
+	if n <= per {
+		return []callPart{{}}, nil
+	}
+	byHash := func() []callPart {
+		of := int((n + per - 1) / per)
+		parts := make([]callPart, of)
+		for i := range parts {
+			parts[i].shard = Shard{Index: i, Of: of}
+		}
+		return parts
+	}
+	q, args = windowToolPrefixesSQL(r.store, w)
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("count tool calls by trace id: %w", err)
+	}
+	type prefix struct {
+		p string
+		n uint64
+	}
+	prefixes, err := scanAll(rows, func(x *prefix) []any { return []any{&x.p, &x.n} })
+	if err != nil {
+		return nil, fmt.Errorf("count tool calls by trace id: %w", err)
+	}
+	parts := []callPart{{}}
+	var in uint64 // rows in the last part
+	for _, x := range prefixes {
+		if x.n > per {
+			return byHash(), nil
+		}
+		if in+x.n > per {
+			parts[len(parts)-1].hi = x.p
+			parts = append(parts, callPart{lo: x.p})
+			in = 0
+		}
+		in += x.n
+	}
+	return parts, nil
 }
 
 // windowToolRowsSQL builds classifyParts' count of the window's tool span
@@ -471,9 +550,18 @@ func windowToolRowsSQL(t tables, w Window) (string, []any) {
 	return "SELECT count() FROM " + t.Table(schema.TableSpanFacts) + " WHERE " + where + " AND span_type = 'tool'", args
 }
 
+// windowToolPrefixesSQL builds classifyParts' count of the window's tool
+// span rows by the first tracePrefixLen characters of their trace id, in
+// the order of the ids (a prefix sorts before every longer id it begins).
+func windowToolPrefixesSQL(t tables, w Window) (string, []any) {
+	where, args := w.where()
+	return "SELECT substring(trace_id, 1, " + strconv.Itoa(tracePrefixLen) + ") AS p, count() FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE " + where + " AND span_type = 'tool' GROUP BY p ORDER BY p", args
+}
+
 // classifyPart classifies the calls of one part of w's runs (classifyWindow),
 // with rc and the tools' keys shared by the parts.
-func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attribution.RetryClassifier,
+func (r *core) classifyPart(ctx context.Context, w Window, part callPart, rc *attribution.RetryClassifier,
 	toolKeys map[string]uint64, visit func(c *windowCall, class attribution.Class)) error {
 	q, args := classifyWindowSQL(r.store, w, part)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
@@ -542,10 +630,10 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 // classifyWindowSQL builds classifyPart's statement: the deduplicated tool
 // spans of the window's runs in part grouped per run and unfolded again, as
 // compact rows.
-func classifyWindowSQL(t tables, w Window, part Shard) (string, []any) {
+func classifyWindowSQL(t tables, w Window, part callPart) (string, []any) {
 	where, args := w.where()
-	if c := part.cond(); c != "" {
-		where += " AND " + c
+	if c, cargs := part.cond(); c != "" {
+		where, args = where+" AND "+c, append(args, cargs...)
 	}
 	q := `SELECT trace_id, a_span, a_tool, a_parent, a_call, a_step, a_args, a_err, a_start, a_dur, a_attempt
 FROM (

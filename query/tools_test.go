@@ -233,6 +233,81 @@ func checkToolExampleRuns(ctx context.Context, t *testing.T, r *query.Reader, wi
 	}
 }
 
+// TestToolsClassifiedInRanges checks that a window of more calls than a
+// part is classified in ranges of trace ids cut between the ids' first
+// three characters, and that the figures are the same as read at once
+// (the percentiles then come from ClickHouse, at once from Go); and that
+// a prefix holding more calls than a part falls back to shards by hash.
+func TestToolsClassifiedInRanges(t *testing.T) {
+	ctx := context.Background()
+	r, s := openReader(t)
+	var rows []schema.Span
+	at := time.Duration(0)
+	add := func(trace string, calls int) {
+		for i := range calls {
+			sp := span("", fmt.Sprintf("c%d", i), schema.TypeTool, at, time.Duration(100+37*len(rows))*time.Millisecond)
+			sp.TraceID = trace + strings.Repeat("0", 32-len(trace))
+			sp.ToolName, sp.Attempt = "search", uint32(i+1)
+			if i == 0 && calls == 2 {
+				sp.Status = "error" // the second call, attempt 2, is its retry
+			}
+			rows = append(rows, sp)
+			at += 7 * time.Second
+		}
+	}
+	// Calls by prefix: 1ab 2, 1ac 1, 3f0 3 (two runs), a17 3, ff0 1.
+	add("1ab", 2)
+	add("1ac", 1)
+	add("3f0", 2)
+	add("3f01", 1)
+	add("a17", 3)
+	add("ff0", 1)
+	if err := s.InsertSpans(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	win := query.Window{Project: "p", Since: base, Until: base.Add(time.Hour)}
+	// Parts of 3 calls: 1ab and 1ac fill the first (3); 3f0 would make it
+	// 6, so a part begins at 3f0; a17 begins the third, ff0 the fourth.
+	inRanges := query.NewReader(s, query.WithClassifyPartCalls(3))
+	ranges, err := query.ClassifyRanges(ctx, inRanges, win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]string{{"", "3f0"}, {"3f0", "a17"}, {"a17", "ff0"}, {"ff0", ""}}; !reflect.DeepEqual(ranges, want) {
+		t.Fatalf("ranges %q, want %q", ranges, want)
+	}
+	// Parts of 2: the prefix 3f0 alone holds 3 calls, so 5 shards by hash.
+	byHash := query.NewReader(s, query.WithClassifyPartCalls(2))
+	if ranges, err := query.ClassifyRanges(ctx, byHash, win); err != nil || ranges != nil {
+		t.Fatalf("parts of 2: ranges %q (%v), want shards by hash", ranges, err)
+	}
+	if parts, err := query.ClassifyParts(ctx, byHash, win); err != nil || parts != 5 {
+		t.Fatalf("parts of 2: %d parts (%v), want 5", parts, err)
+	}
+	f := query.ToolFilter{Window: win, PerMinute: true}
+	want, err := r.Tools(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 calls, 2 failed (1ab's and 3f0's first); a run's calls are
+	// attempts 1, 2, … so 4 retries (attempt ≥ 2: 1ab's second, 3f0's
+	// second, a17's second and third); durations 100, 137, …, 433 ms:
+	// position ⌊0.95·10⌋ = 9 → 433, ⌊0.5·10⌋ = 5 → 285.
+	if len(want) != 1 || want[0].Calls != 10 || want[0].Errors != 2 || want[0].Retries != 4 ||
+		want[0].P50Ms != 285 || want[0].P95Ms != 433 {
+		t.Fatalf("at once: %+v", want)
+	}
+	for name, rd := range map[string]*query.Reader{"in ranges": inRanges, "by hash": byHash} {
+		got, err := rd.Tools(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+}
+
 func TestModelsRunCostsAndLoops(t *testing.T) {
 	ctx := context.Background()
 	r, s := openReader(t)
