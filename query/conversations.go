@@ -70,16 +70,30 @@ func (r RunReader) Conversations(ctx context.Context, f ConversationFilter) (Con
 	if err != nil {
 		return ConversationPage{}, err
 	}
-	if lv.rows, err = r.conversationLiveRows(ctx, sel, lv); err != nil {
+	// The runs in flight, summarized in Go, go to the statements as rows
+	// written in them, each read with the rows it needs (literalRows): the
+	// page's pick each conversation's latest run, the totals the page's
+	// conversations' runs. Past the rows a statement may hold they are
+	// aggregated from their spans in each statement (~300 ms for 750 runs
+	// at a 100M-span store's density on 18.16).
+	kept, inGo, err := r.conversationLiveRuns(ctx, sel, lv)
+	if err != nil {
 		return ConversationPage{}, err
 	}
-	ids, err := r.conversationPage(ctx, f, lv, after)
+	pick := lv
+	if inGo {
+		pick.rows = r.literalRows(latestPerConversation(kept))
+	}
+	ids, err := r.conversationPage(ctx, f, pick, after)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
 	page := ConversationPage{Conversations: make([]ConversationSummary, 0, len(ids))}
 	if len(ids) == 0 {
 		return page, nil
+	}
+	if inGo {
+		lv.rows = r.literalRows(ofConversations(kept, ids))
 	}
 	q, args, err := conversationTotalsSQL(r.store, f, lv, ids)
 	if err != nil {
@@ -146,6 +160,16 @@ func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, l
 				return ids, err
 			}
 		}
+		// The last try, every row of the window: a page of busy
+		// conversations (tens of runs each among the latest) leaves the
+		// bounded tries short of a page, and this one still costs a
+		// sort of the window's rows (~120 ms for 1.1M runs at a
+		// 100M-span store's density on 18.16) where FINAL merged them
+		// first (720 ms). FINAL remains for a stale version picked.
+		ids, ok, err := r.recentConversations(ctx, f, lv, 0, nil)
+		if err != nil || ok {
+			return ids, err
+		}
 	}
 	runs, runArgs, err := conversationRunsSQL(r.store, f, lv)
 	if err != nil {
@@ -168,7 +192,7 @@ var conversationCandidates = [...]int{4, 64}
 // recentConversations picks a first page of conversations from the most
 // recently ended rows of the window (at most rowCap; ends are the most
 // recent ends of the window's settled rows, newest first, at least rowCap
-// of them unless the window has fewer): every version of
+// of them unless the window has fewer; every row when ends is nil): every version of
 // the settled rows, without FINAL (which merged the whole window's rows,
 // in one thread on ClickHouse 18.16, before a sort of all of them), and
 // the live runs. A conversation's first row in that order is its latest
@@ -184,10 +208,10 @@ func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter
 	// fewer rows): the candidates' read then reads the rest of the rows
 	// within it only.
 	var bound *uint64
-	if len(ends) >= rowCap {
+	if rowCap > 0 && len(ends) >= rowCap {
 		bound = &ends[rowCap-1]
 	}
-	q, args, err := conversationCandidatesSQL(r.store, f, lv, rowCap, bound)
+	q, args, err := conversationCandidatesSQL(r.store, f, lv, bound)
 	if err != nil {
 		return nil, false, err
 	}
@@ -202,20 +226,13 @@ func (r RunReader) recentConversations(ctx context.Context, f ConversationFilter
 		return nil, false, err
 	}
 	var picked []pickedRun
-	seen := map[string]bool{}
 	for _, c := range found {
-		if len(ids) == f.Limit+1 {
-			break
-		}
-		if !seen[c.conv] {
-			seen[c.conv] = true
-			ids = append(ids, c.conv)
-			if c.settled == 1 {
-				picked = append(picked, c.run)
-			}
+		ids = append(ids, c.conv)
+		if c.settled == 1 {
+			picked = append(picked, c.run)
 		}
 	}
-	if len(ids) < f.Limit+1 && (len(found) == rowCap || bound != nil) {
+	if len(ids) < f.Limit+1 && bound != nil {
 		return nil, false, nil
 	}
 	if len(picked) == 0 {
@@ -274,12 +291,21 @@ func currentVersionsSQL(t tables, project string, starts []uint32, ids []string)
 	return "SELECT trace_id, version FROM " + q, args
 }
 
-// conversationCandidatesSQL builds recentConversations' read: the rows of
-// f's window with a conversation, the most recently ended first, at most
-// rowCap: each conversation, run id, start second, version and whether it
-// is settled; the live runs (lv) aggregated from their spans, every
+// conversationCandidatesSQL builds recentConversations' read: of the rows
+// of f's window with a conversation (within bound, when there is one), the
+// first of each conversation, the most recently ended first, at most
+// f.Limit+1: each conversation, run id, start second, version and whether
+// it is settled; the live runs (lv) aggregated from their spans, every
 // version of the others' rows.
-func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCap int, bound *uint64) (string, []any, error) {
+//
+// Of a run's versions ending alike (a reprice), the newest comes first: the
+// one that can be current. One row a conversation (LIMIT 1 BY), not the
+// first rows of the order:
+// the runs in flight end last, and a few busy conversations with many of
+// them (1,648 runs in flight, at a 100M-span store's density) filled every
+// row a try could take, so the tries failed and the page was picked the
+// slow way, 1.3 s.
+func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, bound *uint64) (string, []any, error) {
 	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
 	if err != nil {
 		return "", nil, err
@@ -314,7 +340,7 @@ func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, rowCa
 	parts = append(parts, "SELECT conv, e_ns, trace_id, toUInt32(row_start) AS row_start_s, row_version, toUInt8(1) AS settled FROM ("+
 		settled+")\nWHERE "+cond)
 	return "SELECT conv, trace_id, row_start_s, row_version, settled FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
-		"\n)\nORDER BY e_ns DESC, conv DESC\nLIMIT " + strconv.Itoa(rowCap), args, nil
+		"\n)\nORDER BY e_ns DESC, conv DESC, row_version DESC\nLIMIT 1 BY conv\nLIMIT " + strconv.Itoa(f.Limit+1), args, nil
 }
 
 // conversationBoundSQL builds conversationPage's first read: the limit

@@ -172,9 +172,13 @@ func ConversationLiveRows(ctx context.Context, r *Reader, project string, since 
 	if err != nil {
 		return false, 0, err
 	}
-	rows, err := r.core.conversationLiveRows(ctx, sel, lv)
-	if err != nil || rows == nil {
+	kept, inGo, err := r.core.conversationLiveRuns(ctx, sel, lv)
+	if err != nil || !inGo {
 		return false, 0, err
+	}
+	rows := r.core.literalRows(kept)
+	if rows == nil {
+		return false, 0, nil
 	}
 	if len(rows.args) == 0 {
 		return true, 0, nil

@@ -311,25 +311,58 @@ var liveRowColumns = []struct{ name, cast string }{
 	{"c_total", "toFloat64"}, {"c_in", "toFloat64"}, {"c_cr", "toFloat64"}, {"c_cw", "toFloat64"}, {"c_out", "toFloat64"},
 }
 
-// conversationLiveRows summarizes in Go the runs in flight lv names that
-// sel keeps and belong to a conversation, as liveRows; nil when they are
-// to be aggregated in ClickHouse (not named by id, too many spans, or more
-// than maxLiveLiteralRuns of them).
-func (r *core) conversationLiveRows(ctx context.Context, sel runSelection, lv liveSet) (*liveRows, error) {
+// conversationLiveRuns summarizes in Go the runs in flight lv names that
+// sel keeps and belong to a conversation; ok is false when they are to be
+// aggregated in ClickHouse (not named by id, or too many spans).
+func (r *core) conversationLiveRuns(ctx context.Context, sel runSelection, lv liveSet) (kept []*runRow, ok bool, err error) {
 	runs, ok, err := r.liveKept(ctx, sel, lv)
 	if err != nil || !ok {
-		return nil, err
+		return nil, false, err
 	}
-	var kept []*runRow
 	for i := range runs {
 		if runs[i].row.Conv != "" {
 			kept = append(kept, &runs[i].row)
 		}
 	}
-	if len(kept) > cmp.Or(r.liveLiteralRuns, maxLiveLiteralRuns) {
-		return nil, nil
+	return kept, true, nil
+}
+
+// literalRows is rows as liveRows, or nil (the runs aggregated in
+// ClickHouse) when there are more than maxLiveLiteralRuns (or the reader's
+// WithLiveLiteralRuns) of them.
+func (r *core) literalRows(rows []*runRow) *liveRows {
+	if len(rows) > cmp.Or(r.liveLiteralRuns, maxLiveLiteralRuns) {
+		return nil
 	}
-	return liveRowsOf(kept), nil
+	return liveRowsOf(rows)
+}
+
+// latestPerConversation is, of each conversation's runs, the one that
+// ended last (of equal ends, the greater id): all a read that orders
+// conversations by their latest run needs of the runs in flight, however
+// many a busy conversation has.
+func latestPerConversation(rows []*runRow) []*runRow {
+	latest := map[string]*runRow{}
+	for _, rr := range rows {
+		if l := latest[rr.Conv]; l == nil || rr.EndNs > l.EndNs || rr.EndNs == l.EndNs && rr.TraceID > l.TraceID {
+			latest[rr.Conv] = rr
+		}
+	}
+	out := make([]*runRow, 0, len(latest))
+	for _, rr := range latest {
+		out = append(out, rr)
+	}
+	slices.SortFunc(out, func(a, b *runRow) int { return strings.Compare(a.TraceID, b.TraceID) })
+	return out
+}
+
+// ofConversations is the rows whose conversation is one of ids.
+func ofConversations(rows []*runRow, ids []string) []*runRow {
+	in := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	return slices.DeleteFunc(slices.Clone(rows), func(rr *runRow) bool { return !in[rr.Conv] })
 }
 
 // liveRowsOf is the subquery of rows, one per run: a column's values as

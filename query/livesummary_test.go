@@ -220,16 +220,34 @@ func TestLiveRunsSummarizedInGo(t *testing.T) {
 	}
 
 	// The conversations: their page picked and added up over the runs in
-	// flight passed as rows to the statement, page by page.
+	// flight passed as rows to the statement, page by page; and with a
+	// bound of as many rows as conversations, below the runs, so that
+	// the page is picked from each conversation's latest run passed as
+	// rows (a few busy conversations with many runs in flight) and a page's
+	// totals take their runs as rows when they fit, else aggregate them.
+	convs := map[string]bool{}
+	for _, run := range all {
+		if run.ConversationID != "" {
+			convs[run.ConversationID] = true
+		}
+	}
+	if len(convs) >= withConv {
+		t.Fatalf("%d conversations of %d runs in flight, want a conversation of several", len(convs), withConv)
+	}
+	latestOnly := query.NewReader(in.Store, query.WithLiveLiteralRuns(len(convs)))
 	for _, limit := range []int{3, 100} {
 		cf := query.ConversationFilter{Project: "default", Since: since, Until: until, Limit: limit}
-		var got, want []query.ConversationSummary
+		var got, want, gotLatest []query.ConversationSummary
 		for _, c := range []struct {
 			r   *query.Reader
 			out *[]query.ConversationSummary
-		}{{inSQL, &want}, {inGo, &got}} {
+		}{{inSQL, &want}, {inGo, &got}, {latestOnly, &gotLatest}} {
 			f := cf
-			for {
+			for pages := 0; ; pages++ {
+				// A cursor that does not move on would page forever.
+				if pages > len(all) {
+					t.Fatalf("conversations, %d a page: more pages than runs (%d)", limit, len(all))
+				}
 				page, err := c.r.Conversations(ctx, f)
 				if err != nil {
 					t.Fatal(err)
@@ -246,6 +264,9 @@ func TestLiveRunsSummarizedInGo(t *testing.T) {
 		}
 		if err := sameJSON(got, want); err != nil {
 			t.Errorf("conversations, %d a page, summarized in Go: %v", limit, err)
+		}
+		if err := sameJSON(gotLatest, want); err != nil {
+			t.Errorf("conversations, %d a page, each one's latest run as rows: %v", limit, err)
 		}
 	}
 

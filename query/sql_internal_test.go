@@ -258,17 +258,17 @@ func TestBuiltSQL(t *testing.T) {
 			return conversationTotalsSQL(gt, ConversationFilter{Project: "p", Since: since, Until: until}, liveSet{}, []string{"c1"})
 		}},
 		{"conversations_candidates", func() (string, []any, error) {
-			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204, nil)
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since, Limit: 50}, liveSet{ids: []string{"t1"}}, nil)
 		}},
 		{"conversations_candidates_within_bound", func() (string, []any, error) {
 			bound := uint64(1796083260500000000)
-			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, liveSet{ids: []string{"t1"}}, 204, &bound)
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since, Limit: 50}, liveSet{ids: []string{"t1"}}, &bound)
 		}},
 		{"conversations_candidates_live_rows", func() (string, []any, error) {
 			lv := liveSet{ids: []string{"t1", "t2"}, rows: liveRowsOf([]*runRow{
 				{TraceID: "t1", Conv: "c1", StartNs: 10, EndNs: 20, Err: 1, In: 100, Out: 7, CTotal: 0.25, CIn: 0.2, COut: 0.05},
 				{TraceID: "t2", Conv: "c2", StartNs: 30, EndNs: 40, CR: 64, CW: 32, RS: 5, CTotal: 1e-7, CCR: 1e-7}})}
-			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since}, lv, 204, nil)
+			return conversationCandidatesSQL(gt, ConversationFilter{Project: "p", Since: since, Limit: 50}, lv, nil)
 		}},
 		{"conversations_totals_live_rows", func() (string, []any, error) {
 			lv := liveSet{ids: []string{"t1"}, rows: liveRowsOf([]*runRow{{TraceID: "t1", Conv: "c1", StartNs: 10, EndNs: 20, CTotal: 0.25}})}

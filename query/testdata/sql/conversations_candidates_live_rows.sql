@@ -13,8 +13,9 @@ SELECT conv, e_ns, trace_id, toUInt32(row_start) AS row_start_s, row_version, to
 	tool_retries AS n_retries, tool_repeats AS n_repeats, deleted, start AS row_start, version AS row_version FROM `tally`.`runs` WHERE project = ? AND start >= ?)
 WHERE deleted = 0 AND conv != '' AND s_ns >= ? AND trace_id NOT IN ?
 )
-ORDER BY e_ns DESC, conv DESC
-LIMIT 204
+ORDER BY e_ns DESC, conv DESC, row_version DESC
+LIMIT 1 BY conv
+LIMIT 51
 -- parameters:
 -- []string [t1 t2]
 -- []string [c1 c2]
