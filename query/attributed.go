@@ -66,9 +66,9 @@ func loadSpansShardSQL(t tables, project string, from, to time.Time, window time
 	if project != "" {
 		projectCond = " AND project = ?"
 	}
-	shardCond := ""
-	if c := shard.cond(); c != "" {
-		shardCond = " AND " + c
+	shardCond, shardArgs := shard.cond()
+	if shardCond != "" {
+		shardCond = " AND " + shardCond
 	}
 	// span_facts is sorted by hour first: these reads cover an hour or a
 	// few, which in the spans table (sorted by run) would read whole days.
@@ -84,11 +84,12 @@ func loadSpansShardSQL(t tables, project string, from, to time.Time, window time
 	if project != "" {
 		args = append(args, project)
 	}
+	args = append(args, shardArgs...)
 	args = append(args, fromSec, toSec, uint64(from.UnixNano()), uint64(to.UnixNano()))
 	if project != "" {
 		args = append(args, project)
 	}
-	return q, args
+	return q, append(args, shardArgs...)
 }
 
 // loadRunSpans is loadSpans for the given runs of one project only.

@@ -188,6 +188,51 @@ func TestCostsGoldenExactlyOnce(t *testing.T) {
 	t.Run("rolled up in parts", func(t *testing.T) { checkGolden(t, r, since, until, 4) })
 }
 
+// TestCostsRolledUpInRanges: the golden corpus with its five runs' trace
+// ids spread over five prefixes, the 10:00 hour's spans loaded by the
+// rollup at most as many rows a load as the largest run has: the hour's
+// runs are cut into ranges of trace ids between the prefixes (no shard by
+// hash), and the figures are the golden ones, each run counted once.
+func TestCostsRolledUpInRanges(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	spans := loadCorpus(t, "testdata/golden.json", "golden", builtin(t))
+	prefixes := []string{"1a0", "4c2", "7e4", "a16", "d38"}
+	perRun := map[string]int{}
+	for i := range spans {
+		id := spans[i].TraceID // 000…01 to 000…05
+		spans[i].TraceID = prefixes[id[len(id)-1]-'1'] + id[3:]
+		perRun[spans[i].TraceID]++
+	}
+	insert(t, store, spans, 1)
+	largest := 0
+	for _, n := range perRun {
+		largest = max(largest, n)
+	}
+	from, to := mustTime(t, "2026-01-10T09:00:00Z"), mustTime(t, "2026-01-10T13:00:00Z")
+	shards, err := query.NewReader(store).SpanShards(ctx, from, to, largest, len(spans))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shards) < 2 || shards[0].Of != 0 || shards[0].Lo != "" || shards[len(shards)-1].Hi != "" {
+		t.Fatalf("%d spans in runs of at most %d, loaded %d at most: shards %+v, want ranges", len(spans), largest, largest, shards)
+	}
+	for i := 1; i < len(shards); i++ {
+		if shards[i].Lo != shards[i-1].Hi || !slices.Contains(prefixes, shards[i].Lo) {
+			t.Fatalf("shards %+v: want consecutive ranges cut at the runs' prefixes", shards)
+		}
+	}
+	stats, err := rollup.New(store, rollup.Config{MaxLoadSpans: largest}).RefreshRange(ctx,
+		mustTime(t, "2026-01-10T00:00:00Z"), mustTime(t, "2026-01-11T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.SpanLoads < 2 {
+		t.Errorf("the rollup made %d loads, want the hours in parts", stats.SpanLoads)
+	}
+	checkGolden(t, query.NewReader(store), from, to, 4)
+}
+
 func TestCostsMixedRolledAndLive(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)

@@ -33,12 +33,12 @@ func ClassifyParts(ctx context.Context, r *Reader, w Window) (int, error) {
 // calls in, nil when it classifies them at once or in shards by hash.
 func ClassifyRanges(ctx context.Context, r *Reader, w Window) ([][2]string, error) {
 	parts, err := r.core.classifyParts(ctx, w)
-	if err != nil || len(parts) < 2 || parts[0].shard.Of > 1 {
+	if err != nil || len(parts) < 2 || parts[0].Of > 1 {
 		return nil, err
 	}
 	out := make([][2]string, len(parts))
 	for i, p := range parts {
-		out[i] = [2]string{p.lo, p.hi}
+		out[i] = [2]string{p.Lo, p.Hi}
 	}
 	return out, nil
 }

@@ -275,7 +275,7 @@ func (r *core) liveListInGo(ctx context.Context, sel runSelection, lv liveSet, o
 // summarized in Go: those sel keeps (of shard's part), in no order; ok is
 // false when they are to be aggregated instead (liveKept, or a part).
 func (r *core) liveWindowRunsInGo(ctx context.Context, sel runSelection, lv liveSet, shard Shard) ([]windowRun, bool, error) {
-	if shard.cond() != "" {
+	if c, _ := shard.cond(); c != "" {
 		return nil, false, nil
 	}
 	runs, ok, err := r.liveKept(ctx, sel, lv)

@@ -23,20 +23,99 @@ func (r RollupSource) AttributedSpans(ctx context.Context, project string, from,
 	return r.loadSpansShard(ctx, project, from, to, window, shard)
 }
 
-// Shard is part Index (from 0) of Of parts of the runs, by a hash of the
-// trace id: every run is in exactly one part, whole. The zero Shard (Of 0 or
-// 1) is every run.
+// Shard is one part of the runs by trace id, every run whole in exactly
+// one part: the trace ids in [Lo, Hi) ("" leaves a side open), or, when
+// Of > 1, part Index (from 0) of Of parts by a hash of the trace id. The
+// zero Shard is every run.
+//
+// A range is what a read of span_facts can prune by: the table is sorted
+// by project, hour and trace id, so within each hour the granules outside
+// the range are skipped, where a part by hash reads every granule of the
+// hours (prefixShards cuts the ranges).
 type Shard struct {
 	Index, Of int
+	Lo, Hi    string
 }
 
-// cond is the condition on trace_id that keeps the runs of the part, or ""
-// for every run.
-func (s Shard) cond() string {
-	if s.Of <= 1 {
-		return ""
+// cond is the condition on trace_id that keeps the runs of the part, with
+// its arguments, or "" for every run.
+func (s Shard) cond() (string, []any) {
+	if s.Of > 1 {
+		return fmt.Sprintf("cityHash64(trace_id) %% %d = %d", s.Of, s.Index), nil
 	}
-	return fmt.Sprintf("cityHash64(trace_id) %% %d = %d", s.Of, s.Index)
+	var conds []string
+	var args []any
+	if s.Lo != "" {
+		conds, args = append(conds, "trace_id >= ?"), append(args, s.Lo)
+	}
+	if s.Hi != "" {
+		conds, args = append(conds, "trace_id < ?"), append(args, s.Hi)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// tracePrefixLen is how many leading characters of a trace id
+// prefixShards counts rows by: 4,096 prefixes of hexadecimal ids, so a
+// part can be cut to within a 4,096th of the rows.
+const tracePrefixLen = 3
+
+// prefixShards cuts the runs into ranges of trace ids of at most per rows
+// each, between the ids' prefixes, by q (with args): the rows counted by
+// the first tracePrefixLen characters of their trace id, in the ids'
+// order (prefixCountsSQL). When one prefix alone holds more than per rows
+// (ids that begin with a timestamp, as X-Ray's do), it returns shards by
+// hash instead, as many as total rows need.
+func (r *core) prefixShards(ctx context.Context, q string, args []any, per, total uint64) ([]Shard, error) {
+	rows, err := r.store.Conn().Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("count rows by trace id: %w", err)
+	}
+	type prefix struct {
+		p string
+		n uint64
+	}
+	prefixes, err := scanAll(rows, func(x *prefix) []any { return []any{&x.p, &x.n} })
+	if err != nil {
+		return nil, fmt.Errorf("count rows by trace id: %w", err)
+	}
+	shards := []Shard{{}}
+	var in uint64 // rows in the last shard
+	for _, x := range prefixes {
+		if x.n > per {
+			of := int(max(1, (total+per-1)/per))
+			byHash := make([]Shard, of)
+			for i := range byHash {
+				byHash[i] = Shard{Index: i, Of: of}
+			}
+			return byHash, nil
+		}
+		if in+x.n > per {
+			shards[len(shards)-1].Hi = x.p
+			shards = append(shards, Shard{Lo: x.p})
+			in = 0
+		}
+		in += x.n
+	}
+	return shards, nil
+}
+
+// prefixCountsSQL is the count prefixShards reads: span_facts' rows that
+// where (with args) keeps, by the first tracePrefixLen characters of
+// their trace id, in the order of the ids (a prefix sorts before every
+// longer id it begins).
+func prefixCountsSQL(t tables, where string, args []any) (string, []any) {
+	return "SELECT substring(trace_id, 1, " + fmt.Sprint(tracePrefixLen) + ") AS p, count() FROM " + t.Table(schema.TableSpanFacts) +
+		" WHERE " + where + " GROUP BY p ORDER BY p", args
+}
+
+// SpanShards is the parts the runs with a span starting in [from, to) are
+// loaded in (AttributedSpans) so that each holds at most per of the
+// range's span rows: ranges of trace ids (see Shard), n shards by hash
+// when the ids do not spread. total is the range's rows, known to the
+// caller from its fingerprints.
+func (r RollupSource) SpanShards(ctx context.Context, from, to time.Time, per, total int) ([]Shard, error) {
+	q, args := prefixCountsSQL(r.store, "start >= ? AND start < ?", []any{from, to})
+	return r.prefixShards(ctx, q, args, uint64(max(per, 1)), uint64(total))
 }
 
 // HourFingerprint identifies the state of an hour of span_facts: its row

@@ -146,10 +146,14 @@ func TestBuiltSQL(t *testing.T) {
 		{"tools_calls", built(toolCallsSQL(gt, win))},
 		{"tools_percentiles", built(toolPercentilesSQL(gt, ToolFilter{Window: win}))},
 		{"tools_percentiles_one_tool", built(toolPercentilesSQL(gt, ToolFilter{Window: win, Tool: "search"}))},
-		{"tools_classify_window", built(classifyWindowSQL(gt, win, callPart{}))},
-		{"tools_classify_window_part", built(classifyWindowSQL(gt, win, callPart{shard: Shard{Index: 2, Of: 3}}))},
-		{"tools_classify_window_range", built(classifyWindowSQL(gt, win, callPart{lo: "3f0", hi: "a17"}))},
-		{"tools_window_prefixes", built(windowToolPrefixesSQL(gt, win))},
+		{"tools_classify_window", built(classifyWindowSQL(gt, win, Shard{}))},
+		{"tools_classify_window_part", built(classifyWindowSQL(gt, win, Shard{Index: 2, Of: 3}))},
+		{"tools_classify_window_range", built(classifyWindowSQL(gt, win, Shard{Lo: "3f0", Hi: "a17"}))},
+		{"tools_window_prefixes", func() (string, []any, error) {
+			where, args := win.where()
+			q, args := prefixCountsSQL(gt, where+" AND span_type = 'tool'", args)
+			return q, args, nil
+		}},
 		{"tools_window_rows", built(windowToolRowsSQL(gt, win))},
 		{"models_latency", built(modelLatencySQL(gt, win))},
 		{"runs_over_budget", built(runsOverBudgetSQL(gt, win, 2.5, 10))},
@@ -234,6 +238,11 @@ func TestBuiltSQL(t *testing.T) {
 		// attributed.go
 		{"spans_attributed", built(loadSpansShardSQL(gt, "", since, until, DefaultTraceWindow, Shard{}))},
 		{"spans_attributed_project_shard", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Index: 1, Of: 4}))},
+		{"spans_attributed_range", built(loadSpansShardSQL(gt, "p", since, until, DefaultTraceWindow, Shard{Lo: "3f0", Hi: "a17"}))},
+		{"spans_prefix_counts", func() (string, []any, error) {
+			q, args := prefixCountsSQL(gt, "start >= ? AND start < ?", []any{since, until})
+			return q, args, nil
+		}},
 		{"spans_attributed_runs", built(loadRunSpansSQL(gt, "p", []string{"t1", "t2"}, since, until, DefaultTraceWindow))},
 		// conversations.go
 		{"conversations_page_all_live", func() (string, []any, error) {

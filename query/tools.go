@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -441,7 +440,7 @@ const classifyPartCalls = 100_000
 // cityHash64 keys (see attribution.KeyedCall). A window of more than
 // classifyPartCalls calls is read in parts of the runs by trace id
 // (classifyParts), each run whole in one of them. visit sees every call.
-func (r *core) classifyWindow(ctx context.Context, w Window, parts []callPart, visit func(c *windowCall, class attribution.Class)) error {
+func (r *core) classifyWindow(ctx context.Context, w Window, parts []Shard, visit func(c *windowCall, class attribution.Class)) error {
 	rc := attribution.NewRetryClassifier()
 	toolKeys := map[string]uint64{}
 	for _, part := range parts {
@@ -452,51 +451,14 @@ func (r *core) classifyWindow(ctx context.Context, w Window, parts []callPart, v
 	return nil
 }
 
-// callPart is one part of the runs classifyWindow reads: the trace ids in
-// [lo, hi) ("" leaves a side open), or, when shard.Of > 1, a shard of them
-// by hash.
-//
-// A range is what the window's read can prune by: span_facts is sorted by
-// project, hour and trace id, so within each hour the granules outside the
-// range are skipped, where a part by hash reads every granule of the window
-// (a day of a 100M-span store's density in 12 parts by hash read its 3.4M
-// rows 12 times). Hash shards remain for trace ids whose prefixes do not
-// spread (classifyParts).
-type callPart struct {
-	lo, hi string
-	shard  Shard
-}
-
-// cond is the part's condition on trace_id and its arguments, "" for
-// every run.
-func (p callPart) cond() (string, []any) {
-	if p.shard.Of > 1 {
-		return p.shard.cond(), nil
-	}
-	var conds []string
-	var args []any
-	if p.lo != "" {
-		conds, args = append(conds, "trace_id >= ?"), append(args, p.lo)
-	}
-	if p.hi != "" {
-		conds, args = append(conds, "trace_id < ?"), append(args, p.hi)
-	}
-	return strings.Join(conds, " AND "), args
-}
-
-// tracePrefixLen is how many leading characters of a trace id
-// classifyParts counts calls by: 4,096 prefixes of hexadecimal ids, so a
-// part can be cut to within a 4,096th of the window's calls.
-const tracePrefixLen = 3
-
 // classifyParts is the parts classifyWindow reads w's calls in: one while
 // the window holds at most classifyPartCalls (or the reader's
 // WithClassifyPartCalls) tool span rows, duplicate deliveries not yet
 // merged included; else ranges of trace ids of at most that many rows
-// each, cut between the ids' prefixes by a count of the rows of each
-// (tracePrefixLen), or, when one prefix alone holds more (ids that begin
-// with a timestamp), as many shards by hash as the count needs.
-func (r *core) classifyParts(ctx context.Context, w Window) ([]callPart, error) {
+// each (prefixShards). A range, unlike a shard by hash, lets each part's
+// read skip the granules of every hour outside it: a day at a 100M-span
+// store's density in 12 parts by hash read its 3.4M rows 13 times.
+func (r *core) classifyParts(ctx context.Context, w Window) ([]Shard, error) {
 	q, args := windowToolRowsSQL(r.store, w)
 	var n uint64
 	if err := r.store.Conn().QueryRow(ctx, q, args...).Scan(&n); err != nil {
@@ -504,43 +466,11 @@ func (r *core) classifyParts(ctx context.Context, w Window) ([]callPart, error) 
 	}
 	per := uint64(cmp.Or(r.classifyPartCalls, classifyPartCalls))
 	if n <= per {
-		return []callPart{{}}, nil
+		return []Shard{{}}, nil
 	}
-	byHash := func() []callPart {
-		of := int((n + per - 1) / per)
-		parts := make([]callPart, of)
-		for i := range parts {
-			parts[i].shard = Shard{Index: i, Of: of}
-		}
-		return parts
-	}
-	q, args = windowToolPrefixesSQL(r.store, w)
-	rows, err := r.store.Conn().Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("count tool calls by trace id: %w", err)
-	}
-	type prefix struct {
-		p string
-		n uint64
-	}
-	prefixes, err := scanAll(rows, func(x *prefix) []any { return []any{&x.p, &x.n} })
-	if err != nil {
-		return nil, fmt.Errorf("count tool calls by trace id: %w", err)
-	}
-	parts := []callPart{{}}
-	var in uint64 // rows in the last part
-	for _, x := range prefixes {
-		if x.n > per {
-			return byHash(), nil
-		}
-		if in+x.n > per {
-			parts[len(parts)-1].hi = x.p
-			parts = append(parts, callPart{lo: x.p})
-			in = 0
-		}
-		in += x.n
-	}
-	return parts, nil
+	where, args := w.where()
+	q, args = prefixCountsSQL(r.store, where+" AND span_type = 'tool'", args)
+	return r.prefixShards(ctx, q, args, per, n)
 }
 
 // windowToolRowsSQL builds classifyParts' count of the window's tool span
@@ -550,18 +480,9 @@ func windowToolRowsSQL(t tables, w Window) (string, []any) {
 	return "SELECT count() FROM " + t.Table(schema.TableSpanFacts) + " WHERE " + where + " AND span_type = 'tool'", args
 }
 
-// windowToolPrefixesSQL builds classifyParts' count of the window's tool
-// span rows by the first tracePrefixLen characters of their trace id, in
-// the order of the ids (a prefix sorts before every longer id it begins).
-func windowToolPrefixesSQL(t tables, w Window) (string, []any) {
-	where, args := w.where()
-	return "SELECT substring(trace_id, 1, " + strconv.Itoa(tracePrefixLen) + ") AS p, count() FROM " + t.Table(schema.TableSpanFacts) +
-		" WHERE " + where + " AND span_type = 'tool' GROUP BY p ORDER BY p", args
-}
-
 // classifyPart classifies the calls of one part of w's runs (classifyWindow),
 // with rc and the tools' keys shared by the parts.
-func (r *core) classifyPart(ctx context.Context, w Window, part callPart, rc *attribution.RetryClassifier,
+func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attribution.RetryClassifier,
 	toolKeys map[string]uint64, visit func(c *windowCall, class attribution.Class)) error {
 	q, args := classifyWindowSQL(r.store, w, part)
 	rows, err := r.store.Conn().Query(ctx, q, args...)
@@ -630,7 +551,7 @@ func (r *core) classifyPart(ctx context.Context, w Window, part callPart, rc *at
 // classifyWindowSQL builds classifyPart's statement: the deduplicated tool
 // spans of the window's runs in part grouped per run and unfolded again, as
 // compact rows.
-func classifyWindowSQL(t tables, w Window, part callPart) (string, []any) {
+func classifyWindowSQL(t tables, w Window, part Shard) (string, []any) {
 	where, args := w.where()
 	if c, cargs := part.cond(); c != "" {
 		where, args = where+" AND "+c, append(args, cargs...)

@@ -166,8 +166,8 @@ func (r *core) liveWindowRuns(ctx context.Context, sel runSelection, lv liveSet,
 		if !lv.all {
 			sel = lv.narrow(sel)
 		}
-		if c := shard.cond(); c != "" {
-			sel = sel.narrowed(c, nil)
+		if c, cargs := shard.cond(); c != "" {
+			sel = sel.narrowed(c, cargs)
 		}
 		q, args := runSummarySQL(r.store, sel)
 		rows, err := r.store.Conn().Query(ctx, q, args...)
