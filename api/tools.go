@@ -65,6 +65,8 @@ func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader, before ...
 		// The two are independent reads of the window: at once, so that
 		// one's stages in Go (classifying retries, decoding) overlap the
 		// other's in ClickHouse.
+		ctx, cancel := context.WithCancel(c.Request.Context())
+		defer cancel()
 		var (
 			models   []query.ModelStats
 			modelErr error
@@ -72,9 +74,12 @@ func (h *Handler) RegisterTools(r gin.IRoutes, tools ToolStatsReader, before ...
 		)
 		go func() {
 			defer close(done)
-			models, modelErr = tools.Models(c.Request.Context(), w)
+			models, modelErr = tools.Models(ctx, w)
 		}()
-		stats, err := tools.Tools(c.Request.Context(), query.ToolFilter{Window: w, Tool: c.Query("tool")})
+		stats, err := tools.Tools(ctx, query.ToolFilter{Window: w, Tool: c.Query("tool")})
+		if err != nil {
+			cancel() // the models' read is not wanted any more
+		}
 		<-done
 		if err != nil {
 			fail(c, http.StatusInternalServerError, "tool statistics: %v", err)

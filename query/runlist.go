@@ -538,8 +538,8 @@ type liveSet struct {
 	sub     string
 	subArgs []any
 	// rows, when set, are the runs in flight of a conversation read,
-	// summarized in Go: the reads select them instead of aggregating
-	// them (conversationLiveRows).
+	// summarized in Go, that one statement needs: the reads select them
+	// instead of aggregating them (conversationLiveRuns, literalRows).
 	rows *liveRows
 }
 

@@ -161,6 +161,9 @@ func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error
 		return nil, err
 	}
 	acc := newToolTally(f, len(parts) == 1)
+	// A failed classification stops the percentiles' read too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		pct    map[string][3]float64
 		pctErr error
@@ -172,7 +175,9 @@ func (r ToolReader) Tools(ctx context.Context, f ToolFilter) ([]ToolStats, error
 			pct, pctErr = r.toolPercentiles(ctx, f)
 		}
 	}()
-	err = r.classifyWindow(ctx, f.Window, parts, acc.add)
+	if err = r.classifyWindow(ctx, f.Window, parts, acc.add); err != nil {
+		cancel()
+	}
 	<-done
 	if err := errors.Join(err, pctErr); err != nil {
 		return nil, err
