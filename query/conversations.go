@@ -189,11 +189,11 @@ func (r RunReader) conversationPage(ctx context.Context, f ConversationFilter, l
 // ended the most recent runs.
 var conversationCandidates = [...]int{4, 64}
 
-// recentConversations picks a first page of conversations from the most
-// recently ended rows of the window (at most rowCap; ends are the most
-// recent ends of the window's settled rows, newest first, at least rowCap
-// of them unless the window has fewer; every row when ends is nil): every version of
-// the settled rows, without FINAL (which merged the whole window's rows,
+// recentConversations picks a first page of conversations from the rows
+// of the window ending within the rowCap-th most recent end of its settled
+// rows (ends: those ends, newest first, at least rowCap of them unless the
+// window has fewer; every row when ends is nil): every version of the
+// settled rows, without FINAL (which merged the whole window's rows,
 // in one thread on ClickHouse 18.16, before a sort of all of them), and
 // the live runs. A conversation's first row in that order is its latest
 // run's best-placed version; when the rows hold f.Limit+1 conversations
@@ -300,11 +300,10 @@ func currentVersionsSQL(t tables, project string, starts []uint32, ids []string)
 //
 // Of a run's versions ending alike (a reprice), the newest comes first: the
 // one that can be current. One row a conversation (LIMIT 1 BY), not the
-// first rows of the order:
-// the runs in flight end last, and a few busy conversations with many of
-// them (1,648 runs in flight, at a 100M-span store's density) filled every
-// row a try could take, so the tries failed and the page was picked the
-// slow way, 1.3 s.
+// first rows of the order: the runs in flight end last, and a few busy
+// conversations with many of them (1,648 runs in flight, at a 100M-span
+// store's density) filled every row a try could take, so the tries failed
+// and the page was picked the slow way, 1.3 s.
 func conversationCandidatesSQL(t tables, f ConversationFilter, lv liveSet, bound *uint64) (string, []any, error) {
 	sel, err := selectRuns(t, RunFilter{Project: f.Project, Since: f.Since, Until: f.Until})
 	if err != nil {

@@ -236,6 +236,7 @@ type toolTally struct {
 	tools     map[string]*oneTool
 	trace     string     // the run being visited
 	inRun     []*oneTool // the tools the run being visited called
+	scratch   ToolMinute // the minute counted into when minutes were not asked for
 }
 
 // oneTool is one tool's figures so far.
@@ -275,10 +276,10 @@ func (t *toolTally) add(c *windowCall, class attribution.Class) {
 		o.inRun, o.runMax, o.runLastErr, o.runFailed = true, 0, 0, false
 		t.inRun = append(t.inRun, o)
 	}
-	// The minute's counts go to a scratch minute unless they were asked for.
-	m := &ToolMinute{}
+	call := &c.call
+	m := &t.scratch
 	if t.f.PerMinute {
-		at := nsTime(c.start).Truncate(time.Minute)
+		at := nsTime(call.StartNs).Truncate(time.Minute)
 		if m = o.minutes[at]; m == nil {
 			m = &ToolMinute{Minute: at}
 			o.minutes[at] = m
@@ -287,13 +288,13 @@ func (t *toolTally) add(c *windowCall, class attribution.Class) {
 	o.stats.Calls++
 	m.Calls++
 	if t.durations {
-		o.durations = append(o.durations, c.duration)
+		o.durations = append(o.durations, call.DurationNs)
 	}
-	o.runMax = max(o.runMax, c.duration)
-	if c.err {
+	o.runMax = max(o.runMax, call.DurationNs)
+	if call.Error {
 		o.stats.Errors++
 		m.Errors++
-		o.runLastErr, o.runFailed = max(o.runLastErr, c.start), true
+		o.runLastErr, o.runFailed = max(o.runLastErr, call.StartNs), true
 	}
 	switch class {
 	case attribution.ClassRepeat:
@@ -302,7 +303,7 @@ func (t *toolTally) add(c *windowCall, class attribution.Class) {
 	default:
 		o.stats.Retries++
 		m.Retries++
-		o.retried = append(o.retried, example{c.trace, c.start})
+		o.retried = append(o.retried, example{c.trace, call.StartNs})
 	}
 }
 
@@ -423,11 +424,11 @@ func recentRuns(exs []example) []string {
 	return out
 }
 
-// windowCall is one call of a run classifyWindow classified.
+// windowCall is one call of a run classifyWindow classified: its run, its
+// tool's name and the call as the classifier saw it (times in ns).
 type windowCall struct {
-	trace, tool     string
-	start, duration uint64 // ns
-	err             bool
+	trace, tool string
+	call        attribution.KeyedCall
 }
 
 // classifyPartCalls is about how many tool calls one part of classifyWindow
@@ -496,9 +497,8 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 	}
 	defer rows.Close()
 	type row struct {
-		call   attribution.KeyedCall
+		windowCall
 		spanID string
-		meta   windowCall
 	}
 	var (
 		run     []row
@@ -519,7 +519,7 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 		}
 		rc.ClassifyRun(calls, classes)
 		for i := range run {
-			visit(&run[i].meta, classes[i])
+			visit(&run[i].windowCall, classes[i])
 		}
 		run = run[:0]
 	}
@@ -528,20 +528,19 @@ func (r *core) classifyPart(ctx context.Context, w Window, part Shard, rc *attri
 	for rows.Next() {
 		var x row
 		var isErr uint8
-		if err := rows.Scan(&x.meta.trace, &x.spanID, &x.meta.tool, &x.call.Parent, &x.call.CallID, &x.call.StepID,
+		if err := rows.Scan(&x.trace, &x.spanID, &x.tool, &x.call.Parent, &x.call.CallID, &x.call.StepID,
 			&x.call.ArgsHash, &isErr, &x.call.StartNs, &x.call.DurationNs, &x.call.Attempt); err != nil {
 			return fmt.Errorf("scan tool call: %w", err)
 		}
-		if len(run) > 0 && run[0].meta.trace != x.meta.trace {
+		if len(run) > 0 && run[0].trace != x.trace {
 			flush()
 		}
-		k, ok := toolKeys[x.meta.tool]
+		k, ok := toolKeys[x.tool]
 		if !ok {
 			k = uint64(len(toolKeys) + 1)
-			toolKeys[x.meta.tool] = k
+			toolKeys[x.tool] = k
 		}
 		x.call.Tool, x.call.Error = k, isErr == 1
-		x.meta.start, x.meta.duration, x.meta.err = x.call.StartNs, x.call.DurationNs, isErr == 1
 		run = append(run, x)
 	}
 	if err := rows.Err(); err != nil {

@@ -256,8 +256,9 @@ type rollupKey struct {
 // returns the rows written and the span loads made.
 func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time.Time]query.HourFingerprint) (int, int, error) {
 	rows := map[rollupKey]*schema.CostRollupRow{}
+	total := spanRows(from, to, raw)
 	var shards []query.Shard
-	switch n := loadShards(from, to, raw, r.cfg.MaxLoadSpans); n {
+	switch loadShards(total, r.cfg.MaxLoadSpans) {
 	case 0:
 	case 1:
 		shards = []query.Shard{{}}
@@ -267,7 +268,7 @@ func (r *Rollup) recompute(ctx context.Context, from, to time.Time, raw map[time
 		// every granule of the hours (an hour of 140k spans in 6 loads
 		// read it 6 times).
 		var err error
-		if shards, err = r.reader.SpanShards(ctx, from, to, r.cfg.MaxLoadSpans, spanRows(from, to, raw)); err != nil {
+		if shards, err = r.reader.SpanShards(ctx, from, to, r.cfg.MaxLoadSpans, total); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -293,20 +294,21 @@ func rowOf(rows map[rollupKey]*schema.CostRollupRow, k rollupKey) *schema.CostRo
 }
 
 // loadShards is how many parts the runs of [from, to) are loaded in so
-// that one load holds at most max spans, by the hours' fingerprints (which
-// count duplicates too, so it errs toward more, smaller loads). Hours whose
-// fingerprints count no span need no load at all: the fingerprints are of
-// span_facts, the table the load reads, and a load returns only the spans
-// that start in [from, to).
-func loadShards(from, to time.Time, raw map[time.Time]query.HourFingerprint, max int) int {
-	total := uint64(spanRows(from, to, raw))
+// that one load holds at most max spans, given the range's span rows by
+// the hours' fingerprints (spanRows; they count duplicates too, so it errs
+// toward more, smaller loads). Hours whose fingerprints count no span need
+// no load at all: the fingerprints are of span_facts, the table the load
+// reads, and a load returns only the spans that start in [from, to). More
+// than one part are ranges of trace ids (query.RollupSource.SpanShards),
+// or this many shards by hash when the ids do not spread.
+func loadShards(total, max int) int {
 	switch {
 	case total == 0:
 		return 0
-	case total <= uint64(max):
+	case total <= max:
 		return 1
 	}
-	return int((total + uint64(max) - 1) / uint64(max))
+	return (total + max - 1) / max
 }
 
 // spanRows is the span rows the fingerprints count in the hours of

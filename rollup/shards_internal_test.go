@@ -24,17 +24,17 @@ func TestLoadShards(t *testing.T) {
 		{49, 3},
 		{1, 100},
 	} {
-		if got := loadShards(from, to, raw, tc.max); got != tc.want {
+		if got := loadShards(spanRows(from, to, raw), tc.max); got != tc.want {
 			t.Errorf("100 spans, at most %d a load: %d parts, want %d", tc.max, got, tc.want)
 		}
 	}
-	if got := loadShards(from, to, nil, 10); got != 0 {
+	if got := loadShards(spanRows(from, to, nil), 10); got != 0 {
 		t.Errorf("no fingerprints: %d loads, want none", got)
 	}
-	if got := loadShards(from.Add(2*time.Hour), from.Add(5*time.Hour), raw, 10); got != 0 {
+	if got := loadShards(spanRows(from.Add(2*time.Hour), from.Add(5*time.Hour), raw), 10); got != 0 {
 		t.Errorf("hours without spans: %d loads, want none", got)
 	}
-	if got := loadShards(from.Add(2*time.Hour), from.Add(6*time.Hour), raw, 1000); got != 1 {
+	if got := loadShards(spanRows(from.Add(2*time.Hour), from.Add(6*time.Hour), raw), 1000); got != 1 {
 		t.Errorf("one hour of 1000 spans among empty ones, at most 1000 a load: %d loads, want 1", got)
 	}
 }
